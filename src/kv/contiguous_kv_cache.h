@@ -1,0 +1,28 @@
+#pragma once
+// The simplest KvCache: a fixed number of sequence slots, each owning a contiguous run of blocks
+// long enough for `max_tokens` positions. Used by `slabserve generate` and the model tests; the
+// paged SLAB cache with sharing and eviction replaces it in the engine.
+#include <vector>
+
+#include "kv/kv_cache.h"
+
+namespace slab {
+
+class ContiguousKvCache final : public KvCache {
+ public:
+  ContiguousKvCache(const KvGeometry& geometry, int num_slots, int max_tokens);
+
+  const KvGeometry& geometry() const override { return geometry_; }
+  float* pool() override { return pool_.data(); }
+  std::span<const int32_t> block_table(int seq_id) const override;
+  int max_tokens() const { return blocks_per_slot_ * geometry_.block_size; }
+
+ private:
+  KvGeometry geometry_;
+  int num_slots_;
+  int blocks_per_slot_;
+  std::vector<int32_t> block_ids_;  // slot s owns block_ids_[s * blocks_per_slot_ ...]
+  std::vector<float> pool_;
+};
+
+}  // namespace slab

@@ -1,0 +1,45 @@
+#pragma once
+// Read access to the tensors of a checkpoint on disk, whatever its container. The loader asks for
+// tensors by their Hugging Face name and converts them; it never sees file formats.
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace slab {
+
+enum class DType { f32, f16, bf16 };
+const char* dtype_name(DType dtype);
+size_t dtype_size(DType dtype);
+
+// A tensor still in the checkpoint's memory map. `data` stays valid while the checkpoint lives.
+struct TensorView {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+  std::string file;  // the file holding it, for error messages
+
+  int64_t numel() const;
+};
+
+class Checkpoint {
+ public:
+  virtual ~Checkpoint() = default;
+  virtual bool has(const std::string& name) const = 0;
+  // Throws std::runtime_error naming the checkpoint and the tensor when it is absent.
+  virtual TensorView tensor(const std::string& name) const = 0;
+  virtual std::vector<std::string> tensor_names() const = 0;
+};
+
+// A Hugging Face folder's weights: model.safetensors, or model.safetensors.index.json with its
+// shards. Headers are validated when opened (JSON, dtypes, offsets inside the file, sizes matching
+// shapes); every error names the file and, where there is one, the tensor.
+std::unique_ptr<Checkpoint> open_safetensors_checkpoint(const std::filesystem::path& model_dir);
+
+// Converts any supported dtype to FP32 (out must hold view.numel() floats).
+void convert_to_f32(const TensorView& view, float* out);
+
+}  // namespace slab

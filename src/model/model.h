@@ -1,0 +1,43 @@
+#pragma once
+// A loaded model: its config, generation defaults and weights. Loading from a Hugging Face folder
+// (config.json, generation_config.json, safetensors) is the one entry point callers use.
+#include <filesystem>
+#include <vector>
+
+#include "kv/kv_cache.h"
+#include "model/model_config.h"
+#include "model/weights.h"
+
+namespace slab {
+
+struct Model {
+  ModelConfig config;
+  GenerationConfig generation;
+  ModelWeights weights;
+};
+
+// Throws std::runtime_error with one clear message naming the folder/file/field at fault.
+Model load_model(const std::filesystem::path& model_dir);
+
+// One sequence's share of a forward batch: `num_tokens` new tokens at positions
+// start_pos .. start_pos + num_tokens - 1 (start_pos = tokens already in its cache).
+struct BatchSequence {
+  int seq_id = 0;
+  int start_pos = 0;
+  int num_tokens = 0;
+};
+
+// A flattened variable-length batch: the new tokens of every sequence, concatenated in the order
+// of `sequences`.
+struct ForwardBatch {
+  std::vector<int> tokens;
+  std::vector<BatchSequence> sequences;
+  bool all_logits = false;  // logits for every token; otherwise for the last token of each sequence
+};
+
+// Runs the transformer over the batch, writing each new token's K/V into `cache` and returning
+// logits, [rows, vocab] row-major: one row per sequence (its last token), or one per token when
+// batch.all_logits.
+std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCache& cache);
+
+}  // namespace slab

@@ -1,0 +1,65 @@
+#pragma once
+// The architecture of a checkpoint, read from a Hugging Face config.json. One struct for every
+// supported family: the forward pass switches on these feature flags, not on the family name.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace slab {
+
+enum class RopeScalingType { none, linear, llama3 };
+
+struct RopeScaling {
+  RopeScalingType type = RopeScalingType::none;
+  float factor = 1.0f;
+  // llama3 only.
+  float low_freq_factor = 1.0f;
+  float high_freq_factor = 4.0f;
+  int original_max_position_embeddings = 8192;
+};
+
+struct ModelConfig {
+  std::string model_type;  // llama, mistral, qwen2, qwen3
+  int vocab_size = 0;
+  int hidden_size = 0;
+  int intermediate_size = 0;
+  int num_layers = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;  // hidden_size / num_heads unless config.json says otherwise (qwen3)
+  float rms_norm_eps = 1e-6f;
+  float rope_theta = 10000.0f;
+  RopeScaling rope_scaling;
+  int max_position_embeddings = 2048;
+  bool tie_word_embeddings = false;
+  bool qkv_bias = false;  // q/k/v projections carry a bias (qwen2; llama with attention_bias)
+  bool o_bias = false;    // o_proj carries a bias (llama with attention_bias)
+  bool mlp_bias = false;  // gate/up/down carry a bias (llama with mlp_bias)
+  bool qk_norm = false;   // per-head RMSNorm of q and k before RoPE (qwen3)
+  int sliding_window = 0; // 0: full attention
+  std::vector<int> eos_token_ids;  // from config.json; generation_config.json may add more
+  int bos_token_id = -1;
+};
+
+// Parses config.json text; `source` names the file in error messages. Throws std::runtime_error
+// naming the file and field for an unknown model_type, a missing or mistyped field, or an option
+// the engine does not implement (e.g. an unsupported rope_scaling type or hidden_act).
+ModelConfig parse_model_config(const nlohmann::json& config, const std::string& source);
+ModelConfig load_model_config(const std::filesystem::path& config_json);
+
+// Defaults for sampling and stopping from generation_config.json (absent file: all defaults).
+struct GenerationConfig {
+  std::vector<int> eos_token_ids;
+  int bos_token_id = -1;
+  float temperature = 1.0f;
+  float top_p = 1.0f;
+  int top_k = 0;  // 0: off
+  float repetition_penalty = 1.0f;
+  bool do_sample = false;
+};
+
+GenerationConfig load_generation_config(const std::filesystem::path& generation_config_json);
+
+}  // namespace slab

@@ -1,0 +1,23 @@
+#pragma once
+// Where the tests find their data. Shared test data lives beside the checkout and may be absent:
+// tests that need it call testdata_or_skip() and return early with a message.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+namespace slab::test {
+
+inline std::filesystem::path fixtures_dir() { return SLAB_FIXTURES_DIR; }
+
+// Returns the path under ../shared/testdata, or an empty path after printing why the test skips.
+inline std::filesystem::path testdata_or_skip(const std::string& relative) {
+  std::filesystem::path p = std::filesystem::path(SLAB_TESTDATA_DIR) / relative;
+  if (!std::filesystem::exists(p)) {
+    WARN("skipped: " << p.string() << " is absent (shared test data not checked out beside the repo)");
+    return {};
+  }
+  return p;
+}
+
+}  // namespace slab::test
