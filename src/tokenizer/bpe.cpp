@@ -1,0 +1,222 @@
+#include "tokenizer/bpe.h"
+
+#include <cstdio>
+#include <queue>
+
+#include "tokenizer/json_file.h"
+#include "tokenizer/utf8.h"
+
+namespace slab::tok {
+
+namespace {
+
+bool is_null_or_empty_string(const nlohmann::json& model, const char* key) {
+  const auto it = model.find(key);
+  return it == model.end() || it->is_null() || (it->is_string() && it->get_ref<const std::string&>().empty());
+}
+
+bool optional_bool(const nlohmann::json& model, const char* key, const std::string& file) {
+  const auto it = model.find(key);
+  if (it == model.end() || it->is_null()) return false;
+  if (!it->is_boolean()) fail(file, std::string("model.") + key, "not a boolean");
+  return it->get<bool>();
+}
+
+}  // namespace
+
+std::unique_ptr<BpeModel> BpeModel::from_json(const nlohmann::json& model, const std::string& file) {
+  if (!model.is_object()) fail(file, "model", "missing");
+  const std::string type = model.value("type", std::string("BPE"));
+  if (type != "BPE") fail(file, "model.type", "unsupported model type \"" + type + "\" (only BPE)");
+  if (const auto dropout = model.find("dropout");
+      dropout != model.end() && !dropout->is_null() && !(dropout->is_number() && dropout->get<double>() == 0.0)) {
+    fail(file, "model.dropout", "BPE dropout is not supported at inference");
+  }
+  if (!is_null_or_empty_string(model, "continuing_subword_prefix")) {
+    fail(file, "model.continuing_subword_prefix", "unsupported");
+  }
+  if (!is_null_or_empty_string(model, "end_of_word_suffix")) fail(file, "model.end_of_word_suffix", "unsupported");
+
+  auto bpe = std::unique_ptr<BpeModel>(new BpeModel());
+  bpe->byte_fallback_ = optional_bool(model, "byte_fallback", file);
+  bpe->fuse_unk_ = optional_bool(model, "fuse_unk", file);
+  bpe->ignore_merges_ = optional_bool(model, "ignore_merges", file);
+
+  const auto vocab = model.find("vocab");
+  if (vocab == model.end() || !vocab->is_object()) fail(file, "model.vocab", "missing or not an object");
+  bpe->vocab_.reserve(vocab->size());
+  int32_t max_id = -1;
+  for (const auto& [token, id_json] : vocab->items()) {
+    if (!id_json.is_number_integer() || id_json.get<int64_t>() < 0 || id_json.get<int64_t>() > INT32_MAX) {
+      fail(file, "model.vocab[\"" + token + "\"]", "id is not a non-negative integer");
+    }
+    const auto id = id_json.get<int32_t>();
+    max_id = std::max(max_id, id);
+    bpe->vocab_.emplace(token, id);
+  }
+  bpe->id_to_token_.resize(static_cast<size_t>(max_id + 1));
+  for (const auto& [token, id] : bpe->vocab_) bpe->id_to_token_[static_cast<size_t>(id)] = token;
+
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    const auto it = bpe->vocab_.find(std::string_view(name));
+    bpe->byte_tokens_[b] = it == bpe->vocab_.end() ? -1 : it->second;
+  }
+
+  if (const auto unk = model.find("unk_token"); unk != model.end() && !unk->is_null()) {
+    if (!unk->is_string()) fail(file, "model.unk_token", "not a string");
+    const auto it = bpe->vocab_.find(unk->get_ref<const std::string&>());
+    if (it == bpe->vocab_.end()) fail(file, "model.unk_token", "\"" + unk->get<std::string>() + "\" is not in the vocabulary");
+    bpe->unk_id_ = it->second;
+  }
+
+  const auto merges = model.find("merges");
+  if (merges == model.end() || !merges->is_array()) fail(file, "model.merges", "missing or not an array");
+  bpe->merges_.reserve(merges->size());
+  int32_t rank = 0;
+  for (const auto& merge : *merges) {
+    // Two spellings: "left right" (older files) and ["left", "right"].
+    if (merge.is_string()) {
+      const std::string& line = merge.get_ref<const std::string&>();
+      const size_t space = line.find(' ');
+      if (space == std::string::npos || line.find(' ', space + 1) != std::string::npos) {
+        fail(file, "model.merges[" + std::to_string(rank) + "]", "expected \"left right\", got \"" + line + "\"");
+      }
+      bpe->add_merge(std::string_view(line).substr(0, space), std::string_view(line).substr(space + 1), rank, file);
+    } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
+      bpe->add_merge(merge[0].get_ref<const std::string&>(), merge[1].get_ref<const std::string&>(), rank, file);
+    } else {
+      fail(file, "model.merges[" + std::to_string(rank) + "]", "expected a string or a pair of strings");
+    }
+    ++rank;
+  }
+  return bpe;
+}
+
+void BpeModel::add_merge(std::string_view left, std::string_view right, int32_t rank, const std::string& file) {
+  const auto left_it = vocab_.find(left);
+  const auto right_it = vocab_.find(right);
+  std::string merged;
+  merged.reserve(left.size() + right.size());
+  merged.append(left).append(right);
+  const auto merged_it = vocab_.find(merged);
+  if (left_it == vocab_.end() || right_it == vocab_.end() || merged_it == vocab_.end()) {
+    std::string what = "merge of ";
+    what.append(left).append(" and ").append(right).append(" uses a token missing from the vocabulary");
+    std::string field = "model.merges[";
+    field.append(std::to_string(rank)).append("]");
+    fail(file, field, what);
+  }
+  // A pair listed twice keeps its later rank, as Hugging Face's map construction does.
+  merges_.insert_or_assign(pair_key(left_it->second, right_it->second), MergeResult{rank, merged_it->second});
+}
+
+std::optional<int32_t> BpeModel::token_to_id(std::string_view token) const {
+  const auto it = vocab_.find(token);
+  if (it == vocab_.end()) return std::nullopt;
+  return it->second;
+}
+
+const std::string* BpeModel::id_to_token(int32_t id) const {
+  if (id < 0 || id >= id_limit() || id_to_token_[static_cast<size_t>(id)].empty()) return nullptr;
+  return &id_to_token_[static_cast<size_t>(id)];
+}
+
+void BpeModel::tokenize(std::string_view piece, std::vector<int32_t>& out) const {
+  if (piece.empty()) return;
+  if (ignore_merges_) {
+    // A piece that is itself a token is emitted whole, whatever the merges would give.
+    if (const auto it = vocab_.find(piece); it != vocab_.end()) {
+      out.push_back(it->second);
+      return;
+    }
+  }
+  merge_word(piece, out);
+}
+
+void BpeModel::merge_word(std::string_view piece, std::vector<int32_t>& out) const {
+  struct Symbol {
+    int32_t id;
+    int32_t prev;
+    int32_t next;
+    bool alive;
+  };
+  std::vector<Symbol> symbols;
+  symbols.reserve(piece.size());
+  const auto add_symbol = [&](int32_t id) {
+    const auto index = static_cast<int32_t>(symbols.size());
+    symbols.push_back({id, index - 1, index + 1, true});
+  };
+
+  // Characters to initial symbols. An unknown character becomes its byte tokens when byte
+  // fallback has them all, else the unknown token (runs fused when fuse_unk is set).
+  int32_t pending_unk = -1;  // an unknown token not yet emitted (so runs can be fused)
+  for (size_t pos = 0; pos < piece.size();) {
+    const size_t length = utf8_char_length(piece, pos);
+    const std::string_view character = piece.substr(pos, length);
+    pos += length;
+    if (const auto it = vocab_.find(character); it != vocab_.end()) {
+      if (pending_unk >= 0) {
+        add_symbol(pending_unk);
+        pending_unk = -1;
+      }
+      add_symbol(it->second);
+      continue;
+    }
+    if (byte_fallback_) {
+      bool all_bytes = true;
+      for (const char c : character) all_bytes = all_bytes && byte_tokens_[static_cast<unsigned char>(c)] >= 0;
+      if (all_bytes) {
+        // Hugging Face emits these before a pending unknown token; keep its order.
+        for (const char c : character) add_symbol(byte_tokens_[static_cast<unsigned char>(c)]);
+        continue;
+      }
+    }
+    if (unk_id_) {
+      if (pending_unk >= 0 && !fuse_unk_) add_symbol(pending_unk);
+      pending_unk = *unk_id_;
+    }
+  }
+  if (pending_unk >= 0) add_symbol(pending_unk);
+  if (symbols.empty()) return;
+  symbols.back().next = -1;
+
+  struct Candidate {
+    int32_t rank;
+    int32_t left;  // index of the left symbol
+    int32_t merged_id;
+    bool operator>(const Candidate& other) const {
+      return rank != other.rank ? rank > other.rank : left > other.left;
+    }
+  };
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
+  const auto push_pair = [&](int32_t left) {
+    if (left < 0) return;
+    const int32_t right = symbols[static_cast<size_t>(left)].next;
+    if (right < 0) return;
+    const auto it = merges_.find(pair_key(symbols[static_cast<size_t>(left)].id, symbols[static_cast<size_t>(right)].id));
+    if (it != merges_.end()) queue.push({it->second.rank, left, it->second.merged_id});
+  };
+  for (int32_t i = 0; i + 1 < static_cast<int32_t>(symbols.size()); ++i) push_pair(i);
+
+  while (!queue.empty()) {
+    const Candidate top = queue.top();
+    queue.pop();
+    Symbol& left = symbols[static_cast<size_t>(top.left)];
+    if (!left.alive || left.next < 0) continue;
+    Symbol& right = symbols[static_cast<size_t>(left.next)];
+    // Stale entry: one side merged with something else since it was queued.
+    const auto it = merges_.find(pair_key(left.id, right.id));
+    if (it == merges_.end() || it->second.rank != top.rank || it->second.merged_id != top.merged_id) continue;
+    left.id = top.merged_id;
+    right.alive = false;
+    left.next = right.next;
+    if (right.next >= 0) symbols[static_cast<size_t>(right.next)].prev = top.left;
+    push_pair(left.prev);
+    push_pair(top.left);
+  }
+  for (int32_t i = 0; i >= 0; i = symbols[static_cast<size_t>(i)].next) out.push_back(symbols[static_cast<size_t>(i)].id);
+}
+
+}  // namespace slab::tok

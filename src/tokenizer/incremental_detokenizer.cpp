@@ -1,0 +1,42 @@
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
+
+namespace slab {
+
+// How many already-emitted tokens the decode window keeps before the new ones, so that
+// context-dependent decoding (SentencePiece's leading space, merged bytes) sees its left side.
+constexpr size_t kContextTokens = 5;
+
+IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer, bool skip_special_tokens)
+    : tokenizer_(tokenizer), skip_special_tokens_(skip_special_tokens) {}
+
+void IncrementalDetokenizer::seed(std::span<const int32_t> ids) {
+  ids_.assign(ids.begin(), ids.end());
+  read_offset_ = ids_.size();
+  prefix_offset_ = read_offset_ > kContextTokens ? read_offset_ - kContextTokens : 0;
+}
+
+std::string IncrementalDetokenizer::push(int32_t id) {
+  ids_.push_back(id);
+  const std::span<const int32_t> all(ids_);
+  const std::string prefix_text = tokenizer_.decode(all.subspan(prefix_offset_, read_offset_ - prefix_offset_), skip_special_tokens_);
+  const std::string new_text = tokenizer_.decode(all.subspan(prefix_offset_), skip_special_tokens_);
+  // Hold back while the window ends inside a character (decode shows it as U+FFFD) or has not
+  // grown past what was already emitted.
+  if (new_text.size() <= prefix_text.size() || tok::ends_with_replacement_char(new_text)) return {};
+  std::string delta = new_text.substr(prefix_text.size());
+  prefix_offset_ = read_offset_;
+  read_offset_ = ids_.size();
+  return delta;
+}
+
+std::string IncrementalDetokenizer::flush() {
+  const std::span<const int32_t> all(ids_);
+  const std::string prefix_text = tokenizer_.decode(all.subspan(prefix_offset_, read_offset_ - prefix_offset_), skip_special_tokens_);
+  const std::string new_text = tokenizer_.decode(all.subspan(prefix_offset_), skip_special_tokens_);
+  prefix_offset_ = read_offset_ = ids_.size();
+  if (new_text.size() <= prefix_text.size()) return {};
+  return new_text.substr(prefix_text.size());
+}
+
+}  // namespace slab
