@@ -24,7 +24,40 @@ bool optional_bool(const nlohmann::json& model, const char* key, const std::stri
 
 }  // namespace
 
-std::unique_ptr<BpeModel> BpeModel::from_json(const nlohmann::json& model, const std::string& file) {
+void BpeModel::MergeTable::reserve(size_t count) {
+  size_t capacity = 16;
+  shift_ = 60;
+  while (capacity < count * 2) {  // load factor at most 1/2 keeps probe runs short
+    capacity *= 2;
+    --shift_;
+  }
+  mask_ = capacity - 1;
+  slots_.assign(capacity, Slot{kEmpty, {}});
+}
+
+void BpeModel::MergeTable::insert(int32_t left, int32_t right, MergeResult result) {
+  const uint64_t key = key_of(left, right);
+  for (size_t i = slot_of(key);; i = (i + 1) & mask_) {
+    if (slots_[i].key == kEmpty || slots_[i].key == key) {
+      slots_[i] = {key, result};
+      return;
+    }
+  }
+}
+
+const BpeModel::MergeResult* BpeModel::MergeTable::find(int32_t left, int32_t right) const {
+  if (slots_.empty()) return nullptr;
+  const uint64_t key = key_of(left, right);
+  for (size_t i = slot_of(key);; i = (i + 1) & mask_) {
+    if (slots_[i].key == key) return &slots_[i].result;
+    if (slots_[i].key == kEmpty) return nullptr;
+  }
+}
+
+std::unique_ptr<BpeModel> BpeModel::build(const nlohmann::json& model,
+                                          std::vector<std::pair<std::string, int32_t>> vocab,
+                                          const std::vector<std::pair<std::string, std::string>>& merges,
+                                          const std::string& file) {
   if (!model.is_object()) fail(file, "model", "missing");
   const std::string type = model.value("type", std::string("BPE"));
   if (type != "BPE") fail(file, "model.type", "unsupported model type \"" + type + "\" (only BPE)");
@@ -42,20 +75,14 @@ std::unique_ptr<BpeModel> BpeModel::from_json(const nlohmann::json& model, const
   bpe->fuse_unk_ = optional_bool(model, "fuse_unk", file);
   bpe->ignore_merges_ = optional_bool(model, "ignore_merges", file);
 
-  const auto vocab = model.find("vocab");
-  if (vocab == model.end() || !vocab->is_object()) fail(file, "model.vocab", "missing or not an object");
-  bpe->vocab_.reserve(vocab->size());
+  bpe->vocab_.reserve(vocab.size());
   int32_t max_id = -1;
-  for (const auto& [token, id_json] : vocab->items()) {
-    if (!id_json.is_number_integer() || id_json.get<int64_t>() < 0 || id_json.get<int64_t>() > INT32_MAX) {
-      fail(file, "model.vocab[\"" + token + "\"]", "id is not a non-negative integer");
-    }
-    const auto id = id_json.get<int32_t>();
+  for (auto& [token, id] : vocab) {
     max_id = std::max(max_id, id);
-    bpe->vocab_.emplace(token, id);
+    bpe->vocab_.emplace(std::move(token), id);
   }
-  bpe->id_to_token_.resize(static_cast<size_t>(max_id + 1));
-  for (const auto& [token, id] : bpe->vocab_) bpe->id_to_token_[static_cast<size_t>(id)] = token;
+  bpe->id_to_token_.assign(static_cast<size_t>(max_id + 1), nullptr);
+  for (const auto& [token, id] : bpe->vocab_) bpe->id_to_token_[static_cast<size_t>(id)] = &token;
 
   for (int b = 0; b < 256; ++b) {
     char name[8];
@@ -71,25 +98,9 @@ std::unique_ptr<BpeModel> BpeModel::from_json(const nlohmann::json& model, const
     bpe->unk_id_ = it->second;
   }
 
-  const auto merges = model.find("merges");
-  if (merges == model.end() || !merges->is_array()) fail(file, "model.merges", "missing or not an array");
-  bpe->merges_.reserve(merges->size());
-  int32_t rank = 0;
-  for (const auto& merge : *merges) {
-    // Two spellings: "left right" (older files) and ["left", "right"].
-    if (merge.is_string()) {
-      const std::string& line = merge.get_ref<const std::string&>();
-      const size_t space = line.find(' ');
-      if (space == std::string::npos || line.find(' ', space + 1) != std::string::npos) {
-        fail(file, "model.merges[" + std::to_string(rank) + "]", "expected \"left right\", got \"" + line + "\"");
-      }
-      bpe->add_merge(std::string_view(line).substr(0, space), std::string_view(line).substr(space + 1), rank, file);
-    } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
-      bpe->add_merge(merge[0].get_ref<const std::string&>(), merge[1].get_ref<const std::string&>(), rank, file);
-    } else {
-      fail(file, "model.merges[" + std::to_string(rank) + "]", "expected a string or a pair of strings");
-    }
-    ++rank;
+  bpe->merges_.reserve(merges.size());
+  for (size_t rank = 0; rank < merges.size(); ++rank) {
+    bpe->add_merge(merges[rank].first, merges[rank].second, static_cast<int32_t>(rank), file);
   }
   return bpe;
 }
@@ -108,8 +119,7 @@ void BpeModel::add_merge(std::string_view left, std::string_view right, int32_t 
     field.append(std::to_string(rank)).append("]");
     fail(file, field, what);
   }
-  // A pair listed twice keeps its later rank, as Hugging Face's map construction does.
-  merges_.insert_or_assign(pair_key(left_it->second, right_it->second), MergeResult{rank, merged_it->second});
+  merges_.insert(left_it->second, right_it->second, MergeResult{rank, merged_it->second});
 }
 
 std::optional<int32_t> BpeModel::token_to_id(std::string_view token) const {
@@ -119,8 +129,8 @@ std::optional<int32_t> BpeModel::token_to_id(std::string_view token) const {
 }
 
 const std::string* BpeModel::id_to_token(int32_t id) const {
-  if (id < 0 || id >= id_limit() || id_to_token_[static_cast<size_t>(id)].empty()) return nullptr;
-  return &id_to_token_[static_cast<size_t>(id)];
+  if (id < 0 || id >= id_limit()) return nullptr;
+  return id_to_token_[static_cast<size_t>(id)];
 }
 
 void BpeModel::tokenize(std::string_view piece, std::vector<int32_t>& out) const {
@@ -195,8 +205,8 @@ void BpeModel::merge_word(std::string_view piece, std::vector<int32_t>& out) con
     if (left < 0) return;
     const int32_t right = symbols[static_cast<size_t>(left)].next;
     if (right < 0) return;
-    const auto it = merges_.find(pair_key(symbols[static_cast<size_t>(left)].id, symbols[static_cast<size_t>(right)].id));
-    if (it != merges_.end()) queue.push({it->second.rank, left, it->second.merged_id});
+    const MergeResult* merge = merges_.find(symbols[static_cast<size_t>(left)].id, symbols[static_cast<size_t>(right)].id);
+    if (merge != nullptr) queue.push({merge->rank, left, merge->merged_id});
   };
   for (int32_t i = 0; i + 1 < static_cast<int32_t>(symbols.size()); ++i) push_pair(i);
 
@@ -207,8 +217,8 @@ void BpeModel::merge_word(std::string_view piece, std::vector<int32_t>& out) con
     if (!left.alive || left.next < 0) continue;
     Symbol& right = symbols[static_cast<size_t>(left.next)];
     // Stale entry: one side merged with something else since it was queued.
-    const auto it = merges_.find(pair_key(left.id, right.id));
-    if (it == merges_.end() || it->second.rank != top.rank || it->second.merged_id != top.merged_id) continue;
+    const MergeResult* merge = merges_.find(left.id, right.id);
+    if (merge == nullptr || merge->rank != top.rank || merge->merged_id != top.merged_id) continue;
     left.id = top.merged_id;
     right.alive = false;
     left.next = right.next;

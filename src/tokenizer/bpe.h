@@ -21,8 +21,12 @@ using TokenIdMap = std::unordered_map<std::string, int32_t, StringHash, std::equ
 
 class BpeModel {
  public:
-  // Reads the "model" object of tokenizer.json; throws naming `file` on anything unsupported.
-  static std::unique_ptr<BpeModel> from_json(const nlohmann::json& model, const std::string& file);
+  // `settings` is the "model" object of tokenizer.json without its vocab and merges, which come
+  // separately (see tokenizer_json_reader.h). Throws naming `file` on anything unsupported.
+  static std::unique_ptr<BpeModel> build(const nlohmann::json& settings,
+                                         std::vector<std::pair<std::string, int32_t>> vocab,
+                                         const std::vector<std::pair<std::string, std::string>>& merges,
+                                         const std::string& file);
 
   // Appends the ids of one pre-tokenised piece.
   void tokenize(std::string_view piece, std::vector<int32_t>& out) const;
@@ -41,16 +45,36 @@ class BpeModel {
     int32_t rank;
     int32_t merged_id;
   };
-  static uint64_t pair_key(int32_t left, int32_t right) {
-    return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
-  }
+  // Open-addressing map from a token pair to its merge: one flat array, no per-entry allocation,
+  // as both loading (500k merges) and encoding hit it constantly.
+  class MergeTable {
+   public:
+    void reserve(size_t count);
+    // A pair listed twice keeps its later rank, as Hugging Face's map construction does.
+    void insert(int32_t left, int32_t right, MergeResult result);
+    const MergeResult* find(int32_t left, int32_t right) const;
+
+   private:
+    struct Slot {
+      uint64_t key;
+      MergeResult result;
+    };
+    static constexpr uint64_t kEmpty = ~uint64_t{0};
+    static uint64_t key_of(int32_t left, int32_t right) {
+      return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
+    }
+    size_t slot_of(uint64_t key) const { return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_); }
+    std::vector<Slot> slots_;
+    int shift_ = 64;
+    size_t mask_ = 0;
+  };
   void add_merge(std::string_view left, std::string_view right, int32_t rank, const std::string& file);
   // Splits the piece into characters (with byte fallback / unknown handling), then merges.
   void merge_word(std::string_view piece, std::vector<int32_t>& out) const;
 
   TokenIdMap vocab_;
-  std::vector<std::string> id_to_token_;
-  std::unordered_map<uint64_t, MergeResult> merges_;
+  std::vector<const std::string*> id_to_token_;  // into vocab_'s keys; nullptr for gaps
+  MergeTable merges_;
   int32_t byte_tokens_[256];
   std::optional<int32_t> unk_id_;
   bool byte_fallback_ = false;

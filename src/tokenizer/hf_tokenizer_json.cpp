@@ -3,6 +3,7 @@
 
 #include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/json_file.h"
+#include "tokenizer/tokenizer_json_reader.h"
 
 namespace slab::tok {
 namespace {
@@ -60,7 +61,8 @@ void apply_flag(std::vector<int32_t>& ids, std::optional<bool> wanted, std::opti
 
 std::unique_ptr<HfTokenizer> HfTokenizer::load(const std::filesystem::path& tokenizer_json, const TokenizerConfig& config) {
   const std::string file = tokenizer_json.string();
-  const nlohmann::json json = read_json_file(tokenizer_json);
+  TokenizerJson parsed = read_tokenizer_json(tokenizer_json);
+  const nlohmann::json& json = parsed.document;
   if (!json.is_object()) fail(file, "(top level)", "expected an object");
   for (const auto& [key, value] : json.items()) {
     if (std::find(std::begin(kKnownTopLevelFields), std::end(kKnownTopLevelFields), key) == std::end(kKnownTopLevelFields)) {
@@ -77,7 +79,10 @@ std::unique_ptr<HfTokenizer> HfTokenizer::load(const std::filesystem::path& toke
   }
 
   auto tokenizer = std::unique_ptr<HfTokenizer>(new HfTokenizer());
-  tokenizer->model_ = BpeModel::from_json(json.value("model", nlohmann::json()), file);
+  if (!parsed.has_vocab) fail(file, "model.vocab", "missing or not an object");
+  if (!parsed.has_merges) fail(file, "model.merges", "missing or not an array");
+  tokenizer->model_ = BpeModel::build(json.value("model", nlohmann::json()), std::move(parsed.vocab), parsed.merges, file);
+  parsed.merges = {};
   tokenizer->normalizer_ = parse_normalizer(json.value("normalizer", nlohmann::json()), file, "normalizer");
   tokenizer->pre_tokenizer_ = parse_pre_tokenizer(json.value("pre_tokenizer", nlohmann::json()), file, "pre_tokenizer");
   tokenizer->decoder_ = parse_decoder(json.value("decoder", nlohmann::json()), file, "decoder");
