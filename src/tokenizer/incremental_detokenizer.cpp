@@ -7,6 +7,17 @@ namespace slab {
 // context-dependent decoding (SentencePiece's leading space, merged bytes) sees its left side.
 constexpr size_t kContextTokens = 5;
 
+namespace {
+
+// "<0xAB>": a byte-fallback piece. Hugging Face's ByteFallback decoder renders a whole run of
+// them as U+FFFD per byte when the run is not valid UTF-8, so a run can change the text of its
+// earlier bytes until it ends (an ASCII byte followed by a stray continuation byte).
+bool is_byte_piece(const std::string& piece) {
+  return piece.size() == 6 && piece.compare(0, 3, "<0x") == 0 && piece[5] == '>';
+}
+
+}  // namespace
+
 IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer, bool skip_special_tokens)
     : tokenizer_(tokenizer), skip_special_tokens_(skip_special_tokens) {}
 
@@ -18,6 +29,7 @@ void IncrementalDetokenizer::seed(std::span<const int32_t> ids) {
 
 std::string IncrementalDetokenizer::push(int32_t id) {
   ids_.push_back(id);
+  if (is_byte_piece(tokenizer_.id_to_piece(id))) return {};  // wait for the run to end
   const std::span<const int32_t> all(ids_);
   const std::string prefix_text = tokenizer_.decode(all.subspan(prefix_offset_, read_offset_ - prefix_offset_), skip_special_tokens_);
   const std::string new_text = tokenizer_.decode(all.subspan(prefix_offset_), skip_special_tokens_);
