@@ -448,3 +448,41 @@ TEST_CASE("F16 and BF16 convert exactly, including subnormals, infinities and Na
   CHECK(dtype_size(DType::bf16) == 2);
   CHECK(std::string(dtype_name(DType::f16)) == "F16");
 }
+
+TEST_CASE("the transformers-made fixtures load with the features transformers gives them", "[model]") {
+  const auto dir = fixtures_dir() / "models";
+  ModelConfig c = load_model(dir / "llama_gqa").config;
+  CHECK(c.num_kv_heads == 2);
+  CHECK(c.head_dim == 8);
+  CHECK_FALSE(c.tie_word_embeddings);
+
+  Model m = load_model(dir / "llama3_rope_scaling");  // BF16 on disk
+  CHECK(m.config.rope_theta == 500000.0f);
+  CHECK(m.config.rope_scaling.type == RopeScalingType::llama3);
+  CHECK(m.config.rope_scaling.factor == 8.0f);
+  CHECK(m.config.rope_scaling.original_max_position_embeddings == 64);
+
+  m = load_model(dir / "llama_tied");  // F16 on disk
+  CHECK(m.config.tie_word_embeddings);
+  CHECK(m.weights.lm_head.empty());
+
+  c = load_model(dir / "llama_bias").config;
+  CHECK((c.qkv_bias && c.o_bias && c.mlp_bias));
+
+  c = load_model(dir / "mistral_sliding_window").config;
+  CHECK(c.sliding_window == 8);
+
+  m = load_model(dir / "qwen2_bias");
+  CHECK(m.config.qkv_bias);
+  CHECK_FALSE(m.config.o_bias);
+  CHECK(m.config.rope_theta == 1000000.0f);
+  CHECK(m.weights.layers[0].bq.size() == 32u);
+  CHECK(m.weights.layers[0].bo.empty());
+
+  m = load_model(dir / "qwen3_qk_norm");
+  CHECK(m.config.head_dim == 16);
+  CHECK(m.config.qk_norm);
+  CHECK(m.weights.layers[1].wq.size() == 64u * 32u);
+  CHECK(m.weights.layers[1].wo.size() == 32u * 64u);
+  CHECK(m.weights.layers[1].k_norm.size() == 16u);
+}
