@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
   CLI::App app{"slabserve: LLM inference server for CPUs"};
   app.require_subcommand(1);
   app.set_version_flag("--version", SLAB_VERSION);
-  std::vector<slab::cli::Command> commands = {slab::cli::add_generate_command(app)};
+  std::vector<slab::cli::Command> commands = {slab::cli::add_generate_command(app),
+                                             slab::cli::add_serve_command(app)};
   CLI11_PARSE(app, argc, argv);
   try {
     for (const auto& command : commands) {
