@@ -1,9 +1,41 @@
-// slabserve command line: `generate` now; `serve` arrives with the HTTP front end.
+// slabserve: dispatches to a subcommand. Errors that escape a command end the process with a
+// one-line message and exit code 1, never an abort.
 #include <CLI/CLI.hpp>
+
+#include <exception>
+#include <iostream>
+#include <vector>
+
+#include "commands.h"
+
+namespace slab::cli {
+
+std::filesystem::path default_model_dir() {
+  // Next to the checkout, as the README's serve command expects; also relative to the binary's
+  // usual place in build/.
+  for (const char* candidate : {"../shared/testdata/models/stories260K",
+                                "../../shared/testdata/models/stories260K"}) {
+    if (std::filesystem::exists(std::filesystem::path(candidate) / "config.json")) return candidate;
+  }
+  return {};
+}
+
+}  // namespace slab::cli
 
 int main(int argc, char** argv) {
   CLI::App app{"slabserve: LLM inference server for CPUs"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", SLAB_VERSION);
+  std::vector<slab::cli::Command> commands = {slab::cli::add_generate_command(app),
+                                             slab::cli::add_serve_command(app)};
   CLI11_PARSE(app, argc, argv);
+  try {
+    for (const auto& command : commands) {
+      if (int rc = command(); rc >= 0) return rc;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
   return 0;
 }

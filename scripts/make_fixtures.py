@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""Builds the Hugging Face reference fixtures the model tests compare against.
+
+For each supported architecture: a tiny random checkpoint made with transformers (seeded), saved
+with save_pretrained into tests/fixtures/models/<name>/, plus expected_logits.json holding a prompt,
+the logits of every prompt position and an 8-token greedy continuation, all computed by reloading
+the saved folder in float32 (so the weights are exactly what is on disk, BF16/F16 rounding
+included) with attn_implementation="eager".
+
+For the real stories260K checkpoint (not copied): the 64-token greedy continuation of BOS and the
+logits of its first 4 steps -> tests/fixtures/stories260K_expected.json.
+
+Usage: scripts/make_fixtures.py [--testdata ../shared/testdata] [--out tests/fixtures]
+Needs torch, transformers, safetensors, numpy (and sentencepiece for the decoded story text).
+"""
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+import transformers
+from transformers import (AutoModelForCausalLM, LlamaConfig, MistralConfig, Qwen2Config,
+                          Qwen3Config)
+
+REPO = Path(__file__).resolve().parent.parent
+PROMPT_LEN = 20
+GREEDY_TOKENS = 8
+MIN_GREEDY_MARGIN = 1e-3  # top-1 minus top-2 logit at every greedy step, so FP32 reorderings agree
+
+COMMON = dict(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, hidden_act="silu",
+              rms_norm_eps=1e-5, bos_token_id=1, eos_token_id=2, pad_token_id=0,
+              max_position_embeddings=128)
+
+# name -> (config class, config kwargs, on-disk dtype)
+FIXTURES = {
+    "llama_gqa": (LlamaConfig, dict(hidden_size=32, intermediate_size=64, vocab_size=256,
+                                    rope_theta=10000.0), torch.float32),
+    "llama3_rope_scaling": (LlamaConfig, dict(
+        hidden_size=64, intermediate_size=96, vocab_size=128, rope_theta=500000.0,
+        # original_max_position_embeddings 64 with head_dim 16 puts the RoPE frequencies in all
+        # three llama3 regimes (kept, smoothed, divided by factor).
+        rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                          original_max_position_embeddings=64)), torch.bfloat16),
+    "llama_tied": (LlamaConfig, dict(hidden_size=32, intermediate_size=64, vocab_size=256,
+                                     tie_word_embeddings=True), torch.float16),
+    "llama_bias": (LlamaConfig, dict(hidden_size=32, intermediate_size=64, vocab_size=128,
+                                     attention_bias=True, mlp_bias=True), torch.float32),
+    "mistral_sliding_window": (MistralConfig, dict(hidden_size=32, intermediate_size=64,
+                                                   vocab_size=160, sliding_window=8),
+                               torch.float32),
+    "qwen2_bias": (Qwen2Config, dict(hidden_size=32, intermediate_size=64, vocab_size=256,
+                                     rope_theta=1000000.0), torch.bfloat16),
+    "qwen3_qk_norm": (Qwen3Config, dict(hidden_size=32, intermediate_size=64, vocab_size=128,
+                                        head_dim=16), torch.float32),
+}
+
+
+def init_weights(model, seed):
+    """Non-trivial random weights: projection matrices N(0, 0.2), embeddings N(0, 1), lm_head
+    N(0, 0.3), norms 1 + N(0, 0.1), biases N(0, 0.1): attention is far from uniform and logits
+    spread over several units instead of sitting near zero."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))
+            elif "embed_tokens" in name:
+                p.copy_(torch.randn(p.shape, generator=g))
+            elif name.endswith("lm_head.weight"):
+                p.copy_(0.3 * torch.randn(p.shape, generator=g))
+            else:
+                p.copy_((0.2 if p.dim() == 2 else 0.1) * torch.randn(p.shape, generator=g))
+
+
+def round6(values):
+    return [float(f"{v:.6g}") for v in values]
+
+
+def load_f32(folder):
+    return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32,
+                                                attn_implementation="eager").eval()
+
+
+@torch.no_grad()
+def greedy(model, prompt, n):
+    """Greedy continuation by repeated full forward passes (no cache), with the top-2 margins."""
+    ids = list(prompt)
+    margins = []
+    for _ in range(n):
+        logits = model(torch.tensor([ids])).logits[0, -1]
+        top = torch.topk(logits, 2).values
+        margins.append(float(top[0] - top[1]))
+        ids.append(int(torch.argmax(logits)))
+    return ids[len(prompt):], margins
+
+
+@torch.no_grad()
+def make_fixture(name, out_root):
+    cls, kwargs, dtype = FIXTURES[name]
+    folder = out_root / "models" / name
+    for attempt in range(20):
+        seed = 1000 * (list(FIXTURES).index(name) + 1) + attempt
+        torch.manual_seed(seed)
+        config = cls(**{**COMMON, **kwargs})
+        model = AutoModelForCausalLM.from_config(config, attn_implementation="eager",
+                                                 dtype=torch.float32)
+        init_weights(model, seed)
+        if folder.exists():
+            shutil.rmtree(folder)
+        model.to(dtype).save_pretrained(folder)
+
+        ref = load_f32(folder)
+        rng = np.random.default_rng(seed)
+        prompt = [1] + [int(t) for t in rng.integers(3, config.vocab_size, PROMPT_LEN - 1)]
+        logits = ref(torch.tensor([prompt])).logits[0]
+        tokens, margins = greedy(ref, prompt, GREEDY_TOKENS)
+        if min(margins) >= MIN_GREEDY_MARGIN:
+            break
+        print(f"{name}: seed {seed} has a greedy near-tie ({min(margins):.2e}); retrying")
+    else:
+        sys.exit(f"{name}: no seed without greedy near-ties")
+
+    # generate() must agree with the cache-free greedy loop (it uses the KV cache and, for
+    # mistral, the sliding-window cache).
+    gen = ref.generate(torch.tensor([prompt]), max_new_tokens=GREEDY_TOKENS, do_sample=False,
+                       eos_token_id=None, pad_token_id=0, min_new_tokens=GREEDY_TOKENS)
+    assert gen[0, len(prompt):].tolist() == tokens, (name, gen, tokens)
+
+    if name == "mistral_sliding_window":
+        check_sliding_window_matters(folder, prompt, logits, config.sliding_window)
+
+    data = {
+        "model": name,
+        "transformers_version": transformers.__version__,
+        "dtype_on_disk": str(dtype).replace("torch.", ""),
+        "prompt": prompt,
+        "logits": [round6(row.tolist()) for row in logits],
+        "greedy_tokens": tokens,
+        "greedy_margins": round6(margins),
+    }
+    (folder / "expected_logits.json").write_text(json.dumps(data, separators=(",", ":")) + "\n")
+    size = sum(f.stat().st_size for f in folder.iterdir())
+    print(f"{name}: {size / 1024:.0f} KB, logits std {float(logits.std()):.2f}, "
+          f"min greedy margin {min(margins):.3g}, greedy {tokens}")
+
+
+@torch.no_grad()
+def check_sliding_window_matters(folder, prompt, logits, window):
+    """transformers (eager) must apply the window: positions < window agree with full attention,
+    later ones differ. Query i attends keys j with i - window < j <= i (window tokens, itself
+    included)."""
+    full = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32,
+                                                attn_implementation="eager", sliding_window=None)
+    assert full.config.sliding_window is None
+    full_logits = full(torch.tensor([prompt])).logits[0]
+    diff = (full_logits - logits).abs().amax(dim=-1)
+    assert float(diff[:window].max()) < 1e-5, diff
+    assert float(diff[window:].min()) > 1e-3, diff
+    print(f"  sliding window {window}: positions >= {window} differ from full attention "
+          f"(min diff {float(diff[window:].min()):.3g})")
+
+
+@torch.no_grad()
+def make_stories(testdata, out_root):
+    folder = testdata / "models" / "stories260K"
+    model = load_f32(folder)
+    bos = model.config.bos_token_id
+    assert bos == 1, bos
+    prompt = torch.tensor([[bos]])
+    gen = model.generate(prompt, max_new_tokens=64, do_sample=False, pad_token_id=0)
+    tokens = gen[0, 1:].tolist()
+    ids = [bos] + tokens
+    step_logits = model(torch.tensor([ids[:4]])).logits[0]  # logits that chose tokens 0..3
+    for k in range(4):
+        assert int(torch.argmax(step_logits[k])) == tokens[k]
+    text = None
+    try:
+        import sentencepiece
+        sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
+        text = sp.decode(tokens)
+    except ImportError:
+        pass
+    data = {
+        "model": "stories260K",
+        "transformers_version": transformers.__version__,
+        "prompt": [bos],
+        "greedy_tokens": tokens,
+        "stopped_at_eos": len(tokens) < 64,
+        "step_logits": [round6(row.tolist()) for row in step_logits],
+        "text": text,
+    }
+    path = out_root / "stories260K_expected.json"
+    path.write_text(json.dumps(data, separators=(",", ":")) + "\n")
+    print(f"stories260K: {len(tokens)} tokens: {text!r}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--testdata", type=Path, default=REPO.parent / "shared" / "testdata")
+    ap.add_argument("--out", type=Path, default=REPO / "tests" / "fixtures")
+    ap.add_argument("--only", nargs="*", help="fixture names to rebuild (default: all)")
+    args = ap.parse_args()
+    transformers.utils.logging.disable_progress_bar()
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    for name in args.only or list(FIXTURES) + ["stories260K"]:
+        if name == "stories260K":
+            make_stories(args.testdata, args.out)
+        else:
+            make_fixture(name, args.out)
+
+
+if __name__ == "__main__":
+    main()

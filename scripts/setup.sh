@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs slabserve's build dependencies from Debian packages (only those missing) and builds
+# the Release binary into build/. Safe to run again.
+#   scripts/setup.sh                 install what is missing, build build/slabserve
+#   scripts/setup.sh --deps-only     install only
+# Extra arguments after -- go to cmake's configure step.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  build-essential cmake pkg-config xz-utils
+  libcpp-httplib-dev nlohmann-json3-dev libsentencepiece-dev libspdlog-dev libcli11-dev
+  catch2 libhwloc-dev hwloc libpcre2-dev libbenchmark-dev
+)
+
+deps_only=0
+cmake_args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --deps-only) deps_only=1 ;;
+    --) shift; cmake_args=("$@"); break ;;
+    *) echo "setup.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup.sh: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+[ "$deps_only" -eq 1 ] && exit 0
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}"
+cmake --build build -j"$(nproc)" --target slabserve

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Sets up and runs every test: a Release build with warnings as errors runs the whole ctest suite,
+# then an ASan+UBSan build runs the unit tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh --deps-only
+jobs="$(nproc)"
+
+echo "== Release build (-Werror), all tests"
+cmake -S . -B build-ci -DCMAKE_BUILD_TYPE=Release -DSLAB_WERROR=ON
+cmake --build build-ci -j"$jobs"
+ctest --test-dir build-ci --output-on-failure -j"$jobs"
+
+echo "== ASan+UBSan build (-Werror), unit tests"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLAB_WERROR=ON -DSLAB_SANITIZE=ON
+cmake --build build-asan -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" -L unit

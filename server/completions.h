@@ -1,0 +1,19 @@
+#pragma once
+// POST /v1/completions: tokenizes the prompts, runs each choice, and writes the OpenAI response,
+// whole or as server-sent events.
+#include <mutex>
+
+#include "http_server.h"
+
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace slab::server {
+
+void handle_completions(const LoadedModel& loaded, const ServerOptions& options,
+                        std::mutex& generation_mutex, const httplib::Request& req,
+                        httplib::Response& res);
+
+}  // namespace slab::server

@@ -1,0 +1,102 @@
+// `slabserve generate`: load a model, continue one prompt, print the text as it is produced and
+// the speed at the end.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "commands.h"
+#include "engine/generate.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace slab::cli {
+namespace {
+
+struct GenerateOptions {
+  std::string model;
+  std::string prompt;
+  int max_tokens = 64;
+  float temperature = -1.0f;  // negative: the checkpoint's generation_config decides
+  float top_p = -1.0f;
+  int top_k = -1;
+  uint64_t seed = 0;
+  bool ignore_eos = false;
+};
+
+SamplingParams sampling_for(const GenerateOptions& o, const GenerationConfig& defaults) {
+  SamplingParams p;
+  p.temperature = defaults.do_sample ? defaults.temperature : 0.0f;
+  p.top_p = defaults.do_sample ? defaults.top_p : 1.0f;
+  p.top_k = defaults.do_sample ? defaults.top_k : 0;
+  if (o.temperature >= 0.0f) p.temperature = o.temperature;
+  if (o.top_p >= 0.0f) p.top_p = o.top_p;
+  if (o.top_k >= 0) p.top_k = o.top_k;
+  p.seed = o.seed;
+  return p;
+}
+
+int run_generate(const GenerateOptions& o) {
+  std::filesystem::path dir = o.model.empty() ? default_model_dir() : std::filesystem::path(o.model);
+  if (dir.empty()) {
+    std::cerr << "error: no --model given and no default model found; pass --model DIR "
+                 "(a Hugging Face folder with config.json, safetensors and a tokenizer)\n";
+    return 2;
+  }
+  Model model = load_model(dir);
+  std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(dir);
+
+  GenerationRequest request;
+  request.prompt = tokenizer->encode(o.prompt, /*add_special_tokens=*/true);
+  if (request.prompt.empty()) {
+    // An empty prompt starts from BOS.
+    const int bos = tokenizer->bos_id().value_or(model.config.bos_token_id);
+    if (bos < 0) {
+      std::cerr << "error: the prompt is empty and the model defines no BOS token to start from\n";
+      return 2;
+    }
+    request.prompt = {bos};
+  }
+  request.max_tokens = o.max_tokens;
+  request.sampling = sampling_for(o, model.generation);
+  request.ignore_eos = o.ignore_eos;
+  for (int id : model.config.eos_token_ids) request.stop_token_ids.push_back(id);
+  if (auto eos = tokenizer->eos_id()) request.stop_token_ids.push_back(*eos);
+
+  std::cout << o.prompt << std::flush;
+  IncrementalDetokenizer detokenizer(*tokenizer, /*skip_special_tokens=*/true);
+  detokenizer.seed(request.prompt);
+  GenerationResult result = generate(model, request, [&](int32_t token) {
+    std::cout << detokenizer.push(token) << std::flush;
+    return true;
+  });
+  std::cout << detokenizer.flush() << std::endl;
+
+  const double prompt_tps = request.prompt.size() / std::max(result.prefill_seconds, 1e-9);
+  const size_t decoded = result.tokens.size() > 0 ? result.tokens.size() - 1 : 0;
+  std::fprintf(stderr,
+               "prompt: %zu tokens, %.1f tokens/s | generated: %zu tokens, %.1f tokens/s | "
+               "finish: %s\n",
+               request.prompt.size(), prompt_tps, result.tokens.size(),
+               decoded / std::max(result.decode_seconds, 1e-9), finish_reason_name(result.finish_reason));
+  return 0;
+}
+
+}  // namespace
+
+Command add_generate_command(CLI::App& app) {
+  auto options = std::make_shared<GenerateOptions>();
+  CLI::App* cmd = app.add_subcommand("generate", "Continue one prompt and print the text and speed");
+  cmd->add_option("--model,-m", options->model, "Hugging Face model folder (config.json, safetensors, tokenizer)");
+  cmd->add_option("--prompt,-p", options->prompt, "Prompt text; empty starts from BOS");
+  cmd->add_option("-n,--max-tokens", options->max_tokens, "Tokens to generate")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--temperature", options->temperature, "Sampling temperature; 0 is greedy (default: the model's generation_config, else greedy)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-p", options->top_p, "Nucleus sampling mass")->check(CLI::Range(0.0f, 1.0f));
+  cmd->add_option("--top-k", options->top_k, "Keep the k most likely tokens; 0 is off")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", options->seed, "Random seed for sampling");
+  cmd->add_flag("--ignore-eos", options->ignore_eos, "Keep generating past end-of-sequence tokens");
+  return [cmd, options]() { return cmd->parsed() ? run_generate(*options) : -1; };
+}
+
+}  // namespace slab::cli

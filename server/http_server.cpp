@@ -1,0 +1,145 @@
+#include "http_server.h"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include "api_error.h"
+#include "completions.h"
+
+namespace slab::server {
+namespace {
+
+using nlohmann::json;
+
+void send_error(httplib::Response& res, int status, const std::string& message, const std::string& param = {}) {
+  res.status = status;
+  res.set_content(error_body(status, message, param).dump(), "application/json");
+}
+
+json parse_body(const httplib::Request& req) {
+  json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded() || !body.is_object()) throw ApiError(400, "the request body must be a JSON object");
+  return body;
+}
+
+// The token id lists of /detokenize and /tokenize's responses.
+std::vector<int32_t> token_ids_field(const json& body, const char* name, int32_t vocab_size) {
+  auto it = body.find(name);
+  if (it == body.end() || !it->is_array()) throw ApiError(400, std::string("'") + name + "' must be a list of token ids", name);
+  std::vector<int32_t> ids;
+  for (const json& t : *it) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= vocab_size) {
+      throw ApiError(400, std::string("'") + name + "' holds a value that is not a token id of this model", name);
+    }
+    ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+  }
+  return ids;
+}
+
+}  // namespace
+
+HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)), http_(std::make_unique<httplib::Server>()) {
+  install_routes();
+}
+
+HttpServer::~HttpServer() = default;
+
+void HttpServer::set_model(std::unique_ptr<LoadedModel> loaded) {
+  loaded_ = std::move(loaded);
+  ready_.store(true, std::memory_order_release);
+}
+
+const LoadedModel& HttpServer::ready_model() const {
+  if (!ready_.load(std::memory_order_acquire)) throw ApiError(503, "the model is still loading");
+  return *loaded_;
+}
+
+bool HttpServer::listen() { return http_->listen(options_.host, options_.port); }
+
+void HttpServer::stop() { http_->stop(); }
+
+void HttpServer::install_routes() {
+  httplib::Server& s = *http_;
+  s.set_payload_max_length(options_.max_request_bytes);
+
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (options_.api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+    if (req.get_header_value("Authorization") == "Bearer " + options_.api_key) return httplib::Server::HandlerResponse::Unhandled;
+    send_error(res, 401, "Unauthorized: a valid API key is required (Authorization: Bearer ...)");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404) {
+      send_error(res, 404, "no route " + req.method + " " + req.path);
+    } else if (res.status == 413) {
+      send_error(res, 413, "the request body is larger than the server accepts (--max-request-bytes)");
+    } else {
+      send_error(res, res.status, "HTTP error " + std::to_string(res.status));
+    }
+  });
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    try {
+      std::rethrow_exception(ep);
+    } catch (const ApiError& e) {
+      send_error(res, e.status, e.what(), e.param);
+    } catch (const nlohmann::json::exception& e) {
+      // A field of the wrong JSON type in the client's body.
+      send_error(res, 400, std::string("invalid request: ") + e.what());
+    } catch (const std::exception& e) {
+      spdlog::error("internal error: {}", e.what());
+      send_error(res, 500, std::string("internal error: ") + e.what());
+    } catch (...) {
+      send_error(res, 500, "internal error");
+    }
+  });
+
+  s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (ready_.load(std::memory_order_acquire)) {
+      res.status = 200;
+    } else {
+      send_error(res, 503, "the model is still loading");
+    }
+  });
+  s.Get("/version", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(json{{"version", SLAB_VERSION}}.dump(), "application/json");
+  });
+  s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    const LoadedModel& m = ready_model();
+    const int max_len = options_.max_model_len > 0 ? std::min(options_.max_model_len, m.model.config.max_position_embeddings)
+                                                   : m.model.config.max_position_embeddings;
+    json model = {{"id", options_.served_model_name}, {"object", "model"}, {"created", 0},
+                  {"owned_by", "slabserve"}, {"root", options_.served_model_name}, {"max_model_len", max_len}};
+    res.set_content(json{{"object", "list"}, {"data", json::array({model})}}.dump(), "application/json");
+  });
+  s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_completions(ready_model(), options_, generation_mutex_, req, res);
+  });
+  s.Post("/v1/chat/completions", [this](const httplib::Request&, httplib::Response&) {
+    ready_model();
+    throw ApiError(400, "chat completions need a chat template engine, which this build does not have yet; use /v1/completions");
+  });
+  s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    const LoadedModel& m = ready_model();
+    json body = parse_body(req);
+    auto prompt = body.find("prompt");
+    if (prompt == body.end() || !prompt->is_string()) throw ApiError(400, "'prompt' must be a string", "prompt");
+    bool add_special = body.value("add_special_tokens", true);
+    std::vector<int32_t> ids = m.tokenizer->encode(prompt->get<std::string>(), add_special);
+    json out = {{"count", ids.size()}, {"max_model_len", m.model.config.max_position_embeddings}, {"tokens", ids}};
+    if (body.value("return_token_strs", false)) {
+      json strs = json::array();
+      for (int32_t id : ids) strs.push_back(m.tokenizer->id_to_piece(id));
+      out["token_strs"] = strs;
+    }
+    res.set_content(out.dump(), "application/json");
+  });
+  s.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    const LoadedModel& m = ready_model();
+    json body = parse_body(req);
+    std::vector<int32_t> ids = token_ids_field(body, "tokens", m.tokenizer->vocab_size());
+    res.set_content(json{{"prompt", m.tokenizer->decode(ids, /*skip_special_tokens=*/false)}}.dump(), "application/json");
+  });
+}
+
+}  // namespace slab::server

@@ -1,0 +1,57 @@
+#pragma once
+// The HTTP front end: routes, authentication, OpenAI-shaped responses and errors. It turns
+// requests into token ids and generation calls and never touches tensors.
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace slab::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string served_model_name;
+  std::string api_key;           // empty: no authentication
+  size_t max_request_bytes = 1 << 20;
+  int max_model_len = 0;         // 0: the model's max_position_embeddings
+};
+
+// What the handlers serve from; filled in by the loader thread while /health says 503.
+struct LoadedModel {
+  Model model;
+  std::unique_ptr<Tokenizer> tokenizer;
+};
+
+class HttpServer {
+ public:
+  explicit HttpServer(ServerOptions options);
+  ~HttpServer();
+
+  // Publishes the loaded model; requests before this get 503.
+  void set_model(std::unique_ptr<LoadedModel> loaded);
+  // Blocks serving until stop(); returns false if the address cannot be bound.
+  bool listen();
+  void stop();
+
+ private:
+  void install_routes();
+  const LoadedModel& ready_model() const;  // throws ApiError(503) while loading
+
+  ServerOptions options_;
+  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<LoadedModel> loaded_;
+  std::atomic<bool> ready_{false};
+  // Until the continuous-batching engine serves requests side by side, one generation runs at a
+  // time; other requests wait here.
+  std::mutex generation_mutex_;
+};
+
+}  // namespace slab::server

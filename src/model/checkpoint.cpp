@@ -1,0 +1,87 @@
+// Dtype helpers and conversion of checkpoint tensors to FP32; independent of the container.
+#include "model/checkpoint.h"
+
+#include <cstring>
+#include <stdexcept>
+
+namespace slab {
+
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return "F32";
+    case DType::f16: return "F16";
+    case DType::bf16: return "BF16";
+  }
+  return "?";
+}
+
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return 4;
+    case DType::f16: return 2;
+    case DType::bf16: return 2;
+  }
+  return 0;
+}
+
+int64_t TensorView::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+namespace {
+
+float bits_to_f32(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// IEEE half -> single, exact for every input: normals, subnormals, zeros, infinities, NaNs
+// (payload kept, quiet bit as in the source).
+float f16_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  if (exp == 0x1f) return bits_to_f32(sign | 0x7f800000u | (mant << 13));  // inf / nan
+  if (exp != 0) return bits_to_f32(sign | ((exp + 112u) << 23) | (mant << 13));
+  if (mant == 0) return bits_to_f32(sign);  // +-0
+  // Subnormal half: value = mant * 2^-24. Normalise into a single-precision normal.
+  uint32_t e = 113;  // exponent of 2^-14 in single precision is 127 - 14 = 113
+  while ((mant & 0x400u) == 0) {
+    mant <<= 1;
+    --e;
+  }
+  mant &= 0x3ffu;
+  return bits_to_f32(sign | (e << 23) | (mant << 13));
+}
+
+}  // namespace
+
+void convert_to_f32(const TensorView& view, float* out) {
+  const size_t n = static_cast<size_t>(view.numel());
+  const auto* src = static_cast<const uint8_t*>(view.data);
+  switch (view.dtype) {
+    case DType::f32:
+      std::memcpy(out, src, n * sizeof(float));
+      return;
+    case DType::f16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        out[i] = f16_to_f32(h);
+      }
+      return;
+    case DType::bf16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t b;
+        std::memcpy(&b, src + 2 * i, 2);
+        out[i] = bits_to_f32(static_cast<uint32_t>(b) << 16);
+      }
+      return;
+  }
+  throw std::logic_error("convert_to_f32: bad dtype");
+}
+
+}  // namespace slab

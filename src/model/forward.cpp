@@ -1,0 +1,192 @@
+// The transformer forward pass over a flattened batch, read top to bottom: embed, then per layer
+// attention and MLP blocks with pre-norm residuals, then the final norm and the output head.
+// Every op comes from kernels/; this file only wires shapes, positions and the KV cache.
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/reference.h"
+#include "model/model.h"
+
+namespace slab {
+namespace {
+
+const float* bias_or_null(const std::vector<float>& bias) {
+  return bias.empty() ? nullptr : bias.data();
+}
+
+ref::RopeFrequencyParams rope_params(const ModelConfig& config) {
+  ref::RopeFrequencyParams p;
+  p.theta = config.rope_theta;
+  p.factor = config.rope_scaling.factor;
+  p.low_freq_factor = config.rope_scaling.low_freq_factor;
+  p.high_freq_factor = config.rope_scaling.high_freq_factor;
+  p.original_max_position_embeddings = config.rope_scaling.original_max_position_embeddings;
+  switch (config.rope_scaling.type) {
+    case RopeScalingType::none: p.scaling = ref::RopeScalingKind::none; break;
+    case RopeScalingType::linear: p.scaling = ref::RopeScalingKind::linear; break;
+    case RopeScalingType::llama3: p.scaling = ref::RopeScalingKind::llama3; break;
+  }
+  return p;
+}
+
+// Checks the batch against the model and the cache before any memory is touched.
+void validate_batch(const ModelConfig& config, const ForwardBatch& batch, const KvCache& cache) {
+  const KvGeometry& g = cache.geometry();
+  if (g.num_layers != config.num_layers || g.num_kv_heads != config.num_kv_heads ||
+      g.head_dim != config.head_dim) {
+    throw std::invalid_argument("forward: KV cache geometry does not match the model");
+  }
+  size_t total = 0;
+  for (const BatchSequence& seq : batch.sequences) {
+    if (seq.num_tokens <= 0 || seq.start_pos < 0) {
+      throw std::invalid_argument("forward: sequence " + std::to_string(seq.seq_id) +
+                                  " has no new tokens or a negative start position");
+    }
+    const size_t capacity = cache.block_table(seq.seq_id).size() * static_cast<size_t>(g.block_size);
+    if (static_cast<size_t>(seq.start_pos + seq.num_tokens) > capacity) {
+      throw std::invalid_argument("forward: sequence " + std::to_string(seq.seq_id) +
+                                  " runs past the blocks its cache holds");
+    }
+    total += static_cast<size_t>(seq.num_tokens);
+  }
+  if (total != batch.tokens.size()) {
+    throw std::invalid_argument("forward: sequence lengths do not add up to the token count");
+  }
+  for (int token : batch.tokens) {
+    if (token < 0 || token >= config.vocab_size) {
+      throw std::invalid_argument("forward: token id " + std::to_string(token) + " outside the vocabulary");
+    }
+  }
+}
+
+// Where token `pos` of a sequence keeps its K (or V) for one layer and KV head.
+float* cache_slot(float* pool, std::span<const int32_t> block_table, const KvGeometry& g,
+                  size_t layer_kv_offset, int kv_head, int pos) {
+  const size_t block = static_cast<size_t>(block_table[static_cast<size_t>(pos / g.block_size)]);
+  return pool + block * g.block_stride() + layer_kv_offset + static_cast<size_t>(kv_head) * g.head_stride() +
+         static_cast<size_t>(pos % g.block_size) * g.head_dim;
+}
+
+}  // namespace
+
+std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCache& cache) {
+  const ModelConfig& c = model.config;
+  const ModelWeights& w = model.weights;
+  validate_batch(c, batch, cache);
+
+  const int n_tokens = static_cast<int>(batch.tokens.size());
+  const int dim = c.hidden_size;
+  const int hd = c.head_dim;
+  const int q_dim = c.num_heads * hd;
+  const int kv_dim = c.num_kv_heads * hd;
+  const KvGeometry& g = cache.geometry();
+  float* pool = cache.pool();
+
+  // Per token: which sequence it belongs to and its position.
+  std::vector<int> token_seq(n_tokens);
+  std::vector<int> token_pos(n_tokens);
+  for (int s = 0, t = 0; s < static_cast<int>(batch.sequences.size()); ++s) {
+    for (int i = 0; i < batch.sequences[s].num_tokens; ++i, ++t) {
+      token_seq[t] = s;
+      token_pos[t] = batch.sequences[s].start_pos + i;
+    }
+  }
+  std::vector<std::span<const int32_t>> tables;
+  for (const BatchSequence& seq : batch.sequences) tables.push_back(cache.block_table(seq.seq_id));
+
+  std::vector<float> inv_freq(static_cast<size_t>(hd / 2));
+  ref::rope_inverse_frequencies(inv_freq.data(), hd, rope_params(c));
+  const float attn_scale = 1.0f / std::sqrt(static_cast<float>(hd));
+
+  // Activations, [n_tokens, width] row-major.
+  std::vector<float> x(static_cast<size_t>(n_tokens) * dim);
+  std::vector<float> xn(x.size());
+  std::vector<float> q(static_cast<size_t>(n_tokens) * q_dim);
+  std::vector<float> k(static_cast<size_t>(n_tokens) * kv_dim);
+  std::vector<float> v(static_cast<size_t>(n_tokens) * kv_dim);
+  std::vector<float> attn(static_cast<size_t>(n_tokens) * q_dim);
+  std::vector<float> gate(static_cast<size_t>(n_tokens) * c.intermediate_size);
+  std::vector<float> up(gate.size());
+  std::vector<float> delta(x.size());
+
+  for (int t = 0; t < n_tokens; ++t) {
+    const float* row = w.token_embedding.data() + static_cast<size_t>(batch.tokens[t]) * dim;
+    std::copy(row, row + dim, x.begin() + static_cast<std::ptrdiff_t>(t) * dim);
+  }
+
+  auto residual_add = [&]() {
+    for (size_t i = 0; i < x.size(); ++i) x[i] += delta[i];
+  };
+
+  for (int l = 0; l < c.num_layers; ++l) {
+    const LayerWeights& lw = w.layers[l];
+    const size_t k_offset = static_cast<size_t>(l) * g.layer_stride();
+    const size_t v_offset = k_offset + g.kv_stride();
+
+    // Attention block.
+    for (int t = 0; t < n_tokens; ++t) {
+      ref::rmsnorm(&xn[static_cast<size_t>(t) * dim], &x[static_cast<size_t>(t) * dim],
+                   lw.attn_norm.data(), dim, c.rms_norm_eps);
+    }
+    ref::linear(q.data(), xn.data(), lw.wq.data(), bias_or_null(lw.bq), n_tokens, q_dim, dim);
+    ref::linear(k.data(), xn.data(), lw.wk.data(), bias_or_null(lw.bk), n_tokens, kv_dim, dim);
+    ref::linear(v.data(), xn.data(), lw.wv.data(), bias_or_null(lw.bv), n_tokens, kv_dim, dim);
+    for (int t = 0; t < n_tokens; ++t) {
+      float* qt = &q[static_cast<size_t>(t) * q_dim];
+      float* kt = &k[static_cast<size_t>(t) * kv_dim];
+      if (c.qk_norm) {
+        for (int h = 0; h < c.num_heads; ++h) ref::rmsnorm(qt + h * hd, qt + h * hd, lw.q_norm.data(), hd, c.rms_norm_eps);
+        for (int h = 0; h < c.num_kv_heads; ++h) ref::rmsnorm(kt + h * hd, kt + h * hd, lw.k_norm.data(), hd, c.rms_norm_eps);
+      }
+      ref::rope(qt, c.num_heads, hd, token_pos[t], inv_freq.data(), ref::RopeStyle::rotate_half);
+      ref::rope(kt, c.num_kv_heads, hd, token_pos[t], inv_freq.data(), ref::RopeStyle::rotate_half);
+      const float* vt = &v[static_cast<size_t>(t) * kv_dim];
+      for (int h = 0; h < c.num_kv_heads; ++h) {
+        const auto& table = tables[token_seq[t]];
+        std::copy(kt + h * hd, kt + (h + 1) * hd, cache_slot(pool, table, g, k_offset, h, token_pos[t]));
+        std::copy(vt + h * hd, vt + (h + 1) * hd, cache_slot(pool, table, g, v_offset, h, token_pos[t]));
+      }
+    }
+    // Every new K/V of this layer is in the cache before any token attends, so tokens of one
+    // sequence in the same batch see each other causally.
+    for (int t = 0; t < n_tokens; ++t) {
+      ref::PagedKv kv{pool, tables[token_seq[t]].data(), g.block_size, g.block_stride(),
+                      k_offset, v_offset, g.head_stride()};
+      ref::attention(&attn[static_cast<size_t>(t) * q_dim], &q[static_cast<size_t>(t) * q_dim], kv,
+                     c.num_heads, c.num_kv_heads, hd, token_pos[t], c.sliding_window, attn_scale);
+    }
+    ref::linear(delta.data(), attn.data(), lw.wo.data(), bias_or_null(lw.bo), n_tokens, dim, q_dim);
+    residual_add();
+
+    // MLP block (SwiGLU).
+    for (int t = 0; t < n_tokens; ++t) {
+      ref::rmsnorm(&xn[static_cast<size_t>(t) * dim], &x[static_cast<size_t>(t) * dim],
+                   lw.mlp_norm.data(), dim, c.rms_norm_eps);
+    }
+    ref::linear(gate.data(), xn.data(), lw.w_gate.data(), bias_or_null(lw.b_gate), n_tokens, c.intermediate_size, dim);
+    ref::linear(up.data(), xn.data(), lw.w_up.data(), bias_or_null(lw.b_up), n_tokens, c.intermediate_size, dim);
+    ref::silu_mul(gate.data(), gate.data(), up.data(), static_cast<int>(gate.size()));
+    ref::linear(delta.data(), gate.data(), lw.w_down.data(), bias_or_null(lw.b_down), n_tokens, dim, c.intermediate_size);
+    residual_add();
+  }
+
+  // Output head over the rows that want logits.
+  std::vector<int> rows;
+  if (batch.all_logits) {
+    for (int t = 0; t < n_tokens; ++t) rows.push_back(t);
+  } else {
+    int end = 0;
+    for (const BatchSequence& seq : batch.sequences) rows.push_back((end += seq.num_tokens) - 1);
+  }
+  std::vector<float> normed(static_cast<size_t>(rows.size()) * dim);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    ref::rmsnorm(&normed[r * dim], &x[static_cast<size_t>(rows[r]) * dim], w.final_norm.data(), dim, c.rms_norm_eps);
+  }
+  std::vector<float> logits(rows.size() * static_cast<size_t>(c.vocab_size));
+  ref::linear(logits.data(), normed.data(), w.output_matrix(), nullptr, static_cast<int>(rows.size()), c.vocab_size, dim);
+  return logits;
+}
+
+}  // namespace slab

@@ -1,0 +1,43 @@
+// load_model: a Hugging Face folder (config.json, generation_config.json, safetensors) to a Model.
+#include <algorithm>
+#include <stdexcept>
+
+#include "model/model.h"
+
+namespace slab {
+
+Model load_model(const std::filesystem::path& model_dir) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(model_dir)) {
+    throw std::runtime_error(model_dir.string() + ": not a directory (expected a Hugging Face model folder)");
+  }
+  const fs::path config_path = model_dir / "config.json";
+  if (!fs::exists(config_path)) {
+    throw std::runtime_error(model_dir.string() + ": no config.json (expected a Hugging Face model folder)");
+  }
+  Model model;
+  model.config = load_model_config(config_path);
+  model.generation = load_generation_config(model_dir / "generation_config.json");
+
+  // generation_config.json may name more end tokens than config.json (e.g. chat models' <|eot|>).
+  ModelConfig& c = model.config;
+  for (int id : model.generation.eos_token_ids) {
+    if (id >= c.vocab_size) {
+      throw std::runtime_error((model_dir / "generation_config.json").string() +
+                               ": field 'eos_token_id': token id " + std::to_string(id) +
+                               " is outside the vocabulary (" + std::to_string(c.vocab_size) + ")");
+    }
+    if (std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) == c.eos_token_ids.end()) {
+      c.eos_token_ids.push_back(id);
+    }
+  }
+  if (c.bos_token_id < 0 && model.generation.bos_token_id >= 0) {
+    c.bos_token_id = model.generation.bos_token_id;
+  }
+
+  const auto checkpoint = open_safetensors_checkpoint(model_dir);
+  model.weights = load_model_weights(c, *checkpoint);
+  return model;
+}
+
+}  // namespace slab

@@ -1,0 +1,337 @@
+// config.json / generation_config.json parsing. The rules follow what Hugging Face transformers
+// does with each field for the four supported families, so that a checkpoint means here what it
+// means there:
+//  - llama:   attention_bias puts a bias on q, k, v and o; mlp_bias on gate, up and down.
+//  - mistral: no biases at all (attention_bias is ignored by transformers); sliding_window, when
+//             not null, applies to every layer.
+//  - qwen2:   q, k, v always carry a bias, o never; no MLP bias. sliding_window only counts when
+//             use_sliding_window is true, and then only on layers >= max_window_layers (or as
+//             layer_types says).
+//  - qwen3:   per-head RMSNorm of q and k; attention_bias on q, k, v and o; head_dim defaults to
+//             128 (not hidden/heads) when absent; sliding window as qwen2.
+// transformers 5 writes RoPE settings as `rope_parameters` {rope_type, rope_theta, ...}; older
+// files use top-level `rope_theta` plus `rope_scaling`. Both are read.
+#include "model/model_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace slab {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void fail(const std::string& source, const std::string& field, const std::string& what) {
+  throw std::runtime_error(source + ": field '" + field + "': " + what);
+}
+
+bool present(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && !it->is_null();
+}
+
+// An integer field. Absent or null gives `fallback`; required fields pass std::nullopt-like
+// behaviour through `required`.
+int get_int(const json& j, const char* key, const std::string& source, bool required, int fallback,
+            bool positive) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    if (required) fail(source, key, positive ? "expected a positive integer (missing)" : "missing");
+    return fallback;
+  }
+  bool ok = it->is_number_integer();
+  long long v = 0;
+  if (ok) {
+    if (it->is_number_unsigned()) {
+      auto u = it->get<unsigned long long>();
+      ok = u <= static_cast<unsigned long long>(std::numeric_limits<int>::max());
+      v = static_cast<long long>(u);
+    } else {
+      v = it->get<long long>();
+      ok = v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max();
+    }
+  }
+  if (!ok || (positive && v <= 0)) {
+    fail(source, key, std::string(positive ? "expected a positive integer" : "expected an integer") +
+                          ", found " + it->dump());
+  }
+  return static_cast<int>(v);
+}
+
+float get_float(const json& j, const char* key, const std::string& source, float fallback,
+                bool positive, const std::string& field_prefix = "") {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_number()) fail(source, field_prefix + key, "expected a number, found " + it->dump());
+  double v = it->get<double>();
+  if (!std::isfinite(v) || (positive && v <= 0.0)) {
+    fail(source, field_prefix + key,
+         std::string(positive ? "expected a positive number" : "expected a finite number") +
+             ", found " + it->dump());
+  }
+  return static_cast<float>(v);
+}
+
+bool get_bool(const json& j, const char* key, const std::string& source, bool fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) fail(source, key, "expected true or false, found " + it->dump());
+  return it->get<bool>();
+}
+
+// eos_token_id: an integer or a list of integers (or null).
+std::vector<int> get_token_ids(const json& j, const char* key, const std::string& source) {
+  std::vector<int> ids;
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return ids;
+  auto add = [&](const json& v) {
+    if (!v.is_number_integer() || v.get<long long>() < 0 ||
+        v.get<long long>() > std::numeric_limits<int>::max()) {
+      fail(source, key, "expected a token id or a list of token ids, found " + it->dump());
+    }
+    int id = static_cast<int>(v.get<long long>());
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  };
+  if (it->is_array()) {
+    for (const auto& v : *it) add(v);
+  } else {
+    add(*it);
+  }
+  return ids;
+}
+
+// Reads the RoPE frequency settings into `config` from either spelling.
+void parse_rope(const json& j, const std::string& source, ModelConfig& config) {
+  float theta = get_float(j, "rope_theta", source, 10000.0f, true);
+  const json* params = nullptr;
+  std::string field;
+  if (present(j, "rope_parameters")) {
+    params = &j["rope_parameters"];
+    field = "rope_parameters";
+  } else if (present(j, "rope_scaling")) {
+    params = &j["rope_scaling"];
+    field = "rope_scaling";
+  }
+  if (present(j, "partial_rotary_factor") &&
+      get_float(j, "partial_rotary_factor", source, 1.0f, true) != 1.0f) {
+    fail(source, "partial_rotary_factor", "partial rotary embeddings are not supported");
+  }
+  config.rope_theta = theta;
+  config.rope_scaling = RopeScaling{};
+  if (params == nullptr) return;
+  if (!params->is_object()) fail(source, field, "expected an object or null, found " + params->dump());
+  const std::string prefix = field + ".";
+  config.rope_theta = get_float(*params, "rope_theta", source, theta, true, prefix);
+  if (present(*params, "partial_rotary_factor") &&
+      get_float(*params, "partial_rotary_factor", source, 1.0f, true, prefix) != 1.0f) {
+    fail(source, prefix + "partial_rotary_factor", "partial rotary embeddings are not supported");
+  }
+  std::string type = "default";
+  const char* type_key = present(*params, "rope_type") ? "rope_type" : "type";
+  if (present(*params, type_key)) {
+    const json& t = (*params)[type_key];
+    if (!t.is_string()) fail(source, prefix + type_key, "expected a string, found " + t.dump());
+    type = t.get<std::string>();
+  } else if (!params->empty() && !present(*params, "rope_theta") && !present(*params, "factor")) {
+    // Nested per-layer-type parameters ({"full_attention": {...}, ...}).
+    fail(source, field, "per-layer RoPE parameters are not supported");
+  }
+  if (type == "default") return;
+  RopeScaling& rs = config.rope_scaling;
+  if (type == "linear") {
+    rs.type = RopeScalingType::linear;
+  } else if (type == "llama3") {
+    rs.type = RopeScalingType::llama3;
+  } else {
+    fail(source, prefix + type_key,
+         "unsupported RoPE scaling type '" + type + "' (supported: default, linear, llama3)");
+  }
+  if (!present(*params, "factor")) fail(source, prefix + "factor", "missing");
+  rs.factor = get_float(*params, "factor", source, 1.0f, true, prefix);
+  if (rs.type == RopeScalingType::llama3) {
+    rs.low_freq_factor = get_float(*params, "low_freq_factor", source, 1.0f, true, prefix);
+    rs.high_freq_factor = get_float(*params, "high_freq_factor", source, 4.0f, true, prefix);
+    if (rs.high_freq_factor <= rs.low_freq_factor) {
+      fail(source, prefix + "high_freq_factor", "must be greater than low_freq_factor");
+    }
+    int orig = config.max_position_embeddings;
+    auto it = params->find("original_max_position_embeddings");
+    if (it != params->end() && !it->is_null()) {
+      if (!it->is_number_integer() || it->get<long long>() <= 0 ||
+          it->get<long long>() > std::numeric_limits<int>::max()) {
+        fail(source, prefix + "original_max_position_embeddings",
+             "expected a positive integer, found " + it->dump());
+      }
+      orig = static_cast<int>(it->get<long long>());
+    }
+    rs.original_max_position_embeddings = orig;
+  }
+}
+
+// qwen2/qwen3: which layers use the window. The engine supports a window on all layers or none.
+void parse_qwen_sliding_window(const json& j, const std::string& source, ModelConfig& config) {
+  if (!get_bool(j, "use_sliding_window", source, false)) return;  // transformers drops the window
+  int window = get_int(j, "sliding_window", source, false, 0, true);
+  if (window == 0) return;
+  std::vector<bool> sliding(static_cast<size_t>(config.num_layers));
+  if (present(j, "layer_types")) {
+    const json& lt = j["layer_types"];
+    if (!lt.is_array() || lt.size() != sliding.size()) {
+      fail(source, "layer_types", "expected a list of " + std::to_string(config.num_layers) +
+                                      " layer types, found " + lt.dump());
+    }
+    for (size_t i = 0; i < sliding.size(); ++i) {
+      if (lt[i] == "sliding_attention") {
+        sliding[i] = true;
+      } else if (lt[i] != "full_attention") {
+        fail(source, "layer_types", "unsupported layer type " + lt[i].dump());
+      }
+    }
+  } else {
+    int max_window_layers = get_int(j, "max_window_layers", source, false, 28, false);
+    for (size_t i = 0; i < sliding.size(); ++i) sliding[i] = static_cast<int>(i) >= max_window_layers;
+  }
+  size_t n = static_cast<size_t>(std::count(sliding.begin(), sliding.end(), true));
+  if (n == 0) return;
+  if (n != sliding.size()) {
+    fail(source, present(j, "layer_types") ? "layer_types" : "max_window_layers",
+         "sliding-window attention on only some layers is not supported (" + std::to_string(n) +
+             " of " + std::to_string(sliding.size()) + " layers)");
+  }
+  config.sliding_window = window;
+}
+
+void validate(const std::string& source, const ModelConfig& c) {
+  if (c.num_kv_heads > c.num_heads || c.num_heads % c.num_kv_heads != 0) {
+    fail(source, "num_key_value_heads",
+         "num_attention_heads (" + std::to_string(c.num_heads) + ") must be a multiple of " +
+             "num_key_value_heads (" + std::to_string(c.num_kv_heads) + ")");
+  }
+  if (c.head_dim % 2 != 0) {
+    fail(source, "head_dim", "must be even for rotary embeddings, found " + std::to_string(c.head_dim));
+  }
+  for (int id : c.eos_token_ids) {
+    if (id >= c.vocab_size) {
+      fail(source, "eos_token_id", "token id " + std::to_string(id) + " is outside the vocabulary (" +
+                                       std::to_string(c.vocab_size) + ")");
+    }
+  }
+  if (c.bos_token_id >= c.vocab_size) {
+    fail(source, "bos_token_id", "token id " + std::to_string(c.bos_token_id) +
+                                     " is outside the vocabulary (" + std::to_string(c.vocab_size) + ")");
+  }
+}
+
+json read_json_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path.string() + ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return json::parse(ss.str());
+  } catch (const json::parse_error& e) {
+    throw std::runtime_error(path.string() + ": invalid JSON: " + e.what());
+  }
+}
+
+}  // namespace
+
+ModelConfig parse_model_config(const json& j, const std::string& source) {
+  if (!j.is_object()) throw std::runtime_error(source + ": expected a JSON object");
+  ModelConfig c;
+  auto mt = j.find("model_type");
+  if (mt == j.end() || !mt->is_string()) {
+    fail(source, "model_type", mt == j.end() ? "missing" : "expected a string, found " + mt->dump());
+  }
+  c.model_type = mt->get<std::string>();
+  const std::string& type = c.model_type;
+  if (type != "llama" && type != "mistral" && type != "qwen2" && type != "qwen3") {
+    fail(source, "model_type",
+         "unsupported model type '" + type + "' (supported: llama, mistral, qwen2, qwen3)");
+  }
+
+  c.vocab_size = get_int(j, "vocab_size", source, true, 0, true);
+  c.hidden_size = get_int(j, "hidden_size", source, true, 0, true);
+  c.intermediate_size = get_int(j, "intermediate_size", source, true, 0, true);
+  c.num_layers = get_int(j, "num_hidden_layers", source, true, 0, true);
+  c.num_heads = get_int(j, "num_attention_heads", source, true, 0, true);
+  c.num_kv_heads = get_int(j, "num_key_value_heads", source, false, c.num_heads, true);
+  if (present(j, "head_dim")) {
+    c.head_dim = get_int(j, "head_dim", source, true, 0, true);
+  } else if (type == "qwen3") {
+    c.head_dim = 128;  // Qwen3Config's default, whatever hidden_size / heads is
+  } else {
+    if (c.hidden_size % c.num_heads != 0) {
+      fail(source, "num_attention_heads",
+           "hidden_size (" + std::to_string(c.hidden_size) + ") is not a multiple of it (" +
+               std::to_string(c.num_heads) + ") and head_dim is not given");
+    }
+    c.head_dim = c.hidden_size / c.num_heads;
+  }
+  c.rms_norm_eps = get_float(j, "rms_norm_eps", source, 1e-6f, true);
+  const int default_max_pos = type == "llama" ? 2048 : type == "mistral" ? 131072 : 32768;
+  c.max_position_embeddings =
+      get_int(j, "max_position_embeddings", source, false, default_max_pos, true);
+  parse_rope(j, source, c);
+  c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", source, false);
+
+  auto act = j.find("hidden_act");
+  if (act != j.end() && !act->is_null() && (!act->is_string() || act->get<std::string>() != "silu")) {
+    fail(source, "hidden_act", "unsupported activation " + act->dump() + " (supported: \"silu\")");
+  }
+
+  if (type == "llama") {
+    bool attention_bias = get_bool(j, "attention_bias", source, false);
+    c.qkv_bias = c.o_bias = attention_bias;
+    c.mlp_bias = get_bool(j, "mlp_bias", source, false);
+  } else if (type == "qwen2") {
+    c.qkv_bias = true;
+    parse_qwen_sliding_window(j, source, c);
+  } else if (type == "qwen3") {
+    bool attention_bias = get_bool(j, "attention_bias", source, false);
+    c.qkv_bias = c.o_bias = attention_bias;
+    c.qk_norm = true;
+    parse_qwen_sliding_window(j, source, c);
+  } else {  // mistral
+    c.sliding_window = get_int(j, "sliding_window", source, false, 0, true);
+  }
+
+  c.eos_token_ids = get_token_ids(j, "eos_token_id", source);
+  c.bos_token_id = get_int(j, "bos_token_id", source, false, -1, false);
+  if (present(j, "bos_token_id") && c.bos_token_id < 0) {
+    fail(source, "bos_token_id", "expected a token id, found " + j["bos_token_id"].dump());
+  }
+  validate(source, c);
+  return c;
+}
+
+ModelConfig load_model_config(const std::filesystem::path& config_json) {
+  return parse_model_config(read_json_file(config_json), config_json.string());
+}
+
+GenerationConfig load_generation_config(const std::filesystem::path& generation_config_json) {
+  GenerationConfig g;
+  if (!std::filesystem::exists(generation_config_json)) return g;
+  const json j = read_json_file(generation_config_json);
+  const std::string source = generation_config_json.string();
+  if (!j.is_object()) throw std::runtime_error(source + ": expected a JSON object");
+  g.eos_token_ids = get_token_ids(j, "eos_token_id", source);
+  g.bos_token_id = get_int(j, "bos_token_id", source, false, -1, false);
+  g.temperature = get_float(j, "temperature", source, 1.0f, false);
+  if (g.temperature < 0.0f) fail(source, "temperature", "must not be negative");
+  g.top_p = get_float(j, "top_p", source, 1.0f, true);
+  if (g.top_p > 1.0f) fail(source, "top_p", "must be in (0, 1]");
+  g.top_k = get_int(j, "top_k", source, false, 0, false);
+  if (g.top_k < 0) fail(source, "top_k", "must not be negative");
+  g.repetition_penalty = get_float(j, "repetition_penalty", source, 1.0f, true);
+  g.do_sample = get_bool(j, "do_sample", source, false);
+  return g;
+}
+
+}  // namespace slab
