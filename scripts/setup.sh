@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   build-essential cmake pkg-config xz-utils
   libcpp-httplib-dev nlohmann-json3-dev libsentencepiece-dev libspdlog-dev libcli11-dev
-  catch2 libhwloc-dev hwloc libpcre2-dev libbenchmark-dev
+  catch2 libhwloc-dev hwloc libpcre2-dev libicu-dev libbenchmark-dev
 )
 
 deps_only=0
