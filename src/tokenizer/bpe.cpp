@@ -1,7 +1,7 @@
 #include "tokenizer/bpe.h"
 
+#include <algorithm>
 #include <cstdio>
-#include <queue>
 
 #include "tokenizer/json_file.h"
 #include "tokenizer/utf8.h"
@@ -9,6 +9,19 @@
 namespace slab::tok {
 
 namespace {
+
+struct MergeSymbol {
+  int32_t id;
+  int32_t prev;  // index of the previous live symbol, -1 at the start
+  int32_t next;  // index of the next live symbol, -1 at the end
+  bool alive;
+};
+
+struct MergeCandidate {
+  int32_t rank;
+  int32_t left;  // index of the left symbol of the pair
+  int32_t merged_id;
+};
 
 bool is_null_or_empty_string(const nlohmann::json& model, const char* key) {
   const auto it = model.find(key);
@@ -84,6 +97,11 @@ std::unique_ptr<BpeModel> BpeModel::build(const nlohmann::json& model,
   bpe->id_to_token_.assign(static_cast<size_t>(max_id + 1), nullptr);
   for (const auto& [token, id] : bpe->vocab_) bpe->id_to_token_[static_cast<size_t>(id)] = &token;
 
+  for (int c = 0; c < 128; ++c) {
+    const char text[1] = {static_cast<char>(c)};
+    const auto it = bpe->vocab_.find(std::string_view(text, 1));
+    bpe->ascii_ids_[c] = it == bpe->vocab_.end() ? -1 : it->second;
+  }
   for (int b = 0; b < 256; ++b) {
     char name[8];
     std::snprintf(name, sizeof name, "<0x%02X>", b);
@@ -146,14 +164,12 @@ void BpeModel::tokenize(std::string_view piece, std::vector<int32_t>& out) const
 }
 
 void BpeModel::merge_word(std::string_view piece, std::vector<int32_t>& out) const {
-  struct Symbol {
-    int32_t id;
-    int32_t prev;
-    int32_t next;
-    bool alive;
-  };
-  std::vector<Symbol> symbols;
-  symbols.reserve(piece.size());
+  // Scratch reused across calls on this thread: most pieces are a few characters long and the
+  // allocations would cost more than the merging.
+  thread_local std::vector<MergeSymbol> symbols;
+  thread_local std::vector<MergeCandidate> queue;
+  symbols.clear();
+  queue.clear();
   const auto add_symbol = [&](int32_t id) {
     const auto index = static_cast<int32_t>(symbols.size());
     symbols.push_back({id, index - 1, index + 1, true});
@@ -166,12 +182,18 @@ void BpeModel::merge_word(std::string_view piece, std::vector<int32_t>& out) con
     const size_t length = utf8_char_length(piece, pos);
     const std::string_view character = piece.substr(pos, length);
     pos += length;
-    if (const auto it = vocab_.find(character); it != vocab_.end()) {
+    int32_t id = -1;
+    if (length == 1 && static_cast<unsigned char>(character[0]) < 0x80) {
+      id = ascii_ids_[static_cast<unsigned char>(character[0])];
+    } else if (const auto it = vocab_.find(character); it != vocab_.end()) {
+      id = it->second;
+    }
+    if (id >= 0) {
       if (pending_unk >= 0) {
         add_symbol(pending_unk);
         pending_unk = -1;
       }
-      add_symbol(it->second);
+      add_symbol(id);
       continue;
     }
     if (byte_fallback_) {
@@ -192,30 +214,29 @@ void BpeModel::merge_word(std::string_view piece, std::vector<int32_t>& out) con
   if (symbols.empty()) return;
   symbols.back().next = -1;
 
-  struct Candidate {
-    int32_t rank;
-    int32_t left;  // index of the left symbol
-    int32_t merged_id;
-    bool operator>(const Candidate& other) const {
-      return rank != other.rank ? rank > other.rank : left > other.left;
-    }
+  // Min-heap on (rank, position): the lowest-ranked pair merges first, leftmost on ties.
+  const auto later = [](const MergeCandidate& a, const MergeCandidate& b) {
+    return a.rank != b.rank ? a.rank > b.rank : a.left > b.left;
   };
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
   const auto push_pair = [&](int32_t left) {
     if (left < 0) return;
     const int32_t right = symbols[static_cast<size_t>(left)].next;
     if (right < 0) return;
     const MergeResult* merge = merges_.find(symbols[static_cast<size_t>(left)].id, symbols[static_cast<size_t>(right)].id);
-    if (merge != nullptr) queue.push({merge->rank, left, merge->merged_id});
+    if (merge != nullptr) {
+      queue.push_back({merge->rank, left, merge->merged_id});
+      std::push_heap(queue.begin(), queue.end(), later);
+    }
   };
   for (int32_t i = 0; i + 1 < static_cast<int32_t>(symbols.size()); ++i) push_pair(i);
 
   while (!queue.empty()) {
-    const Candidate top = queue.top();
-    queue.pop();
-    Symbol& left = symbols[static_cast<size_t>(top.left)];
+    std::pop_heap(queue.begin(), queue.end(), later);
+    const MergeCandidate top = queue.back();
+    queue.pop_back();
+    MergeSymbol& left = symbols[static_cast<size_t>(top.left)];
     if (!left.alive || left.next < 0) continue;
-    Symbol& right = symbols[static_cast<size_t>(left.next)];
+    MergeSymbol& right = symbols[static_cast<size_t>(left.next)];
     // Stale entry: one side merged with something else since it was queued.
     const MergeResult* merge = merges_.find(left.id, right.id);
     if (merge == nullptr || merge->rank != top.rank || merge->merged_id != top.merged_id) continue;

@@ -76,6 +76,7 @@ class BpeModel {
   std::vector<const std::string*> id_to_token_;  // into vocab_'s keys; nullptr for gaps
   MergeTable merges_;
   int32_t byte_tokens_[256];
+  int32_t ascii_ids_[128];  // id of each one-character ASCII token, -1 where absent
   std::optional<int32_t> unk_id_;
   bool byte_fallback_ = false;
   bool fuse_unk_ = false;
