@@ -31,7 +31,11 @@ int64_t read_integer(const json& body, const char* name, int64_t fallback, int64
   const json* v = field(body, name);
   if (v == nullptr) return fallback;
   if (!v->is_number_integer()) throw ApiError(400, std::string("'") + name + "' must be an integer", name);
-  if (v->is_number_unsigned() ? v->get<uint64_t>() > static_cast<uint64_t>(hi) : (v->get<int64_t>() < lo || v->get<int64_t>() > hi)) {
+  // Unsigned JSON integers above INT64_MAX would wrap in get<int64_t>(); compare them unsigned.
+  const bool in_range = v->is_number_unsigned()
+                            ? v->get<uint64_t>() <= static_cast<uint64_t>(hi) && static_cast<int64_t>(v->get<uint64_t>()) >= lo
+                            : v->get<int64_t>() >= lo && v->get<int64_t>() <= hi;
+  if (!in_range) {
     throw ApiError(400, std::string("'") + name + "' must be between " + std::to_string(lo) + " and " +
                             std::to_string(hi) + ", got " + v->dump(), name);
   }
