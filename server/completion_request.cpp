@@ -92,7 +92,7 @@ CompletionRequest parse_completion_request(const json& body) {
   }
   r.prompts = read_prompts(body);
   if (field(body, "suffix") != nullptr) throw ApiError(400, "'suffix' is not supported", "suffix");
-  if (field(body, "logprobs") != nullptr) throw ApiError(400, "'logprobs' is not supported yet", "logprobs");
+  if (field(body, "logprobs") != nullptr) r.logprobs = static_cast<int>(read_integer(body, "logprobs", 0, 0, 20));
   if (field(body, "best_of") != nullptr && read_integer(body, "best_of", 1, 1, 1) != 1) {
     throw ApiError(400, "'best_of' other than 1 is not supported", "best_of");
   }

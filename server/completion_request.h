@@ -26,6 +26,7 @@ struct CompletionRequest {
   int n = 1;
   bool stream = false;
   bool include_usage = false;
+  std::optional<int> logprobs;  // completions: the number of top log probabilities per token
   bool echo = false;
   bool ignore_eos = false;
   std::vector<std::string> stop;

@@ -4,11 +4,10 @@
 
 #include <chrono>
 #include <random>
+#include <unordered_map>
 
 #include "api_error.h"
 #include "completion_request.h"
-#include "engine/generate.h"
-#include "engine/stop_strings.h"
 
 namespace slab::server {
 namespace {
@@ -20,16 +19,41 @@ struct PreparedPrompt {
   std::string text;  // for echo
 };
 
-struct ChoiceOutcome {
+// Everything the response needs about one choice, built up from engine events.
+struct ChoiceState {
   std::string text;
+  json tokens = json::array();
+  json token_logprobs = json::array();
+  json top_logprobs = json::array();
   int completion_tokens = 0;
+  int prompt_tokens = 0;
+  int cached_tokens = 0;
+  bool finished = false;
   std::string finish_reason;
+  std::string error;
 };
 
-int context_length(const LoadedModel& loaded, const ServerOptions& options) {
-  const int model_len = loaded.model.config.max_position_embeddings;
-  return options.max_model_len > 0 ? std::min(options.max_model_len, model_len) : model_len;
-}
+// The requests of one HTTP call; aborts whatever is unfinished when the call goes away, so a
+// client that disconnects frees its KV blocks within one engine step.
+struct CompletionCall {
+  Engine& engine;
+  std::shared_ptr<RequestStream> stream = std::make_shared<RequestStream>();
+  std::vector<int64_t> ids;
+  std::unordered_map<int64_t, size_t> choice_of;
+  std::vector<ChoiceState> choices;
+  std::vector<PreparedPrompt> prompts;
+  CompletionRequest request;
+
+  explicit CompletionCall(Engine& e) : engine(e) {}
+  ~CompletionCall() {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (!choices[i].finished) engine.abort(ids[i]);
+    }
+  }
+  bool all_finished() const {
+    return std::all_of(choices.begin(), choices.end(), [](const ChoiceState& c) { return c.finished; });
+  }
+};
 
 std::vector<PreparedPrompt> prepare_prompts(const LoadedModel& loaded, const CompletionRequest& r) {
   std::vector<PreparedPrompt> out;
@@ -54,8 +78,9 @@ std::vector<PreparedPrompt> prepare_prompts(const LoadedModel& loaded, const Com
   return out;
 }
 
-GenerationRequest generation_request(const LoadedModel& loaded, const CompletionRequest& r,
-                                     const std::vector<int32_t>& prompt, int max_len, uint64_t seed) {
+Request engine_request(const LoadedModel& loaded, const CompletionRequest& r, const std::vector<int32_t>& prompt,
+                       uint64_t seed) {
+  const int max_len = loaded.engine->max_model_len();
   const int prompt_len = static_cast<int>(prompt.size());
   const int room = max_len - prompt_len;
   const int max_tokens = r.max_tokens.value_or(room);
@@ -66,45 +91,61 @@ GenerationRequest generation_request(const LoadedModel& loaded, const Completion
                             std::to_string(max_tokens) + " for the completion). Please reduce the prompt or max_tokens.",
                    "max_tokens");
   }
-  GenerationRequest g;
-  g.prompt = prompt;
-  g.max_tokens = max_tokens;
-  g.sampling = SamplingParams{r.temperature, r.top_p, r.top_k, r.min_p, seed};
-  g.ignore_eos = r.ignore_eos;
-  g.stop_token_ids = r.stop_token_ids;
-  if (!r.ignore_eos) {
-    for (int id : loaded.model.config.eos_token_ids) g.stop_token_ids.push_back(id);
-    if (auto eos = loaded.tokenizer->eos_id()) g.stop_token_ids.push_back(*eos);
-  }
-  return g;
+  Request e;
+  e.prompt = prompt;
+  e.sampling.temperature = r.temperature;
+  e.sampling.top_p = r.top_p;
+  e.sampling.top_k = r.top_k;
+  e.sampling.min_p = r.min_p;
+  e.sampling.seed = seed;
+  e.sampling.logprobs = r.logprobs.value_or(-1);
+  e.stop.max_tokens = max_tokens;
+  e.stop.ignore_eos = r.ignore_eos;
+  e.stop.stop_token_ids = r.stop_token_ids;
+  e.stop.stop_strings = r.stop;
+  e.stop.eos_token_ids = loaded.model.config.eos_token_ids;
+  if (auto eos = loaded.tokenizer->eos_id()) e.stop.eos_token_ids.push_back(*eos);
+  return e;
 }
 
-// Runs one choice, passing each piece of text as soon as it is final. on_text returning false
-// (the client went away) stops generation.
-ChoiceOutcome run_choice(const LoadedModel& loaded, const GenerationRequest& g,
-                         const std::vector<std::string>& stop,
-                         const std::function<bool(const std::string&)>& on_text) {
-  ChoiceOutcome outcome;
-  IncrementalDetokenizer detokenizer(*loaded.tokenizer, /*skip_special_tokens=*/true);
-  detokenizer.seed(g.prompt);
-  StopStringMatcher matcher(stop);
-  bool stopped_by_string = false;
-  bool client_gone = false;
-  GenerationResult result = generate(loaded.model, g, [&](int32_t token) {
-    StopStringMatcher::Output piece = matcher.push(detokenizer.push(token));
-    outcome.text += piece.text;
-    if (!piece.text.empty() && !on_text(piece.text)) client_gone = true;
-    stopped_by_string = piece.stopped;
-    return !piece.stopped && !client_gone;
-  });
-  if (!stopped_by_string && !client_gone) {
-    std::string tail = matcher.push(detokenizer.flush()).text + matcher.flush();
-    outcome.text += tail;
-    if (!tail.empty()) on_text(tail);
+// Folds one engine event into its choice; returns the text it added.
+std::string apply_event(const LoadedModel& loaded, ChoiceState& c, const RequestOutput& out, json* delta_logprobs) {
+  c.text += out.text;
+  c.completion_tokens = out.completion_tokens;
+  c.prompt_tokens = out.prompt_tokens;
+  c.cached_tokens = out.cached_prompt_tokens;
+  for (const TokenLogprobs& lp : out.logprobs) {
+    const std::string token_text = loaded.tokenizer->decode(std::vector<int32_t>{lp.token}, false);
+    json top = json::object();
+    for (const auto& [id, logprob] : lp.top) top[loaded.tokenizer->decode(std::vector<int32_t>{id}, false)] = logprob;
+    c.tokens.push_back(token_text);
+    c.token_logprobs.push_back(lp.logprob);
+    c.top_logprobs.push_back(top);
+    if (delta_logprobs != nullptr) {
+      (*delta_logprobs)["tokens"].push_back(token_text);
+      (*delta_logprobs)["token_logprobs"].push_back(lp.logprob);
+      (*delta_logprobs)["top_logprobs"].push_back(top);
+    }
   }
-  outcome.completion_tokens = static_cast<int>(result.tokens.size());
-  outcome.finish_reason = client_gone ? "abort" : finish_reason_name(result.finish_reason);
-  return outcome;
+  if (out.finished) {
+    c.finished = true;
+    c.finish_reason = finish_reason_name(out.finish_reason);
+    c.error = out.error;
+  }
+  return out.text;
+}
+
+json usage_json(const std::vector<ChoiceState>& choices, const std::vector<PreparedPrompt>& prompts) {
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  int cached = 0;
+  for (const PreparedPrompt& p : prompts) prompt_tokens += static_cast<int>(p.ids.size());
+  for (const ChoiceState& c : choices) {
+    completion_tokens += c.completion_tokens;
+    cached = std::max(cached, c.cached_tokens);
+  }
+  return {{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens}, {"prompt_tokens_details", {{"cached_tokens", cached}}}};
 }
 
 std::string request_id() {
@@ -122,80 +163,96 @@ int64_t unix_time() {
 
 }  // namespace
 
-void handle_completions(const LoadedModel& loaded, const ServerOptions& options,
-                        std::mutex& generation_mutex, const httplib::Request& req,
+void handle_completions(const LoadedModel& loaded, const ServerOptions& options, const httplib::Request& req,
                         httplib::Response& res) {
   json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
-  CompletionRequest r = parse_completion_request(body);
+  auto call = std::make_shared<CompletionCall>(*loaded.engine);
+  call->request = parse_completion_request(body);
+  const CompletionRequest& r = call->request;
   if (!r.model.empty() && r.model != options.served_model_name) {
     throw ApiError(404, "The model '" + r.model + "' does not exist.", "model");
   }
-  const int max_len = context_length(loaded, options);
-  std::vector<PreparedPrompt> prompts = prepare_prompts(loaded, r);
+  call->prompts = prepare_prompts(loaded, r);
   const uint64_t base_seed = r.seed.value_or(std::random_device{}());
-  std::vector<GenerationRequest> jobs;  // prompt-major, n choices each
-  for (const PreparedPrompt& p : prompts) {
-    for (int c = 0; c < r.n; ++c) jobs.push_back(generation_request(loaded, r, p.ids, max_len, base_seed + jobs.size()));
+  std::vector<Request> requests;  // prompt-major, n choices each
+  for (const PreparedPrompt& p : call->prompts) {
+    for (int c = 0; c < r.n; ++c) requests.push_back(engine_request(loaded, r, p.ids, base_seed + requests.size()));
+  }
+  call->choices.resize(requests.size());
+  for (Request& e : requests) {
+    try {
+      call->ids.push_back(loaded.engine->submit(std::move(e), call->stream));
+    } catch (const std::invalid_argument& err) {
+      call->choices.resize(call->ids.size());  // the destructor aborts only what was submitted
+      throw ApiError(400, err.what(), "prompt");
+    }
+    call->choice_of[call->ids.back()] = call->ids.size() - 1;
   }
 
   const std::string id = request_id();
   const int64_t created = unix_time();
-  // Captures by value: the streaming provider outlives this function.
-  auto chunk = [id, created, name = options.served_model_name](size_t index, const std::string& text, const json& finish) {
+  const std::string name = options.served_model_name;
+  auto choice_chunk = [id, created, name](size_t index, const std::string& text, const json& logprobs, const json& finish) {
     return json{{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", name},
-                {"choices", json::array({{{"index", index}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish}}})}};
+                {"choices", json::array({{{"index", index}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish}}})}};
   };
-  int prompt_tokens = 0;
-  for (const PreparedPrompt& p : prompts) prompt_tokens += static_cast<int>(p.ids.size()) * r.n;
 
   if (!r.stream) {
-    std::lock_guard lock(generation_mutex);
-    json choices = json::array();
-    int completion_tokens = 0;
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      ChoiceOutcome o = run_choice(loaded, jobs[i], r.stop, [](const std::string&) { return true; });
-      completion_tokens += o.completion_tokens;
-      std::string text = r.echo ? prompts[i / r.n].text + o.text : o.text;
-      choices.push_back({{"index", i}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", o.finish_reason}});
+    while (!call->all_finished()) {
+      if (std::optional<RequestOutput> out = call->stream->next(std::chrono::milliseconds(1000))) {
+        apply_event(loaded, call->choices[call->choice_of.at(out->request_id)], *out, nullptr);
+      }
     }
-    json response = {{"id", id}, {"object", "text_completion"}, {"created", created},
-                     {"model", options.served_model_name}, {"choices", choices},
-                     {"usage", {{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens},
-                                {"total_tokens", prompt_tokens + completion_tokens}}}};
-    res.set_content(response.dump(), "application/json");
+    json choices = json::array();
+    for (size_t i = 0; i < call->choices.size(); ++i) {
+      const ChoiceState& c = call->choices[i];
+      if (c.finish_reason == "error") throw std::runtime_error(c.error);
+      json logprobs = nullptr;
+      if (r.logprobs) logprobs = {{"tokens", c.tokens}, {"token_logprobs", c.token_logprobs}, {"top_logprobs", c.top_logprobs}};
+      choices.push_back({{"index", i}, {"text", r.echo ? call->prompts[i / r.n].text + c.text : c.text},
+                         {"logprobs", logprobs}, {"finish_reason", c.finish_reason}});
+    }
+    json response = {{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", name},
+                     {"choices", choices}, {"usage", usage_json(call->choices, call->prompts)}};
+    res.set_content(response.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
     return;
   }
 
-  // Streaming: the whole generation runs inside the content provider, on this connection's
-  // thread; a failed write means the client is gone and stops generation.
-  struct StreamState {
-    std::vector<GenerationRequest> jobs;
-    std::vector<PreparedPrompt> prompts;
-    CompletionRequest request;
-  };
-  auto state = std::make_shared<StreamState>(StreamState{std::move(jobs), std::move(prompts), r});
+  // Streaming: events are forwarded as they come; a failed write means the client is gone,
+  // and dropping `call` aborts its unfinished requests.
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [&loaded, &generation_mutex, state, chunk, id, created,
-                                                         prompt_tokens, name = options.served_model_name](size_t, httplib::DataSink& sink) {
+  res.set_chunked_content_provider("text/event-stream", [&loaded, call, choice_chunk, id, created, name](size_t, httplib::DataSink& sink) {
     auto send = [&sink](const json& event) {
-      const std::string line = "data: " + event.dump() + "\n\n";
+      const std::string line = "data: " + event.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
       return sink.write(line.data(), line.size());
     };
-    std::lock_guard lock(generation_mutex);
-    int completion_tokens = 0;
-    for (size_t i = 0; i < state->jobs.size(); ++i) {
-      if (state->request.echo && !send(chunk(i, state->prompts[i / state->request.n].text, nullptr))) return false;
-      ChoiceOutcome o = run_choice(loaded, state->jobs[i], state->request.stop,
-                                   [&](const std::string& text) { return send(chunk(i, text, nullptr)); });
-      if (o.finish_reason == "abort") return false;
-      completion_tokens += o.completion_tokens;
-      if (!send(chunk(i, "", o.finish_reason))) return false;
+    const CompletionRequest& rq = call->request;
+    if (rq.echo) {
+      for (size_t i = 0; i < call->choices.size(); ++i) {
+        if (!send(choice_chunk(i, call->prompts[i / rq.n].text, nullptr, nullptr))) return false;
+      }
     }
-    if (state->request.include_usage) {
+    while (!call->all_finished()) {
+      std::optional<RequestOutput> out = call->stream->next(std::chrono::milliseconds(500));
+      if (!out) {
+        if (!sink.is_writable()) return false;
+        continue;
+      }
+      const size_t index = call->choice_of.at(out->request_id);
+      ChoiceState& c = call->choices[index];
+      json delta_logprobs = rq.logprobs ? json{{"tokens", json::array()}, {"token_logprobs", json::array()}, {"top_logprobs", json::array()}} : json(nullptr);
+      const std::string text = apply_event(loaded, c, *out, rq.logprobs ? &delta_logprobs : nullptr);
+      if (c.finished && c.finish_reason == "error") {
+        send({{"error", {{"message", c.error}, {"type", "server_error"}, {"param", nullptr}, {"code", 500}}}});
+        return false;
+      }
+      if ((!text.empty() || (rq.logprobs && !out->tokens.empty())) && !send(choice_chunk(index, text, delta_logprobs, nullptr))) return false;
+      if (c.finished && !send(choice_chunk(index, "", nullptr, c.finish_reason))) return false;
+    }
+    if (rq.include_usage) {
       send({{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", name}, {"choices", json::array()},
-            {"usage", {{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens},
-                       {"total_tokens", prompt_tokens + completion_tokens}}}});
+            {"usage", usage_json(call->choices, call->prompts)}});
     }
     const std::string done = "data: [DONE]\n\n";
     sink.write(done.data(), done.size());

@@ -1,8 +1,6 @@
 #pragma once
 // POST /v1/completions: tokenizes the prompts, runs each choice, and writes the OpenAI response,
 // whole or as server-sent events.
-#include <mutex>
-
 #include "http_server.h"
 
 namespace httplib {
@@ -12,8 +10,7 @@ struct Response;
 
 namespace slab::server {
 
-void handle_completions(const LoadedModel& loaded, const ServerOptions& options,
-                        std::mutex& generation_mutex, const httplib::Request& req,
+void handle_completions(const LoadedModel& loaded, const ServerOptions& options, const httplib::Request& req,
                         httplib::Response& res);
 
 }  // namespace slab::server

@@ -1,12 +1,13 @@
 // `slabserve generate`: load a model, continue one prompt, print the text as it is produced and
 // the speed at the end.
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
 
 #include "commands.h"
-#include "engine/generate.h"
+#include "engine/engine.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -46,7 +47,7 @@ int run_generate(const GenerateOptions& o) {
   Model model = load_model(dir);
   std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(dir);
 
-  GenerationRequest request;
+  Request request;
   request.prompt = tokenizer->encode(o.prompt, /*add_special_tokens=*/true);
   if (request.prompt.empty()) {
     // An empty prompt starts from BOS.
@@ -57,28 +58,43 @@ int run_generate(const GenerateOptions& o) {
     }
     request.prompt = {bos};
   }
-  request.max_tokens = o.max_tokens;
   request.sampling = sampling_for(o, model.generation);
-  request.ignore_eos = o.ignore_eos;
-  for (int id : model.config.eos_token_ids) request.stop_token_ids.push_back(id);
-  if (auto eos = tokenizer->eos_id()) request.stop_token_ids.push_back(*eos);
+  request.stop.max_tokens = o.max_tokens;
+  request.stop.ignore_eos = o.ignore_eos;
+  request.stop.eos_token_ids = model.config.eos_token_ids;
+  if (auto eos = tokenizer->eos_id()) request.stop.eos_token_ids.push_back(*eos);
 
+  EngineConfig config;
+  config.scheduler.max_num_seqs = 1;
+  const int context = static_cast<int>(request.prompt.size()) + o.max_tokens + 1;
+  config.num_kv_blocks = (std::min(context, model.config.max_position_embeddings) + config.block_size - 1) / config.block_size;
+  Engine engine(model, tokenizer.get(), config);
+
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  auto first_token = start;
+  auto stream = std::make_shared<RequestStream>();
+  engine.submit(request, stream);
   std::cout << o.prompt << std::flush;
-  IncrementalDetokenizer detokenizer(*tokenizer, /*skip_special_tokens=*/true);
-  detokenizer.seed(request.prompt);
-  GenerationResult result = generate(model, request, [&](int32_t token) {
-    std::cout << detokenizer.push(token) << std::flush;
-    return true;
-  });
-  std::cout << detokenizer.flush() << std::endl;
+  RequestOutput last;
+  while (!last.finished) {
+    std::optional<RequestOutput> out = stream->next(std::chrono::milliseconds(1000));
+    if (!out) continue;
+    if (last.completion_tokens == 0 && out->completion_tokens > 0) first_token = clock::now();
+    std::cout << out->text << std::flush;
+    last = std::move(*out);
+  }
+  std::cout << std::endl;
+  if (last.finish_reason == FinishReason::error) throw std::runtime_error(last.error);
 
-  const double prompt_tps = request.prompt.size() / std::max(result.prefill_seconds, 1e-9);
-  const size_t decoded = result.tokens.size() > 0 ? result.tokens.size() - 1 : 0;
+  const auto end = clock::now();
+  const double prefill_s = std::chrono::duration<double>(first_token - start).count();
+  const double decode_s = std::chrono::duration<double>(end - first_token).count();
+  const int decoded = std::max(0, last.completion_tokens - 1);
   std::fprintf(stderr,
-               "prompt: %zu tokens, %.1f tokens/s | generated: %zu tokens, %.1f tokens/s | "
-               "finish: %s\n",
-               request.prompt.size(), prompt_tps, result.tokens.size(),
-               decoded / std::max(result.decode_seconds, 1e-9), finish_reason_name(result.finish_reason));
+               "prompt: %zu tokens, %.1f tokens/s | generated: %d tokens, %.1f tokens/s | finish: %s\n",
+               request.prompt.size(), request.prompt.size() / std::max(prefill_s, 1e-9), last.completion_tokens,
+               decoded / std::max(decode_s, 1e-9), finish_reason_name(last.finish_reason));
   return 0;
 }
 

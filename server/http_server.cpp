@@ -106,14 +106,13 @@ void HttpServer::install_routes() {
   });
   s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     const LoadedModel& m = ready_model();
-    const int max_len = options_.max_model_len > 0 ? std::min(options_.max_model_len, m.model.config.max_position_embeddings)
-                                                   : m.model.config.max_position_embeddings;
+    const int max_len = m.engine->max_model_len();
     json model = {{"id", options_.served_model_name}, {"object", "model"}, {"created", 0},
                   {"owned_by", "slabserve"}, {"root", options_.served_model_name}, {"max_model_len", max_len}};
     res.set_content(json{{"object", "list"}, {"data", json::array({model})}}.dump(), "application/json");
   });
   s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_completions(ready_model(), options_, generation_mutex_, req, res);
+    handle_completions(ready_model(), options_, req, res);
   });
   s.Post("/v1/chat/completions", [this](const httplib::Request&, httplib::Response&) {
     ready_model();
@@ -126,7 +125,7 @@ void HttpServer::install_routes() {
     if (prompt == body.end() || !prompt->is_string()) throw ApiError(400, "'prompt' must be a string", "prompt");
     bool add_special = body.value("add_special_tokens", true);
     std::vector<int32_t> ids = m.tokenizer->encode(prompt->get<std::string>(), add_special);
-    json out = {{"count", ids.size()}, {"max_model_len", m.model.config.max_position_embeddings}, {"tokens", ids}};
+    json out = {{"count", ids.size()}, {"max_model_len", m.engine->max_model_len()}, {"tokens", ids}};
     if (body.value("return_token_strs", false)) {
       json strs = json::array();
       for (int32_t id : ids) strs.push_back(m.tokenizer->id_to_piece(id));

@@ -3,9 +3,9 @@
 // requests into token ids and generation calls and never touches tensors.
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "engine/engine.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -21,13 +21,14 @@ struct ServerOptions {
   std::string served_model_name;
   std::string api_key;           // empty: no authentication
   size_t max_request_bytes = 1 << 20;
-  int max_model_len = 0;         // 0: the model's max_position_embeddings
+  EngineConfig engine;
 };
 
 // What the handlers serve from; filled in by the loader thread while /health says 503.
 struct LoadedModel {
   Model model;
   std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<Engine> engine;  // last: stops before the model and tokenizer go
 };
 
 class HttpServer {
@@ -49,9 +50,6 @@ class HttpServer {
   std::unique_ptr<httplib::Server> http_;
   std::unique_ptr<LoadedModel> loaded_;
   std::atomic<bool> ready_{false};
-  // Until the continuous-batching engine serves requests side by side, one generation runs at a
-  // time; other requests wait here.
-  std::mutex generation_mutex_;
 };
 
 }  // namespace slab::server

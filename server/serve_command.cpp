@@ -15,6 +15,7 @@ namespace {
 
 struct ServeOptions {
   std::string model;
+  int kv_cache_tokens = 0;
   server::ServerOptions server;
 };
 
@@ -27,6 +28,12 @@ int run_serve(ServeOptions o) {
   }
   if (o.server.served_model_name.empty()) o.server.served_model_name = std::filesystem::absolute(dir).lexically_normal().filename().string();
   if (o.server.served_model_name.empty()) o.server.served_model_name = dir.string();
+  EngineConfig& engine = o.server.engine;
+  if (engine.block_size <= 0 || engine.block_size % 16 != 0) {
+    spdlog::error("--block-size must be a positive multiple of 16, got {}", engine.block_size);
+    return 2;
+  }
+  if (o.kv_cache_tokens > 0) engine.num_kv_blocks = (o.kv_cache_tokens + engine.block_size - 1) / engine.block_size;
 
   // Signals are taken by one thread with sigwait, so that stopping the server happens outside a
   // signal handler. Blocked before any other thread starts, so every thread inherits the mask.
@@ -43,10 +50,14 @@ int run_serve(ServeOptions o) {
       auto loaded = std::make_unique<server::LoadedModel>();
       loaded->model = load_model(dir);
       loaded->tokenizer = load_tokenizer(dir);
+      loaded->engine = std::make_unique<Engine>(loaded->model, loaded->tokenizer.get(), o.server.engine);
       const ModelConfig& c = loaded->model.config;
       spdlog::info("model {} ({}): {} layers, hidden {}, {} heads / {} KV heads, vocab {}, context {}",
                    o.server.served_model_name, c.model_type, c.num_layers, c.hidden_size, c.num_heads,
-                   c.num_kv_heads, c.vocab_size, c.max_position_embeddings);
+                   c.num_kv_heads, c.vocab_size, loaded->engine->max_model_len());
+      spdlog::info("KV cache: {} blocks of {} tokens ({} tokens), prefix caching {}", loaded->engine->num_kv_blocks(),
+                   loaded->engine->block_size(), loaded->engine->num_kv_blocks() * loaded->engine->block_size(),
+                   o.server.engine.enable_prefix_caching ? "on" : "off");
       http.set_model(std::move(loaded));
       spdlog::info("ready on http://{}:{}", o.server.host, o.server.port);
     } catch (const std::exception& e) {
@@ -89,8 +100,23 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--served-model-name", options->server.served_model_name, "Model name clients use (default: the folder name)");
   cmd->add_option("--api-key", options->server.api_key, "Require this key as 'Authorization: Bearer KEY' on /v1 routes")
       ->envname("SLAB_API_KEY");
-  cmd->add_option("--max-model-len", options->server.max_model_len, "Context length limit (default: the model's)")
+  EngineConfig& engine = options->server.engine;
+  cmd->add_option("--max-model-len", engine.max_model_len, "Context length limit (default: the model's)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-num-seqs", engine.scheduler.max_num_seqs, "Most sequences running at once")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--max-num-batched-tokens", engine.scheduler.max_num_batched_tokens, "Most new tokens in one step")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--block-size", engine.block_size, "Tokens per KV cache block (a multiple of 16)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  auto* kv_memory = cmd->add_option_function<double>(
+      "--kv-cache-memory", [&engine](double gib) { engine.kv_cache_bytes = static_cast<size_t>(gib * (1ull << 30)); },
+      "KV cache size in GiB (default 1)");
+  kv_memory->check(CLI::PositiveNumber);
+  cmd->add_option("--kv-cache-tokens", options->kv_cache_tokens, "KV cache size in tokens (overrides --kv-cache-memory)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag_function("--no-prefix-caching", [&engine](std::int64_t) { engine.enable_prefix_caching = false; },
+                         "Do not reuse cached KV blocks of shared prompt prefixes");
   cmd->add_option("--max-request-bytes", options->server.max_request_bytes, "Largest request body accepted")
       ->capture_default_str();
   return [cmd, options]() { return cmd->parsed() ? run_serve(*options) : -1; };

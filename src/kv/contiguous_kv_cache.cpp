@@ -17,7 +17,7 @@ ContiguousKvCache::ContiguousKvCache(const KvGeometry& geometry, int num_slots, 
   pool_.assign(block_ids_.size() * geometry.block_stride(), 0.0f);
 }
 
-std::span<const int32_t> ContiguousKvCache::block_table(int seq_id) const {
+std::span<const int32_t> ContiguousKvCache::block_table(int64_t seq_id) const {
   if (seq_id < 0 || seq_id >= num_slots_) {
     throw std::out_of_range("ContiguousKvCache: no slot " + std::to_string(seq_id));
   }

@@ -14,7 +14,7 @@ class ContiguousKvCache final : public KvCache {
 
   const KvGeometry& geometry() const override { return geometry_; }
   float* pool() override { return pool_.data(); }
-  std::span<const int32_t> block_table(int seq_id) const override;
+  std::span<const int32_t> block_table(int64_t seq_id) const override;
   int max_tokens() const { return blocks_per_slot_ * geometry_.block_size; }
 
  private:

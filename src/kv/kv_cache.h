@@ -30,7 +30,7 @@ class KvCache {
   virtual float* pool() = 0;
   // Block ids of a sequence, in position order. The owner guarantees they cover every position
   // the next forward pass writes.
-  virtual std::span<const int32_t> block_table(int seq_id) const = 0;
+  virtual std::span<const int32_t> block_table(int64_t seq_id) const = 0;
 };
 
 }  // namespace slab

@@ -1,6 +1,7 @@
 #pragma once
 // A loaded model: its config, generation defaults and weights. Loading from a Hugging Face folder
 // (config.json, generation_config.json, safetensors) is the one entry point callers use.
+#include <cstdint>
 #include <filesystem>
 #include <vector>
 
@@ -22,7 +23,7 @@ Model load_model(const std::filesystem::path& model_dir);
 // One sequence's share of a forward batch: `num_tokens` new tokens at positions
 // start_pos .. start_pos + num_tokens - 1 (start_pos = tokens already in its cache).
 struct BatchSequence {
-  int seq_id = 0;
+  int64_t seq_id = 0;
   int start_pos = 0;
   int num_tokens = 0;
 };

@@ -1,0 +1,250 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <spdlog/spdlog.h>
+#include <stdexcept>
+
+namespace slab {
+namespace {
+
+int blocks_for_budget(const KvGeometry& g, size_t bytes) {
+  const size_t block_bytes = PagedKvCache::bytes_per_token(g) * static_cast<size_t>(g.block_size);
+  return static_cast<int>(std::max<size_t>(1, bytes / block_bytes));
+}
+
+bool contains(const std::vector<int32_t>& ids, int32_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+}  // namespace
+
+Engine::Engine(const Model& model, const Tokenizer* tokenizer, const EngineConfig& config)
+    : model_(model), tokenizer_(tokenizer), config_(config),
+      max_model_len_(config.max_model_len > 0 ? std::min(config.max_model_len, model.config.max_position_embeddings)
+                                              : model.config.max_position_embeddings),
+      kv_(config.num_kv_blocks > 0
+              ? config.num_kv_blocks
+              : blocks_for_budget({model.config.num_layers, model.config.num_kv_heads, model.config.head_dim, config.block_size},
+                                  config.kv_cache_bytes),
+          config.block_size, config.enable_prefix_caching),
+      kv_memory_({model.config.num_layers, model.config.num_kv_heads, model.config.head_dim, config.block_size}, kv_),
+      scheduler_(config.scheduler, kv_) {
+  if (config.block_size <= 0 || config.block_size % 16 != 0) {
+    throw std::invalid_argument("block size must be a positive multiple of 16, got " + std::to_string(config.block_size));
+  }
+  thread_ = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard lock(inbox_mutex_);
+    stopping_ = true;
+  }
+  inbox_ready_.notify_all();
+  thread_.join();
+}
+
+int64_t Engine::submit(Request request, std::shared_ptr<RequestStream> stream) {
+  const int prompt_len = static_cast<int>(request.prompt.size());
+  if (prompt_len == 0) throw std::invalid_argument("the prompt has no tokens");
+  for (int32_t t : request.prompt) {
+    if (t < 0 || t >= model_.config.vocab_size) {
+      throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary (size " +
+                                  std::to_string(model_.config.vocab_size) + ")");
+    }
+  }
+  if (prompt_len + 1 > max_model_len_) {
+    throw std::invalid_argument("the prompt has " + std::to_string(prompt_len) + " tokens; the context is " +
+                                std::to_string(max_model_len_) + " tokens, prompt and output together");
+  }
+  const int cache_tokens = kv_.num_blocks() * kv_.block_size();
+  if (prompt_len + 1 > cache_tokens) {
+    throw std::invalid_argument("the prompt has " + std::to_string(prompt_len) + " tokens; the KV cache holds " +
+                                std::to_string(cache_tokens) + " tokens in all");
+  }
+  int64_t id;
+  {
+    std::lock_guard lock(inbox_mutex_);
+    id = next_id_++;
+    new_sequences_.push_back(std::make_unique<Sequence>(id, std::move(request), std::move(stream), tokenizer_,
+                                                        static_cast<uint64_t>(id)));
+  }
+  inbox_ready_.notify_one();
+  return id;
+}
+
+void Engine::abort(int64_t request_id) {
+  {
+    std::lock_guard lock(inbox_mutex_);
+    aborted_.push_back(request_id);
+  }
+  inbox_ready_.notify_one();
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard lock(stats_mutex_);
+  return stats_;
+}
+
+void Engine::loop() {
+  while (true) {
+    {
+      std::unique_lock lock(inbox_mutex_);
+      inbox_ready_.wait(lock, [this] {
+        return stopping_ || !new_sequences_.empty() || !aborted_.empty() || !sequences_.empty();
+      });
+      if (stopping_) break;
+    }
+    take_inbox();
+    run_step();
+    publish_stats();
+  }
+  // Shutting down: everything still in flight ends as aborted.
+  take_inbox();
+  std::vector<Sequence*> left;
+  for (auto& [id, seq] : sequences_) left.push_back(seq.get());
+  for (Sequence* seq : left) finish(*seq, FinishReason::abort);
+  publish_stats();
+}
+
+void Engine::take_inbox() {
+  std::vector<std::unique_ptr<Sequence>> arrived;
+  std::vector<int64_t> aborted;
+  {
+    std::lock_guard lock(inbox_mutex_);
+    arrived.swap(new_sequences_);
+    aborted.swap(aborted_);
+  }
+  for (auto& seq : arrived) {
+    Sequence* raw = seq.get();
+    sequences_.emplace(raw->id, std::move(seq));
+    scheduler_.add(raw);
+  }
+  for (int64_t id : aborted) {
+    auto it = sequences_.find(id);
+    if (it != sequences_.end()) finish(*it->second, FinishReason::abort);
+  }
+}
+
+void Engine::run_step() {
+  SchedulerStep step = scheduler_.schedule();
+  for (Sequence* seq : step.out_of_cache) finish(*seq, FinishReason::length);
+  if (step.empty()) return;
+
+  ForwardBatch batch;
+  for (const ScheduledChunk& chunk : step.chunks) {
+    const Sequence& seq = *chunk.seq;
+    batch.tokens.insert(batch.tokens.end(), seq.tokens.begin() + seq.num_computed,
+                        seq.tokens.begin() + seq.num_computed + chunk.num_tokens);
+    batch.sequences.push_back({seq.id, seq.num_computed, chunk.num_tokens});
+  }
+  std::vector<float> logits;
+  try {
+    logits = forward(model_, batch, kv_memory_);
+  } catch (const std::exception& e) {
+    spdlog::error("forward pass failed: {}", e.what());
+    for (const ScheduledChunk& chunk : step.chunks) finish(*chunk.seq, FinishReason::error, e.what());
+    return;
+  }
+
+  const size_t vocab = static_cast<size_t>(model_.config.vocab_size);
+  int64_t prompt_tokens = 0;
+  int64_t generated = 0;
+  for (size_t i = 0; i < step.chunks.size(); ++i) {
+    Sequence& seq = *step.chunks[i].seq;
+    const int before = seq.num_computed;
+    seq.num_computed += step.chunks[i].num_tokens;
+    if (seq.num_preemptions == 0) prompt_tokens += std::max(0, std::min(seq.num_computed, seq.prompt_len) - before);
+    kv_.cache_computed(seq.id, seq.tokens, seq.num_computed);
+    if (seq.num_uncomputed() > 0) continue;  // a prefill chunk that did not reach the end
+
+    std::vector<int32_t> banned;
+    if (seq.num_output() < seq.request.stop.min_tokens) {
+      banned = seq.request.stop.stop_token_ids;
+      if (!seq.request.stop.ignore_eos) {
+        banned.insert(banned.end(), seq.request.stop.eos_token_ids.begin(), seq.request.stop.eos_token_ids.end());
+      }
+    }
+    SampledToken sampled = seq.sampler.sample(std::span<float>(logits.data() + i * vocab, vocab), seq.prompt(),
+                                              seq.output(), banned);
+    ++generated;
+    emit_token(seq, sampled);  // may finish and destroy `seq`
+  }
+
+  std::lock_guard lock(stats_mutex_);
+  stats_.prompt_tokens += prompt_tokens;
+  stats_.generation_tokens += generated;
+  ++stats_.steps;
+}
+
+void Engine::publish_stats() {
+  std::lock_guard lock(stats_mutex_);
+  stats_.num_running = static_cast<int>(scheduler_.num_running());
+  stats_.num_waiting = static_cast<int>(scheduler_.num_waiting());
+  stats_.kv_cache_usage = kv_.usage();
+  stats_.num_preemptions = scheduler_.num_preemptions();
+  stats_.prefix_query_tokens = kv_.prefix_query_tokens();
+  stats_.prefix_hit_tokens = kv_.prefix_hit_tokens();
+}
+
+void Engine::emit_token(Sequence& seq, const SampledToken& sampled) {
+  const int32_t token = sampled.token;
+  const StopConditions& stop = seq.request.stop;
+  seq.tokens.push_back(token);
+  if (!seq.first_token_at) seq.first_token_at = std::chrono::steady_clock::now();
+
+  RequestOutput out;
+  out.request_id = seq.id;
+  out.tokens = {token};
+  if (seq.request.sampling.logprobs >= 0) out.logprobs.push_back({token, sampled.logprob, sampled.top});
+
+  std::optional<FinishReason> finish_reason;
+  const bool stop_token = contains(stop.stop_token_ids, token) || (!stop.ignore_eos && contains(stop.eos_token_ids, token));
+  if (stop_token) {
+    finish_reason = FinishReason::stop;  // the stop token's text is not part of the output
+  } else if (seq.detokenizer) {
+    StopStringMatcher::Output piece = seq.stop_matcher.push(seq.detokenizer->push(token));
+    out.text = std::move(piece.text);
+    if (piece.stopped) finish_reason = FinishReason::stop;
+  }
+  if (!finish_reason && (seq.num_output() >= stop.max_tokens || static_cast<int>(seq.tokens.size()) >= max_model_len_)) {
+    finish_reason = FinishReason::length;
+  }
+  if (finish_reason && *finish_reason == FinishReason::length && seq.detokenizer) {
+    // Natural end: release text held back for a possible stop string or an unfinished character.
+    StopStringMatcher::Output tail = seq.stop_matcher.push(seq.detokenizer->flush());
+    out.text += tail.text;
+    if (!tail.stopped) out.text += seq.stop_matcher.flush();
+  }
+  out.prompt_tokens = seq.prompt_len;
+  out.cached_prompt_tokens = seq.cached_prompt_tokens;
+  out.completion_tokens = seq.num_output();
+  if (!finish_reason) {
+    seq.stream->push(std::move(out));
+    return;
+  }
+  out.finished = true;
+  out.finish_reason = *finish_reason;
+  seq.stream->push(std::move(out));
+  scheduler_.remove(&seq);
+  sequences_.erase(seq.id);
+}
+
+void Engine::finish(Sequence& seq, FinishReason reason, const std::string& error) {
+  RequestOutput out;
+  out.request_id = seq.id;
+  out.finished = true;
+  out.finish_reason = reason;
+  out.error = error;
+  if (reason == FinishReason::length && seq.detokenizer) {
+    out.text = seq.stop_matcher.push(seq.detokenizer->flush()).text + seq.stop_matcher.flush();
+  }
+  out.prompt_tokens = seq.prompt_len;
+  out.cached_prompt_tokens = seq.cached_prompt_tokens;
+  out.completion_tokens = seq.num_output();
+  seq.stream->push(std::move(out));
+  scheduler_.remove(&seq);
+  sequences_.erase(seq.id);
+}
+
+}  // namespace slab

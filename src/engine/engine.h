@@ -1,0 +1,100 @@
+#pragma once
+// The engine: one loop thread that, every step, asks the scheduler what runs, does one forward
+// pass over all of it, samples one token per sequence that reached its end, and sends each
+// request its output. submit() and abort() are thread-safe and return at once; they reach the
+// loop through a queue, never through a lock held across a step.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/request.h"
+#include "engine/scheduler.h"
+#include "kv/kv_cache_manager.h"
+#include "kv/paged_kv_cache.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace slab {
+
+struct EngineConfig {
+  SchedulerConfig scheduler;
+  int block_size = 32;
+  int num_kv_blocks = 0;        // 0: derive from kv_cache_bytes
+  size_t kv_cache_bytes = size_t{1} << 30;
+  bool enable_prefix_caching = true;
+  int max_model_len = 0;        // 0: the model's max_position_embeddings
+};
+
+// Counters and gauges for /metrics, read from any thread.
+struct EngineStats {
+  int num_running = 0;
+  int num_waiting = 0;
+  double kv_cache_usage = 0.0;  // 0..1
+  int64_t num_preemptions = 0;
+  int64_t prefix_query_tokens = 0;
+  int64_t prefix_hit_tokens = 0;
+  int64_t prompt_tokens = 0;
+  int64_t generation_tokens = 0;
+  int64_t steps = 0;
+};
+
+class Engine {
+ public:
+  // The model and tokenizer must outlive the engine. A null tokenizer means token-only output
+  // (no text, no stop strings).
+  Engine(const Model& model, const Tokenizer* tokenizer, const EngineConfig& config);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a request; its events arrive on the returned stream. Throws std::invalid_argument
+  // when the request can never run (empty prompt, prompt + 1 over the context or the cache,
+  // token ids outside the vocabulary).
+  int64_t submit(Request request, std::shared_ptr<RequestStream> stream);
+  // The request ends with FinishReason::abort within one step; its blocks are freed.
+  void abort(int64_t request_id);
+
+  EngineStats stats() const;
+  int max_model_len() const { return max_model_len_; }
+  int num_kv_blocks() const { return kv_.num_blocks(); }
+  int block_size() const { return kv_.block_size(); }
+
+ private:
+  void loop();
+  void take_inbox();
+  void run_step();
+  void publish_stats();
+  // Sends the sequence's last token out and decides whether it is finished.
+  void emit_token(Sequence& seq, const SampledToken& sampled);
+  void finish(Sequence& seq, FinishReason reason, const std::string& error = {});
+
+  const Model& model_;
+  const Tokenizer* tokenizer_;
+  EngineConfig config_;
+  int max_model_len_;
+  KvCacheManager kv_;
+  PagedKvCache kv_memory_;
+  Scheduler scheduler_;
+  std::unordered_map<int64_t, std::unique_ptr<Sequence>> sequences_;  // loop thread only
+
+  // Inbox from other threads.
+  std::mutex inbox_mutex_;
+  std::condition_variable inbox_ready_;
+  std::vector<std::unique_ptr<Sequence>> new_sequences_;
+  std::vector<int64_t> aborted_;
+  bool stopping_ = false;
+  int64_t next_id_ = 1;
+
+  mutable std::mutex stats_mutex_;
+  EngineStats stats_;
+
+  std::thread thread_;
+};
+
+}  // namespace slab

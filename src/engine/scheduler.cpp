@@ -1,0 +1,111 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+namespace slab {
+
+Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv) : config_(config), kv_(kv) {}
+
+void Scheduler::add(Sequence* seq) {
+  seq->status = SequenceStatus::waiting;
+  // Arrival order, priority as the tiebreak among equal arrivals; in practice arrival is unique
+  // so this is a push_back, but it keeps the queue sorted if callers batch-submit.
+  auto pos = std::find_if(waiting_.begin(), waiting_.end(), [&](const Sequence* w) {
+    return w->num_preemptions == 0 && (w->arrival > seq->arrival ||
+                                       (w->arrival == seq->arrival && w->request.priority > seq->request.priority));
+  });
+  waiting_.insert(pos, seq);
+}
+
+void Scheduler::remove(Sequence* seq) {
+  std::erase(running_, seq);
+  std::erase(waiting_, seq);
+  kv_.free(seq->id);
+  seq->status = SequenceStatus::finished;
+}
+
+void Scheduler::preempt(Sequence* victim, SchedulerStep& step) {
+  std::erase(running_, victim);
+  std::erase_if(step.chunks, [&](const ScheduledChunk& c) { return c.seq == victim; });
+  kv_.free(victim->id);
+  victim->num_computed = 0;
+  victim->status = SequenceStatus::waiting;
+  ++victim->num_preemptions;
+  waiting_.push_front(victim);
+  ++step.num_preempted;
+  ++num_preemptions_;
+}
+
+bool Scheduler::reserve_or_preempt(Sequence* seq, int num_tokens, SchedulerStep& step) {
+  const int target = seq->num_computed + num_tokens;
+  while (!kv_.reserve(seq->id, target)) {
+    if (kv_.blocks_needed(seq->id, target) > kv_.num_blocks()) {
+      step.out_of_cache.push_back(seq);
+      return false;
+    }
+    Sequence* victim = running_.back();
+    if (victim == seq && running_.size() == 1) {
+      // Alone and still short: the free blocks are held by nobody, so this cannot happen unless
+      // the cache is smaller than the sequence.
+      step.out_of_cache.push_back(seq);
+      return false;
+    }
+    preempt(victim, step);
+    if (victim == seq) return false;
+  }
+  return true;
+}
+
+SchedulerStep Scheduler::schedule() {
+  SchedulerStep step;
+  int budget = config_.max_num_batched_tokens;
+
+  // 1. Running decodes, 2. running sequences still in (chunked) prefill, in admission order.
+  for (bool decodes : {true, false}) {
+    for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+      Sequence* seq = running_[i];
+      const int need = seq->num_uncomputed();
+      if ((need == 1) != decodes || need == 0) continue;
+      const int n = std::min(need, budget);
+      const size_t before = running_.size();
+      if (!reserve_or_preempt(seq, n, step)) {
+        if (running_.size() < before) --i;  // the list shrank under us; `seq` may be gone
+        continue;
+      }
+      step.chunks.push_back({seq, n});
+      budget -= n;
+    }
+  }
+
+  // 3. Waiting sequences, unless this step already had to preempt (no room to grow).
+  while (budget > 0 && step.num_preempted == 0 && !waiting_.empty() &&
+         static_cast<int>(running_.size()) < config_.max_num_seqs) {
+    Sequence* seq = waiting_.front();
+    if (!kv_.has(seq->id)) {
+      seq->num_computed = kv_.adopt_cached_prefix(seq->id, seq->tokens);
+      if (seq->num_preemptions == 0) seq->cached_prompt_tokens = seq->num_computed;
+    }
+    const int n = std::min(seq->num_uncomputed(), budget);
+    if (kv_.blocks_needed(seq->id, seq->num_computed + n) > kv_.num_blocks()) {
+      waiting_.pop_front();
+      kv_.free(seq->id);
+      step.out_of_cache.push_back(seq);
+      continue;
+    }
+    if (!kv_.reserve(seq->id, seq->num_computed + n)) {
+      // Keep what it adopted only if it will be admitted soon; freeing puts the blocks back on
+      // the free list with their hashes, so nothing is lost.
+      kv_.free(seq->id);
+      seq->num_computed = 0;
+      break;
+    }
+    waiting_.pop_front();
+    seq->status = SequenceStatus::running;
+    running_.push_back(seq);
+    step.chunks.push_back({seq, n});
+    budget -= n;
+  }
+  return step;
+}
+
+}  // namespace slab

@@ -1,0 +1,63 @@
+#pragma once
+// Continuous batching: every step picks what runs under two limits, max_num_seqs running
+// sequences and max_num_batched_tokens new tokens. Running decodes first (1 token each), then
+// partially prefilled sequences, then waiting ones in arrival order, chunking long prompts to the
+// token budget. When a step cannot get a block, the most recently admitted running sequence is
+// preempted: its blocks are freed and it goes back to the front of the waiting queue, to be
+// recomputed (mostly from the prefix cache) later. Nothing fails because the cache is full.
+#include <deque>
+#include <vector>
+
+#include "engine/sequence.h"
+#include "kv/kv_cache_manager.h"
+
+namespace slab {
+
+struct SchedulerConfig {
+  int max_num_seqs = 128;
+  int max_num_batched_tokens = 2048;
+};
+
+// One sequence's share of a step: num_tokens new tokens starting at seq->num_computed.
+struct ScheduledChunk {
+  Sequence* seq = nullptr;
+  int num_tokens = 0;
+};
+
+struct SchedulerStep {
+  std::vector<ScheduledChunk> chunks;
+  // Sequences that cannot go on because they alone need more blocks than the cache has; the
+  // engine finishes them with reason "length".
+  std::vector<Sequence*> out_of_cache;
+  int num_preempted = 0;
+  bool empty() const { return chunks.empty(); }
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerConfig& config, KvCacheManager& kv);
+
+  void add(Sequence* seq);
+  SchedulerStep schedule();
+  // The sequence leaves the scheduler (finished, aborted, failed): its blocks are freed now.
+  void remove(Sequence* seq);
+
+  size_t num_running() const { return running_.size(); }
+  size_t num_waiting() const { return waiting_.size(); }
+  int64_t num_preemptions() const { return num_preemptions_; }
+  const SchedulerConfig& config() const { return config_; }
+
+ private:
+  // Gives `seq` blocks for `num_tokens` more tokens, preempting later-admitted sequences as
+  // needed. False if `seq` itself had to be preempted or cannot fit at all.
+  bool reserve_or_preempt(Sequence* seq, int num_tokens, SchedulerStep& step);
+  void preempt(Sequence* victim, SchedulerStep& step);
+
+  SchedulerConfig config_;
+  KvCacheManager& kv_;
+  std::vector<Sequence*> running_;  // in admission order
+  std::deque<Sequence*> waiting_;   // arrival order; preempted sequences go to the front
+  int64_t num_preemptions_ = 0;
+};
+
+}  // namespace slab

@@ -1,0 +1,190 @@
+// The engine end to end on a real (tiny, random) checkpoint: a request's tokens do not depend on
+// what it is batched with, how its prompt is chunked, whether it was preempted, or whether its
+// prefix came from the cache.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "engine/engine.h"
+#include "test_paths.h"
+
+using namespace slab;
+
+namespace {
+
+const Model& fixture_model() {
+  static const Model model = load_model(test::fixtures_dir() / "models" / "llama_gqa");
+  return model;
+}
+
+std::vector<int32_t> random_prompt(std::mt19937& rng, int len) {
+  std::vector<int32_t> p(static_cast<size_t>(len));
+  for (int32_t& t : p) t = 3 + static_cast<int32_t>(rng() % 250);
+  return p;
+}
+
+Request greedy_request(std::vector<int32_t> prompt, int max_tokens) {
+  Request r;
+  r.prompt = std::move(prompt);
+  r.sampling.temperature = 0.0f;
+  r.stop.max_tokens = max_tokens;
+  r.stop.ignore_eos = true;
+  return r;
+}
+
+struct Outcome {
+  std::vector<int32_t> tokens;
+  RequestOutput last;
+};
+
+// Submits all requests at once and waits for all of them.
+std::vector<Outcome> run_all(Engine& engine, const std::vector<Request>& requests) {
+  auto stream = std::make_shared<RequestStream>();
+  std::map<int64_t, size_t> index;
+  for (const Request& r : requests) index[engine.submit(r, stream)] = index.size();
+  std::vector<Outcome> outcomes(requests.size());
+  size_t done = 0;
+  while (done < requests.size()) {
+    std::optional<RequestOutput> out = stream->next(std::chrono::milliseconds(20000));
+    REQUIRE(out.has_value());
+    Outcome& o = outcomes[index.at(out->request_id)];
+    o.tokens.insert(o.tokens.end(), out->tokens.begin(), out->tokens.end());
+    if (out->finished) ++done;
+    o.last = *out;
+  }
+  return outcomes;
+}
+
+EngineConfig config(int max_num_seqs, int max_batched_tokens, int num_blocks, bool prefix_caching = true) {
+  EngineConfig c;
+  c.scheduler.max_num_seqs = max_num_seqs;
+  c.scheduler.max_num_batched_tokens = max_batched_tokens;
+  c.block_size = 16;
+  c.num_kv_blocks = num_blocks;
+  c.enable_prefix_caching = prefix_caching;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("greedy tokens are the same alone, batched with 15 others, chunked, preempted and from the prefix cache", "[engine]") {
+  const Model& model = fixture_model();
+  std::mt19937 rng(11);
+  const std::vector<int32_t> probe_prompt = random_prompt(rng, 37);
+  const int probe_tokens = 24;
+
+  std::vector<int32_t> alone;
+  {
+    Engine engine(model, nullptr, config(1, 2048, 64));
+    alone = run_all(engine, {greedy_request(probe_prompt, probe_tokens)})[0].tokens;
+  }
+  REQUIRE(alone.size() == static_cast<size_t>(probe_tokens));
+
+  std::vector<Request> batch;
+  for (int i = 0; i < 15; ++i) batch.push_back(greedy_request(random_prompt(rng, 5 + 4 * i), 10 + i));
+  batch.insert(batch.begin() + 7, greedy_request(probe_prompt, probe_tokens));
+
+  SECTION("batched with 15 others of different lengths") {
+    Engine engine(model, nullptr, config(16, 2048, 128));
+    auto out = run_all(engine, batch);
+    CHECK(out[7].tokens == alone);
+    CHECK(out[7].last.finish_reason == FinishReason::length);
+  }
+  SECTION("chunked with a budget of 3 tokens per step") {
+    Engine engine(model, nullptr, config(16, 3, 128));
+    CHECK(run_all(engine, batch)[7].tokens == alone);
+  }
+  SECTION("preempted and resumed in a cache too small for the batch") {
+    Engine engine(model, nullptr, config(16, 64, 12));
+    auto out = run_all(engine, batch);
+    CHECK(out[7].tokens == alone);
+    CHECK(engine.stats().num_preemptions > 0);
+    for (size_t i = 0; i < batch.size(); ++i) CHECK(out[i].tokens.size() == static_cast<size_t>(batch[i].stop.max_tokens));
+  }
+  SECTION("served from the prefix cache") {
+    Engine engine(model, nullptr, config(4, 2048, 64));
+    auto first = run_all(engine, {greedy_request(probe_prompt, probe_tokens)});
+    auto second = run_all(engine, {greedy_request(probe_prompt, probe_tokens)});
+    CHECK(first[0].last.cached_prompt_tokens == 0);
+    CHECK(second[0].last.cached_prompt_tokens == 32);  // two full blocks of the 37-token prompt
+    CHECK(second[0].tokens == alone);
+    CHECK(engine.stats().prefix_hit_tokens == 32);
+  }
+}
+
+TEST_CASE("the same seed samples the same tokens whatever the batch", "[engine]") {
+  const Model& model = fixture_model();
+  std::mt19937 rng(5);
+  Request probe = greedy_request(random_prompt(rng, 20), 30);
+  probe.sampling.temperature = 1.0f;
+  probe.sampling.top_p = 0.9f;
+  probe.sampling.seed = 777;
+
+  Engine engine(model, nullptr, config(8, 2048, 64));
+  auto alone = run_all(engine, {probe});
+  std::vector<Request> batch = {probe};
+  for (int i = 0; i < 5; ++i) {
+    Request other = greedy_request(random_prompt(rng, 10 + i), 20);
+    other.sampling.temperature = 1.0f;
+    other.sampling.seed = static_cast<uint64_t>(i);
+    batch.push_back(other);
+  }
+  auto together = run_all(engine, batch);
+  CHECK(together[0].tokens == alone[0].tokens);
+  probe.sampling.seed = 778;
+  CHECK(run_all(engine, {probe})[0].tokens != alone[0].tokens);
+}
+
+TEST_CASE("stop tokens, min_tokens and max_tokens end requests with the right reason", "[engine]") {
+  const Model& model = fixture_model();
+  std::mt19937 rng(9);
+  Engine engine(model, nullptr, config(4, 2048, 64));
+  Request r = greedy_request(random_prompt(rng, 12), 20);
+  const std::vector<int32_t> free_run = run_all(engine, {r})[0].tokens;
+
+  Request stop = r;
+  stop.stop.stop_token_ids = {free_run[5]};
+  auto stopped = run_all(engine, {stop})[0];
+  const auto first_hit = std::find(free_run.begin(), free_run.end(), free_run[5]) - free_run.begin();
+  CHECK(stopped.tokens.size() == static_cast<size_t>(first_hit + 1));  // the stop token is the last
+  CHECK(stopped.last.finish_reason == FinishReason::stop);
+
+  Request min_tokens = stop;
+  min_tokens.stop.min_tokens = 10;
+  auto held = run_all(engine, {min_tokens})[0];
+  CHECK(held.tokens.size() >= 10);
+  for (size_t i = 0; i + 1 < std::min<size_t>(held.tokens.size(), 10); ++i) CHECK(held.tokens[i] != free_run[5]);
+}
+
+TEST_CASE("an aborted request ends at once and frees its blocks", "[engine]") {
+  const Model& model = fixture_model();
+  std::mt19937 rng(3);
+  Engine engine(model, nullptr, config(4, 2048, 64));
+  auto stream = std::make_shared<RequestStream>();
+  const int64_t id = engine.submit(greedy_request(random_prompt(rng, 30), 90), stream);
+  std::optional<RequestOutput> out = stream->next(std::chrono::milliseconds(20000));
+  REQUIRE(out.has_value());
+  engine.abort(id);
+  while (!out->finished) {
+    out = stream->next(std::chrono::milliseconds(20000));
+    REQUIRE(out.has_value());
+  }
+  CHECK(out->finish_reason == FinishReason::abort);
+  CHECK(out->completion_tokens < 90);
+  // The loop publishes stats after the step that finished it.
+  for (int i = 0; i < 100 && engine.stats().kv_cache_usage > 0.0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(engine.stats().kv_cache_usage == 0.0);
+}
+
+TEST_CASE("requests that can never run are refused at submit", "[engine]") {
+  const Model& model = fixture_model();
+  Engine engine(model, nullptr, config(4, 2048, 4));
+  auto stream = std::make_shared<RequestStream>();
+  CHECK_THROWS_WITH(engine.submit(greedy_request({}, 4), stream), Catch::Contains("no tokens"));
+  CHECK_THROWS_WITH(engine.submit(greedy_request({1, 999}, 4), stream), Catch::Contains("outside the vocabulary"));
+  CHECK_THROWS_WITH(engine.submit(greedy_request(std::vector<int32_t>(128, 5), 4), stream), Catch::Contains("context"));
+  CHECK_THROWS_WITH(engine.submit(greedy_request(std::vector<int32_t>(64, 5), 4), stream), Catch::Contains("KV cache holds 64"));
+}
