@@ -385,7 +385,7 @@ Value f_title(Renderer&, const Value& v, CallArgs&) {
       at_start = true;
       continue;
     }
-    c = at_start ? ascii_upper(c) : ascii_lower(c);
+    c = at_start ? unicode_upper(c) : unicode_lower(c);
     at_start = false;
   }
   return Value::from_string(utf8_encode(cps));

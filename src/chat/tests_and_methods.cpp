@@ -4,6 +4,7 @@
 #include "chat/text_util.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace slab::chat {
 namespace {
@@ -128,7 +129,109 @@ bool prefix_or_suffix(const std::string& s, const Value& test, bool prefix, std:
   return one(test);
 }
 
-// str.format: {} {0} {name} and {{ }}; format specs after ':' are not applied.
+// format(value, spec): [[fill]align][sign][0][width][.precision][type] of Python's mini-language.
+std::string apply_format_spec(const Value& v, const std::string& spec) {
+  if (spec.empty()) return to_str(v);
+  std::size_t i = 0;
+  std::string fill = " ";
+  char align = '\0', sign = '-';
+  auto is_align = [](char c) { return c == '<' || c == '>' || c == '^' || c == '='; };
+  std::u32string cps = utf8_decode(spec);
+  if (cps.size() >= 2 && cps[1] < 128 && is_align(static_cast<char>(cps[1]))) {
+    fill = utf8_encode(cps.substr(0, 1));
+    align = static_cast<char>(cps[1]);
+    i = utf8_encode(cps.substr(0, 2)).size();
+  } else if (is_align(spec[0])) {
+    align = spec[0];
+    i = 1;
+  }
+  if (i < spec.size() && (spec[i] == '+' || spec[i] == '-' || spec[i] == ' ')) sign = spec[i++];
+  if (i < spec.size() && spec[i] == '0') {
+    if (!align) {
+      fill = "0";
+      align = '=';
+    }
+    ++i;
+  }
+  std::int64_t width = 0;
+  while (i < spec.size() && std::isdigit(static_cast<unsigned char>(spec[i])) && width < 100000) width = width * 10 + (spec[i++] - '0');
+  char grouping = '\0';
+  if (i < spec.size() && (spec[i] == ',' || spec[i] == '_')) grouping = spec[i++];
+  int precision = -1;
+  if (i < spec.size() && spec[i] == '.') {
+    precision = 0;
+    ++i;
+    while (i < spec.size() && std::isdigit(static_cast<unsigned char>(spec[i])) && precision < 1000) precision = precision * 10 + (spec[i++] - '0');
+  }
+  char type = i < spec.size() ? spec[i++] : '\0';
+  if (i != spec.size()) throw TemplateError("ValueError: Invalid format specifier '" + spec + "'");
+  std::string body;
+  bool numeric = v.is_number();
+  if (v.is_string() || (!numeric && (type == '\0' || type == 's'))) {
+    if (type != '\0' && type != 's') throw TemplateError("ValueError: Unknown format code '" + std::string(1, type) + "' for object of type 'str'");
+    body = to_str(v);
+    if (precision >= 0) {
+      std::u32string b = utf8_decode(body);
+      if (b.size() > static_cast<std::size_t>(precision)) body = utf8_encode(b.substr(0, static_cast<std::size_t>(precision)));
+    }
+    numeric = false;
+  } else if (numeric) {
+    char buf[1200];
+    double d = as_double(v);
+    bool is_integer = v.is_int();
+    if (type == 'd' || type == 'x' || type == 'X' || type == 'o' || type == 'b') {
+      if (!is_integer) throw TemplateError("ValueError: Unknown format code '" + std::string(1, type) + "' for object of type 'float'");
+      long long n = v.kind == Value::Kind::Bool ? v.boolean : v.integer;
+      unsigned long long mag = n < 0 ? 0ULL - static_cast<unsigned long long>(n) : static_cast<unsigned long long>(n);
+      if (type == 'b') {
+        body = mag == 0 ? "0" : "";
+        for (; mag; mag >>= 1) body.insert(body.begin(), static_cast<char>('0' + (mag & 1)));
+      } else {
+        std::snprintf(buf, sizeof buf, type == 'd' ? "%llu" : type == 'o' ? "%llo" : type == 'x' ? "%llx" : "%llX", mag);
+        body = buf;
+      }
+      if (n < 0) body.insert(0, "-");
+    } else if (type == 'f' || type == 'F' || type == 'e' || type == 'E' || type == 'g' || type == 'G' || type == '%') {
+      double x = type == '%' ? d * 100 : d;
+      char conv = type == '%' ? 'f' : type;
+      std::snprintf(buf, sizeof buf, (std::string("%.*") + conv).c_str(), precision < 0 ? 6 : precision, x);
+      body = buf;
+      if (type == '%') body += '%';
+    } else if (type == '\0' && !(is_integer && precision < 0)) {
+      if (precision >= 0) {
+        std::snprintf(buf, sizeof buf, "%.*g", precision == 0 ? 1 : precision, d);
+        body = buf;
+      } else {
+        body = to_str(v);
+      }
+    } else if (type == '\0') {
+      body = to_str(Value::from_int(v.kind == Value::Kind::Bool ? v.boolean : v.integer));
+    } else {
+      throw TemplateError("ValueError: Unknown format code '" + std::string(1, type) + "'");
+    }
+    if (grouping && (type == '\0' || type == 'd' || type == 'f' || type == 'F' || type == '%')) {
+      std::size_t begin = body[0] == '-' ? 1 : 0;
+      std::size_t end = body.find_first_not_of("0123456789", begin);
+      if (end == std::string::npos) end = body.size();
+      for (std::size_t k = end; k > begin + 3; k -= 3) body.insert(k - 3, 1, grouping);
+    }
+    if (sign != '-' && !body.empty() && body[0] != '-') body.insert(0, 1, sign);
+  } else {
+    body = to_str(v);
+  }
+  if (!align) align = numeric ? '>' : '<';
+  std::int64_t pad = width - utf8_length(body);
+  if (pad <= 0) return body;
+  std::string left, right;
+  std::int64_t nleft = align == '<' ? 0 : align == '^' ? pad / 2 : pad;
+  for (std::int64_t k = 0; k < nleft; ++k) left += fill;
+  for (std::int64_t k = 0; k < pad - nleft; ++k) right += fill;
+  if (align == '=' && !body.empty() && (body[0] == '-' || body[0] == '+' || body[0] == ' '))
+    return body.substr(0, 1) + left + body.substr(1);
+  return left + body + right;
+}
+
+// str.format: {} {0} {name} {0.attr}-free fields, !r / !s conversions and format specs.
 std::string str_format(Renderer& r, const std::string& fmt, CallArgs& args) {
   std::string out;
   std::size_t auto_index = 0;
@@ -144,7 +247,15 @@ std::string str_format(Renderer& r, const std::string& fmt, CallArgs& args) {
       std::size_t close = fmt.find('}', i);
       if (close == std::string::npos) throw TemplateError("ValueError: Single '{' encountered in format string");
       std::string field = fmt.substr(i + 1, close - i - 1);
-      field = field.substr(0, field.find_first_of(":!"));
+      std::string spec, conversion;
+      if (std::size_t colon = field.find(':'); colon != std::string::npos) {
+        spec = field.substr(colon + 1);
+        field.resize(colon);
+      }
+      if (std::size_t bang = field.find('!'); bang != std::string::npos) {
+        conversion = field.substr(bang + 1);
+        field.resize(bang);
+      }
       const Value* v = nullptr;
       if (field.empty()) {
         if (auto_index >= args.positional.size()) throw TemplateError("IndexError: Replacement index out of range");
@@ -158,7 +269,9 @@ std::string str_format(Renderer& r, const std::string& fmt, CallArgs& args) {
           if (k == field) v = &kv;
         if (!v) throw TemplateError("KeyError: '" + field + "'");
       }
-      out += to_str(*v);
+      if (conversion == "r") out += apply_format_spec(Value::from_string(repr(*v)), spec);
+      else if (conversion == "s") out += apply_format_spec(Value::from_string(to_str(*v)), spec);
+      else out += apply_format_spec(*v, spec);
       r.check_size(out.size());
       i = close;
     } else if (c == '}') {
@@ -321,7 +434,7 @@ Value call_method(Renderer& r, const Value& self, const std::string& name, CallA
       else if (name == "values") out.push_back(v);
       else out.push_back(Value::from_list({Value::from_string(k), v}, true));
     }
-    return Value::from_list(std::move(out));
+    return Value::from_view(std::move(out), name == "keys" ? "dict_keys" : name == "values" ? "dict_values" : "dict_items");
   }
   if (self.is_list()) {
     if (name == "copy") return Value::from_list(self.items());

@@ -183,17 +183,53 @@ std::string py_replace(std::string_view s, std::string_view old, std::string_vie
   return out;
 }
 
+// Case mapping for ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic: the scripts chat
+// templates and their inputs realistically case-convert. Other code points map to themselves.
+char32_t unicode_upper(char32_t c) {
+  if (c < 0x80) return ascii_upper(c);
+  if ((c >= 0xE0 && c <= 0xFE && c != 0xF7)) return c - 0x20;
+  if (c == 0xFF) return 0x178;
+  if (c >= 0x100 && c <= 0x17F && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 && c != 0x17F) {
+    bool odd_is_lower = (c < 0x138) || (c > 0x148 && c < 0x178);
+    if (odd_is_lower ? (c & 1) : !(c & 1)) return c - 1;
+    return c;
+  }
+  if (c >= 0x3B1 && c <= 0x3C9 && c != 0x3C2) return c - 0x20;
+  if (c == 0x3C2) return 0x3A3;
+  if (c >= 0x430 && c <= 0x44F) return c - 0x20;
+  if (c >= 0x450 && c <= 0x45F) return c - 0x50;
+  return c;
+}
+
+char32_t unicode_lower(char32_t c) {
+  if (c < 0x80) return ascii_lower(c);
+  if (c >= 0xC0 && c <= 0xDE && c != 0xD7) return c + 0x20;
+  if (c == 0x178) return 0xFF;
+  if (c >= 0x100 && c <= 0x17F && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 && c != 0x17F) {
+    bool odd_is_lower = (c < 0x138) || (c > 0x148 && c < 0x178);
+    if (odd_is_lower ? !(c & 1) : (c & 1)) return c + 1;
+    return c;
+  }
+  if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 0x20;
+  if (c >= 0x410 && c <= 0x42F) return c + 0x20;
+  if (c >= 0x400 && c <= 0x40F) return c + 0x50;
+  return c;
+}
+
 std::string py_upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 32);
+  std::string out;
+  out.reserve(s.size());
+  for (char32_t c : utf8_decode(s)) {
+    if (c == 0xDF) out += "SS";  // Python: 'ß'.upper() == 'SS'
+    else utf8_append(out, unicode_upper(c));
+  }
   return out;
 }
 
 std::string py_lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+  std::string out;
+  out.reserve(s.size());
+  for (char32_t c : utf8_decode(s)) utf8_append(out, unicode_lower(c));
   return out;
 }
 
@@ -202,7 +238,7 @@ std::string py_title(std::string_view s) {
   bool prev_cased = false;
   for (char32_t& c : cps) {
     bool cased = py_isalpha(c);
-    c = prev_cased ? ascii_lower(c) : ascii_upper(c);
+    c = prev_cased ? unicode_lower(c) : unicode_upper(c);
     prev_cased = cased;
   }
   return utf8_encode(cps);
@@ -210,7 +246,7 @@ std::string py_title(std::string_view s) {
 
 std::string py_capitalize(std::string_view s) {
   std::u32string cps = utf8_decode(s);
-  for (std::size_t i = 0; i < cps.size(); ++i) cps[i] = i == 0 ? ascii_upper(cps[i]) : ascii_lower(cps[i]);
+  for (std::size_t i = 0; i < cps.size(); ++i) cps[i] = i == 0 ? unicode_upper(cps[i]) : unicode_lower(cps[i]);
   return utf8_encode(cps);
 }
 

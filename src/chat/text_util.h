@@ -15,6 +15,8 @@ std::int64_t utf8_length(std::string_view s);
 bool py_isspace(char32_t c);
 char32_t ascii_upper(char32_t c);
 char32_t ascii_lower(char32_t c);
+char32_t unicode_upper(char32_t c);
+char32_t unicode_lower(char32_t c);
 bool py_isalpha(char32_t c);  // ASCII letters and non-ASCII code points above U+00BF
 bool py_isdigit(char32_t c);
 

@@ -33,6 +33,15 @@ Value Value::from_list(std::vector<Value> items, bool is_tuple) {
   return v;
 }
 
+Value Value::from_view(std::vector<Value> items, const char* view) {
+  Value v = make(Kind::List);
+  auto data = std::make_shared<ListData>();
+  data->items = std::move(items);
+  data->view = view;
+  v.list = std::move(data);
+  return v;
+}
+
 void throw_undefined(const Value& v) { throw TemplateError(v.text.empty() ? "value is undefined" : v.text); }
 
 bool truthy(const Value& v) {
@@ -126,7 +135,7 @@ std::string repr(const Value& v) {
       }
       if (v.list->is_tuple && items.size() == 1) out += ",";
       out += v.list->is_tuple ? ")" : "]";
-      return out;
+      return v.list->view ? std::string(v.list->view) + "(" + out + ")" : out;
     }
     case Value::Kind::Dict: {
       std::string out = "{";

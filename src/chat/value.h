@@ -18,6 +18,7 @@ class Renderer;
 struct ListData {
   std::vector<Value> items;
   bool is_tuple = false;
+  const char* view = nullptr;  // "dict_items" etc.: dict.items() prints as dict_items([...])
 };
 
 // Keys are strings (JSON objects; templates rarely build other keys). Insertion order kept.
@@ -78,6 +79,7 @@ struct Value {
     return v;
   }
   static Value from_list(std::vector<Value> items, bool is_tuple = false);
+  static Value from_view(std::vector<Value> items, const char* view);
   static Value from_dict(std::shared_ptr<DictData> d) {
     Value v = make(Kind::Dict);
     v.dict = std::move(d);
