@@ -331,6 +331,28 @@ FEATURES = [
     ("lstrip_after_text_on_line", "x {% if true %}y{% endif %}\n  {% if true %}z{% endif %}", {}),
     ("unicode_methods", "{{ 'ÉCOLE'.lower() }} {{ 'straße'.upper() }} {{ '  ü  '.strip() }} {{ 'a\u00a0b'.split() }}", {}),
     ("messages_reversed_search", "{% for m in messages|reverse %}{% if m.role == 'user' %}{{ m.content }}{% break %}{% endif %}{% endfor %}", {"messages": [{"role": "user", "content": "first"}, {"role": "user", "content": "last"}, {"role": "assistant", "content": "a"}]}),
+    ("err_macro_too_many_args", "{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, 2) }}", {}),
+    ("err_macro_unknown_kwarg", "{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, b=2) }}", {}),
+    ("real_llama31_idioms", "{%- if not date_string is defined %}{%- if strftime_now is defined %}{%- set date_string = strftime_now('%d %b %Y') %}{%- else %}{%- set date_string = '26 Jul 2024' %}{%- endif %}{%- endif %}{{ date_string }}|{{ builtin_tools | reject('equalto', 'code_interpreter') | join(', ') }}|{%- if messages[0]['role'] == 'system' %}{%- set system_message = messages[0]['content']|trim %}{%- set messages = messages[1:] %}{%- else %}{%- set system_message = '' %}{%- endif %}{{ system_message }}|{{ messages | length }}", {"builtin_tools": ["code_interpreter", "brave_search", "wolfram_alpha"], "messages": [{"role": "system", "content": "  sys  "}, {"role": "user", "content": "u"}]}),
+    ("real_typescript_macro", """{%- macro render_type(spec, required, is_nullable=false) -%}
+    {%- if spec.type == "array" -%}
+        {%- if spec['items'] -%}{{- render_type(spec['items'], required) + "[]" }}{%- else -%}{{- "any[]" }}{%- endif -%}
+    {%- elif spec.type is defined and spec.type is iterable and spec.type is not string -%}
+        {%- for t in spec.type -%}{{- render_type({"type": t}, required) -}}{%- if not loop.last -%}{{- " | " }}{%- endif -%}{%- endfor -%}
+    {%- elif spec.enum -%}
+        {%- for v in spec.enum -%}{{- v | tojson -}}{%- if not loop.last -%}{{- " | " }}{%- endif -%}{%- endfor -%}
+    {%- elif spec.type == "object" -%}
+        {{- "{\\n" }}{%- for name, p in spec.properties.items() -%}{{- name }}{%- if name not in (spec.required or []) -%}?{%- endif -%}: {{ render_type(p, required) }}{%- if not loop.last -%},{% endif %}{{- "\\n" }}{%- endfor -%}{{- "}" }}
+    {%- elif spec.type in ["string", "number", "boolean"] -%}{{- spec.type }}{%- if is_nullable %} | null{% endif -%}
+    {%- else -%}{{- "any" }}
+    {%- endif -%}
+{%- endmacro -%}
+{%- for tool in tools %}
+type {{ tool.function.name }} = (_: {{ render_type(tool.function.parameters, tool.function.parameters.required or [], true) }}) => any;
+{% endfor %}""", {"tools": [{"function": {"name": "get_weather", "parameters": {"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}, "days": {"type": ["integer", "null"]}, "unit": {"enum": ["c", "f"]}, "tags": {"type": "array", "items": {"type": "string"}}, "raw": {"type": "array"}}}}}]}),
+    ("real_qwen25_tool_loop", "{%- for message in messages %}{%- if message.role == 'tool' %}{%- if (loop.index0 == 0) or (messages[loop.index0 - 1].role != 'tool') %}<|im_start|>user{%- endif %}\n<tool_response>\n{{ message.content }}\n</tool_response>{%- if loop.last or (messages[loop.index0 + 1].role != 'tool') %}<|im_end|>\n{%- endif %}{%- elif message.role == 'assistant' %}{%- for tool_call in message.tool_calls %}{%- if tool_call.function is defined %}{%- set tool_call = tool_call.function %}{%- endif %}\n<tool_call>\n{\"name\": \"{{ tool_call.name }}\", \"arguments\": {{ tool_call.arguments | tojson }}}\n</tool_call>{%- endfor %}{%- endif %}{%- endfor %}", {"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "a", "arguments": {"x": "ü", "n": [1, 2.5]}}}, {"name": "b", "arguments": {}}]}, {"role": "tool", "content": "r1"}, {"role": "tool", "content": "r2"}]}),
+    ("real_harmony_namespace", "{%- set last_tool_call = namespace(name=none) %}{%- for m in messages %}{%- if m.tool_calls %}{%- set last_tool_call.name = m.tool_calls[0].function.name %}{%- elif m.role == 'tool' %}{%- if last_tool_call.name is none %}{{- raise_exception('Message has tool role, but there was no previous assistant message with a tool call!') }}{%- endif %}<|start|>functions.{{ last_tool_call.name }}{%- endif %}{%- endfor %}{%- if reasoning_effort is not defined %}{%- set reasoning_effort = 'medium' %}{%- endif %}|{{ 'Reasoning: ' + reasoning_effort }}", {"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "lookup"}}]}, {"role": "tool", "content": "x"}]}),
+    ("real_harmony_raise", "{%- set last = namespace(name=none) %}{%- for m in messages %}{%- if m.role == 'tool' and last.name is none %}{{- raise_exception('Message has tool role, but there was no previous assistant message with a tool call!') }}{%- endif %}{%- endfor %}", {"messages": [{"role": "tool", "content": "x"}]}),
     # --- errors jinja2 raises
     ("err_unknown_filter", "{{ 1 | no_such_filter }}", {}),
     ("err_unclosed_block", "{% if true %}x", {}),

@@ -72,6 +72,8 @@ struct Stmt {
   ExprPtr condition;                               // For ... if condition
   std::string name;                                // Macro name
   std::vector<MacroParam> params;                  // Macro, CallBlock (caller's parameters)
+  bool takes_varargs = true;                       // Macro: its body names varargs / kwargs
+  bool takes_kwargs = true;
   std::vector<std::pair<std::string, ExprPtr>> assignments;  // With
 };
 

@@ -294,6 +294,11 @@ Value Renderer::call_macro(const Stmt& def, const ScopePtr& closure, CallArgs& a
       extra->set(k, v);
     }
   }
+  if (!varargs.empty() && !def.takes_varargs)
+    throw TemplateError("TypeError: macro '" + def.name + "' takes not more than " + std::to_string(def.params.size()) +
+                        " argument(s)");
+  if (!extra->entries.empty() && !def.takes_kwargs)
+    throw TemplateError("TypeError: macro '" + def.name + "' takes no keyword argument '" + extra->entries[0].first + "'");
   for (std::size_t i = 0; i < def.params.size(); ++i) {
     if (bound[i]) continue;
     const auto& p = def.params[i];

@@ -28,6 +28,8 @@ class Parser {
   std::size_t i_ = 0;
   int depth_ = 0;
   int loop_depth_ = 0;
+  int varargs_refs_ = 0;  // references seen so far: a macro takes extra arguments only if its body names them
+  int kwargs_refs_ = 0;
 
   struct DepthGuard {
     Parser& p;
@@ -216,10 +218,12 @@ class Parser {
       s->name = expect_name();
       s->params = parse_params();
       expect_block_end();
-      int saved_loops = loop_depth_;
+      int saved_loops = loop_depth_, varargs_before = varargs_refs_, kwargs_before = kwargs_refs_;
       loop_depth_ = 0;
       s->body = parse_body({"endmacro"}, &ended, "macro");
       loop_depth_ = saved_loops;
+      s->takes_varargs = varargs_refs_ > varargs_before;
+      s->takes_kwargs = kwargs_refs_ > kwargs_before;
       if (cur().type == Token::Type::Name) next();  // {% endmacro name %}
       expect_block_end();
       return s;
@@ -462,6 +466,8 @@ class Parser {
         else {
           e->kind = Expr::Kind::Name;
           e->name = t.text;
+          if (t.text == "varargs") ++varargs_refs_;
+          if (t.text == "kwargs") ++kwargs_refs_;
         }
         next();
         return e;
