@@ -38,7 +38,8 @@ class ChatTemplate {  // parsed once at model load, rendered per request; render
   ChatTemplate& operator=(ChatTemplate&&) noexcept;
 
   // context: messages, tools, add_generation_prompt, bos_token, ... kwargs. Object keys keep
-  // their order (Python dicts do, and tojson prints them in that order).
+  // their order (Python dicts do, and tojson prints them in that order): parse requests into
+  // ordered_json; a plain nlohmann::json converts implicitly but arrives with sorted keys.
   std::string render(const nlohmann::ordered_json& context, std::time_t now = std::time(nullptr),
                      const RenderLimits& limits = {}) const;
 

@@ -162,6 +162,10 @@ TEST_CASE("chat template API basics", "[chat]") {
   ojson messages = ojson::parse(R"([{"role":"user","content":"hi","tool_calls":null}])");
   std::string out = slab::chat::render_chat(t, messages, nullptr, true, {{"bos_token", "<s>"}}, {{"enable_x", 7}}, 0);
   CHECK(out == "<s>[user:hi]>True7");
+  // Plain nlohmann::json converts implicitly (object keys then come sorted, not in request order).
+  nlohmann::json plain_messages = nlohmann::json::array({{{"role", "user"}, {"content", "x"}}});
+  CHECK(slab::chat::render_chat(t, plain_messages, nullptr, false, nlohmann::json{{"bos_token", "<s>"}},
+                                nlohmann::json::object(), 0) == "<s>[user:x]True");
   CHECK_THROWS_AS(ChatTemplate("{% for %}"), TemplateError);
   CHECK_THROWS_WITH(ChatTemplate("{{ raise_exception('nope') }}").render(ojson::object()), "nope");
   // Thread safety: the same parsed template rendered from several threads.
