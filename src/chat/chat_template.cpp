@@ -1,0 +1,78 @@
+#include "chat/chat_template.h"
+
+#include "chat/ast.h"
+#include "chat/evaluator.h"
+
+#include <exception>
+
+namespace slab::chat {
+
+ChatTemplate::ChatTemplate(std::string_view source) : parsed_(parse_template(source)) {}
+ChatTemplate::~ChatTemplate() = default;
+ChatTemplate::ChatTemplate(ChatTemplate&&) noexcept = default;
+ChatTemplate& ChatTemplate::operator=(ChatTemplate&&) noexcept = default;
+
+std::string ChatTemplate::render(const nlohmann::ordered_json& context, std::time_t now, const RenderLimits& limits) const {
+  Renderer renderer(limits, now);
+  try {
+    return renderer.render(*parsed_, from_json(context));
+  } catch (const TemplateError&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw TemplateError("template rendering ran out of memory");
+  } catch (const std::exception& e) {  // e.g. std::length_error from a huge repeat
+    throw TemplateError(std::string("template rendering failed: ") + e.what());
+  }
+}
+
+namespace {
+
+// transformers' _alias_reasoning_fields: {"thinking": r, **message, "reasoning_content": r}.
+nlohmann::ordered_json alias_reasoning(const nlohmann::ordered_json& message) {
+  const nlohmann::ordered_json* reasoning = nullptr;
+  for (const char* key : {"reasoning_content", "thinking", "reasoning"}) {
+    auto it = message.find(key);
+    if (it != message.end() && !it->is_null()) {
+      reasoning = &*it;
+      break;
+    }
+  }
+  if (!reasoning) return message;
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  out["thinking"] = *reasoning;
+  for (const auto& [k, v] : message.items()) out[k] = v;
+  out["reasoning_content"] = *reasoning;
+  return out;
+}
+
+}  // namespace
+
+std::string render_chat(const ChatTemplate& tmpl, const nlohmann::ordered_json& messages,
+                        const nlohmann::ordered_json& tools, bool add_generation_prompt,
+                        const nlohmann::ordered_json& special_tokens, const nlohmann::ordered_json& kwargs,
+                        std::time_t now) {
+  nlohmann::ordered_json context = nlohmann::ordered_json::object();
+  if (special_tokens.is_object())
+    for (const auto& [k, v] : special_tokens.items())
+      if (!v.is_null()) context[k] = v;
+  if (kwargs.is_object())
+    for (const auto& [k, v] : kwargs.items()) context[k] = v;
+
+  nlohmann::ordered_json chat = nlohmann::ordered_json::array();
+  if (messages.is_array()) {
+    for (const auto& message : messages) {
+      if (!message.is_object()) throw TemplateError("Chat messages should be dicts, got " + message.dump());
+      nlohmann::ordered_json kept = nlohmann::ordered_json::object();  // apply_chat_template drops None values
+      for (const auto& [k, v] : message.items())
+        if (!v.is_null()) kept[k] = v;
+      chat.push_back(alias_reasoning(kept));
+    }
+  }
+  context["messages"] = std::move(chat);
+  context["tools"] = tools;
+  context["documents"] = nullptr;
+  context["add_generation_prompt"] = add_generation_prompt;
+  return tmpl.render(context, now);
+}
+
+}  // namespace slab::chat
