@@ -1,6 +1,6 @@
 #pragma once
-// POST /v1/completions: tokenizes the prompts, runs each choice, and writes the OpenAI response,
-// whole or as server-sent events.
+// POST /v1/completions: tokenizes the prompts, runs every choice on the engine, and writes the
+// OpenAI response, whole or as server-sent events.
 #include "http_server.h"
 
 namespace httplib {

@@ -4,36 +4,17 @@
 #include <spdlog/spdlog.h>
 
 #include "api_error.h"
+#include "chat_completions.h"
 #include "completions.h"
+#include "json_fields.h"
+#include "tokenize.h"
 
 namespace slab::server {
 namespace {
 
-using nlohmann::json;
-
 void send_error(httplib::Response& res, int status, const std::string& message, const std::string& param = {}) {
   res.status = status;
   res.set_content(error_body(status, message, param).dump(), "application/json");
-}
-
-json parse_body(const httplib::Request& req) {
-  json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded() || !body.is_object()) throw ApiError(400, "the request body must be a JSON object");
-  return body;
-}
-
-// The token id lists of /detokenize and /tokenize's responses.
-std::vector<int32_t> token_ids_field(const json& body, const char* name, int32_t vocab_size) {
-  auto it = body.find(name);
-  if (it == body.end() || !it->is_array()) throw ApiError(400, std::string("'") + name + "' must be a list of token ids", name);
-  std::vector<int32_t> ids;
-  for (const json& t : *it) {
-    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= vocab_size) {
-      throw ApiError(400, std::string("'") + name + "' holds a value that is not a token id of this model", name);
-    }
-    ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
-  }
-  return ids;
 }
 
 }  // namespace
@@ -114,31 +95,11 @@ void HttpServer::install_routes() {
   s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
     handle_completions(ready_model(), options_, req, res);
   });
-  s.Post("/v1/chat/completions", [this](const httplib::Request&, httplib::Response&) {
-    ready_model();
-    throw ApiError(400, "chat completions need a chat template engine, which this build does not have yet; use /v1/completions");
+  s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_chat_completions(ready_model(), options_, req, res);
   });
-  s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    const LoadedModel& m = ready_model();
-    json body = parse_body(req);
-    auto prompt = body.find("prompt");
-    if (prompt == body.end() || !prompt->is_string()) throw ApiError(400, "'prompt' must be a string", "prompt");
-    bool add_special = body.value("add_special_tokens", true);
-    std::vector<int32_t> ids = m.tokenizer->encode(prompt->get<std::string>(), add_special);
-    json out = {{"count", ids.size()}, {"max_model_len", m.engine->max_model_len()}, {"tokens", ids}};
-    if (body.value("return_token_strs", false)) {
-      json strs = json::array();
-      for (int32_t id : ids) strs.push_back(m.tokenizer->id_to_piece(id));
-      out["token_strs"] = strs;
-    }
-    res.set_content(out.dump(), "application/json");
-  });
-  s.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    const LoadedModel& m = ready_model();
-    json body = parse_body(req);
-    std::vector<int32_t> ids = token_ids_field(body, "tokens", m.tokenizer->vocab_size());
-    res.set_content(json{{"prompt", m.tokenizer->decode(ids, /*skip_special_tokens=*/false)}}.dump(), "application/json");
-  });
+  s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) { handle_tokenize(ready_model(), req, res); });
+  s.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) { handle_detokenize(ready_model(), req, res); });
 }
 
 }  // namespace slab::server

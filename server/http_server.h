@@ -3,8 +3,11 @@
 // requests into token ids and generation calls and never touches tensors.
 #include <atomic>
 #include <memory>
+#include <optional>
+#include <vector>
 #include <string>
 
+#include "chat/chat_template.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -28,6 +31,8 @@ struct ServerOptions {
 struct LoadedModel {
   Model model;
   std::unique_ptr<Tokenizer> tokenizer;
+  std::optional<chat::ChatTemplate> chat_template;  // the checkpoint's, or --chat-template
+  std::vector<int32_t> eos_token_ids;               // config, generation_config and tokenizer
   std::unique_ptr<Engine> engine;  // last: stops before the model and tokenizer go
 };
 

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "chat/template_source.h"
 #include "http_server.h"
 
 namespace slab::cli {
@@ -15,6 +16,7 @@ namespace {
 
 struct ServeOptions {
   std::string model;
+  std::string chat_template;  // a file overriding the checkpoint's template
   int kv_cache_tokens = 0;
   server::ServerOptions server;
 };
@@ -50,6 +52,20 @@ int run_serve(ServeOptions o) {
       auto loaded = std::make_unique<server::LoadedModel>();
       loaded->model = load_model(dir);
       loaded->tokenizer = load_tokenizer(dir);
+      std::optional<std::string> template_source =
+          o.chat_template.empty() ? chat::read_model_chat_template(dir) : chat::read_chat_template_file(o.chat_template);
+      if (template_source) {
+        try {
+          loaded->chat_template.emplace(*template_source);
+        } catch (const chat::TemplateError& e) {
+          throw std::runtime_error("the chat template " +
+                                   (o.chat_template.empty() ? "in " + dir.string() : o.chat_template) + " does not parse: " + e.what());
+        }
+      } else {
+        spdlog::warn("the model has no chat template: /v1/chat/completions will refuse requests (pass --chat-template FILE)");
+      }
+      loaded->eos_token_ids = loaded->model.config.eos_token_ids;
+      if (auto eos = loaded->tokenizer->eos_id()) loaded->eos_token_ids.push_back(*eos);
       loaded->engine = std::make_unique<Engine>(loaded->model, loaded->tokenizer.get(), o.server.engine);
       const ModelConfig& c = loaded->model.config;
       spdlog::info("model {} ({}): {} layers, hidden {}, {} heads / {} KV heads, vocab {}, context {}",
@@ -100,6 +116,8 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--served-model-name", options->server.served_model_name, "Model name clients use (default: the folder name)");
   cmd->add_option("--api-key", options->server.api_key, "Require this key as 'Authorization: Bearer KEY' on /v1 routes")
       ->envname("SLAB_API_KEY");
+  cmd->add_option("--chat-template", options->chat_template, "Jinja chat template file (overrides the model's)")
+      ->check(CLI::ExistingFile);
   EngineConfig& engine = options->server.engine;
   cmd->add_option("--max-model-len", engine.max_model_len, "Context length limit (default: the model's)")
       ->check(CLI::NonNegativeNumber);

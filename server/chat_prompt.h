@@ -1,0 +1,15 @@
+#pragma once
+// Turns a chat request's conversation into prompt text with the model's chat template, as
+// transformers' apply_chat_template does.
+#include <string>
+
+#include "chat_request.h"
+#include "http_server.h"
+
+namespace slab::server {
+
+// Throws ApiError(400) when the model has no template (and none was given with
+// --chat-template) or the template refuses the conversation (its message is passed on).
+std::string render_chat_prompt(const LoadedModel& loaded, const ChatRequest& request);
+
+}  // namespace slab::server

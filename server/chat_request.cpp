@@ -1,0 +1,88 @@
+#include "chat_request.h"
+
+#include <array>
+#include <string_view>
+
+#include "api_error.h"
+
+namespace slab::server {
+namespace {
+
+constexpr std::array<std::string_view, 5> kRoles = {"system", "developer", "user", "assistant", "tool"};
+
+// Text parts are joined with newlines, as vLLM does for templates that expect a string.
+json flatten_content(const json& content, size_t index) {
+  const std::string where = "messages[" + std::to_string(index) + "].content";
+  if (content.is_null() || content.is_string()) return content;
+  if (!content.is_array()) throw ApiError(400, "'" + where + "' must be a string, a list of content parts or null", "messages");
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const json& part = content[i];
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
+      throw ApiError(400, "'" + where + "[" + std::to_string(i) + "]' must be {\"type\": \"text\", \"text\": ...}; other content types are not supported", "messages");
+    }
+    if (i > 0) text += "\n";
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+json validate_messages(const json& body) {
+  const json* messages = find_field(body, "messages");
+  if (messages == nullptr || !messages->is_array()) throw ApiError(400, "'messages' must be a list of messages", "messages");
+  if (messages->empty()) throw ApiError(400, "'messages' must not be empty", "messages");
+  json out = json::array();
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const json& m = (*messages)[i];
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) throw ApiError(400, "'" + where + "' must be an object", "messages");
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) throw ApiError(400, "'" + where + ".role' must be a string", "messages");
+    if (std::find(kRoles.begin(), kRoles.end(), role->get<std::string>()) == kRoles.end()) {
+      throw ApiError(400, "'" + where + ".role' must be one of system, developer, user, assistant, tool; got '" +
+                              role->get<std::string>() + "'", "messages");
+    }
+    json message = m;
+    if (m.contains("content")) message["content"] = flatten_content(m["content"], i);
+    if (m.contains("tool_calls") && !m["tool_calls"].is_null() && !m["tool_calls"].is_array()) {
+      throw ApiError(400, "'" + where + ".tool_calls' must be a list", "messages");
+    }
+    out.push_back(std::move(message));
+  }
+  return out;
+}
+
+}  // namespace
+
+ChatRequest parse_chat_request(const json& body, bool for_tokenize) {
+  ChatRequest r;
+  r.model = read_string(body, "model").value_or("");
+  r.messages = validate_messages(body);
+  if (const json* tools = find_field(body, "tools")) {
+    if (!tools->is_array()) throw ApiError(400, "'tools' must be a list", "tools");
+    r.tools = *tools;
+  }
+  r.add_generation_prompt = read_bool(body, "add_generation_prompt", true);
+  r.continue_final_message = read_bool(body, "continue_final_message", false);
+  if (r.add_generation_prompt && r.continue_final_message && find_field(body, "add_generation_prompt") != nullptr) {
+    throw ApiError(400, "'continue_final_message' and 'add_generation_prompt' cannot both be true", "continue_final_message");
+  }
+  if (r.continue_final_message) {
+    r.add_generation_prompt = false;
+    if (r.messages.back().value("role", "") != "assistant") {
+      throw ApiError(400, "'continue_final_message' needs the last message to be from the assistant", "continue_final_message");
+    }
+  }
+  if (const json* kwargs = find_field(body, "chat_template_kwargs")) {
+    if (!kwargs->is_object()) throw ApiError(400, "'chat_template_kwargs' must be an object", "chat_template_kwargs");
+    r.chat_template_kwargs = *kwargs;
+  }
+  if (for_tokenize) return r;
+  r.logprobs = read_bool(body, "logprobs", false);
+  r.top_logprobs = static_cast<int>(read_integer(body, "top_logprobs", 0, 0, 20));
+  if (r.top_logprobs > 0 && !r.logprobs) throw ApiError(400, "'top_logprobs' needs 'logprobs' to be true", "top_logprobs");
+  r.sampling = parse_sampling_fields(body, {"max_completion_tokens", "max_tokens"});
+  return r;
+}
+
+}  // namespace slab::server

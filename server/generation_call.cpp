@@ -1,0 +1,77 @@
+#include "generation_call.h"
+
+#include <algorithm>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+
+#include "api_error.h"
+
+namespace slab::server {
+
+GenerationCall::~GenerationCall() {
+  for (size_t i = 0; i < ids_.size(); ++i) {
+    if (!choices_[i].finished) engine_.abort(ids_[i]);
+  }
+}
+
+void GenerationCall::submit(std::vector<Request> requests) {
+  for (Request& r : requests) {
+    try {
+      ids_.push_back(engine_.submit(std::move(r), stream_));
+    } catch (const std::invalid_argument& e) {
+      throw ApiError(400, e.what());
+    }
+    choices_.emplace_back();
+    choice_of_[ids_.back()] = ids_.size() - 1;
+  }
+}
+
+std::optional<GenerationCall::Event> GenerationCall::next(std::chrono::milliseconds timeout) {
+  std::optional<RequestOutput> out = stream_->next(timeout);
+  if (!out) return std::nullopt;
+  const size_t index = choice_of_.at(out->request_id);
+  ChoiceState& c = choices_[index];
+  c.text += out->text;
+  c.logprobs.insert(c.logprobs.end(), out->logprobs.begin(), out->logprobs.end());
+  c.completion_tokens = out->completion_tokens;
+  c.prompt_tokens = out->prompt_tokens;
+  c.cached_tokens = out->cached_prompt_tokens;
+  if (out->finished) {
+    c.finished = true;
+    c.finish_reason = out->finish_reason;
+    c.error = out->error;
+  }
+  return Event{index, std::move(*out)};
+}
+
+bool GenerationCall::all_finished() const {
+  return std::all_of(choices_.begin(), choices_.end(), [](const ChoiceState& c) { return c.finished; });
+}
+
+json GenerationCall::usage(int prompt_tokens) const {
+  int completion = 0;
+  int cached = 0;
+  for (const ChoiceState& c : choices_) {
+    completion += c.completion_tokens;
+    cached = std::max(cached, c.cached_tokens);
+  }
+  return {{"prompt_tokens", prompt_tokens}, {"total_tokens", prompt_tokens + completion},
+          {"completion_tokens", completion}, {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+}
+
+std::string make_response_id(const char* prefix) {
+  static std::mt19937_64 rng{std::random_device{}()};
+  static std::mutex m;
+  std::lock_guard lock(m);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s-%016llx%08llx", prefix, static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(rng() & 0xffffffffu));
+  return buf;
+}
+
+int64_t unix_time_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace slab::server

@@ -1,0 +1,42 @@
+#pragma once
+// The generation fields /v1/completions and /v1/chat/completions share (OpenAI's names and
+// vLLM's extras), and their translation into an engine Request.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "json_fields.h"
+
+namespace slab::server {
+
+struct SamplingFields {
+  std::optional<int> max_tokens;  // absent: up to the context
+  float temperature = 1.0f;
+  float top_p = 1.0f;
+  int top_k = 0;
+  float min_p = 0.0f;
+  float repetition_penalty = 1.0f;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  std::optional<uint64_t> seed;
+  int n = 1;
+  int min_tokens = 0;
+  bool ignore_eos = false;
+  std::vector<std::string> stop;
+  std::vector<int32_t> stop_token_ids;
+  bool stream = false;
+  bool include_usage = false;
+};
+
+// `max_tokens_names` lists the accepted spellings of the length limit, first wins
+// (chat accepts max_completion_tokens and max_tokens).
+SamplingFields parse_sampling_fields(const json& body, std::initializer_list<const char*> max_tokens_names);
+
+// Builds the engine request for one choice. Throws ApiError(400) when prompt plus max_tokens do
+// not fit the context (vLLM's message).
+Request make_engine_request(const SamplingFields& fields, std::vector<int32_t> prompt, int max_model_len,
+                            const std::vector<int32_t>& eos_token_ids, uint64_t seed, int logprobs);
+
+}  // namespace slab::server
