@@ -32,7 +32,8 @@ json logprobs_json(const Tokenizer& tokenizer, const std::vector<TokenLogprobs>&
 
 }  // namespace
 
-void handle_chat_completions(const LoadedModel& loaded, const ServerOptions& options, const httplib::Request& req,
+void handle_chat_completions(const LoadedModel& loaded, const ServerOptions& options, Metrics& metrics,
+                        const httplib::Request& req,
                              httplib::Response& res) {
   const ChatRequest r = parse_chat_request(parse_json_object(req.body));
   if (!r.model.empty() && r.model != options.served_model_name) {
@@ -50,9 +51,9 @@ void handle_chat_completions(const LoadedModel& loaded, const ServerOptions& opt
   }
   const int prompt_tokens = static_cast<int>(prompt.size());
 
-  auto call = std::make_shared<GenerationCall>(*loaded.engine);
-  call->submit(std::move(requests));
   const std::string id = make_response_id("chatcmpl");
+  auto call = std::make_shared<GenerationCall>(*loaded.engine, metrics, id);
+  call->submit(std::move(requests));
   const int64_t created = unix_time_now();
   const std::string name = options.served_model_name;
 

@@ -55,7 +55,8 @@ json logprobs_json(const Tokenizer& tokenizer, const std::vector<TokenLogprobs>&
 
 }  // namespace
 
-void handle_completions(const LoadedModel& loaded, const ServerOptions& options, const httplib::Request& req,
+void handle_completions(const LoadedModel& loaded, const ServerOptions& options, Metrics& metrics,
+                        const httplib::Request& req,
                         httplib::Response& res) {
   const CompletionRequest r = parse_completion_request(parse_json_object(req.body));
   if (!r.model.empty() && r.model != options.served_model_name) {
@@ -74,9 +75,9 @@ void handle_completions(const LoadedModel& loaded, const ServerOptions& options,
   int prompt_tokens = 0;
   for (const PreparedPrompt& p : prompts) prompt_tokens += static_cast<int>(p.ids.size());
 
-  auto call = std::make_shared<GenerationCall>(*loaded.engine);
-  call->submit(std::move(requests));
   const std::string id = make_response_id("cmpl");
+  auto call = std::make_shared<GenerationCall>(*loaded.engine, metrics, id);
+  call->submit(std::move(requests));
   const int64_t created = unix_time_now();
   const std::string name = options.served_model_name;
   auto chunk = [id, created, name](size_t index, const std::string& text, const json& logprobs, const json& finish) {

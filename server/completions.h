@@ -2,6 +2,7 @@
 // POST /v1/completions: tokenizes the prompts, runs every choice on the engine, and writes the
 // OpenAI response, whole or as server-sent events.
 #include "http_server.h"
+#include "metrics.h"
 
 namespace httplib {
 struct Request;
@@ -10,7 +11,8 @@ struct Response;
 
 namespace slab::server {
 
-void handle_completions(const LoadedModel& loaded, const ServerOptions& options, const httplib::Request& req,
+void handle_completions(const LoadedModel& loaded, const ServerOptions& options, Metrics& metrics,
+                        const httplib::Request& req,
                         httplib::Response& res);
 
 }  // namespace slab::server

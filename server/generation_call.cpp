@@ -5,14 +5,32 @@
 #include <random>
 #include <stdexcept>
 
+#include <spdlog/spdlog.h>
+
 #include "api_error.h"
 
 namespace slab::server {
 
+GenerationCall::GenerationCall(Engine& engine, Metrics& metrics, std::string log_id)
+    : engine_(engine), metrics_(metrics), log_id_(std::move(log_id)) {}
+
 GenerationCall::~GenerationCall() {
   for (size_t i = 0; i < ids_.size(); ++i) {
-    if (!choices_[i].finished) engine_.abort(ids_[i]);
+    if (!choices_[i].finished) {
+      engine_.abort(ids_[i]);
+      record_finish(i, FinishReason::abort, 0.0);
+    }
   }
+}
+
+void GenerationCall::record_finish(size_t choice, FinishReason reason, double queue_seconds) {
+  const ChoiceState& c = choices_[choice];
+  const double e2e = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  metrics_.observe_request(e2e, queue_seconds, reason);
+  spdlog::info("{}/{}: prompt {} tokens ({} cached), output {} tokens, ttft {:.3f}s, {:.1f} tokens/s, finish {}", log_id_,
+               choice, c.prompt_tokens, c.cached_tokens, c.completion_tokens, c.ttft_seconds,
+               c.completion_tokens > 1 ? (c.completion_tokens - 1) / std::max(e2e - c.ttft_seconds, 1e-9) : 0.0,
+               finish_reason_name(reason));
 }
 
 void GenerationCall::submit(std::vector<Request> requests) {
@@ -23,6 +41,7 @@ void GenerationCall::submit(std::vector<Request> requests) {
       throw ApiError(400, e.what());
     }
     choices_.emplace_back();
+    last_token_at_.push_back(started_);
     choice_of_[ids_.back()] = ids_.size() - 1;
   }
 }
@@ -32,6 +51,17 @@ std::optional<GenerationCall::Event> GenerationCall::next(std::chrono::milliseco
   if (!out) return std::nullopt;
   const size_t index = choice_of_.at(out->request_id);
   ChoiceState& c = choices_[index];
+  if (!out->tokens.empty()) {
+    const auto now = std::chrono::steady_clock::now();
+    const double gap = std::chrono::duration<double>(now - last_token_at_[index]).count();
+    if (c.completion_tokens == 0) {
+      c.ttft_seconds = gap;
+      metrics_.observe_time_to_first_token(gap);
+    } else {
+      metrics_.observe_inter_token_latency(gap);
+    }
+    last_token_at_[index] = now;
+  }
   c.text += out->text;
   c.logprobs.insert(c.logprobs.end(), out->logprobs.begin(), out->logprobs.end());
   c.completion_tokens = out->completion_tokens;
@@ -41,6 +71,7 @@ std::optional<GenerationCall::Event> GenerationCall::next(std::chrono::milliseco
     c.finished = true;
     c.finish_reason = out->finish_reason;
     c.error = out->error;
+    record_finish(index, c.finish_reason, out->queue_seconds);
   }
   return Event{index, std::move(*out)};
 }

@@ -11,6 +11,7 @@
 
 #include "engine/engine.h"
 #include "json_fields.h"
+#include "metrics.h"
 
 namespace slab::server {
 
@@ -20,6 +21,7 @@ struct ChoiceState {
   int completion_tokens = 0;
   int prompt_tokens = 0;
   int cached_tokens = 0;
+  double ttft_seconds = 0.0;
   bool finished = false;
   FinishReason finish_reason = FinishReason::stop;
   std::string error;
@@ -27,7 +29,8 @@ struct ChoiceState {
 
 class GenerationCall {
  public:
-  explicit GenerationCall(Engine& engine) : engine_(engine) {}
+  // `log_id` names the call in the per-request log line.
+  GenerationCall(Engine& engine, Metrics& metrics, std::string log_id);
   ~GenerationCall();
   GenerationCall(const GenerationCall&) = delete;
   GenerationCall& operator=(const GenerationCall&) = delete;
@@ -49,7 +52,13 @@ class GenerationCall {
   json usage(int prompt_tokens) const;
 
  private:
+  void record_finish(size_t choice, FinishReason reason, double queue_seconds);
+
   Engine& engine_;
+  Metrics& metrics_;
+  std::string log_id_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::vector<std::chrono::steady_clock::time_point> last_token_at_;
   std::shared_ptr<RequestStream> stream_ = std::make_shared<RequestStream>();
   std::vector<int64_t> ids_;
   std::unordered_map<int64_t, size_t> choice_of_;

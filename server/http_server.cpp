@@ -19,7 +19,8 @@ void send_error(httplib::Response& res, int status, const std::string& message, 
 
 }  // namespace
 
-HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)), http_(std::make_unique<httplib::Server>()) {
+HttpServer::HttpServer(ServerOptions options)
+    : options_(std::move(options)), metrics_(options_.served_model_name), http_(std::make_unique<httplib::Server>()) {
   install_routes();
 }
 
@@ -93,10 +94,14 @@ void HttpServer::install_routes() {
     res.set_content(json{{"object", "list"}, {"data", json::array({model})}}.dump(), "application/json");
   });
   s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_completions(ready_model(), options_, req, res);
+    handle_completions(ready_model(), options_, metrics_, req, res);
   });
   s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_chat_completions(ready_model(), options_, req, res);
+    handle_chat_completions(ready_model(), options_, metrics_, req, res);
+  });
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    const EngineStats stats = ready_.load(std::memory_order_acquire) ? loaded_->engine->stats() : EngineStats{};
+    res.set_content(metrics_.render(stats), "text/plain; version=0.0.4; charset=utf-8");
   });
   s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) { handle_tokenize(ready_model(), req, res); });
   s.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) { handle_detokenize(ready_model(), req, res); });

@@ -9,6 +9,7 @@
 
 #include "chat/chat_template.h"
 #include "engine/engine.h"
+#include "metrics.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -52,6 +53,7 @@ class HttpServer {
   const LoadedModel& ready_model() const;  // throws ApiError(503) while loading
 
   ServerOptions options_;
+  Metrics metrics_;
   std::unique_ptr<httplib::Server> http_;
   std::unique_ptr<LoadedModel> loaded_;
   std::atomic<bool> ready_{false};

@@ -44,6 +44,8 @@ int run_serve(ServeOptions o) {
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // A client that disconnects must cost its request, never the process.
+  std::signal(SIGPIPE, SIG_IGN);
 
   server::HttpServer http(o.server);
   int exit_code = 0;

@@ -132,8 +132,10 @@ void Engine::run_step() {
   if (step.empty()) return;
 
   ForwardBatch batch;
+  const auto now = std::chrono::steady_clock::now();
   for (const ScheduledChunk& chunk : step.chunks) {
-    const Sequence& seq = *chunk.seq;
+    Sequence& seq = *chunk.seq;
+    if (!seq.first_scheduled_at) seq.first_scheduled_at = now;
     batch.tokens.insert(batch.tokens.end(), seq.tokens.begin() + seq.num_computed,
                         seq.tokens.begin() + seq.num_computed + chunk.num_tokens);
     batch.sequences.push_back({seq.id, seq.num_computed, chunk.num_tokens});
@@ -219,6 +221,7 @@ void Engine::emit_token(Sequence& seq, const SampledToken& sampled) {
   out.prompt_tokens = seq.prompt_len;
   out.cached_prompt_tokens = seq.cached_prompt_tokens;
   out.completion_tokens = seq.num_output();
+  out.queue_seconds = seq.queue_seconds();
   if (!finish_reason) {
     seq.stream->push(std::move(out));
     return;
@@ -242,6 +245,7 @@ void Engine::finish(Sequence& seq, FinishReason reason, const std::string& error
   out.prompt_tokens = seq.prompt_len;
   out.cached_prompt_tokens = seq.cached_prompt_tokens;
   out.completion_tokens = seq.num_output();
+  out.queue_seconds = seq.queue_seconds();
   seq.stream->push(std::move(out));
   scheduler_.remove(&seq);
   sequences_.erase(seq.id);

@@ -53,6 +53,7 @@ struct RequestOutput {
   int prompt_tokens = 0;
   int cached_prompt_tokens = 0;        // served from the prefix cache
   int completion_tokens = 0;           // so far
+  double queue_seconds = 0.0;          // from submit until first scheduled (so far, if still waiting)
 };
 
 // Engine to consumer, one per request. push() never blocks the engine loop.

@@ -40,7 +40,13 @@ struct Sequence {
   StopStringMatcher stop_matcher;
 
   std::chrono::steady_clock::time_point submitted_at;
+  std::optional<std::chrono::steady_clock::time_point> first_scheduled_at;
   std::optional<std::chrono::steady_clock::time_point> first_token_at;
+
+  double queue_seconds() const {
+    const auto until = first_scheduled_at.value_or(std::chrono::steady_clock::now());
+    return std::chrono::duration<double>(until - submitted_at).count();
+  }
 
   int num_output() const { return static_cast<int>(tokens.size()) - prompt_len; }
   int num_uncomputed() const { return static_cast<int>(tokens.size()) - num_computed; }

@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <functional>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -210,4 +212,107 @@ TEST_CASE("tokenize and detokenize round-trip", "[server]") {
   CHECK(t["token_strs"].size() == t["tokens"].size());
   json d = post_json(c, "/detokenize", {{"tokens", t["tokens"]}});
   CHECK(d["prompt"].get<std::string>().find("Lily saw a big dog.") != std::string::npos);
+}
+
+namespace {
+
+// One sample of a Prometheus text page, e.g. metric("vllm:num_requests_running{model_name=\"x\"}").
+double metric(const std::string& page, const std::string& series) {
+  const size_t at = page.find("\n" + series + " ");
+  REQUIRE(at != std::string::npos);
+  return std::stod(page.substr(at + series.size() + 2));
+}
+
+// Opens a raw connection, sends a streaming request, reads until the first event, and closes:
+// a client that goes away mid-generation.
+void stream_then_disconnect(int port, const std::string& body) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  const std::string request = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                              "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  REQUIRE(::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
+  std::string got;
+  char buf[4096];
+  while (got.find("data: ") == std::string::npos) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    REQUIRE(n > 0);
+    got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+}
+
+}  // namespace
+
+TEST_CASE("metrics move as requests complete", "[server][metrics]") {
+  const std::string model = stories_model();
+  if (model.empty()) return;
+  ServerProcess server({"--model", model});
+  REQUIRE(server.wait_ready());
+  auto c = server.client();
+  const std::string labels = "{model_name=\"stories260K\"}";
+  const std::string before = c.Get("/metrics")->body;
+  post_json(c, "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 12}, {"ignore_eos", true}});
+  auto res = c.Get("/metrics");
+  REQUIRE(res->status == 200);
+  CHECK(res->get_header_value("Content-Type").find("text/plain") == 0);
+  // Engine gauges and counters are published once per engine step, so they may trail the
+  // response by one step.
+  auto settled = [&](const std::function<bool(const std::string&)>& ready) {
+    std::string page;
+    for (int i = 0; i < 100; ++i) {
+      page = c.Get("/metrics")->body;
+      if (ready(page)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return page;
+  };
+  const std::string after = settled([&](const std::string& page) {
+    return metric(page, "vllm:generation_tokens_total" + labels) == 12 && metric(page, "vllm:num_requests_running" + labels) == 0;
+  });
+  CHECK(metric(after, "vllm:generation_tokens_total" + labels) - metric(before, "vllm:generation_tokens_total" + labels) == 12);
+  CHECK(metric(after, "vllm:prompt_tokens_total" + labels) > metric(before, "vllm:prompt_tokens_total" + labels));
+  CHECK(metric(after, "vllm:request_success_total{model_name=\"stories260K\",finished_reason=\"length\"}") == 1);
+  CHECK(metric(after, "vllm:time_to_first_token_seconds_count" + labels) == 1);
+  CHECK(metric(after, "vllm:inter_token_latency_seconds_count" + labels) == 11);
+  CHECK(metric(after, "vllm:e2e_request_latency_seconds_count" + labels) == 1);
+  CHECK(metric(after, "vllm:num_requests_running" + labels) == 0);
+  CHECK(metric(after, "vllm:kv_cache_usage_perc" + labels) == 0);
+  // The same prompt again is a prefix-cache query; its hits are counted in tokens.
+  post_json(c, "/v1/completions", {{"prompt", std::string(200, 'a')}, {"max_tokens", 1}});
+  json again = post_json(c, "/v1/completions", {{"prompt", std::string(200, 'a')}, {"max_tokens", 1}});
+  CHECK(again["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>() > 0);
+  const std::string cached = settled([&](const std::string& page) { return metric(page, "vllm:prefix_cache_hits_total" + labels) > 0; });
+  CHECK(metric(cached, "vllm:prefix_cache_hits_total" + labels) == again["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>());
+}
+
+TEST_CASE("20 streaming clients dropped mid-generation free their KV blocks", "[server][metrics]") {
+  const std::string model = stories_model();
+  if (model.empty()) return;
+  ServerProcess server({"--model", model});
+  REQUIRE(server.wait_ready());
+  const std::string body = json{{"prompt", "Once upon a time"}, {"max_tokens", 480}, {"ignore_eos", true}, {"stream", true}}.dump();
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 20; ++i) clients.emplace_back([&] { stream_then_disconnect(server.port(), body); });
+  for (std::thread& t : clients) t.join();
+
+  auto c = server.client();
+  const std::string labels = "{model_name=\"stories260K\"}";
+  std::string page;
+  for (int i = 0; i < 200; ++i) {
+    page = c.Get("/metrics")->body;
+    if (metric(page, "vllm:kv_cache_usage_perc" + labels) == 0 && metric(page, "vllm:num_requests_running" + labels) == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(metric(page, "vllm:kv_cache_usage_perc" + labels) == 0);
+  CHECK(metric(page, "vllm:num_requests_running" + labels) == 0);
+  CHECK(metric(page, "vllm:num_requests_waiting" + labels) == 0);
+  // They were aborted, not run to the end.
+  CHECK(metric(page, "vllm:request_success_total{model_name=\"stories260K\",finished_reason=\"abort\"}") == 20);
+  CHECK(metric(page, "vllm:generation_tokens_total" + labels) < 20 * 480);
+  // And the server still serves.
+  CHECK(post_json(c, "/v1/completions", {{"prompt", "Lily"}, {"max_tokens", 4}})["usage"]["completion_tokens"] == 4);
 }
