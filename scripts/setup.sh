@@ -3,6 +3,7 @@
 # the Release binary into build/. Safe to run again.
 #   scripts/setup.sh                 install what is missing, build build/slabserve
 #   scripts/setup.sh --deps-only     install only
+#   --test-deps                      also what the tests need (Python venv)
 # Extra arguments after -- go to cmake's configure step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,19 +14,26 @@ PACKAGES=(
   catch2 libhwloc-dev hwloc libpcre2-dev libicu-dev libbenchmark-dev
 )
 
+# What the tests need beyond the build: Python with venv for the openai-client test.
+TEST_PACKAGES=(python3 python3-venv)
+
 deps_only=0
+test_deps=0
 cmake_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --deps-only) deps_only=1 ;;
+    --test-deps) test_deps=1 ;;
     --) shift; cmake_args=("$@"); break ;;
     *) echo "setup.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
 done
 
+wanted=("${PACKAGES[@]}")
+[ "$test_deps" -eq 1 ] && wanted+=("${TEST_PACKAGES[@]}")
 missing=()
-for p in "${PACKAGES[@]}"; do
+for p in "${wanted[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then

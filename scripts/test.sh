@@ -4,11 +4,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/setup.sh --deps-only
+scripts/setup.sh --deps-only --test-deps
 jobs="$(nproc)"
 
+# The openai Python client for the HTTP integration tests, in a venv of its own.
+if [ ! -x build-ci/venv/bin/python ]; then
+  python3 -m venv build-ci/venv
+fi
+build-ci/venv/bin/python -m pip install -q --disable-pip-version-check openai
+
 echo "== Release build (-Werror), all tests"
-cmake -S . -B build-ci -DCMAKE_BUILD_TYPE=Release -DSLAB_WERROR=ON
+cmake -S . -B build-ci -DCMAKE_BUILD_TYPE=Release -DSLAB_WERROR=ON -DPython3_EXECUTABLE="$PWD/build-ci/venv/bin/python"
 cmake --build build-ci -j"$jobs"
 ctest --test-dir build-ci --output-on-failure -j"$jobs"
 

@@ -43,6 +43,9 @@ void HttpServer::stop() { http_->stop(); }
 void HttpServer::install_routes() {
   httplib::Server& s = *http_;
   s.set_payload_max_length(options_.max_request_bytes);
+  // Stopping waits for idle keep-alive connections to time out; a short timeout keeps SIGTERM
+  // prompt, and clients simply reconnect.
+  s.set_keep_alive_timeout(2);
 
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (options_.api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""The official `openai` Python client against the real slabserve binary on 127.0.0.1.
+
+Usage: test_openai_client.py SLABSERVE_BINARY TESTDATA_DIR
+Exits 77 (ctest's "skipped") with a message when the openai package or the shared test data
+is absent.
+"""
+import os
+import socket
+import subprocess
+import sys
+import time
+import unittest
+import urllib.request
+
+try:
+    import openai
+except ImportError:
+    print("skipped: the 'openai' Python package is not installed (pip install openai)")
+    sys.exit(77)
+
+BINARY = sys.argv[1] if len(sys.argv) > 1 else "build/slabserve"
+TESTDATA = sys.argv[2] if len(sys.argv) > 2 else "../shared/testdata"
+MODEL_DIR = os.path.join(TESTDATA, "models", "stories260K")
+TEMPLATE = os.path.join(TESTDATA, "chat-templates", "microsoft-Phi-3.5-mini-instruct.jinja")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, *extra):
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [BINARY, "serve", "--model", MODEL_DIR, "--host", "127.0.0.1", "--port", str(self.port), *extra],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("slabserve exited with %d" % self.proc.returncode)
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/health" % self.port, timeout=1) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("slabserve did not become healthy")
+
+    def client(self, api_key="unused"):
+        return openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % self.port, api_key=api_key, max_retries=0)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+class OpenAIClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server("--chat-template", TEMPLATE)
+        cls.client = cls.server.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def test_models(self):
+        models = self.client.models.list()
+        self.assertEqual([m.id for m in models.data], ["stories260K"])
+
+    def test_completion_and_stream_agree(self):
+        whole = self.client.completions.create(model="stories260K", prompt="Once upon a time", max_tokens=30,
+                                               temperature=0)
+        self.assertEqual(whole.object, "text_completion")
+        self.assertTrue(0 < whole.usage.completion_tokens <= 30)
+        self.assertIn(whole.choices[0].finish_reason, ("stop", "length"))
+        chunks = list(self.client.completions.create(model="stories260K", prompt="Once upon a time", max_tokens=30,
+                                                     temperature=0, stream=True,
+                                                     stream_options={"include_usage": True}))
+        text = "".join(c.choices[0].text for c in chunks if c.choices)
+        self.assertEqual(text, whole.choices[0].text)
+        self.assertEqual(chunks[-1].choices, [])
+        self.assertEqual(chunks[-1].usage.completion_tokens, whole.usage.completion_tokens)
+
+    def test_n_logprobs_and_stop(self):
+        r = self.client.completions.create(model="stories260K", prompt="Lily", max_tokens=10, n=2, seed=3,
+                                           temperature=1.0, logprobs=2)
+        self.assertEqual(len(r.choices), 2)
+        for choice in r.choices:
+            self.assertEqual(len(choice.logprobs.tokens), len(choice.logprobs.token_logprobs))
+            self.assertTrue(all(lp <= 0 for lp in choice.logprobs.token_logprobs))
+            self.assertTrue(all(len(top) == 2 for top in choice.logprobs.top_logprobs))
+        free = self.client.completions.create(model="stories260K", prompt="Once upon a time", max_tokens=60,
+                                              temperature=0).choices[0].text
+        cut = free.index(".")
+        stopped = self.client.completions.create(model="stories260K", prompt="Once upon a time", max_tokens=60,
+                                                 temperature=0, stop=["."])
+        self.assertEqual(stopped.choices[0].text, free[:cut])
+        self.assertEqual(stopped.choices[0].finish_reason, "stop")
+
+    def test_chat_stream_with_usage(self):
+        messages = [{"role": "system", "content": "You tell stories."}, {"role": "user", "content": "A story, please."}]
+        whole = self.client.chat.completions.create(model="stories260K", messages=messages, max_tokens=20,
+                                                    temperature=0)
+        self.assertEqual(whole.choices[0].message.role, "assistant")
+        chunks = list(self.client.chat.completions.create(model="stories260K", messages=messages, max_tokens=20,
+                                                          temperature=0, stream=True,
+                                                          stream_options={"include_usage": True}))
+        self.assertEqual(chunks[0].choices[0].delta.role, "assistant")
+        text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        self.assertEqual(text, whole.choices[0].message.content)
+        finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+        self.assertEqual(finishes, [whole.choices[0].finish_reason])
+        self.assertEqual(chunks[-1].usage.total_tokens, whole.usage.total_tokens)
+
+    def test_errors_are_typed(self):
+        with self.assertRaises(openai.BadRequestError):
+            self.client.completions.create(model="stories260K", prompt="x", temperature=-1)
+        with self.assertRaises(openai.NotFoundError):
+            self.client.completions.create(model="gpt-nope", prompt="x")
+        with self.assertRaises(openai.BadRequestError):
+            self.client.chat.completions.create(model="stories260K", messages=[])
+
+
+class ApiKeyTest(unittest.TestCase):
+    def test_key_is_required(self):
+        server = Server("--api-key", "k3y")
+        try:
+            with self.assertRaises(openai.AuthenticationError):
+                server.client("wrong").models.list()
+            self.assertEqual(len(server.client("k3y").models.list().data), 1)
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    if not os.path.isdir(MODEL_DIR):
+        print("skipped: %s is absent (shared test data not checked out beside the repo)" % MODEL_DIR)
+        sys.exit(77)
+    unittest.main(argv=[sys.argv[0], "-v"])
