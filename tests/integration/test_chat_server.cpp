@@ -120,3 +120,36 @@ TEST_CASE("chat completions: a model without a template refuses, a template file
   for (size_t i = 1; i + 3 < events.size(); ++i) streamed_text += events[i]["choices"][0]["delta"]["content"].get<std::string>();
   CHECK(streamed_text == text);
 }
+
+TEST_CASE("the checkpoint's chat template is used by default and --chat-template overrides it", "[server][chat]") {
+  const auto model = slab::test::testdata_or_skip("models/stories260K");
+  const auto templates = slab::test::testdata_or_skip("chat-templates");
+  if (model.empty() || templates.empty()) return;
+  // A copy of the model folder whose tokenizer_config.json carries a template of its own.
+  const auto dir = std::filesystem::temp_directory_path() / ("slab-chat-model-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (const auto& entry : std::filesystem::directory_iterator(model)) {
+    if (entry.path().filename() != "tokenizer_config.json") std::filesystem::create_symlink(entry.path(), dir / entry.path().filename());
+  }
+  json config = read_json(model / "tokenizer_config.json");
+  config["chat_template"] = "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}";
+  std::ofstream(dir / "tokenizer_config.json") << config.dump();
+
+  const json body = {{"messages", json::array({{{"role", "user"}, {"content", "Hi"}}})}, {"add_generation_prompt", true}};
+  auto ids_of = [&](httplib::Client& c, const std::string& text) {
+    return json::parse(post(c, "/tokenize", {{"prompt", text}, {"add_special_tokens", false}})->body)["tokens"];
+  };
+  {
+    ServerProcess server({"--model", dir.string()});
+    REQUIRE(server.wait_ready());
+    auto c = server.client();
+    CHECK(json::parse(post(c, "/tokenize", body)->body)["tokens"] == ids_of(c, "[user] Hi\n[assistant]"));
+  }
+  {
+    ServerProcess server({"--model", dir.string(), "--chat-template", (templates / "microsoft-Phi-3.5-mini-instruct.jinja").string()});
+    REQUIRE(server.wait_ready());
+    auto c = server.client();
+    CHECK(json::parse(post(c, "/tokenize", body)->body)["tokens"] == ids_of(c, "<|user|>\nHi<|end|>\n<|assistant|>\n"));
+  }
+  std::filesystem::remove_all(dir);
+}
