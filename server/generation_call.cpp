@@ -12,7 +12,9 @@
 namespace slab::server {
 
 GenerationCall::GenerationCall(Engine& engine, Metrics& metrics, std::string log_id)
-    : engine_(engine), metrics_(metrics), log_id_(std::move(log_id)) {}
+    : engine_(engine), metrics_(metrics), log_id_(std::move(log_id)) {
+  metrics_.call_started();
+}
 
 GenerationCall::~GenerationCall() {
   for (size_t i = 0; i < ids_.size(); ++i) {
@@ -21,6 +23,7 @@ GenerationCall::~GenerationCall() {
       record_finish(i, FinishReason::abort, 0.0);
     }
   }
+  metrics_.call_finished();
 }
 
 void GenerationCall::record_finish(size_t choice, FinishReason reason, double queue_seconds) {

@@ -3,6 +3,8 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <thread>
+
 #include "api_error.h"
 #include "chat_completions.h"
 #include "completions.h"
@@ -32,13 +34,40 @@ void HttpServer::set_model(std::unique_ptr<LoadedModel> loaded) {
 }
 
 const LoadedModel& HttpServer::ready_model() const {
+  if (draining_.load()) throw ApiError(503, "the server is shutting down");
   if (!ready_.load(std::memory_order_acquire)) throw ApiError(503, "the model is still loading");
   return *loaded_;
 }
 
-bool HttpServer::listen() { return http_->listen(options_.host, options_.port); }
+void HttpServer::drain_and_stop(std::chrono::seconds timeout) {
+  draining_.store(true);
+  auto wait_idle = [this](std::chrono::steady_clock::duration limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (metrics_.calls_in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return metrics_.calls_in_flight() == 0;
+  };
+  if (!wait_idle(timeout) && ready_.load(std::memory_order_acquire)) {
+    spdlog::warn("shutdown: {} requests still running after {} s; aborting them", metrics_.calls_in_flight(), timeout.count());
+    loaded_->engine->abort_all();
+    wait_idle(std::chrono::seconds(5));
+  }
+  stop();
+}
 
-void HttpServer::stop() { http_->stop(); }
+bool HttpServer::listen() {
+  const bool ok = http_->listen(options_.host, options_.port);
+  listen_returned_.store(true);
+  return ok;
+}
+
+void HttpServer::stop() {
+  // A stop that comes before listen() got going (a model that fails to load at once) must not
+  // be lost: wait until the server runs, or listen() gave up, then stop it.
+  while (!http_->is_running() && !listen_returned_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  http_->stop();
+}
 
 void HttpServer::install_routes() {
   httplib::Server& s = *http_;
@@ -80,10 +109,10 @@ void HttpServer::install_routes() {
   });
 
   s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    if (ready_.load(std::memory_order_acquire)) {
+    if (ready_.load(std::memory_order_acquire) && !draining_.load()) {
       res.status = 200;
     } else {
-      send_error(res, 503, "the model is still loading");
+      send_error(res, 503, draining_.load() ? "the server is shutting down" : "the model is still loading");
     }
   });
   s.Get("/version", [](const httplib::Request&, httplib::Response& res) {

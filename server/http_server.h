@@ -2,6 +2,7 @@
 // The HTTP front end: routes, authentication, OpenAI-shaped responses and errors. It turns
 // requests into token ids and generation calls and never touches tensors.
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -24,7 +25,7 @@ struct ServerOptions {
   int port = 8000;
   std::string served_model_name;
   std::string api_key;           // empty: no authentication
-  size_t max_request_bytes = 1 << 20;
+  size_t max_request_bytes = 8 << 20;
   EngineConfig engine;
 };
 
@@ -47,6 +48,9 @@ class HttpServer {
   // Blocks serving until stop(); returns false if the address cannot be bound.
   bool listen();
   void stop();
+  // SIGTERM: refuse new work (503) and let what runs finish for up to `timeout`, then abort the
+  // rest and stop listening.
+  void drain_and_stop(std::chrono::seconds timeout);
 
  private:
   void install_routes();
@@ -57,6 +61,8 @@ class HttpServer {
   std::unique_ptr<httplib::Server> http_;
   std::unique_ptr<LoadedModel> loaded_;
   std::atomic<bool> ready_{false};
+  std::atomic<bool> draining_{false};
+  std::atomic<bool> listen_returned_{false};
 };
 
 }  // namespace slab::server

@@ -3,6 +3,7 @@
 // unchanged. Gauges and token counters come from the engine's stats at scrape time; latency
 // histograms and finish counts are observed by the HTTP handlers as requests complete.
 #include <array>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <string>
@@ -36,6 +37,11 @@ class Metrics {
 
   std::string render(const EngineStats& engine) const;
 
+  // HTTP calls that hold engine requests (a drain waits for these to reach zero).
+  void call_started() { calls_in_flight_.fetch_add(1); }
+  void call_finished() { calls_in_flight_.fetch_sub(1); }
+  int calls_in_flight() const { return calls_in_flight_.load(); }
+
  private:
   std::string labels_;  // model_name="..."
   mutable std::mutex mutex_;
@@ -44,6 +50,7 @@ class Metrics {
   Histogram e2e_;
   Histogram queue_;
   std::map<std::string, uint64_t> finished_;  // by finish reason
+  std::atomic<int> calls_in_flight_{0};
 };
 
 }  // namespace slab::server

@@ -1,5 +1,6 @@
-// `slabserve serve`: load a model in the background, serve the OpenAI-compatible API, stop
-// cleanly on SIGINT/SIGTERM.
+// `slabserve serve`: load a model in the background while /health says 503, serve the
+// OpenAI-compatible API, and on SIGINT/SIGTERM drain (503 to new work, in-flight requests finish
+// within --shutdown-timeout, the rest are aborted) and exit 0.
 #include <csignal>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
@@ -7,8 +8,8 @@
 #include <memory>
 #include <thread>
 
-#include "commands.h"
 #include "chat/template_source.h"
+#include "commands.h"
 #include "http_server.h"
 
 namespace slab::cli {
@@ -17,9 +18,45 @@ namespace {
 struct ServeOptions {
   std::string model;
   std::string chat_template;  // a file overriding the checkpoint's template
+  std::string dtype = "auto";
   int kv_cache_tokens = 0;
+  int shutdown_timeout_s = 30;
   server::ServerOptions server;
 };
+
+std::unique_ptr<server::LoadedModel> load_for_serving(const std::filesystem::path& dir, const ServeOptions& o) {
+  auto loaded = std::make_unique<server::LoadedModel>();
+  loaded->model = load_model(dir);
+  loaded->tokenizer = load_tokenizer(dir);
+  std::optional<std::string> template_source =
+      o.chat_template.empty() ? chat::read_model_chat_template(dir) : chat::read_chat_template_file(o.chat_template);
+  if (template_source) {
+    try {
+      loaded->chat_template.emplace(*template_source);
+    } catch (const chat::TemplateError& e) {
+      throw std::runtime_error("the chat template " + (o.chat_template.empty() ? "in " + dir.string() : o.chat_template) +
+                               " does not parse: " + e.what());
+    }
+  } else {
+    spdlog::warn("the model has no chat template: /v1/chat/completions will refuse requests (pass --chat-template FILE)");
+  }
+  loaded->eos_token_ids = loaded->model.config.eos_token_ids;
+  if (auto eos = loaded->tokenizer->eos_id()) loaded->eos_token_ids.push_back(*eos);
+  loaded->engine = std::make_unique<Engine>(loaded->model, loaded->tokenizer.get(), o.server.engine);
+
+  const ModelConfig& c = loaded->model.config;
+  const Engine& e = *loaded->engine;
+  spdlog::info("model {} ({}): {} layers, hidden {}, {} heads / {} KV heads, vocab {}, context {}, compute dtype float32 "
+               "(scalar reference kernels, 1 thread)",
+               o.server.served_model_name, c.model_type, c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads,
+               c.vocab_size, e.max_model_len());
+  spdlog::info("KV cache: {} blocks of {} tokens ({} tokens, {:.1f} MiB), prefix caching {}; scheduler: {} sequences, "
+               "{} tokens per step",
+               e.num_kv_blocks(), e.block_size(), e.num_kv_blocks() * e.block_size(),
+               e.kv_cache_bytes() / double(1 << 20), o.server.engine.enable_prefix_caching ? "on" : "off",
+               o.server.engine.scheduler.max_num_seqs, o.server.engine.scheduler.max_num_batched_tokens);
+  return loaded;
+}
 
 int run_serve(ServeOptions o) {
   std::filesystem::path dir = o.model.empty() ? default_model_dir() : std::filesystem::path(o.model);
@@ -28,8 +65,13 @@ int run_serve(ServeOptions o) {
                   "(a Hugging Face folder with config.json, safetensors and a tokenizer)");
     return 2;
   }
-  if (o.server.served_model_name.empty()) o.server.served_model_name = std::filesystem::absolute(dir).lexically_normal().filename().string();
-  if (o.server.served_model_name.empty()) o.server.served_model_name = dir.string();
+  if (o.dtype != "auto" && o.dtype != "float32") {
+    spdlog::error("--dtype {}: this build computes in float32 only (auto or float32)", o.dtype);
+    return 2;
+  }
+  if (o.server.served_model_name.empty()) {
+    o.server.served_model_name = std::filesystem::absolute(dir).lexically_normal().filename().string();
+  }
   EngineConfig& engine = o.server.engine;
   if (engine.block_size <= 0 || engine.block_size % 16 != 0) {
     spdlog::error("--block-size must be a positive multiple of 16, got {}", engine.block_size);
@@ -43,6 +85,7 @@ int run_serve(ServeOptions o) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGUSR1);  // wakes the signal thread when the server stops by itself
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   // A client that disconnects must cost its request, never the process.
   std::signal(SIGPIPE, SIG_IGN);
@@ -51,32 +94,7 @@ int run_serve(ServeOptions o) {
   int exit_code = 0;
   std::thread loader([&] {
     try {
-      auto loaded = std::make_unique<server::LoadedModel>();
-      loaded->model = load_model(dir);
-      loaded->tokenizer = load_tokenizer(dir);
-      std::optional<std::string> template_source =
-          o.chat_template.empty() ? chat::read_model_chat_template(dir) : chat::read_chat_template_file(o.chat_template);
-      if (template_source) {
-        try {
-          loaded->chat_template.emplace(*template_source);
-        } catch (const chat::TemplateError& e) {
-          throw std::runtime_error("the chat template " +
-                                   (o.chat_template.empty() ? "in " + dir.string() : o.chat_template) + " does not parse: " + e.what());
-        }
-      } else {
-        spdlog::warn("the model has no chat template: /v1/chat/completions will refuse requests (pass --chat-template FILE)");
-      }
-      loaded->eos_token_ids = loaded->model.config.eos_token_ids;
-      if (auto eos = loaded->tokenizer->eos_id()) loaded->eos_token_ids.push_back(*eos);
-      loaded->engine = std::make_unique<Engine>(loaded->model, loaded->tokenizer.get(), o.server.engine);
-      const ModelConfig& c = loaded->model.config;
-      spdlog::info("model {} ({}): {} layers, hidden {}, {} heads / {} KV heads, vocab {}, context {}",
-                   o.server.served_model_name, c.model_type, c.num_layers, c.hidden_size, c.num_heads,
-                   c.num_kv_heads, c.vocab_size, loaded->engine->max_model_len());
-      spdlog::info("KV cache: {} blocks of {} tokens ({} tokens), prefix caching {}", loaded->engine->num_kv_blocks(),
-                   loaded->engine->block_size(), loaded->engine->num_kv_blocks() * loaded->engine->block_size(),
-                   o.server.engine.enable_prefix_caching ? "on" : "off");
-      http.set_model(std::move(loaded));
+      http.set_model(load_for_serving(dir, o));
       spdlog::info("ready on http://{}:{}", o.server.host, o.server.port);
     } catch (const std::exception& e) {
       spdlog::error("cannot load the model: {}", e.what());
@@ -88,21 +106,19 @@ int run_serve(ServeOptions o) {
     int sig = 0;
     sigwait(&stop_signals, &sig);
     if (sig == SIGINT || sig == SIGTERM) {
-      spdlog::info("signal {}: shutting down", sig);
-      http.stop();
+      spdlog::info("signal {}: draining (up to {} s), then shutting down", sig, o.shutdown_timeout_s);
+      http.drain_and_stop(std::chrono::seconds(o.shutdown_timeout_s));
     }
   });
 
   spdlog::info("slabserve {} listening on {}:{} (loading {})", SLAB_VERSION, o.server.host, o.server.port, dir.string());
-  if (!http.listen()) {
-    if (exit_code == 0) {
-      spdlog::error("cannot listen on {}:{}", o.server.host, o.server.port);
-      exit_code = 1;
-    }
+  if (!http.listen() && exit_code == 0) {
+    spdlog::error("cannot listen on {}:{}", o.server.host, o.server.port);
+    exit_code = 1;
   }
   loader.join();
-  // Wake the signal thread if the server stopped for another reason.
-  pthread_kill(signal_waiter.native_handle(), SIGTERM);
+  // Wake the signal thread if the server stopped for another reason (it ignores a late signal).
+  pthread_kill(signal_waiter.native_handle(), SIGUSR1);
   signal_waiter.join();
   return exit_code;
 }
@@ -112,6 +128,9 @@ int run_serve(ServeOptions o) {
 Command add_serve_command(CLI::App& app) {
   auto options = std::make_shared<ServeOptions>();
   CLI::App* cmd = app.add_subcommand("serve", "Serve the OpenAI-compatible HTTP API");
+  // --config belongs to the main app (CLI11 reads config files there); fallthrough lets it be
+  // written after `serve` as users expect.
+  cmd->fallthrough();
   cmd->add_option("--model,-m", options->model, "Hugging Face model folder (config.json, safetensors, tokenizer)");
   cmd->add_option("--host", options->server.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", options->server.port, "Port to listen on")->capture_default_str()->check(CLI::Range(1, 65535));
@@ -120,6 +139,13 @@ Command add_serve_command(CLI::App& app) {
       ->envname("SLAB_API_KEY");
   cmd->add_option("--chat-template", options->chat_template, "Jinja chat template file (overrides the model's)")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--dtype", options->dtype, "Compute dtype: auto or float32")->capture_default_str();
+  cmd->add_option("--max-request-bytes", options->server.max_request_bytes, "Largest request body accepted (413 above)")
+      ->capture_default_str();
+  cmd->add_option("--shutdown-timeout", options->shutdown_timeout_s,
+                  "Seconds in-flight requests may finish after SIGTERM/SIGINT before they are aborted")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+
   EngineConfig& engine = options->server.engine;
   cmd->add_option("--max-model-len", engine.max_model_len, "Context length limit (default: the model's)")
       ->check(CLI::NonNegativeNumber);
@@ -129,16 +155,14 @@ Command add_serve_command(CLI::App& app) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--block-size", engine.block_size, "Tokens per KV cache block (a multiple of 16)")
       ->capture_default_str()->check(CLI::PositiveNumber);
-  auto* kv_memory = cmd->add_option_function<double>(
-      "--kv-cache-memory", [&engine](double gib) { engine.kv_cache_bytes = static_cast<size_t>(gib * (1ull << 30)); },
-      "KV cache size in GiB (default 1)");
-  kv_memory->check(CLI::PositiveNumber);
+  cmd->add_option_function<double>(
+         "--kv-cache-memory", [&engine](double gib) { engine.kv_cache_bytes = static_cast<size_t>(gib * (1ull << 30)); },
+         "KV cache size in GiB (default 1)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--kv-cache-tokens", options->kv_cache_tokens, "KV cache size in tokens (overrides --kv-cache-memory)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag_function("--no-prefix-caching", [&engine](std::int64_t) { engine.enable_prefix_caching = false; },
                          "Do not reuse cached KV blocks of shared prompt prefixes");
-  cmd->add_option("--max-request-bytes", options->server.max_request_bytes, "Largest request body accepted")
-      ->capture_default_str();
   return [cmd, options]() { return cmd->parsed() ? run_serve(*options) : -1; };
 }
 

@@ -81,6 +81,14 @@ void Engine::abort(int64_t request_id) {
   inbox_ready_.notify_one();
 }
 
+void Engine::abort_all() {
+  {
+    std::lock_guard lock(inbox_mutex_);
+    abort_all_ = true;
+  }
+  inbox_ready_.notify_one();
+}
+
 EngineStats Engine::stats() const {
   std::lock_guard lock(stats_mutex_);
   return stats_;
@@ -91,7 +99,7 @@ void Engine::loop() {
     {
       std::unique_lock lock(inbox_mutex_);
       inbox_ready_.wait(lock, [this] {
-        return stopping_ || !new_sequences_.empty() || !aborted_.empty() || !sequences_.empty();
+        return stopping_ || abort_all_ || !new_sequences_.empty() || !aborted_.empty() || !sequences_.empty();
       });
       if (stopping_) break;
     }
@@ -110,15 +118,20 @@ void Engine::loop() {
 void Engine::take_inbox() {
   std::vector<std::unique_ptr<Sequence>> arrived;
   std::vector<int64_t> aborted;
+  bool abort_everything = false;
   {
     std::lock_guard lock(inbox_mutex_);
     arrived.swap(new_sequences_);
     aborted.swap(aborted_);
+    std::swap(abort_everything, abort_all_);
   }
   for (auto& seq : arrived) {
     Sequence* raw = seq.get();
     sequences_.emplace(raw->id, std::move(seq));
     scheduler_.add(raw);
+  }
+  if (abort_everything) {
+    for (auto& [id, seq] : sequences_) aborted.push_back(id);
   }
   for (int64_t id : aborted) {
     auto it = sequences_.find(id);

@@ -59,11 +59,14 @@ class Engine {
   int64_t submit(Request request, std::shared_ptr<RequestStream> stream);
   // The request ends with FinishReason::abort within one step; its blocks are freed.
   void abort(int64_t request_id);
+  // Every request in flight ends with FinishReason::abort (shutdown after its grace period).
+  void abort_all();
 
   EngineStats stats() const;
   int max_model_len() const { return max_model_len_; }
   int num_kv_blocks() const { return kv_.num_blocks(); }
   int block_size() const { return kv_.block_size(); }
+  size_t kv_cache_bytes() const { return kv_memory_.bytes(); }
 
  private:
   void loop();
@@ -88,6 +91,7 @@ class Engine {
   std::condition_variable inbox_ready_;
   std::vector<std::unique_ptr<Sequence>> new_sequences_;
   std::vector<int64_t> aborted_;
+  bool abort_all_ = false;
   bool stopping_ = false;
   int64_t next_id_ = 1;
 

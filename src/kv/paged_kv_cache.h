@@ -18,6 +18,7 @@ class PagedKvCache final : public KvCache {
 
   // Bytes one token's K and V take over all layers; sizes the pool from a memory budget.
   static size_t bytes_per_token(const KvGeometry& geometry);
+  size_t bytes() const { return pool_.size() * sizeof(float); }
 
  private:
   KvGeometry geometry_;
