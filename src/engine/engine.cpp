@@ -53,6 +53,12 @@ int64_t Engine::submit(Request request, std::shared_ptr<RequestStream> stream) {
                                   std::to_string(model_.config.vocab_size) + ")");
     }
   }
+  for (const auto& [t, bias] : request.sampling.logit_bias) {
+    if (t < 0 || t >= model_.config.vocab_size) {
+      throw std::invalid_argument("logit_bias names token id " + std::to_string(t) + ", outside the vocabulary (size " +
+                                  std::to_string(model_.config.vocab_size) + ")");
+    }
+  }
   if (prompt_len + 1 > max_model_len_) {
     throw std::invalid_argument("the prompt has " + std::to_string(prompt_len) + " tokens; the context is " +
                                 std::to_string(max_model_len_) + " tokens, prompt and output together");

@@ -129,7 +129,10 @@ TEST_CASE("completions: stop strings end the text before them and n with prompt 
 TEST_CASE("bad requests get the right status and an OpenAI error body and the server keeps serving", "[server]") {
   const std::string model = stories_model();
   if (model.empty()) return;
-  ServerProcess server({"--model", model, "--max-request-bytes", "100000"});
+  const auto templates = slab::test::testdata_or_skip("chat-templates");
+  if (templates.empty()) return;
+  ServerProcess server({"--model", model, "--max-request-bytes", "100000", "--chat-template",
+                        (templates / "microsoft-Phi-3.5-mini-instruct.jinja").string()});
   REQUIRE(server.wait_ready());
   auto c = server.client();
 
@@ -138,34 +141,75 @@ TEST_CASE("bad requests get the right status and an OpenAI error body and the se
     std::string path;
     std::string body;
     int status;
+    const char* param;  // the field the error must name, or nullptr
   };
   const std::string big(200000, 'a');
   const std::vector<Case> cases = {
-      {"malformed JSON", "/v1/completions", "{\"prompt\": ", 400},
-      {"body not an object", "/v1/completions", "[1,2]", 400},
-      {"missing prompt", "/v1/completions", R"({"max_tokens": 4})", 400},
-      {"prompt wrong type", "/v1/completions", R"({"prompt": 5})", 400},
-      {"empty prompt list", "/v1/completions", R"({"prompt": []})", 400},
-      {"negative token id", "/v1/completions", R"({"prompt": [1, -3]})", 400},
-      {"token id beyond vocab", "/v1/completions", R"({"prompt": [1, 999999]})", 400},
-      {"negative max_tokens", "/v1/completions", R"({"prompt": "a", "max_tokens": -1})", 400},
-      {"huge max_tokens", "/v1/completions", R"({"prompt": "a", "max_tokens": 100000000})", 400},
-      {"max_tokens string", "/v1/completions", R"({"prompt": "a", "max_tokens": "5"})", 400},
-      {"temperature < 0", "/v1/completions", R"({"prompt": "a", "temperature": -0.5})", 400},
-      {"top_p > 1", "/v1/completions", R"({"prompt": "a", "top_p": 1.5})", 400},
-      {"n = 0", "/v1/completions", R"({"prompt": "a", "n": 0})", 400},
-      {"stop wrong type", "/v1/completions", R"({"prompt": "a", "stop": 3})", 400},
-      {"stream not bool", "/v1/completions", R"({"prompt": "a", "stream": "yes"})", 400},
-      {"stream_options without stream", "/v1/completions", R"({"prompt": "a", "stream_options": {"include_usage": true}})", 400},
-      {"suffix", "/v1/completions", R"({"prompt": "a", "suffix": "b"})", 400},
-      {"unknown model", "/v1/completions", R"({"model": "gpt-9", "prompt": "a"})", 404},
-      {"prompt over the context", "/v1/completions", json{{"prompt", std::string(3000, 'x') + " once upon"}, {"max_tokens", 1}}.dump(), 400},
-      {"non-UTF-8 bytes", "/v1/completions", "{\"prompt\": \"\xff\xfe\"}", 400},
-      {"body over the limit", "/v1/completions", json{{"prompt", big}}.dump(), 413},
-      {"unknown route", "/v1/embeddings", "{}", 404},
-      {"detokenize bad ids", "/detokenize", R"({"tokens": [1, "x"]})", 400},
-      {"tokenize without prompt", "/tokenize", R"({})", 400},
+      {"malformed JSON", "/v1/completions", "{\"prompt\": ", 400, nullptr},
+      {"empty body", "/v1/completions", "", 400, nullptr},
+      {"body not an object", "/v1/completions", "[1,2]", 400, nullptr},
+      {"missing prompt", "/v1/completions", R"({"max_tokens": 4})", 400, "prompt"},
+      {"prompt wrong type", "/v1/completions", R"({"prompt": 5})", 400, "prompt"},
+      {"empty prompt list", "/v1/completions", R"({"prompt": []})", 400, "prompt"},
+      {"prompt list of objects", "/v1/completions", R"({"prompt": [{"a": 1}]})", 400, "prompt"},
+      {"negative token id", "/v1/completions", R"({"prompt": [1, -3]})", 400, "prompt"},
+      {"token id beyond vocab", "/v1/completions", R"({"prompt": [1, 999999]})", 400, "prompt"},
+      {"token id beyond int32", "/v1/completions", R"({"prompt": [1, 99999999999999]})", 400, "prompt"},
+      {"negative max_tokens", "/v1/completions", R"({"prompt": "a", "max_tokens": -1})", 400, "max_tokens"},
+      {"huge max_tokens", "/v1/completions", R"({"prompt": "a", "max_tokens": 100000000})", 400, "max_tokens"},
+      {"max_tokens string", "/v1/completions", R"({"prompt": "a", "max_tokens": "5"})", 400, "max_tokens"},
+      {"max_tokens float", "/v1/completions", R"({"prompt": "a", "max_tokens": 2.5})", 400, "max_tokens"},
+      {"temperature < 0", "/v1/completions", R"({"prompt": "a", "temperature": -0.5})", 400, "temperature"},
+      {"temperature string", "/v1/completions", R"({"prompt": "a", "temperature": "hot"})", 400, "temperature"},
+      {"top_p > 1", "/v1/completions", R"({"prompt": "a", "top_p": 1.5})", 400, "top_p"},
+      {"top_p = 0", "/v1/completions", R"({"prompt": "a", "top_p": 0})", 400, "top_p"},
+      {"top_k = -2", "/v1/completions", R"({"prompt": "a", "top_k": -2})", 400, "top_k"},
+      {"min_p > 1", "/v1/completions", R"({"prompt": "a", "min_p": 2})", 400, "min_p"},
+      {"presence_penalty 3", "/v1/completions", R"({"prompt": "a", "presence_penalty": 3})", 400, "presence_penalty"},
+      {"frequency_penalty -3", "/v1/completions", R"({"prompt": "a", "frequency_penalty": -3})", 400, "frequency_penalty"},
+      {"repetition_penalty 0", "/v1/completions", R"({"prompt": "a", "repetition_penalty": 0})", 400, "repetition_penalty"},
+      {"n = 0", "/v1/completions", R"({"prompt": "a", "n": 0})", 400, "n"},
+      {"n = 17", "/v1/completions", R"({"prompt": "a", "n": 17})", 400, "n"},
+      {"seed string", "/v1/completions", R"({"prompt": "a", "seed": "x"})", 400, "seed"},
+      {"stop wrong type", "/v1/completions", R"({"prompt": "a", "stop": 3})", 400, "stop"},
+      {"17 stop strings", "/v1/completions", json{{"prompt", "a"}, {"stop", std::vector<std::string>(17, "x")}}.dump(), 400, "stop"},
+      {"stop_token_ids with a string", "/v1/completions", R"({"prompt": "a", "stop_token_ids": ["x"]})", 400, "stop_token_ids"},
+      {"logit_bias not a map", "/v1/completions", R"({"prompt": "a", "logit_bias": [1]})", 400, "logit_bias"},
+      {"logit_bias bad key", "/v1/completions", R"({"prompt": "a", "logit_bias": {"abc": 1}})", 400, "logit_bias"},
+      {"logit_bias out of range", "/v1/completions", R"({"prompt": "a", "logit_bias": {"5": 500}})", 400, "logit_bias"},
+      {"logit_bias id beyond vocab", "/v1/completions", R"({"prompt": "a", "logit_bias": {"99999": 1}})", 400, nullptr},
+      {"logprobs 21", "/v1/completions", R"({"prompt": "a", "logprobs": 21})", 400, "logprobs"},
+      {"echo not bool", "/v1/completions", R"({"prompt": "a", "echo": 1})", 400, "echo"},
+      {"stream not bool", "/v1/completions", R"({"prompt": "a", "stream": "yes"})", 400, "stream"},
+      {"stream_options without stream", "/v1/completions", R"({"prompt": "a", "stream_options": {"include_usage": true}})", 400, "stream_options"},
+      {"suffix", "/v1/completions", R"({"prompt": "a", "suffix": "b"})", 400, "suffix"},
+      {"best_of 2", "/v1/completions", R"({"prompt": "a", "best_of": 2})", 400, "best_of"},
+      {"model wrong type", "/v1/completions", R"({"model": 7, "prompt": "a"})", 400, "model"},
+      {"unknown model", "/v1/completions", R"({"model": "gpt-9", "prompt": "a"})", 404, "model"},
+      {"prompt over the context", "/v1/completions", json{{"prompt", std::string(3000, 'x') + " once upon"}, {"max_tokens", 1}}.dump(), 400, nullptr},
+      {"non-UTF-8 bytes", "/v1/completions", "{\"prompt\": \"\xff\xfe\"}", 400, nullptr},
+      {"body over the limit", "/v1/completions", json{{"prompt", big}}.dump(), 413, nullptr},
+      {"chat: missing messages", "/v1/chat/completions", R"({"max_tokens": 3})", 400, "messages"},
+      {"chat: empty messages", "/v1/chat/completions", R"({"messages": []})", 400, "messages"},
+      {"chat: messages not a list", "/v1/chat/completions", R"({"messages": {"role": "user"}})", 400, "messages"},
+      {"chat: message not an object", "/v1/chat/completions", R"({"messages": ["hi"]})", 400, "messages"},
+      {"chat: invalid role", "/v1/chat/completions", R"({"messages": [{"role": "wizard", "content": "hi"}]})", 400, "messages"},
+      {"chat: missing role", "/v1/chat/completions", R"({"messages": [{"content": "hi"}]})", 400, "messages"},
+      {"chat: content a number", "/v1/chat/completions", R"({"messages": [{"role": "user", "content": 5}]})", 400, "messages"},
+      {"chat: image part", "/v1/chat/completions", R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]})", 400, "messages"},
+      {"chat: tools not a list", "/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}], "tools": {}})", 400, "tools"},
+      {"chat: top_logprobs without logprobs", "/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}], "top_logprobs": 2})", 400, "top_logprobs"},
+      {"chat: negative max_completion_tokens", "/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": -5})", 400, "max_completion_tokens"},
+      {"chat: continue_final_message after a user turn", "/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}], "continue_final_message": true})", 400, "continue_final_message"},
+      {"chat: chat_template_kwargs not an object", "/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}], "chat_template_kwargs": 3})", 400, "chat_template_kwargs"},
+      {"chat: unknown model", "/v1/chat/completions", R"({"model": "x", "messages": [{"role": "user", "content": "hi"}]})", 404, "model"},
+      {"unknown route", "/v1/embeddings", "{}", 404, nullptr},
+      {"detokenize bad ids", "/detokenize", R"({"tokens": [1, "x"]})", 400, "tokens"},
+      {"detokenize id beyond vocab", "/detokenize", R"({"tokens": [100000]})", 400, "tokens"},
+      {"tokenize without prompt", "/tokenize", R"({})", 400, "prompt"},
+      {"tokenize prompt a number", "/tokenize", R"({"prompt": 3})", 400, "prompt"},
   };
+
   for (const Case& k : cases) {
     INFO(k.what);
     auto res = c.Post(k.path.c_str(), k.body, "application/json");
@@ -178,7 +222,9 @@ TEST_CASE("bad requests get the right status and an OpenAI error body and the se
     CHECK(body["error"]["code"] == k.status);
     CHECK(body["error"].contains("type"));
     CHECK(body["error"].contains("param"));
+    if (k.param != nullptr) CHECK(body["error"]["param"] == k.param);
   }
+  REQUIRE(cases.size() >= 60);
   json ok = post_json(c, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 4}});
   CHECK(ok["usage"]["completion_tokens"] == 4);
 }
