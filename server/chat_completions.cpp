@@ -45,9 +45,11 @@ void handle_chat_completions(const LoadedModel& loaded, const ServerOptions& opt
   const int top_logprobs = r.logprobs ? r.top_logprobs : -1;
   const uint64_t base_seed = r.sampling.seed.value_or(std::random_device{}());
   std::vector<Request> requests;
+  const uint64_t group = r.sampling.n > 1 ? new_prefix_group() : 0;
   for (int c = 0; c < r.sampling.n; ++c) {
     requests.push_back(make_engine_request(r.sampling, prompt, loaded.engine->max_model_len(), loaded.eos_token_ids,
                                            base_seed + static_cast<uint64_t>(c), top_logprobs));
+    requests.back().prefix_group = group;
   }
   const int prompt_tokens = static_cast<int>(prompt.size());
 

@@ -67,9 +67,11 @@ void handle_completions(const LoadedModel& loaded, const ServerOptions& options,
   const uint64_t base_seed = r.sampling.seed.value_or(std::random_device{}());
   std::vector<Request> requests;  // prompt-major, n choices each
   for (const PreparedPrompt& p : prompts) {
+    const uint64_t group = n > 1 ? new_prefix_group() : 0;
     for (int c = 0; c < n; ++c) {
       requests.push_back(make_engine_request(r.sampling, p.ids, loaded.engine->max_model_len(), loaded.eos_token_ids,
                                              base_seed + requests.size(), r.logprobs.value_or(-1)));
+      requests.back().prefix_group = group;
     }
   }
   int prompt_tokens = 0;

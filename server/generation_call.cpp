@@ -1,6 +1,7 @@
 #include "generation_call.h"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <random>
 #include <stdexcept>
@@ -92,6 +93,11 @@ json GenerationCall::usage(int prompt_tokens) const {
   }
   return {{"prompt_tokens", prompt_tokens}, {"total_tokens", prompt_tokens + completion},
           {"completion_tokens", completion}, {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+}
+
+uint64_t new_prefix_group() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1);
 }
 
 std::string make_response_id(const char* prefix) {

@@ -65,6 +65,9 @@ class GenerationCall {
   std::vector<ChoiceState> choices_;
 };
 
+// A fresh non-zero Request::prefix_group for the n choices of one prompt.
+uint64_t new_prefix_group();
+
 // OpenAI-style ids: "cmpl-…", "chatcmpl-…".
 std::string make_response_id(const char* prefix);
 int64_t unix_time_now();

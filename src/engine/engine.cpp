@@ -173,12 +173,12 @@ void Engine::run_step() {
   int64_t generated = 0;
   for (size_t i = 0; i < step.chunks.size(); ++i) {
     Sequence& seq = *step.chunks[i].seq;
-    const int before = seq.num_computed;
     seq.num_computed += step.chunks[i].num_tokens;
-    if (seq.num_preemptions == 0) prompt_tokens += std::max(0, std::min(seq.num_computed, seq.prompt_len) - before);
     kv_.cache_computed(seq.id, seq.tokens, seq.num_computed);
     if (seq.num_uncomputed() > 0) continue;  // a prefill chunk that did not reach the end
 
+    // Counted as vLLM does: a request's whole prompt, cached or not, when its first token comes.
+    if (seq.num_output() == 0) prompt_tokens += seq.prompt_len;
     std::vector<int32_t> banned;
     if (seq.num_output() < seq.request.stop.min_tokens) {
       banned = seq.request.stop.stop_token_ids;

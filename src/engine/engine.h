@@ -39,7 +39,7 @@ struct EngineStats {
   int64_t num_preemptions = 0;
   int64_t prefix_query_tokens = 0;
   int64_t prefix_hit_tokens = 0;
-  int64_t prompt_tokens = 0;
+  int64_t prompt_tokens = 0;      // whole prompts of requests that got their first token
   int64_t generation_tokens = 0;
   int64_t steps = 0;
 };

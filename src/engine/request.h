@@ -32,6 +32,9 @@ struct Request {
   SamplingParams sampling;
   StopConditions stop;
   int priority = 0;  // lower runs first among requests that arrived together (tiebreak)
+  // Requests with the same non-zero group share a prompt (the n choices of one request): later
+  // ones are admitted once the first has its prompt in the cache, and reuse its blocks.
+  uint64_t prefix_group = 0;
 };
 
 // The tokens and their log probabilities for one generated position, when asked for.

@@ -56,6 +56,13 @@ bool Scheduler::reserve_or_preempt(Sequence* seq, int num_tokens, SchedulerStep&
   return true;
 }
 
+bool Scheduler::sibling_prefilling(const Sequence& seq) const {
+  if (seq.request.prefix_group == 0 || !kv_.prefix_caching()) return false;
+  return std::any_of(running_.begin(), running_.end(), [&](const Sequence* r) {
+    return r->request.prefix_group == seq.request.prefix_group && r->num_computed < r->prompt_len;
+  });
+}
+
 SchedulerStep Scheduler::schedule() {
   SchedulerStep step;
   int budget = config_.max_num_batched_tokens;
@@ -77,29 +84,36 @@ SchedulerStep Scheduler::schedule() {
     }
   }
 
-  // 3. Waiting sequences, unless this step already had to preempt (no room to grow).
-  while (budget > 0 && step.num_preempted == 0 && !waiting_.empty() &&
-         static_cast<int>(running_.size()) < config_.max_num_seqs) {
-    Sequence* seq = waiting_.front();
+  // 3. Waiting sequences, unless this step already had to preempt (no room to grow). A sequence
+  // whose sibling (same prefix group: the n choices of one prompt) is still prefilling waits for
+  // it, so that it then takes the prompt's blocks from the prefix cache instead of computing
+  // them again.
+  for (size_t w = 0; budget > 0 && step.num_preempted == 0 && w < waiting_.size() &&
+                     static_cast<int>(running_.size()) < config_.max_num_seqs;) {
+    Sequence* seq = waiting_[w];
+    if (sibling_prefilling(*seq)) {
+      ++w;
+      continue;
+    }
     if (!kv_.has(seq->id)) {
       seq->num_computed = kv_.adopt_cached_prefix(seq->id, seq->tokens);
       if (seq->num_preemptions == 0) seq->cached_prompt_tokens = seq->num_computed;
     }
     const int n = std::min(seq->num_uncomputed(), budget);
     if (kv_.blocks_needed(seq->id, seq->num_computed + n) > kv_.num_blocks()) {
-      waiting_.pop_front();
+      waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(w));
       kv_.free(seq->id);
       step.out_of_cache.push_back(seq);
       continue;
     }
     if (!kv_.reserve(seq->id, seq->num_computed + n)) {
-      // Keep what it adopted only if it will be admitted soon; freeing puts the blocks back on
-      // the free list with their hashes, so nothing is lost.
+      // Not enough free blocks: give back what it adopted (the blocks keep their hashes on the
+      // free list, so a later admission finds them again) and stop admitting in arrival order.
       kv_.free(seq->id);
       seq->num_computed = 0;
       break;
     }
-    waiting_.pop_front();
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(w));
     seq->status = SequenceStatus::running;
     running_.push_back(seq);
     step.chunks.push_back({seq, n});

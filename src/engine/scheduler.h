@@ -52,6 +52,7 @@ class Scheduler {
   // needed. False if `seq` itself had to be preempted or cannot fit at all.
   bool reserve_or_preempt(Sequence* seq, int num_tokens, SchedulerStep& step);
   void preempt(Sequence* victim, SchedulerStep& step);
+  bool sibling_prefilling(const Sequence& seq) const;
 
   SchedulerConfig config_;
   KvCacheManager& kv_;

@@ -32,6 +32,7 @@ class KvCacheManager {
   std::span<const int32_t> block_table(int64_t seq_id) const;
   bool has(int64_t seq_id) const { return tables_.count(seq_id) != 0; }
   int block_size() const { return pool_.block_size(); }
+  bool prefix_caching() const { return prefix_caching_; }
   int num_blocks() const { return pool_.num_blocks(); }
   int num_free_blocks() const { return pool_.num_free(); }
   // Fraction of blocks referenced by some sequence (vLLM's kv_cache_usage_perc, 0..1).

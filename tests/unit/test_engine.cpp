@@ -207,3 +207,23 @@ TEST_CASE("requests that can never run are refused at submit", "[engine]") {
   CHECK_THROWS_WITH(engine.submit(greedy_request(std::vector<int32_t>(128, 5), 4), stream), Catch::Contains("context"));
   CHECK_THROWS_WITH(engine.submit(greedy_request(std::vector<int32_t>(64, 5), 4), stream), Catch::Contains("KV cache holds 64"));
 }
+
+TEST_CASE("the n choices of one prompt share its blocks through the prefix cache", "[engine]") {
+  const Model& model = fixture_model();
+  std::mt19937 rng(21);
+  Engine engine(model, nullptr, config(8, 2048, 64));
+  const std::vector<int32_t> prompt = random_prompt(rng, 50);  // three full blocks of 16
+  std::vector<Request> choices;
+  for (int i = 0; i < 4; ++i) {
+    Request r = greedy_request(prompt, 6);
+    r.sampling.temperature = 1.0f;
+    r.sampling.seed = static_cast<uint64_t>(i);
+    r.prefix_group = 99;
+    choices.push_back(r);
+  }
+  auto out = run_all(engine, choices);
+  CHECK(out[0].last.cached_prompt_tokens == 0);
+  for (int i = 1; i < 4; ++i) CHECK(out[i].last.cached_prompt_tokens == 48);
+  CHECK(engine.stats().prefix_hit_tokens == 3 * 48);
+  CHECK(engine.stats().prompt_tokens == 4 * 50);
+}
