@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -56,11 +55,39 @@ struct Config {
   std::vector<int> ms = {1, 4, 16, 128, 512};  // memory-bound rows cycle through weights totalling cycle_x times the L3
 };
 
-// Fills n bf16 values in [-1, 1).
-void fill_random(bf16_t* p, size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  for (size_t i = 0; i < n; ++i) p[i] = f32_to_bf16(d(rng));
+// Fills n bf16 values of magnitude in [2^-7, 1) with random signs and mantissas (xorshift:
+// fast enough for the GBs of weight copies).
+void fill_random(bf16_t* p, size_t n, uint64_t seed) {
+  uint64_t r = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (size_t i = 0; i < n; ++i) {
+    r ^= r << 13;
+    r ^= r >> 7;
+    r ^= r << 17;
+    const auto bits = static_cast<uint32_t>(r >> 32);
+    const uint32_t exponent = 120 + (bits >> 8) % 7;  // 2^-7 .. 2^-1
+    p[i] = static_cast<bf16_t>(((bits & 1u) << 15) | (exponent << 7) | ((bits >> 1) & 0x7fu));
+  }
+}
+
+// Distinct packed copies of one weight matrix: enough that one cycle through them is at least
+// cycle_x times the L3. Zen's L3 does not evict in LRU order, so a cyclic sweep only a few
+// times its size still partly hits in it (~ L3 / sweep): 4x the L3 showed up to 160 % of the
+// DRAM bandwidth here; 16x keeps that under ~6 %.
+std::vector<AlignedBuffer> make_weight_copies(ThreadPool& pool, const Shape& s, int copies) {
+  const size_t elems = packed_bf16_elems(s.n, s.k);
+  std::vector<AlignedBuffer> weights;
+  weights.reserve(static_cast<size_t>(copies));
+  for (int c = 0; c < copies; ++c) {
+    weights.emplace_back(elems * sizeof(bf16_t));
+    // Fill on the pool so pages land where the threads run; content only needs to be finite.
+    bf16_t* w = weights.back().as<bf16_t>();
+    pool.run_on_all([&](int t, int nt) {
+      const auto [lo, hi] = ThreadPool::chunk(static_cast<int>(elems / 64), nt, t);
+      fill_random(w + static_cast<size_t>(lo) * 64, static_cast<size_t>(hi - lo) * 64,
+                  static_cast<uint64_t>(c) * 131 + static_cast<uint64_t>(t));
+    });
+  }
+  return weights;
 }
 
 struct Result {
@@ -71,28 +98,10 @@ struct Result {
 };
 
 Result bench_shape(ThreadPool& pool, bench::ReadBandwidthProbe& probe, const Shape& s, int m, Isa isa,
-                   size_t l3, const Config& cfg) {
-  const size_t elems = packed_bf16_elems(s.n, s.k);
-  const size_t bytes = elems * sizeof(bf16_t);
+                   const std::vector<AlignedBuffer>& weights, const Config& cfg) {
+  const size_t bytes = packed_bf16_elems(s.n, s.k) * sizeof(bf16_t);
   const bool memory_bound = m <= 16;
-  // Enough distinct copies that one cycle through them is >= cycle_x times the L3. Zen's L3
-  // does not evict in LRU order, so a cyclic sweep only a few times its size still hits in it
-  // for a fraction ~ L3 / sweep: 4x the L3 showed up to 160 % of DRAM bandwidth here; 16x keeps
-  // that under ~6 %.
-  const size_t target = static_cast<size_t>(cfg.cycle_x) * l3;
-  const int copies = memory_bound ? static_cast<int>(std::max<size_t>(2, (target + bytes - 1) / bytes)) : 1;
-  std::vector<AlignedBuffer> weights;
-  weights.reserve(static_cast<size_t>(copies));
-  for (int c = 0; c < copies; ++c) {
-    weights.emplace_back(bytes);
-    // Fill on the pool so pages land where the threads run; content only needs to be finite.
-    bf16_t* w = weights.back().as<bf16_t>();
-    pool.run_on_all([&](int t, int nt) {
-      const auto [lo, hi] = ThreadPool::chunk(static_cast<int>(elems / 64), nt, t);
-      fill_random(w + static_cast<size_t>(lo) * 64, static_cast<size_t>(hi - lo) * 64,
-                  static_cast<uint32_t>(c * 131 + t));
-    });
-  }
+  const int copies = memory_bound ? static_cast<int>(weights.size()) : 1;
   AlignedBuffer x(static_cast<size_t>(m) * s.k * sizeof(bf16_t));
   fill_random(x.as<bf16_t>(), static_cast<size_t>(m) * s.k, 3);
   AlignedBuffer out(static_cast<size_t>(m) * s.n * sizeof(float));
@@ -227,9 +236,13 @@ int main(int argc, char** argv) {
               "%peak", "cpu%", "wall us min..max");
   for (const Shape& s : kShapes) {
     if (cfg.model != "all" && std::string(s.model).rfind(cfg.model, 0) != 0) continue;
+    const size_t bytes = packed_bf16_elems(s.n, s.k) * sizeof(bf16_t);
+    const size_t sweep = static_cast<size_t>(cfg.cycle_x) * l3;
+    const auto weights = make_weight_copies(
+        pool, s, static_cast<int>(std::max<size_t>(2, (sweep + bytes - 1) / bytes)));
     for (int m : cfg.ms) {
       if (std::string(s.op) == "lm_head" && m > 16) continue;  // prefill computes logits of last rows only
-      const Result r = bench_shape(pool, probe, s, m, isa, l3, cfg);
+      const Result r = bench_shape(pool, probe, s, m, isa, weights, cfg);
       const double wmb = static_cast<double>(packed_bf16_elems(s.n, s.k)) * 2 / 1e6;
       char bw_ratio[16] = "", bw_adj[16] = "", cpu_bw[16] = "", peak_ratio[16] = "",
            cpu_peak[16] = "";
