@@ -6,7 +6,7 @@
 // repetitions; the machine is shared, so rerun when the spread (min..max) is wide.
 //
 // Usage: bench_linear_bf16 [--quick] [--threads N] [--reps N] [--model tinyllama|qwen|all]
-//                          [--cycle-x N] [--m 1,4,16,128,512]
+//                          [--cycle-x N] [--m 1,4,16,128,512] [--isa scalar|avx2]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -52,7 +52,8 @@ struct Config {
   int reps = 11;
   std::string model = "all";
   int cycle_x = 16;
-  std::vector<int> ms = {1, 4, 16, 128, 512};  // memory-bound rows cycle through weights totalling cycle_x times the L3
+  std::vector<int> ms = {1, 4, 16, 128, 512};
+  std::string isa;  // "" = best the CPU has; or scalar / avx2 / avx512_bf16  // memory-bound rows cycle through weights totalling cycle_x times the L3
 };
 
 // Fills n bf16 values of magnitude in [2^-7, 1) with random signs and mantissas (xorshift:
@@ -183,6 +184,8 @@ int main(int argc, char** argv) {
       cfg.threads = std::atoi(argv[++i]);
     } else if (arg == "--reps" && i + 1 < argc) {
       cfg.reps = std::atoi(argv[++i]);
+    } else if (arg == "--isa" && i + 1 < argc) {
+      cfg.isa = argv[++i];
     } else if (arg == "--cycle-x" && i + 1 < argc) {
       cfg.cycle_x = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--m" && i + 1 < argc) {
@@ -197,7 +200,7 @@ int main(int argc, char** argv) {
       cfg.model = argv[++i];
     } else {
       std::fprintf(stderr, "usage: %s [--quick] [--threads N] [--reps N] [--model tinyllama|qwen|all]\n"
-                   "       [--cycle-x N (weights cycled per memory-bound row, x L3; default 16)] [--m 1,4,16]\n",
+                   "       [--cycle-x N (weights cycled per memory-bound row, x L3; default 16)] [--m 1,4,16] [--isa scalar|avx2]\n",
                    argv[0]);
       return 2;
     }
@@ -205,7 +208,11 @@ int main(int argc, char** argv) {
   const CpuFeatures& cpu = cpu_features();
   const TopologyInfo topo = Topology::system().process_info();
   ThreadPool pool({.n_threads = cfg.threads});
-  const Isa isa = cpu.has_avx512_bf16_kernels() ? Isa::avx512_bf16 : Isa::scalar;
+  Isa isa = cpu.has_avx512_bf16_kernels() ? Isa::avx512_bf16
+            : cpu.has_avx2_kernels()      ? Isa::avx2
+                                          : Isa::scalar;
+  if (cfg.isa == "scalar") isa = Isa::scalar;
+  if (cfg.isa == "avx2" && cpu.has_avx2_kernels()) isa = Isa::avx2;
   const size_t l3 = topo.l3_bytes ? topo.l3_bytes : (size_t{32} << 20);
 
   std::printf("cpu:      %s\n", cpu.summary().c_str());

@@ -11,8 +11,9 @@ namespace slab::kern {
 using bf16_t = uint16_t;
 
 // Which implementation a kernel call uses. Chosen once at start-up from cpuid (see
-// src/runtime/cpu_features.h: has_avx512_bf16_kernels()); a kernel never checks by itself.
-enum class Isa { scalar, avx512_bf16 };
+// src/runtime/cpu_features.h: has_avx512_bf16_kernels(), has_avx2_kernels()); a kernel never
+// checks by itself. avx2 needs avx2+fma; avx512_bf16 needs avx512f/bw/vl/bf16.
+enum class Isa { scalar, avx2, avx512_bf16 };
 const char* isa_name(Isa isa);
 
 inline float bf16_to_f32(bf16_t v) {

@@ -41,27 +41,17 @@ int decode_splits(int m, int n, int k, int n_threads) {
 }
 
 void run_tile(const Tile& t, Isa isa) {
-  if (isa == Isa::avx512_bf16) {
-    detail::tile_avx512_bf16(t);
-  } else {
-    detail::tile_scalar(t);
+  switch (isa) {
+    case Isa::avx512_bf16:
+      detail::tile_avx512_bf16(t);
+      return;
+    case Isa::avx2:
+      detail::tile_avx2(t);
+      return;
+    case Isa::scalar:
+      break;
   }
-}
-
-// Epilogue of one row of one tile from FP32 sums (scalar; shared by the scalar tile and the
-// split-K reduction).
-void finish_row(const float* acc, int n_valid, const float* bias, const float* residual,
-                float* out_f32, bf16_t* out_bf16) {
-  for (int j = 0; j < n_valid; ++j) {
-    float v = acc[j];
-    if (bias) v += bias[j];
-    if (residual) v += residual[j];
-    if (out_f32) {
-      out_f32[j] = v;
-    } else {
-      out_bf16[j] = f32_to_bf16(v);
-    }
-  }
+  detail::tile_scalar(t);
 }
 
 // Fills the epilogue fields of a tile at (row, col).
@@ -214,7 +204,17 @@ void pack_impl(bf16_t* dst, const Src* w, int n, int k, size_t ldw) {
 
 }  // namespace
 
-const char* isa_name(Isa isa) { return isa == Isa::avx512_bf16 ? "avx512_bf16" : "scalar"; }
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::avx512_bf16:
+      return "avx512_bf16";
+    case Isa::avx2:
+      return "avx2";
+    case Isa::scalar:
+      break;
+  }
+  return "scalar";
+}
 
 void convert_f32_to_bf16(bf16_t* dst, const float* src, size_t n, Isa isa) {
   if (isa == Isa::avx512_bf16) {
@@ -292,13 +292,27 @@ void linear_bf16_reduce(const LinearArgs& a, int thread, int n_threads) {
     }
     const int col = p * kPanelCols;
     const size_t o = static_cast<size_t>(row) * a.ldo + col;
-    finish_row(acc, std::min(kPanelCols, a.w.n - col), a.bias ? a.bias + col : nullptr,
+    detail::finish_row(acc, std::min(kPanelCols, a.w.n - col), a.bias ? a.bias + col : nullptr,
                a.residual ? a.residual + static_cast<size_t>(row) * a.ldr + col : nullptr,
                a.out_f32 ? a.out_f32 + o : nullptr, a.out_bf16 ? a.out_bf16 + o : nullptr);
   }
 }
 
 namespace detail {
+
+void finish_row(const float* acc, int n_valid, const float* bias, const float* residual,
+                float* out_f32, bf16_t* out_bf16) {
+  for (int j = 0; j < n_valid; ++j) {
+    float v = acc[j];
+    if (bias) v += bias[j];
+    if (residual) v += residual[j];
+    if (out_f32) {
+      out_f32[j] = v;
+    } else {
+      out_bf16[j] = f32_to_bf16(v);
+    }
+  }
+}
 
 void tile_scalar(const Tile& t) {
   constexpr int kCols = 2 * kPanelCols;

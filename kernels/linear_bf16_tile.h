@@ -35,7 +35,11 @@ struct Tile {
 };
 
 void tile_scalar(const Tile& t);
+void tile_avx2(const Tile& t);
 void tile_avx512_bf16(const Tile& t);
+// Epilogue of one row of one tile from FP32 sums: + bias, + residual, store FP32 or BF16.
+void finish_row(const float* acc, int n_valid, const float* bias, const float* residual,
+                float* out_f32, bf16_t* out_bf16);
 void convert_f32_to_bf16_avx512(bf16_t* dst, const float* src, size_t n);
 
 }  // namespace slab::kern::detail

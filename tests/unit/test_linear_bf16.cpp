@@ -156,6 +156,7 @@ void check_against_reference(const Problem& p, const Options& o, const std::vect
 
 std::vector<Isa> isas() {
   std::vector<Isa> v{Isa::scalar};
+  if (cpu_features().has_avx2_kernels()) v.push_back(Isa::avx2);
   if (cpu_features().has_avx512_bf16_kernels()) v.push_back(Isa::avx512_bf16);
   return v;
 }
@@ -294,18 +295,21 @@ TEST_CASE("linear_bf16 thread counts agree; split-K decode; a real pool", "[kern
   CHECK_FALSE(linear_bf16_needs_reduce(16, 1, 2048, 4));
 }
 
-TEST_CASE("scalar and avx512 paths agree", "[kernels]") {
-  if (!cpu_features().has_avx512_bf16_kernels()) {
-    WARN("no avx512_bf16 on this CPU: only the scalar path was tested");
+TEST_CASE("scalar, avx2 and avx512 paths agree", "[kernels]") {
+  if (isas().size() == 1) {
+    WARN("no avx2 or avx512_bf16 on this CPU: only the scalar path was tested");
     return;
   }
   std::mt19937 rng(11);
-  for (int m : {1, 5, 30}) {
+  for (int m : {1, 5, 12, 30}) {
     const Problem p = make_problem(m, 96, 2 * 300 + 1, rng, false);
     Options o;
     o.bias = true;
     const std::vector<float> a = run(p, o, Isa::scalar, 2);
-    const std::vector<float> b = run(p, o, Isa::avx512_bf16, 2);
-    for (size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(a[i] - b[i]) <= 1e-4f);
+    for (Isa isa : isas()) {
+      INFO("isa " << isa_name(isa) << " m " << m);
+      const std::vector<float> b = run(p, o, isa, 2);
+      for (size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(a[i] - b[i]) <= 1e-4f);
+    }
   }
 }
