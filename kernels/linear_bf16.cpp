@@ -138,9 +138,24 @@ void large_group(const LinearArgs& a, LargeTile lt, int g, int rt0, int rt1, flo
       t.np = np;
       t.half_pair = last && odd_k;
       t.n_pairs = kb_end - kb - (t.half_pair ? 1 : 0);
-      // The first row tile prefetches the next K block, so its DRAM reads overlap the other
-      // row tiles' compute (worth 1.5x at M = 16, neutral at M >= 128).
-      if (rt == rt0) t.prefetch_pairs = kKBlockPairs;
+      // The row tiles prefetch the next K block, spread evenly over them, so its DRAM reads
+      // overlap this block's compute (M = 16: ~45 % -> 65-85 % of read bandwidth; M = 128:
+      // +5-10 % of peak, measured on this shared 2-core Zen 5).
+      {
+        // The next block: further down these panels, or the first block of the next group.
+        const bool more = kb_end < pairs;
+        const bf16_t* next = more ? panel0 + static_cast<size_t>(kb_end) * 2 * kPanelCols
+                                  : panel0 + static_cast<size_t>(np) * stride;
+        const int next_pairs = more ? std::min(pairs, kb_end + kKBlockPairs) - kb_end
+                                    : std::min(pairs, kKBlockPairs);
+        const int lines = 2 * next_pairs;  // per panel: a pair of a panel is 128 bytes
+        const int tiles = rt1 - rt0;
+        const int share = ceil_div(lines, tiles);
+        const int from = std::min(lines, (rt - rt0) * share);
+        t.pf = next + static_cast<size_t>(from) * kPanelCols;
+        t.pf_lines = (more || p + np < panels) ? std::min(share, lines - from) : 0;
+        t.pf_per_pair = t.n_pairs > 0 ? ceil_div(t.pf_lines, t.n_pairs) : 0;
+      }
       t.c = scratch ? scratch + static_cast<size_t>(row) * 2 * kPanelCols : nullptr;
       t.ldc = 2 * kPanelCols;
       t.load_c = !first;

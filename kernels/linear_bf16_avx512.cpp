@@ -4,6 +4,7 @@
 // compiled for AVX-512 by accident. Only called after cpuid said avx512_bf16 (see bf16.h Isa).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -44,17 +45,12 @@ SLAB_AVX512_BF16 void tile_impl(const Tile& t) {
   const bf16_t* a = t.a;
   const size_t lda = t.lda;
   const int n = t.n_pairs;
-  const size_t pf = static_cast<size_t>(t.prefetch_pairs) * 64;
+  const char* pf0 = reinterpret_cast<const char*>(t.pf);
+  const size_t pf1 = (NP > 1 ? t.panel_stride : 0) * sizeof(bf16_t);
   for (int p = 0; p < n; ++p) {
-    if (pf != 0) {
-      const char* q0 = reinterpret_cast<const char*>(b0 + 64 * static_cast<size_t>(p) + pf);
-      _mm_prefetch(q0, _MM_HINT_T0);
-      _mm_prefetch(q0 + 64, _MM_HINT_T0);
-      if constexpr (NP > 1) {
-        const char* q1 = reinterpret_cast<const char*>(b1 + 64 * static_cast<size_t>(p) + pf);
-        _mm_prefetch(q1, _MM_HINT_T0);
-        _mm_prefetch(q1 + 64, _MM_HINT_T0);
-      }
+    for (int l = p * t.pf_per_pair, e = std::min(l + t.pf_per_pair, t.pf_lines); l < e; ++l) {
+      _mm_prefetch(pf0 + 64 * static_cast<size_t>(l), _MM_HINT_T0);
+      if constexpr (NP > 1) _mm_prefetch(pf0 + pf1 + 64 * static_cast<size_t>(l), _MM_HINT_T0);
     }
     __m512bh w[NJ];
     w[0] = (__m512bh)_mm512_loadu_si512(b0 + 64 * static_cast<size_t>(p));

@@ -16,9 +16,12 @@ struct Tile {
   int np = 1;                 // panels, 1..2 (32 or 64 columns)
   int n_pairs = 0;            // full k-pairs
   bool half_pair = false;     // then one more pair whose x high element is K's end (zero)
-  // Software prefetch of each panel's stream this many pairs ahead of the loads (0: none). The
-  // prefetched lines may lie past the matrix: prefetches never fault.
-  int prefetch_pairs = 0;
+  // Software prefetch: pf_lines 64-byte lines from pf (in panel 0; the same offset in the
+  // second panel), pf_per_pair of them per k-pair iteration (0: none). The lines may lie past
+  // the matrix: prefetches never fault.
+  const bf16_t* pf = nullptr;
+  int pf_lines = 0;
+  int pf_per_pair = 0;
   // Accumulator source and sink: scratch c [mr][ldc] FP32 (all np·32 columns).
   float* c = nullptr;
   size_t ldc = 0;
