@@ -20,8 +20,9 @@
 // Work split: M ≤ 8 (decode) streams every weight byte once for all M rows: threads take
 // contiguous ranges of panels, each panel over the whole of K with M×32 or M×64 accumulators in
 // registers; with fewer panels than threads K is split and the partial sums are reduced in the
-// second phase. M > 8: K blocked by 256 so the block of weights (16 KB per panel) stays in L1
-// while every row tile passes over it, and the row tiles prefetch the next block between them;
+// second phase. M > 8: K blocked by 512 so the block of weights (32 KB per panel) stays in L1/L2
+// while every row tile passes over it, and the row tiles prefetch the next block into L2
+// between them;
 // 8×32 register tiles up to M = 16, 6×64 beyond; threads take column groups (and row ranges
 // when there are fewer groups than threads).
 #include <cstddef>

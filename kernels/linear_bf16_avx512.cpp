@@ -49,8 +49,8 @@ SLAB_AVX512_BF16 void tile_impl(const Tile& t) {
   const size_t pf1 = (NP > 1 ? t.panel_stride : 0) * sizeof(bf16_t);
   for (int p = 0; p < n; ++p) {
     for (int l = p * t.pf_per_pair, e = std::min(l + t.pf_per_pair, t.pf_lines); l < e; ++l) {
-      _mm_prefetch(pf0 + 64 * static_cast<size_t>(l), _MM_HINT_T0);
-      if constexpr (NP > 1) _mm_prefetch(pf0 + pf1 + 64 * static_cast<size_t>(l), _MM_HINT_T0);
+      _mm_prefetch(pf0 + 64 * static_cast<size_t>(l), _MM_HINT_T1);  // to L2: L1 keeps this block
+      if constexpr (NP > 1) _mm_prefetch(pf0 + pf1 + 64 * static_cast<size_t>(l), _MM_HINT_T1);
     }
     __m512bh w[NJ];
     w[0] = (__m512bh)_mm512_loadu_si512(b0 + 64 * static_cast<size_t>(p));

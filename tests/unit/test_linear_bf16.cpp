@@ -269,7 +269,8 @@ TEST_CASE("linear_bf16 thread counts agree; split-K decode; a real pool", "[kern
     int m, n, k;
   };
   for (const Shape s : {Shape{1, 33, 2048}, Shape{3, 1, 1000}, Shape{8, 64, 777},
-                        Shape{4, 200, 64}, Shape{16, 40, 400}, Shape{64, 130, 515}}) {
+                        Shape{4, 200, 64}, Shape{16, 40, 400}, Shape{64, 130, 515},
+                        Shape{20, 70, 1537}}) {  // the last: 4 K blocks, odd K
     const Problem p = make_problem(s.m, s.n, s.k, rng, false);
     Options o;
     o.bias = true;
