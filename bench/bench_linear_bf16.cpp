@@ -1,0 +1,277 @@
+// BF16 linear kernel on real layer shapes (TinyLlama-1.1B, Qwen2.5-0.5B) at M = 1..512, against
+// the machine's read bandwidth (M <= 16) and BF16 peak (M >= 128) measured in the same run.
+//
+// Memory-bound rows cycle through distinct packed weight copies totalling >= 16x the L3, so each
+// call reads its weights from DRAM as in a real decode step. Figures are medians over
+// repetitions; the machine is shared, so rerun when the spread (min..max) is wide.
+//
+// Usage: bench_linear_bf16 [--quick] [--threads N] [--reps N] [--model tinyllama|qwen|all]
+//                          [--cycle-x N] [--m 1,4,16,128,512] [--isa scalar|avx2]
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "kernels/linear_bf16.h"
+#include "machine_limits.h"
+#include "runtime/aligned_buffer.h"
+#include "runtime/cpu_features.h"
+#include "runtime/thread_pool.h"
+#include "runtime/topology.h"
+
+using namespace slab;
+using namespace slab::kern;
+
+namespace {
+
+struct Shape {
+  const char* model;
+  const char* op;
+  int n, k;
+};
+
+const Shape kShapes[] = {
+    // TinyLlama-1.1B: hidden 2048, intermediate 5632, 32 heads / 4 KV heads of 64.
+    {"tinyllama", "qkv", 2048 + 2 * 4 * 64, 2048},
+    {"tinyllama", "o", 2048, 2048},
+    {"tinyllama", "gate_up", 2 * 5632, 2048},
+    {"tinyllama", "down", 2048, 5632},
+    {"tinyllama", "lm_head", 32000, 2048},
+    // Qwen2.5-0.5B: hidden 896, intermediate 4864, 14 heads / 2 KV heads of 64.
+    {"qwen2.5", "qkv", 896 + 2 * 2 * 64, 896},
+    {"qwen2.5", "o", 896, 896},
+    {"qwen2.5", "gate_up", 2 * 4864, 896},
+    {"qwen2.5", "down", 896, 4864},
+};
+
+struct Config {
+  bool quick = false;
+  int threads = 0;
+  int reps = 11;
+  std::string model = "all";
+  int cycle_x = 16;
+  std::vector<int> ms = {1, 4, 16, 128, 512};
+  std::string isa;  // "" = best the CPU has; or scalar / avx2 / avx512_bf16  // memory-bound rows cycle through weights totalling cycle_x times the L3
+};
+
+// Fills n bf16 values of magnitude in [2^-7, 1) with random signs and mantissas (xorshift:
+// fast enough for the GBs of weight copies).
+void fill_random(bf16_t* p, size_t n, uint64_t seed) {
+  uint64_t r = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (size_t i = 0; i < n; ++i) {
+    r ^= r << 13;
+    r ^= r >> 7;
+    r ^= r << 17;
+    const auto bits = static_cast<uint32_t>(r >> 32);
+    const uint32_t exponent = 120 + (bits >> 8) % 7;  // 2^-7 .. 2^-1
+    p[i] = static_cast<bf16_t>(((bits & 1u) << 15) | (exponent << 7) | ((bits >> 1) & 0x7fu));
+  }
+}
+
+// Distinct packed copies of one weight matrix: enough that one cycle through them is at least
+// cycle_x times the L3. Zen's L3 does not evict in LRU order, so a cyclic sweep only a few
+// times its size still partly hits in it (~ L3 / sweep): 4x the L3 showed up to 160 % of the
+// DRAM bandwidth here; 16x keeps that under ~6 %.
+std::vector<AlignedBuffer> make_weight_copies(ThreadPool& pool, const Shape& s, int copies) {
+  const size_t elems = packed_bf16_elems(s.n, s.k);
+  std::vector<AlignedBuffer> weights;
+  weights.reserve(static_cast<size_t>(copies));
+  for (int c = 0; c < copies; ++c) {
+    weights.emplace_back(elems * sizeof(bf16_t));
+    // Fill on the pool so pages land where the threads run; content only needs to be finite.
+    bf16_t* w = weights.back().as<bf16_t>();
+    pool.run_on_all([&](int t, int nt) {
+      const auto [lo, hi] = ThreadPool::chunk(static_cast<int>(elems / 64), nt, t);
+      fill_random(w + static_cast<size_t>(lo) * 64, static_cast<size_t>(hi - lo) * 64,
+                  static_cast<uint64_t>(c) * 131 + static_cast<uint64_t>(t));
+    });
+  }
+  return weights;
+}
+
+struct Result {
+  double us = 0, gbs = 0, gflops = 0;  // wall time: medians
+  double bw = 0, bw_ratio = 0;         // memory-bound rows: adjacent bandwidth samples, ratio
+  double cpu_us = 0, cpu_bw_ratio = 0; // the same from the busiest thread's CPU time
+  bench::Stat spread;                  // per-call microseconds (wall)
+};
+
+Result bench_shape(ThreadPool& pool, bench::ReadBandwidthProbe& probe, const Shape& s, int m, Isa isa,
+                   const std::vector<AlignedBuffer>& weights, const Config& cfg) {
+  const size_t bytes = packed_bf16_elems(s.n, s.k) * sizeof(bf16_t);
+  const bool memory_bound = m <= 16;
+  const int copies = memory_bound ? static_cast<int>(weights.size()) : 1;
+  AlignedBuffer x(static_cast<size_t>(m) * s.k * sizeof(bf16_t));
+  fill_random(x.as<bf16_t>(), static_cast<size_t>(m) * s.k, 3);
+  AlignedBuffer out(static_cast<size_t>(m) * s.n * sizeof(float));
+  const size_t ws_floats = linear_bf16_workspace_floats(m, s.n, s.k, pool.size());
+  AlignedBuffer ws(std::max<size_t>(ws_floats, 16) * sizeof(float));
+
+  LinearArgs a;
+  a.x = x.as<bf16_t>();
+  a.ldx = static_cast<size_t>(s.k);
+  a.m = m;
+  a.out_f32 = out.as<float>();
+  a.ldo = static_cast<size_t>(s.n);
+  a.workspace = ws.as<float>();
+  a.isa = isa;
+  // CPU time each thread spends inside the kernel (not in the dispatch barrier).
+  std::vector<double> cpu(static_cast<size_t>(pool.size()) * 8, 0.0);
+  auto run_on_all = [&pool, &cpu](auto&& f) {
+    pool.run_on_all([&](int t, int n) {
+      const double c0 = bench::thread_cpu_seconds();
+      f(t, n);
+      cpu[static_cast<size_t>(t) * 8] += bench::thread_cpu_seconds() - c0;
+    });
+  };
+
+  // Calls per timed sample: one full cycle through the copies, and at least ~20 ms of work.
+  const double flops = 2.0 * m * s.n * static_cast<double>(s.k);
+  a.w = {weights[0].as<bf16_t>(), s.n, s.k};
+  const double t_probe0 = bench::now_seconds();
+  linear_bf16(a, pool.size(), run_on_all);  // warm-up + probe
+  const double probe_s = bench::now_seconds() - t_probe0;
+  int calls = copies;
+  while (calls * probe_s < 0.02 && calls < 100000) calls += copies;
+  const int reps = cfg.quick ? 5 : cfg.reps;
+  // Bytes a call must move: the packed weights, the activations, the output.
+  const double moved = static_cast<double>(bytes) + m * s.k * 2.0 + m * s.n * 4.0;
+  std::vector<double> per_call_us, bws, ratios, cpu_us, cpu_ratios;
+  for (int r = 0; r < reps + 1; ++r) {
+    const bench::Rate bw = memory_bound ? probe.once() : bench::Rate{};  // adjacent sample
+    std::fill(cpu.begin(), cpu.end(), 0.0);
+    const double t0 = bench::now_seconds();
+    for (int i = 0; i < calls; ++i) {
+      a.w.data = weights[static_cast<size_t>(i % copies)].as<bf16_t>();
+      linear_bf16(a, pool.size(), run_on_all);
+    }
+    const double dt = bench::now_seconds() - t0;
+    if (r == 0) continue;
+    per_call_us.push_back(dt / calls * 1e6);
+    const double cpu_call = *std::max_element(cpu.begin(), cpu.end()) / calls;
+    cpu_us.push_back(cpu_call * 1e6);
+    if (memory_bound) {
+      bws.push_back(bw.wall);
+      ratios.push_back(moved / (dt / calls) / 1e9 / bw.wall);
+      cpu_ratios.push_back(moved / cpu_call / 1e9 / bw.cpu);
+    }
+  }
+  Result res;
+  res.spread = bench::summarize(per_call_us);
+  res.us = res.spread.median;
+  res.cpu_us = bench::summarize(cpu_us).median;
+  if (memory_bound) {
+    res.bw = bench::summarize(bws).median;
+    res.bw_ratio = bench::summarize(ratios).median;
+    res.cpu_bw_ratio = bench::summarize(cpu_ratios).median;
+  }
+  res.gbs = moved / (res.us * 1e-6) / 1e9;
+  res.gflops = flops / (res.us * 1e-6) / 1e9;
+  return res;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config cfg;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--quick") {
+      cfg.quick = true;
+    } else if (arg == "--threads" && i + 1 < argc) {
+      cfg.threads = std::atoi(argv[++i]);
+    } else if (arg == "--reps" && i + 1 < argc) {
+      cfg.reps = std::atoi(argv[++i]);
+    } else if (arg == "--isa" && i + 1 < argc) {
+      cfg.isa = argv[++i];
+    } else if (arg == "--cycle-x" && i + 1 < argc) {
+      cfg.cycle_x = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--m" && i + 1 < argc) {
+      cfg.ms.clear();
+      for (const char* p = argv[++i]; *p;) {
+        char* end = nullptr;
+        cfg.ms.push_back(static_cast<int>(std::strtol(p, &end, 10)));
+        p = *end == ',' ? end + 1 : end;
+        if (end == p && *p) break;
+      }
+    } else if (arg == "--model" && i + 1 < argc) {
+      cfg.model = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: %s [--quick] [--threads N] [--reps N] [--model tinyllama|qwen|all]\n"
+                   "       [--cycle-x N (weights cycled per memory-bound row, x L3; default 16)] [--m 1,4,16] [--isa scalar|avx2]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  const CpuFeatures& cpu = cpu_features();
+  const TopologyInfo topo = Topology::system().process_info();
+  ThreadPool pool({.n_threads = cfg.threads});
+  Isa isa = cpu.has_avx512_bf16_kernels() ? Isa::avx512_bf16
+            : cpu.has_avx2_kernels()      ? Isa::avx2
+                                          : Isa::scalar;
+  if (cfg.isa == "scalar") isa = Isa::scalar;
+  if (cfg.isa == "avx2" && cpu.has_avx2_kernels()) isa = Isa::avx2;
+  const size_t l3 = topo.l3_bytes ? topo.l3_bytes : (size_t{32} << 20);
+
+  std::printf("cpu:      %s\n", cpu.summary().c_str());
+  std::printf("topology: %s\n", topo.summary().c_str());
+  std::printf("threads:  %d (pinned: %s), kernel isa: %s\n", pool.size(),
+              pool.bindings()[0].empty() ? "no" : "yes", isa_name(isa));
+
+  const size_t probe_bytes = static_cast<size_t>(cfg.cycle_x) * l3;  // same sweep as the kernels
+  bench::ReadBandwidthProbe probe(pool, probe_bytes);
+  const bench::Stat bw = probe.measure(cfg.quick ? 5 : 15);
+  bench::Stat peak_cpu;
+  const bench::Stat peak = bench::measure_bf16_peak(pool, cfg.quick ? 3 : 7, &peak_cpu);
+  const bench::Stat disp = bench::measure_dispatch_us(pool, 9, 20000);
+  std::printf("read bandwidth (%zu MB, %d threads): %.1f GB/s  [min %.1f, max %.1f]\n",
+              probe_bytes >> 20, pool.size(), bw.median, bw.min, bw.max);
+  std::printf("bf16 peak (vdpbf16ps, %d threads):    %.0f GFLOP/s  [min %.0f, max %.0f]; from CPU time %.0f\n",
+              pool.size(), peak.median, peak.min, peak.max, peak_cpu.median);
+  std::printf("empty parallel_for:                  %.3f us  [min %.3f, max %.3f]\n\n",
+              disp.median, disp.min, disp.max);
+
+  std::printf(
+      "Wall-time medians. M <= 16: %%bw = kernel GB/s over the read bandwidth sampled just before\n"
+      "each repetition (median of per-repetition ratios; 'bw' = median sample). M >= 128:\n"
+      "%%peak = GFLOP/s over the bf16 peak above. 'cpu' columns: the same from the busiest\n"
+      "thread's CPU time (kernel and probe alike), robust to other processes taking the cores.\n\n");
+  std::printf("%-12s %-7s %3s %5s %4s %6s %9s %9s %6s %5s %5s %5s %7s %6s %5s  %s\n", "model", "op",
+              "M", "N", "K", "W MB", "us/call", "cpu us", "GB/s", "bw", "%bw", "cpu%", "GFLOP/s",
+              "%peak", "cpu%", "wall us min..max");
+  for (const Shape& s : kShapes) {
+    if (cfg.model != "all" && std::string(s.model).rfind(cfg.model, 0) != 0) continue;
+    const size_t bytes = packed_bf16_elems(s.n, s.k) * sizeof(bf16_t);
+    const size_t sweep = static_cast<size_t>(cfg.cycle_x) * l3;
+    const auto weights = make_weight_copies(
+        pool, s, static_cast<int>(std::max<size_t>(2, (sweep + bytes - 1) / bytes)));
+    for (int m : cfg.ms) {
+      if (std::string(s.op) == "lm_head" && m > 16) continue;  // prefill computes logits of last rows only
+      const Result r = bench_shape(pool, probe, s, m, isa, weights, cfg);
+      const double wmb = static_cast<double>(packed_bf16_elems(s.n, s.k)) * 2 / 1e6;
+      char bw_ratio[16] = "", bw_adj[16] = "", cpu_bw[16] = "", peak_ratio[16] = "",
+           cpu_peak[16] = "";
+      if (m <= 16) {
+        std::snprintf(bw_ratio, sizeof bw_ratio, "%.0f%%", 100.0 * r.bw_ratio);
+        std::snprintf(bw_adj, sizeof bw_adj, "%.1f", r.bw);
+        std::snprintf(cpu_bw, sizeof cpu_bw, "%.0f%%", 100.0 * r.cpu_bw_ratio);
+      }
+      if (m >= 128 && peak.median > 0) {
+        std::snprintf(peak_ratio, sizeof peak_ratio, "%.0f%%", 100.0 * r.gflops / peak.median);
+        const double cpu_gflops = 2.0 * m * s.n * static_cast<double>(s.k) / (r.cpu_us * 1e3);
+        std::snprintf(cpu_peak, sizeof cpu_peak, "%.0f%%", 100.0 * cpu_gflops / peak_cpu.median);
+      }
+      std::printf("%-12s %-7s %3d %5d %4d %6.1f %9.1f %9.1f %6.1f %5s %5s %5s %7.0f %6s %5s  %.0f..%.0f\n",
+                  s.model, s.op, m, s.n, s.k, wmb, r.us, r.cpu_us, r.gbs, bw_adj, bw_ratio, cpu_bw,
+                  r.gflops, peak_ratio, cpu_peak, r.spread.min, r.spread.max);
+      std::fflush(stdout);
+    }
+  }
+  const bench::Stat peak_end = bench::measure_bf16_peak(pool, 3);
+  const bench::Stat bw_end = probe.measure(cfg.quick ? 5 : 15);
+  std::printf("\nat the end: read bandwidth %.1f GB/s [%.1f..%.1f], bf16 peak %.0f GFLOP/s\n",
+              bw_end.median, bw_end.min, bw_end.max, peak_end.median);
+  return 0;
+}

@@ -1,0 +1,140 @@
+#include "machine_limits.h"
+
+#include <immintrin.h>
+
+#include <ctime>
+#include <cstdint>
+#include <cstring>
+
+#include "runtime/cpu_features.h"
+
+namespace slab::bench {
+namespace {
+
+// Horizontal sum through memory (_mm512_reduce_add_ps trips a GCC 12 -Wuninitialized false positive).
+__attribute__((target("avx512f"))) float hsum(__m512 v) {
+  float t[16];
+  _mm512_storeu_ps(t, v);
+  float s = 0;
+  for (float x : t) s += x;
+  return s;
+}
+
+__attribute__((target("avx512f"))) double sum_avx512(const float* p, size_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = 0; i + 64 <= n; i += 64) {
+    a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
+    a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
+    a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
+    a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
+  }
+  return hsum(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+__attribute__((target("avx2"))) double sum_avx2(const float* p, size_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = 0; i + 32 <= n; i += 32) {
+    a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
+    a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
+    a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
+    a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
+  }
+  const __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+  float t[8];
+  _mm256_storeu_ps(t, s);
+  return double{t[0]} + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
+}
+
+// 24 independent accumulators: enough to cover vdpbf16ps latency at 2 per cycle.
+__attribute__((target("avx512f,avx512bf16"))) float dp_loop(long iters) {
+  __m512 acc[24];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  const __m512bh x = (__m512bh)_mm512_set1_epi32(0x3f803f80);
+  __m512bh y = (__m512bh)_mm512_set1_epi32(0x00010001);  // tiny: no overflow
+  for (long i = 0; i < iters; ++i) {
+    __asm__ volatile("" : "+v"(y));  // keep the loop from being folded
+#pragma GCC unroll 24
+    for (int j = 0; j < 24; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], x, y);
+  }
+  __m512 s = acc[0];
+  for (int j = 1; j < 24; ++j) s = _mm512_add_ps(s, acc[j]);
+  return hsum(s);
+}
+
+}  // namespace
+
+ReadBandwidthProbe::ReadBandwidthProbe(ThreadPool& pool, size_t bytes)
+    : pool_(pool),
+      per_thread_(bytes / static_cast<size_t>(pool.size()) / 4096 * 4096),
+      buf_(per_thread_ * static_cast<size_t>(pool.size())),
+      sink_(static_cast<size_t>(pool.size()) * 8, 0.0) {
+  // First touch by the thread that will read it (page placement on NUMA machines).
+  pool_.run_on_all([&](int t, int) {
+    std::memset(buf_.as<char>() + per_thread_ * static_cast<size_t>(t), 1, per_thread_);
+  });
+}
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+Rate ReadBandwidthProbe::once() {
+  const bool avx512 = cpu_features().avx512f;
+  const size_t floats = per_thread_ / sizeof(float);
+  std::vector<double> cpu(static_cast<size_t>(pool_.size()) * 8, 0.0);
+  const double t0 = now_seconds();
+  pool_.run_on_all([&](int t, int) {
+    const double c0 = thread_cpu_seconds();
+    const float* p = buf_.as<float>() + floats * static_cast<size_t>(t);
+    sink_[static_cast<size_t>(t) * 8] += avx512 ? sum_avx512(p, floats) : sum_avx2(p, floats);
+    cpu[static_cast<size_t>(t) * 8] = thread_cpu_seconds() - c0;
+  });
+  const double dt = now_seconds() - t0;
+  const double bytes = static_cast<double>(per_thread_) * pool_.size();
+  return {bytes / dt / 1e9, bytes / *std::max_element(cpu.begin(), cpu.end()) / 1e9};
+}
+
+Stat ReadBandwidthProbe::measure(int reps) {
+  (void)once();
+  std::vector<double> rates;
+  for (int r = 0; r < reps; ++r) rates.push_back(once().wall);
+  return summarize(rates);
+}
+
+Stat measure_bf16_peak(ThreadPool& pool, int reps, Stat* cpu_based) {
+  if (!cpu_features().has_avx512_bf16_kernels()) return {};
+  const long iters = 2'000'000;
+  std::vector<float> sink(static_cast<size_t>(pool.size()) * 16);
+  std::vector<double> rates, cpu_rates;
+  const double flops = 64.0 * 24 * static_cast<double>(iters) * pool.size();
+  for (int r = 0; r < reps + 1; ++r) {
+    std::vector<double> cpu(static_cast<size_t>(pool.size()) * 8, 0.0);
+    const double t0 = now_seconds();
+    pool.run_on_all([&](int t, int) {
+      const double c0 = thread_cpu_seconds();
+      sink[static_cast<size_t>(t) * 16] += dp_loop(iters);
+      cpu[static_cast<size_t>(t) * 8] = thread_cpu_seconds() - c0;
+    });
+    const double dt = now_seconds() - t0;
+    if (r == 0) continue;
+    rates.push_back(flops / dt / 1e9);
+    cpu_rates.push_back(flops / *std::max_element(cpu.begin(), cpu.end()) / 1e9);
+  }
+  if (cpu_based) *cpu_based = summarize(cpu_rates);
+  return summarize(rates);
+}
+
+Stat measure_dispatch_us(ThreadPool& pool, int reps, int calls_per_rep) {
+  std::vector<double> us;
+  for (int r = 0; r < reps + 1; ++r) {
+    const double t0 = now_seconds();
+    for (int i = 0; i < calls_per_rep; ++i) pool.parallel_for(pool.size(), [](int, int) {});
+    const double dt = now_seconds() - t0;
+    if (r > 0) us.push_back(dt / calls_per_rep * 1e6);
+  }
+  return summarize(us);
+}
+
+}  // namespace slab::bench

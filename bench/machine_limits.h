@@ -1,0 +1,59 @@
+#pragma once
+// The limits a kernel figure is compared with, measured on the threads of the pool that runs
+// the kernel: streaming read bandwidth over a buffer several times the L3, the BF16 dot-product
+// peak of a register-only vdpbf16ps loop, and the cost of an empty dispatch.
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <vector>
+
+#include "runtime/aligned_buffer.h"
+#include "runtime/thread_pool.h"
+
+namespace slab::bench {
+
+struct Stat {
+  double median = 0, min = 0, max = 0;
+};
+
+inline Stat summarize(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return {v[v.size() / 2], v.front(), v.back()};
+}
+
+// CPU time of the calling thread: unlike wall time it does not grow while another process has
+// the core, so on a shared machine it estimates what the work would take alone (it does still
+// include waiting for memory, so bandwidth contention stays visible).
+double thread_cpu_seconds();
+
+// A rate measured both ways: from wall time and from the busiest thread's CPU time.
+struct Rate {
+  double wall = 0, cpu = 0;
+};
+
+inline double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Streaming read of a buffer of `bytes` (rounded to 4 KiB per thread), split over all pool
+// threads, each reading its own contiguous part (first-touched by that thread). Keep one probe
+// to interleave bandwidth samples with kernel samples: the shared machine's bandwidth drifts by
+// tens of percent within a minute, so a ratio is only meaningful between adjacent samples.
+class ReadBandwidthProbe {
+ public:
+  ReadBandwidthProbe(ThreadPool& pool, size_t bytes);
+  Rate once();                   // GB/s (1e9 bytes/s) of one pass
+  Stat measure(int reps);        // wall-time GB/s, after one warm-up pass
+ private:
+  ThreadPool& pool_;
+  size_t per_thread_ = 0;
+  AlignedBuffer buf_;
+  std::vector<double> sink_;
+};
+// GFLOP/s of vdpbf16ps on all pool threads (one instruction = 64 flops on zmm); 0 when the CPU
+// lacks avx512_bf16.
+Stat measure_bf16_peak(ThreadPool& pool, int reps, Stat* cpu_based = nullptr);
+// Microseconds per empty parallel_for(size(), ...) dispatch.
+Stat measure_dispatch_us(ThreadPool& pool, int reps, int calls_per_rep);
+
+}  // namespace slab::bench

@@ -1,0 +1,92 @@
+#pragma once
+// out[M,N] = x[M,K] · W[N,K]ᵀ (+ bias[N]) (+ residual[M,N]) with BF16 inputs and FP32
+// accumulation: the nn.Linear of every projection.
+//
+// Dtypes: W is packed once at load into BF16 panels (below). Activations x are BF16 rows (the
+// producer writes them once per layer; kernels/bf16.h converts). The output is FP32 (the
+// residual stream, logits) or BF16 (input of the next linear), with the epilogue fused.
+//
+// Packed layout: W is cut into panels of 32 output columns (N padded with zero columns to a
+// multiple of 32). A panel stores K/2 k-pairs (K padded with a zero to even), and for each
+// k-pair 32 columns × 2 BF16: element [panel][pair][col][j] = W[32·panel + col][2·pair + j].
+// One k-pair of one panel is 128 bytes = two zmm, the operand of vdpbf16ps against a broadcast
+// pair of x. Panels follow each other, so a thread's range of panels is one linear stream.
+//
+// Threads: the caller runs linear_bf16_compute(args, thread, n_threads) once on every thread
+// (any pool; kernels know none); when linear_bf16_needs_reduce(m, n, k, n_threads) it then runs
+// linear_bf16_reduce on every thread after all computes finished (a second dispatch). The
+// template linear_bf16(args, n_threads, run_on_all) below does both.
+//
+// Work split: M ≤ 8 (decode) streams every weight byte once for all M rows: threads take
+// contiguous ranges of panels, each panel over the whole of K with M×32 or M×64 accumulators in
+// registers; with fewer panels than threads K is split and the partial sums are reduced in the
+// second phase. M > 8: K blocked by 512 so the block of weights (32 KB per panel) stays in L1/L2
+// while every row tile passes over it, and the row tiles prefetch the next block into L2
+// between them;
+// 8×32 register tiles up to M = 16, 6×64 beyond; threads take column groups (and row ranges
+// when there are fewer groups than threads).
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/bf16.h"
+
+namespace slab::kern {
+
+inline constexpr int kPanelCols = 32;
+
+inline int packed_panels(int n) { return (n + kPanelCols - 1) / kPanelCols; }
+inline int packed_pairs(int k) { return (k + 1) / 2; }
+// Elements (bf16) of the packed form of an [n, k] matrix.
+inline size_t packed_bf16_elems(int n, int k) {
+  return static_cast<size_t>(packed_panels(n)) * static_cast<size_t>(packed_pairs(k)) * 2 *
+         kPanelCols;
+}
+
+// Packs W[n][k] (row stride ldw elements) into dst (packed_bf16_elems(n, k) elements; 64-byte
+// alignment recommended). FP32 sources are rounded to nearest even.
+void pack_linear_bf16(bf16_t* dst, const float* w, int n, int k, size_t ldw);
+void pack_linear_bf16(bf16_t* dst, const bf16_t* w, int n, int k, size_t ldw);
+
+// A packed matrix: plain pointer and its logical shape.
+struct PackedBf16 {
+  const bf16_t* data = nullptr;
+  int n = 0;
+  int k = 0;
+};
+
+struct LinearArgs {
+  const bf16_t* x = nullptr;     // [m][k], row stride ldx elements
+  size_t ldx = 0;
+  PackedBf16 w;
+  int m = 0;
+  float* out_f32 = nullptr;      // exactly one of out_f32 / out_bf16; row stride ldo elements
+  bf16_t* out_bf16 = nullptr;
+  size_t ldo = 0;
+  const float* bias = nullptr;   // [n] or null
+  const float* residual = nullptr;  // [m][n] row stride ldr, or null; may equal out_f32 (in place)
+  size_t ldr = 0;
+  float* workspace = nullptr;    // linear_bf16_workspace_floats(...) floats, 64-byte aligned
+  Isa isa = Isa::scalar;
+};
+
+// Scratch the call needs (0 for many shapes; then workspace may be null). Depends on the
+// thread count, so size it for the pool that runs the call.
+size_t linear_bf16_workspace_floats(int m, int n, int k, int n_threads);
+bool linear_bf16_needs_reduce(int m, int n, int k, int n_threads);
+
+// Phase 1, on every thread t in [0, n_threads). Writes out (or, split-K, partial sums).
+void linear_bf16_compute(const LinearArgs& args, int thread, int n_threads);
+// Phase 2 (only when linear_bf16_needs_reduce), on every thread after every phase 1 finished.
+void linear_bf16_reduce(const LinearArgs& args, int thread, int n_threads);
+
+// Both phases through the caller's pool: run_on_all(f) must call f(thread, n_threads) once on
+// each of n_threads threads and return when all have (ThreadPool::run_on_all does).
+template <typename RunOnAll>
+void linear_bf16(const LinearArgs& args, int n_threads, RunOnAll&& run_on_all) {
+  run_on_all([&args](int thread, int threads) { linear_bf16_compute(args, thread, threads); });
+  if (linear_bf16_needs_reduce(args.m, args.w.n, args.w.k, n_threads)) {
+    run_on_all([&args](int thread, int threads) { linear_bf16_reduce(args, thread, threads); });
+  }
+}
+
+}  // namespace slab::kern

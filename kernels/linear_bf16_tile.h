@@ -1,0 +1,48 @@
+#pragma once
+// Internal to linear_bf16*.cpp: one register tile of the BF16 linear, described with plain
+// pointers so that the scalar and AVX-512 implementations share the driver.
+#include <cstddef>
+
+#include "kernels/bf16.h"
+
+namespace slab::kern::detail {
+
+struct Tile {
+  const bf16_t* a = nullptr;  // x row 0 at element 2·pair0
+  size_t lda = 0;
+  const bf16_t* b = nullptr;  // panel 0 at pair0 (next panel: + panel_stride elements)
+  size_t panel_stride = 0;
+  int mr = 1;                 // rows, 1..8
+  int np = 1;                 // panels, 1..2 (32 or 64 columns)
+  int n_pairs = 0;            // full k-pairs
+  bool half_pair = false;     // then one more pair whose x high element is K's end (zero)
+  // Software prefetch: pf_lines 64-byte lines from pf (in panel 0; the same offset in the
+  // second panel), pf_per_pair of them per k-pair iteration (0: none). The lines may lie past
+  // the matrix: prefetches never fault.
+  const bf16_t* pf = nullptr;
+  int pf_lines = 0;
+  int pf_per_pair = 0;
+  // Accumulator source and sink: scratch c [mr][ldc] FP32 (all np·32 columns).
+  float* c = nullptr;
+  size_t ldc = 0;
+  bool load_c = false;        // start from c (else from zero)
+  bool epilogue = false;      // finish into out (else store to c)
+  // Epilogue: columns [0, n_valid) of the tile are real; rows are all real.
+  float* out_f32 = nullptr;
+  bf16_t* out_bf16 = nullptr;
+  size_t ldo = 0;
+  const float* bias = nullptr;      // at the tile's first column
+  const float* residual = nullptr;  // at the tile's first row and column
+  size_t ldr = 0;
+  int n_valid = 0;
+};
+
+void tile_scalar(const Tile& t);
+void tile_avx2(const Tile& t);
+void tile_avx512_bf16(const Tile& t);
+// Epilogue of one row of one tile from FP32 sums: + bias, + residual, store FP32 or BF16.
+void finish_row(const float* acc, int n_valid, const float* bias, const float* residual,
+                float* out_f32, bf16_t* out_bf16);
+void convert_f32_to_bf16_avx512(bf16_t* dst, const float* src, size_t n);
+
+}  // namespace slab::kern::detail

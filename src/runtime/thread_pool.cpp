@@ -1,0 +1,173 @@
+#include "runtime/thread_pool.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+#include <stdexcept>
+
+#include "runtime/topology.h"
+
+namespace slab {
+namespace {
+
+thread_local const ThreadPool* tls_pool = nullptr;
+thread_local int tls_thread = -1;
+
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expected) {
+  // Returns at once (EAGAIN) when *word != expected; spurious wake-ups are re-checked by callers.
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, nullptr,
+          nullptr, 0);
+}
+
+void futex_wake_all(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
+          nullptr, 0);
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Marks the current thread as thread `index` of `pool` for the lifetime of the guard.
+struct ThreadMark {
+  const ThreadPool* prev_pool;
+  int prev_thread;
+  ThreadMark(const ThreadPool* pool, int index) : prev_pool(tls_pool), prev_thread(tls_thread) {
+    tls_pool = pool;
+    tls_thread = index;
+  }
+  ~ThreadMark() {
+    tls_pool = prev_pool;
+    tls_thread = prev_thread;
+  }
+  ThreadMark(const ThreadMark&) = delete;
+  ThreadMark& operator=(const ThreadMark&) = delete;
+};
+
+}  // namespace
+
+static_assert(std::atomic<uint32_t>::is_always_lock_free && sizeof(std::atomic<uint32_t>) == 4,
+              "futex needs a plain 32-bit word");
+
+int ThreadPool::current_thread_index() { return tls_thread; }
+
+ThreadPool::ThreadPool(const ThreadPoolOptions& options) : spin_iterations_(options.spin_iterations) {
+  const Topology& topo = Topology::system();
+  const TopologyInfo info =
+      (!options.cpu_list || !*options.cpu_list) ? topo.process_info() : topo.info_for(options.cpu_list);
+  const int n_cores = static_cast<int>(info.cores.size());
+  n_threads_ = options.n_threads > 0 ? options.n_threads : (n_cores > 0 ? n_cores : 1);
+  const bool pin = options.pin && n_threads_ <= n_cores;
+  bindings_.assign(static_cast<size_t>(n_threads_), {});
+  if (pin) {
+    for (int t = 0; t < n_threads_; ++t) bindings_[static_cast<size_t>(t)] = info.cores[static_cast<size_t>(t)].os_cpus;
+  }
+  workers_.reserve(static_cast<size_t>(n_threads_ - 1));
+  for (int t = 1; t < n_threads_; ++t) {
+    workers_.emplace_back([this, t] { worker_main(t); });
+  }
+  if (pin && options.pin_caller) (void)topo.bind_current_thread(bindings_[0]);
+  if (!(pin && options.pin_caller)) bindings_[0].clear();
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(dispatch_mutex_);
+    stop_ = true;
+    generation_.fetch_add(1, std::memory_order_seq_cst);
+    futex_wake_all(&generation_);
+  }
+  for (auto& w : workers_) w.join();
+}
+
+void ThreadPool::worker_main(int thread) {
+  if (!bindings_[static_cast<size_t>(thread)].empty()) {
+    (void)Topology::system().bind_current_thread(bindings_[static_cast<size_t>(thread)]);
+  }
+  ThreadMark mark(this, thread);
+  uint32_t seen = 0;
+  for (;;) {
+    uint32_t g = generation_.load(std::memory_order_acquire);
+    int spins = 0;
+    while (g == seen) {
+      if (++spins < spin_iterations_) {
+        cpu_relax();
+      } else {
+        // Park. The seq_cst increment of sleepers_ pairs with the dispatcher's seq_cst bump of
+        // generation_ then load of sleepers_: one of the two sees the other.
+        sleepers_.fetch_add(1, std::memory_order_seq_cst);
+        if (generation_.load(std::memory_order_seq_cst) == seen) futex_wait(&generation_, seen);
+        sleepers_.fetch_sub(1, std::memory_order_relaxed);
+        spins = 0;
+      }
+      g = generation_.load(std::memory_order_acquire);
+    }
+    seen = g;
+    if (stop_) return;
+    run_chunk(thread);
+    if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+        caller_parked_.load(std::memory_order_seq_cst) != 0) {
+      futex_wake_all(&pending_);
+    }
+  }
+}
+
+void ThreadPool::run_chunk(int thread) {
+  const auto [lo, hi] = chunk(job_n_, n_threads_, thread);
+  try {
+    for (int task = lo; task < hi; ++task) job_fn_(job_ctx_, task, thread);
+  } catch (...) {
+    bool expected = false;
+    if (has_error_.compare_exchange_strong(expected, true)) error_ = std::current_exception();
+  }
+}
+
+void ThreadPool::dispatch(int n_tasks, TaskFn fn, void* ctx) {
+  if (n_tasks <= 0) return;
+  if (tls_pool == this) {  // nested call from one of our tasks: run inline
+    const int thread = tls_thread;
+    for (int task = 0; task < n_tasks; ++task) fn(ctx, task, thread);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(dispatch_mutex_);
+  ThreadMark mark(this, 0);
+  if (n_threads_ == 1 || n_tasks == 1) {
+    for (int task = 0; task < n_tasks; ++task) fn(ctx, task, 0);
+    return;
+  }
+  job_fn_ = fn;
+  job_ctx_ = ctx;
+  job_n_ = n_tasks;
+  has_error_.store(false, std::memory_order_relaxed);
+  error_ = nullptr;
+  pending_.store(static_cast<uint32_t>(n_threads_ - 1), std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_seq_cst);  // publishes the job (release)
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake_all(&generation_);
+
+  run_chunk(0);
+
+  int spins = 0;
+  uint32_t left = pending_.load(std::memory_order_acquire);
+  while (left != 0) {
+    if (++spins < spin_iterations_) {
+      cpu_relax();
+    } else {
+      caller_parked_.store(1, std::memory_order_seq_cst);
+      left = pending_.load(std::memory_order_seq_cst);
+      if (left != 0) futex_wait(&pending_, left);
+      caller_parked_.store(0, std::memory_order_relaxed);
+      spins = 0;
+    }
+    left = pending_.load(std::memory_order_acquire);
+  }
+  if (has_error_.load(std::memory_order_acquire)) {
+    std::exception_ptr e = std::exchange(error_, nullptr);
+    std::rethrow_exception(e);
+  }
+}
+
+}  // namespace slab

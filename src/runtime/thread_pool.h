@@ -1,0 +1,101 @@
+#pragma once
+// Fixed pool of worker threads, one per physical core of the instance's cpuset, each pinned to
+// its core. The thread that calls parallel_for takes part as worker 0, so a pool of N threads
+// owns N-1 std::threads. Dispatch is a generation counter that idle workers spin on for a bounded
+// time and then park on (futex); completion is a counter the caller spins then parks on. Work is
+// split statically: with T threads, thread t runs the t-th of T contiguous chunks of near-equal
+// size (see chunk()), in order.
+//
+// One dispatcher at a time: concurrent parallel_for calls from different threads are serialised
+// by a mutex. A parallel_for called from inside a task (nested) runs all its tasks inline on the
+// calling thread, passing that thread's index. An exception thrown by a task is rethrown by
+// parallel_for on the calling thread after every thread has finished (the first one wins).
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace slab {
+
+struct ThreadPoolOptions {
+  int n_threads = 0;            // 0: one per physical core of the cpuset
+  bool pin = true;              // pin worker t to core t (only when threads <= cores)
+  // Also pin the constructing thread to core 0 as worker 0. Threads it creates later inherit
+  // that binding, so construct the pool on the thread that will dispatch (the engine loop).
+  bool pin_caller = true;
+  int spin_iterations = 1 << 14;  // pause iterations (~50-100 us) before a waiter parks
+  const char* cpu_list = nullptr;  // null or "": the process's current cpuset; else e.g. "0-3,8"
+};
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(const ThreadPoolOptions& options = {});
+  ~ThreadPool();  // wakes and joins every worker
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+  // The OS cpus each thread is pinned to (empty vectors when unpinned); index = thread.
+  const std::vector<std::vector<int>>& bindings() const { return bindings_; }
+
+  // Runs fn(task, thread) for every task in [0, n_tasks), statically chunked over the threads.
+  // fn is any callable (lambda, std::function, function pointer); it is not copied.
+  template <typename F>
+  void parallel_for(int n_tasks, F&& fn) {
+    using Fn = std::remove_reference_t<F>;
+    dispatch(
+        n_tasks,
+        [](void* ctx, int task, int thread) { (*static_cast<Fn*>(ctx))(task, thread); },
+        const_cast<void*>(static_cast<const void*>(&fn)));
+  }
+
+  // Runs fn(thread, n_threads) once on every thread: the form the kernels take.
+  template <typename F>
+  void run_on_all(F&& fn) {
+    const int n = n_threads_;
+    parallel_for(n, [&fn, n](int task, int) { fn(task, n); });
+  }
+
+  // Index of the calling thread inside the pool currently dispatching on it, or -1.
+  static int current_thread_index();
+
+  // Static chunking used by parallel_for: the half-open range of `part` of `parts` over n items.
+  // Sizes differ by at most one, the larger chunks first (so thread 0, the caller, always works).
+  static std::pair<int, int> chunk(int n, int parts, int part) {
+    const int q = n / parts, r = n % parts;
+    const int lo = part * q + (part < r ? part : r);
+    return {lo, lo + q + (part < r ? 1 : 0)};
+  }
+
+ private:
+  using TaskFn = void (*)(void* ctx, int task, int thread);
+  void dispatch(int n_tasks, TaskFn fn, void* ctx);
+  void run_chunk(int thread);
+  void worker_main(int thread);
+
+  int n_threads_ = 1;
+  int spin_iterations_ = 0;
+  std::vector<std::thread> workers_;
+  std::vector<std::vector<int>> bindings_;
+  std::mutex dispatch_mutex_;
+
+  // Job description: written by the dispatcher before it bumps generation_ (release).
+  TaskFn job_fn_ = nullptr;
+  void* job_ctx_ = nullptr;
+  int job_n_ = 0;
+  std::exception_ptr error_;
+  std::atomic<bool> has_error_{false};
+  bool stop_ = false;
+
+  alignas(64) std::atomic<uint32_t> generation_{0};   // futex word: workers wait for a change
+  alignas(64) std::atomic<int> sleepers_{0};          // workers parked on generation_
+  alignas(64) std::atomic<uint32_t> pending_{0};      // futex word: workers yet to finish
+  alignas(64) std::atomic<int> caller_parked_{0};
+};
+
+}  // namespace slab

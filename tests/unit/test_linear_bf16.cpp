@@ -1,0 +1,316 @@
+// BF16 linear kernel against the scalar FP32 reference on BF16-rounded inputs.
+//
+// Tolerance: inputs are exactly representable (rounded to BF16 before the reference sees them),
+// products of two BF16 values are exact in FP32, so the only differences are the order and
+// rounding of FP32 sums. Both sides accumulate at most K terms in FP32, so
+//   |kernel - ref| <= 2e-5 * (sum_k |x_k||w_k| + |bias| + |residual|)
+// (K ≤ 600 here: K·2^-24 ≈ 4e-5 worst case, ~1e-6 typical). BF16 outputs also carry their own
+// rounding: + 2^-8 |ref|.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/linear_bf16.h"
+#include "kernels/reference.h"
+#include "runtime/cpu_features.h"
+#include "runtime/thread_pool.h"
+
+using namespace slab;
+using namespace slab::kern;
+
+namespace {
+
+struct Problem {
+  int m, n, k;
+  size_t ldx, ldo, ldr;
+  std::vector<float> x, w, bias, residual;  // BF16-representable values
+  std::vector<bf16_t> xb, packed;
+};
+
+Problem make_problem(int m, int n, int k, std::mt19937& rng, bool pad_strides) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  Problem p{m, n, k, 0, 0, 0, {}, {}, {}, {}, {}, {}};
+  p.ldx = static_cast<size_t>(k) + (pad_strides ? 5 : 0);
+  p.ldo = static_cast<size_t>(n) + (pad_strides ? 3 : 0);
+  p.ldr = static_cast<size_t>(n) + (pad_strides ? 7 : 0);
+  p.x.assign(static_cast<size_t>(m) * k, 0.0f);
+  p.xb.assign(static_cast<size_t>(m) * p.ldx + 1, 0x7fc0);  // padding holds NaN: must not be read
+  for (int r = 0; r < m; ++r) {
+    for (int c = 0; c < k; ++c) {
+      const float v = round_to_bf16(dist(rng));
+      p.x[static_cast<size_t>(r) * k + c] = v;
+      p.xb[static_cast<size_t>(r) * p.ldx + c] = f32_to_bf16(v);
+    }
+  }
+  p.w.resize(static_cast<size_t>(n) * k);
+  for (float& v : p.w) v = round_to_bf16(dist(rng));
+  p.bias.resize(static_cast<size_t>(n));
+  for (float& v : p.bias) v = dist(rng);
+  p.residual.assign(static_cast<size_t>(m) * p.ldr, 0.0f);
+  for (float& v : p.residual) v = 4.0f * dist(rng);
+  p.packed.assign(packed_bf16_elems(n, k), 0xffff);
+  pack_linear_bf16(p.packed.data(), p.w.data(), n, k, static_cast<size_t>(k));
+  return p;
+}
+
+struct Options {
+  bool bias = false;
+  bool residual = false;
+  bool bf16_out = false;
+  bool in_place = false;  // residual == out_f32
+};
+
+// Runs the kernel as n_threads threads would (each thread index in turn, then the reduction),
+// or really in parallel on `pool` when given.
+std::vector<float> run(const Problem& p, const Options& o, Isa isa, int n_threads,
+                       ThreadPool* pool = nullptr) {
+  std::vector<float> out(static_cast<size_t>(p.m) * p.ldo + 1, 12345.0f);
+  std::vector<bf16_t> out_b(out.size(), 0x4242);
+  if (o.in_place) {
+    for (int r = 0; r < p.m; ++r) {
+      for (int c = 0; c < p.n; ++c) {
+        out[static_cast<size_t>(r) * p.ldo + c] = p.residual[static_cast<size_t>(r) * p.ldr + c];
+      }
+    }
+  }
+  std::vector<float> ws(linear_bf16_workspace_floats(p.m, p.n, p.k, n_threads) + 1, NAN);
+  LinearArgs a;
+  a.x = p.xb.data();
+  a.ldx = p.ldx;
+  a.w = {p.packed.data(), p.n, p.k};
+  a.m = p.m;
+  if (o.bf16_out) {
+    a.out_bf16 = out_b.data();
+  } else {
+    a.out_f32 = out.data();
+  }
+  a.ldo = p.ldo;
+  a.bias = o.bias ? p.bias.data() : nullptr;
+  if (o.in_place) {
+    a.residual = out.data();
+    a.ldr = p.ldo;
+  } else if (o.residual) {
+    a.residual = p.residual.data();
+    a.ldr = p.ldr;
+  }
+  a.workspace = ws.data();
+  a.isa = isa;
+  if (pool) {
+    REQUIRE(pool->size() == n_threads);
+    linear_bf16(a, n_threads, [pool](auto&& f) { pool->run_on_all(f); });
+  } else {
+    for (int t = 0; t < n_threads; ++t) linear_bf16_compute(a, t, n_threads);
+    if (linear_bf16_needs_reduce(p.m, p.n, p.k, n_threads)) {
+      for (int t = 0; t < n_threads; ++t) linear_bf16_reduce(a, t, n_threads);
+    }
+  }
+  // Columns between n and ldo are never written.
+  for (int r = 0; r < p.m; ++r) {
+    for (size_t c = static_cast<size_t>(p.n); c < p.ldo; ++c) {
+      REQUIRE(out[static_cast<size_t>(r) * p.ldo + c] == 12345.0f);
+      REQUIRE(out_b[static_cast<size_t>(r) * p.ldo + c] == 0x4242);
+    }
+  }
+  REQUIRE(out.back() == 12345.0f);
+  std::vector<float> result(static_cast<size_t>(p.m) * p.n);
+  for (int r = 0; r < p.m; ++r) {
+    for (int c = 0; c < p.n; ++c) {
+      const size_t i = static_cast<size_t>(r) * p.ldo + c;
+      result[static_cast<size_t>(r) * p.n + c] = o.bf16_out ? bf16_to_f32(out_b[i]) : out[i];
+    }
+  }
+  return result;
+}
+
+void check_against_reference(const Problem& p, const Options& o, const std::vector<float>& got) {
+  std::vector<float> ref(static_cast<size_t>(p.m) * p.n);
+  ref::linear(ref.data(), p.x.data(), p.w.data(), o.bias ? p.bias.data() : nullptr, p.m, p.n, p.k);
+  for (int r = 0; r < p.m; ++r) {
+    for (int c = 0; c < p.n; ++c) {
+      const size_t i = static_cast<size_t>(r) * p.n + c;
+      double scale = 0.0;
+      for (int kk = 0; kk < p.k; ++kk) {
+        scale += std::fabs(p.x[static_cast<size_t>(r) * p.k + kk] *
+                           p.w[static_cast<size_t>(c) * p.k + kk]);
+      }
+      float expect = ref[i];
+      if (o.bias) scale += std::fabs(p.bias[static_cast<size_t>(c)]);
+      if (o.residual || o.in_place) {
+        const float res = p.residual[static_cast<size_t>(r) * p.ldr + c];
+        expect += res;
+        scale += std::fabs(res);
+      }
+      double tol = 2e-5 * scale + 1e-30;
+      if (o.bf16_out) tol += std::ldexp(std::fabs(expect), -8);
+      if (!(std::fabs(got[i] - expect) <= tol)) {
+        FAIL_CHECK("m=" << p.m << " n=" << p.n << " k=" << p.k << " row " << r << " col " << c
+                        << ": got " << got[i] << " want " << expect << " tol " << tol);
+        return;
+      }
+    }
+  }
+}
+
+std::vector<Isa> isas() {
+  std::vector<Isa> v{Isa::scalar};
+  if (cpu_features().has_avx2_kernels()) v.push_back(Isa::avx2);
+  if (cpu_features().has_avx512_bf16_kernels()) v.push_back(Isa::avx512_bf16);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("bf16 conversions round to nearest even", "[kernels]") {
+  CHECK(f32_to_bf16(1.0f) == 0x3f80);
+  CHECK(bf16_to_f32(0x3f80) == 1.0f);
+  CHECK(f32_to_bf16(-2.0f) == 0xc000);
+  // 1 + 2^-8 is a tie between 1 and 1 + 2^-7: to even (1). 1 + 3*2^-8 ties up to 1 + 2^-6.
+  CHECK(f32_to_bf16(1.0f + std::ldexp(1.0f, -8)) == 0x3f80);
+  CHECK(f32_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)) == 0x3f82);
+  CHECK(f32_to_bf16(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20)) == 0x3f81);
+  CHECK(std::isnan(bf16_to_f32(f32_to_bf16(NAN))));
+  CHECK(std::isinf(bf16_to_f32(f32_to_bf16(INFINITY))));
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-100.0f, 100.0f);
+  for (size_t n : {size_t{1}, size_t{15}, size_t{16}, size_t{33}, size_t{100}}) {
+    std::vector<float> src(n);
+    for (float& v : src) v = dist(rng);
+    for (Isa isa : isas()) {
+      std::vector<bf16_t> dst(n + 1, 0x1234);
+      convert_f32_to_bf16(dst.data(), src.data(), n, isa);
+      for (size_t i = 0; i < n; ++i) CHECK(dst[i] == f32_to_bf16(src[i]));
+      CHECK(dst[n] == 0x1234);
+      std::vector<float> back(n);
+      convert_bf16_to_f32(back.data(), dst.data(), n);
+      for (size_t i = 0; i < n; ++i) CHECK(back[i] == round_to_bf16(src[i]));
+    }
+  }
+}
+
+TEST_CASE("packing lays out 32-column panels of interleaved k-pairs", "[kernels]") {
+  const int n = 37, k = 5;
+  std::vector<float> w(static_cast<size_t>(n) * k);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i + 1);
+  std::vector<bf16_t> packed(packed_bf16_elems(n, k), 0xffff);
+  REQUIRE(packed.size() == 2u * 3u * 64u);
+  pack_linear_bf16(packed.data(), w.data(), n, k, static_cast<size_t>(k));
+  for (int p = 0; p < 2; ++p) {
+    for (int pair = 0; pair < 3; ++pair) {
+      for (int col = 0; col < 32; ++col) {
+        for (int j = 0; j < 2; ++j) {
+          const int row = 32 * p + col, kk = 2 * pair + j;
+          const float want = (row < n && kk < k) ? w[static_cast<size_t>(row) * k + kk] : 0.0f;
+          CHECK(bf16_to_f32(packed[((static_cast<size_t>(p) * 3 + pair) * 32 + col) * 2 + j]) ==
+                want);
+        }
+      }
+    }
+  }
+  // From a BF16 source: identical bytes.
+  std::vector<bf16_t> wb(w.size());
+  for (size_t i = 0; i < w.size(); ++i) wb[i] = f32_to_bf16(w[i]);
+  std::vector<bf16_t> packed2(packed.size(), 0);
+  pack_linear_bf16(packed2.data(), wb.data(), n, k, static_cast<size_t>(k));
+  CHECK(packed2 == packed);
+}
+
+TEST_CASE("linear_bf16 matches the reference on ragged shapes", "[kernels]") {
+  std::mt19937 rng(1234);
+  const int ms[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 20, 100};
+  const int ns[] = {1, 31, 32, 33, 97};
+  const int ks[] = {1, 3, 63, 130, 513};
+  for (int m : ms) {
+    for (int n : ns) {
+      for (int k : ks) {
+        const bool pad = (m + n + k) % 2 == 0;
+        const Problem p = make_problem(m, n, k, rng, pad);
+        Options o;
+        o.bias = (m + k) % 3 != 0;
+        o.residual = (n + k) % 2 == 0;
+        o.in_place = !o.residual && m % 4 == 1;
+        o.bf16_out = !o.in_place && (m * 7 + n + k) % 5 == 0;
+        for (Isa isa : isas()) {
+          for (int threads : {1, 3}) {
+            INFO("isa " << isa_name(isa) << " threads " << threads << " m " << m << " n " << n
+                        << " k " << k);
+            check_against_reference(p, o, run(p, o, isa, threads));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("linear_bf16 epilogues: bias, residual, in place, bf16 out", "[kernels]") {
+  std::mt19937 rng(99);
+  for (int m : {1, 6, 11}) {
+    const Problem p = make_problem(m, 70, 300, rng, true);
+    for (int mode = 0; mode < 6; ++mode) {
+      Options o;
+      o.bias = mode & 1;
+      o.residual = mode == 2 || mode == 3;
+      o.in_place = mode == 4;
+      o.bf16_out = mode == 5;
+      for (Isa isa : isas()) {
+        INFO("isa " << isa_name(isa) << " m " << m << " mode " << mode);
+        check_against_reference(p, o, run(p, o, isa, 2));
+      }
+    }
+  }
+}
+
+TEST_CASE("linear_bf16 thread counts agree; split-K decode; a real pool", "[kernels]") {
+  std::mt19937 rng(5);
+  ThreadPool pool({.n_threads = 2, .pin = false});
+  struct Shape {
+    int m, n, k;
+  };
+  for (const Shape s : {Shape{1, 33, 2048}, Shape{3, 1, 1000}, Shape{8, 64, 777},
+                        Shape{4, 200, 64}, Shape{16, 40, 400}, Shape{64, 130, 515},
+                        Shape{20, 70, 1537}}) {  // the last: 4 K blocks, odd K
+    const Problem p = make_problem(s.m, s.n, s.k, rng, false);
+    Options o;
+    o.bias = true;
+    o.residual = true;
+    for (Isa isa : isas()) {
+      INFO("isa " << isa_name(isa) << " m " << s.m << " n " << s.n << " k " << s.k);
+      const std::vector<float> one = run(p, o, isa, 1);
+      check_against_reference(p, o, one);
+      for (int threads : {2, 4, 7, 16}) {
+        INFO("threads " << threads << " split-K "
+                        << linear_bf16_needs_reduce(s.m, s.n, s.k, threads));
+        const std::vector<float> many = run(p, o, isa, threads);
+        check_against_reference(p, o, many);
+        if (!linear_bf16_needs_reduce(s.m, s.n, s.k, threads)) CHECK(many == one);
+      }
+      check_against_reference(p, o, run(p, o, isa, 2, &pool));
+    }
+  }
+  // Split-K really happens for narrow decode shapes.
+  CHECK(linear_bf16_needs_reduce(1, 33, 2048, 4));
+  CHECK(linear_bf16_needs_reduce(3, 1, 1000, 2));
+  CHECK_FALSE(linear_bf16_needs_reduce(1, 2048, 2048, 2));
+  CHECK_FALSE(linear_bf16_needs_reduce(16, 1, 2048, 4));
+}
+
+TEST_CASE("scalar, avx2 and avx512 paths agree", "[kernels]") {
+  if (isas().size() == 1) {
+    WARN("no avx2 or avx512_bf16 on this CPU: only the scalar path was tested");
+    return;
+  }
+  std::mt19937 rng(11);
+  for (int m : {1, 5, 12, 30}) {
+    const Problem p = make_problem(m, 96, 2 * 300 + 1, rng, false);
+    Options o;
+    o.bias = true;
+    const std::vector<float> a = run(p, o, Isa::scalar, 2);
+    for (Isa isa : isas()) {
+      INFO("isa " << isa_name(isa) << " m " << m);
+      const std::vector<float> b = run(p, o, isa, 2);
+      for (size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(a[i] - b[i]) <= 1e-4f);
+    }
+  }
+}
