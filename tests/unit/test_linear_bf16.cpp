@@ -262,7 +262,7 @@ TEST_CASE("linear_bf16 epilogues: bias, residual, in place, bf16 out", "[kernels
   }
 }
 
-TEST_CASE("linear_bf16 thread counts agree; split-K decode; a real pool", "[kernels]") {
+TEST_CASE("linear_bf16 thread counts agree and split-K decode and a real pool", "[kernels]") {
   std::mt19937 rng(5);
   ThreadPool pool({.n_threads = 2, .pin = false});
   struct Shape {

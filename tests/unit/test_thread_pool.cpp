@@ -185,7 +185,7 @@ TEST_CASE("exceptions in tasks reach the caller and the pool stays usable", "[ru
   CHECK(count == 8);
 }
 
-TEST_CASE("100k dispatches give correct results; parking and waking", "[runtime]") {
+TEST_CASE("100k dispatches give correct results and parking and waking", "[runtime]") {
   AffinityGuard guard;
   for (int spin : {1 << 14, 1}) {  // spinning workers, then workers that park every time
     ThreadPool pool({.n_threads = 2, .pin = false, .spin_iterations = spin});
