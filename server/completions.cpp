@@ -88,7 +88,7 @@ void handle_completions(const LoadedModel& loaded, const ServerOptions& options,
   };
 
   if (!r.sampling.stream) {
-    while (!call->all_finished()) call->next(std::chrono::milliseconds(1000));
+    call->wait_all();
     json choices = json::array();
     for (size_t i = 0; i < call->choices().size(); ++i) {
       const ChoiceState& c = call->choices()[i];
@@ -111,24 +111,14 @@ void handle_completions(const LoadedModel& loaded, const ServerOptions& options,
         if (!send_sse(sink, chunk(i, prompts[i / r.sampling.n].text, nullptr, nullptr))) return false;
       }
     }
-    while (!call->all_finished()) {
-      std::optional<GenerationCall::Event> event = call->next(std::chrono::milliseconds(500));
-      if (!event) {
-        if (!sink.is_writable()) return false;
-        continue;
-      }
-      const ChoiceState& c = call->choices()[event->choice];
-      if (c.finished && c.finish_reason == FinishReason::error) {
-        send_sse(sink, error_event(c.error));
-        return false;
-      }
-      const RequestOutput& out = event->output;
-      if (!out.text.empty() || (r.logprobs && !out.logprobs.empty())) {
-        json logprobs = r.logprobs ? logprobs_json(*loaded.tokenizer, out.logprobs) : json(nullptr);
-        if (!send_sse(sink, chunk(event->choice, out.text, logprobs, nullptr))) return false;
-      }
-      if (c.finished && !send_sse(sink, chunk(event->choice, "", nullptr, finish_reason_name(c.finish_reason)))) return false;
-    }
+    const bool ok = call->stream(
+        sink,
+        [&](size_t choice, const RequestOutput& out) {
+          if (out.text.empty() && !(r.logprobs && !out.logprobs.empty())) return json(nullptr);
+          return chunk(choice, out.text, r.logprobs ? logprobs_json(*loaded.tokenizer, out.logprobs) : json(nullptr), nullptr);
+        },
+        [&](size_t choice, const ChoiceState& c) { return chunk(choice, "", nullptr, finish_reason_name(c.finish_reason)); });
+    if (!ok) return false;
     if (r.sampling.include_usage) {
       send_sse(sink, {{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", name},
                       {"choices", json::array()}, {"usage", call->usage(prompt_tokens)}});

@@ -1,37 +1,25 @@
 #include "chat/template_source.h"
 
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/file_io.h"
+
 namespace slab::chat {
-namespace {
-
-std::string read_text(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw std::runtime_error(file.string() + ": cannot read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-}  // namespace
-
 std::string read_chat_template_file(const std::filesystem::path& file) {
   if (!std::filesystem::is_regular_file(file)) throw std::runtime_error(file.string() + ": no such chat template file");
-  return read_text(file);
+  return read_file(file);
 }
 
 std::optional<std::string> read_model_chat_template(const std::filesystem::path& model_dir) {
   const auto jinja = model_dir / "chat_template.jinja";
-  if (std::filesystem::is_regular_file(jinja)) return read_text(jinja);
+  if (std::filesystem::is_regular_file(jinja)) return read_file(jinja);
 
   const auto config_path = model_dir / "tokenizer_config.json";
   if (!std::filesystem::is_regular_file(config_path)) return std::nullopt;
-  const nlohmann::json config = nlohmann::json::parse(read_text(config_path), nullptr, /*allow_exceptions=*/false);
-  if (config.is_discarded() || !config.is_object()) throw std::runtime_error(config_path.string() + ": not a JSON object");
+  const nlohmann::json config = read_json_file(config_path);
+  if (!config.is_object()) throw std::runtime_error(config_path.string() + ": not a JSON object");
   auto field = config.find("chat_template");
   if (field == config.end() || field->is_null()) return std::nullopt;
   if (field->is_string()) return field->get<std::string>();

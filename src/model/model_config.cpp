@@ -13,6 +13,8 @@
 // files use top-level `rope_theta` plus `rope_scaling`. Both are read.
 #include "model/model_config.h"
 
+#include "runtime/file_io.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -225,18 +227,6 @@ void validate(const std::string& source, const ModelConfig& c) {
   if (c.bos_token_id >= c.vocab_size) {
     fail(source, "bos_token_id", "token id " + std::to_string(c.bos_token_id) +
                                      " is outside the vocabulary (" + std::to_string(c.vocab_size) + ")");
-  }
-}
-
-json read_json_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path.string() + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    return json::parse(ss.str());
-  } catch (const json::parse_error& e) {
-    throw std::runtime_error(path.string() + ": invalid JSON: " + e.what());
   }
 }
 

@@ -5,10 +5,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/file_io.h"
+
 namespace slab::tok {
 
-// Parses the file; throws std::runtime_error "<path>: ..." when it is unreadable or malformed.
-nlohmann::json read_json_file(const std::filesystem::path& path);
+using slab::read_json_file;  // runtime/file_io.h
 
 // Throws std::runtime_error "<file>: <field>: <what>".
 [[noreturn]] void fail(const std::string& file, const std::string& field, const std::string& what);

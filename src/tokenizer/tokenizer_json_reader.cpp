@@ -1,5 +1,7 @@
 #include "tokenizer/tokenizer_json_reader.h"
 
+#include "runtime/file_io.h"
+
 #include <fstream>
 #include <stdexcept>
 
@@ -177,14 +179,7 @@ class Reader final : public nlohmann::json_sax<json> {
 }  // namespace
 
 TokenizerJson read_tokenizer_json(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path.string() + ": cannot open");
-  std::string text;
-  in.seekg(0, std::ios::end);
-  text.resize(static_cast<size_t>(in.tellg()));
-  in.seekg(0, std::ios::beg);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (!in) throw std::runtime_error(path.string() + ": read failed");
+  const std::string text = read_file(path);
 
   TokenizerJson out;
   Reader reader(out);
