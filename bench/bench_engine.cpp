@@ -1,0 +1,159 @@
+// Engine-level serving benchmark (no HTTP): output tokens/s at several concurrencies with fixed
+// prompt/output lengths, and the prefix-cache speed-up for requests that share a long prefix.
+//
+//   bench_engine --model DIR [--concurrency 1,4,16,64] [--prompt-len 128] [--output-len 128]
+//                [--prefix-len 1024] [--suffix-len 32]
+//
+// Prompts are random token ids and generation ignores EOS, so every request produces exactly
+// --output-len tokens (vLLM's `bench serve --random-*` convention).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+struct Options {
+  std::string model;
+  std::vector<int> concurrency = {1, 4, 16, 64};
+  int prompt_len = 128;
+  int output_len = 128;
+  int prefix_len = 1024;
+  int suffix_len = 32;
+};
+
+std::vector<int> parse_list(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(std::stoi(item));
+  return out;
+}
+
+struct RunResult {
+  double seconds = 0;
+  int output_tokens = 0;
+  std::vector<double> ttft;  // per request
+  std::vector<double> tpot;  // per request: (e2e - ttft) / (tokens - 1)
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Submits all requests at once and waits for every one.
+RunResult run(slab::Engine& engine, const std::vector<slab::Request>& requests) {
+  auto stream = std::make_shared<slab::RequestStream>();
+  std::map<int64_t, size_t> index;
+  const auto start = clock_type::now();
+  for (const slab::Request& r : requests) index[engine.submit(r, stream)] = index.size();
+  std::vector<double> first(requests.size(), -1), last(requests.size(), 0);
+  std::vector<int> tokens(requests.size(), 0);
+  size_t done = 0;
+  while (done < requests.size()) {
+    std::optional<slab::RequestOutput> out = stream->next(std::chrono::milliseconds(600000));
+    if (!out) {
+      std::fprintf(stderr, "bench_engine: no progress for 10 minutes\n");
+      std::exit(1);
+    }
+    const size_t i = index.at(out->request_id);
+    const double t = std::chrono::duration<double>(clock_type::now() - start).count();
+    if (!out->tokens.empty() && first[i] < 0) first[i] = t;
+    tokens[i] = out->completion_tokens;
+    if (out->finished) {
+      last[i] = t;
+      ++done;
+    }
+  }
+  RunResult r;
+  r.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    r.output_tokens += tokens[i];
+    r.ttft.push_back(first[i]);
+    if (tokens[i] > 1) r.tpot.push_back((last[i] - first[i]) / (tokens[i] - 1));
+  }
+  return r;
+}
+
+slab::Request random_request(std::mt19937& rng, int vocab, const std::vector<int32_t>& prefix, int len, int output_len) {
+  slab::Request r;
+  r.prompt = prefix;
+  while (static_cast<int>(r.prompt.size()) < len) r.prompt.push_back(static_cast<int32_t>(3 + rng() % (vocab - 3)));
+  r.sampling.temperature = 0.0f;
+  r.stop.max_tokens = output_len;
+  r.stop.ignore_eos = true;
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--model") o.model = value;
+    else if (flag == "--concurrency") o.concurrency = parse_list(value);
+    else if (flag == "--prompt-len") o.prompt_len = std::stoi(value);
+    else if (flag == "--output-len") o.output_len = std::stoi(value);
+    else if (flag == "--prefix-len") o.prefix_len = std::stoi(value);
+    else if (flag == "--suffix-len") o.suffix_len = std::stoi(value);
+    else {
+      std::fprintf(stderr, "bench_engine: unknown flag %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  if (o.model.empty()) {
+    std::fprintf(stderr, "usage: bench_engine --model DIR [--concurrency 1,4,16,64] [--prompt-len N] [--output-len N]\n");
+    return 2;
+  }
+  const slab::Model model = slab::load_model(o.model);
+  const int vocab = model.config.vocab_size;
+  std::mt19937 rng(1234);
+  const int max_c = *std::max_element(o.concurrency.begin(), o.concurrency.end());
+
+  slab::EngineConfig config;
+  config.scheduler.max_num_seqs = std::max(max_c, 8);
+  config.kv_cache_bytes = size_t{4} << 30;
+  std::printf("model %s: %d layers, hidden %d, vocab %d\n", o.model.c_str(), model.config.num_layers,
+              model.config.hidden_size, vocab);
+  std::printf("%-12s %10s %12s %14s %12s %12s\n", "concurrency", "requests", "seconds", "output tok/s", "TTFT p50 s", "TPOT p50 ms");
+  {
+    slab::Engine engine(model, nullptr, config);
+    run(engine, {random_request(rng, vocab, {}, o.prompt_len, 4)});  // warm-up: pages in the weights
+    for (int c : o.concurrency) {
+      std::vector<slab::Request> requests;
+      for (int i = 0; i < c; ++i) requests.push_back(random_request(rng, vocab, {}, o.prompt_len, o.output_len));
+      const RunResult r = run(engine, requests);
+      std::printf("%-12d %10d %12.2f %14.1f %12.3f %12.1f\n", c, c, r.seconds, r.output_tokens / r.seconds,
+                  median(r.ttft), 1000 * median(r.tpot));
+      std::fflush(stdout);
+    }
+  }
+
+  // Prefix caching: 8 requests share a long prefix; the cache is warmed by one of them first.
+  std::vector<int32_t> prefix;
+  for (int i = 0; i < o.prefix_len; ++i) prefix.push_back(static_cast<int32_t>(3 + rng() % (vocab - 3)));
+  std::vector<slab::Request> shared;
+  for (int i = 0; i < 8; ++i) shared.push_back(random_request(rng, vocab, prefix, o.prefix_len + o.suffix_len, 16));
+  double seconds[2] = {0, 0};
+  for (bool caching : {false, true}) {
+    slab::EngineConfig c = config;
+    c.enable_prefix_caching = caching;
+    slab::Engine engine(model, nullptr, c);
+    run(engine, {random_request(rng, vocab, prefix, o.prefix_len + o.suffix_len, 1)});
+    seconds[caching] = run(engine, shared).seconds;
+  }
+  std::printf("prefix cache: 8 requests sharing a %d-token prefix (+%d own, 16 out): %.2f s without, %.2f s with: %.2fx\n",
+              o.prefix_len, o.suffix_len, seconds[0], seconds[1], seconds[0] / seconds[1]);
+  return 0;
+}
