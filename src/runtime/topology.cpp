@@ -94,13 +94,29 @@ std::string TopologyInfo::summary() const {
 }
 
 Topology& Topology::system() {
-  static Topology topology;
+  static Topology topology(Source::kSystem, "");
   return topology;
 }
 
-Topology::Topology() {
+std::unique_ptr<Topology> Topology::from_synthetic(const std::string& description) {
+  return std::unique_ptr<Topology>(new Topology(Source::kSynthetic, description));
+}
+
+std::unique_ptr<Topology> Topology::from_xml(const std::string& path) {
+  return std::unique_ptr<Topology>(new Topology(Source::kXml, path));
+}
+
+Topology::Topology(Source source, const std::string& arg) {
   hwloc_topology_t t = nullptr;
   if (hwloc_topology_init(&t) != 0) throw std::runtime_error("hwloc_topology_init failed");
+  if (source == Source::kSynthetic && hwloc_topology_set_synthetic(t, arg.c_str()) != 0) {
+    hwloc_topology_destroy(t);
+    throw std::invalid_argument("hwloc rejects the synthetic topology '" + arg + "'");
+  }
+  if (source == Source::kXml && hwloc_topology_set_xml(t, arg.c_str()) != 0) {
+    hwloc_topology_destroy(t);
+    throw std::invalid_argument("hwloc cannot read the topology XML file '" + arg + "'");
+  }
   if (hwloc_topology_load(t) != 0) {
     hwloc_topology_destroy(t);
     throw std::runtime_error("hwloc_topology_load failed");
@@ -155,6 +171,9 @@ TopologyInfo Topology::info_for_set(const void* cpuset_ptr) const {
     }
     const int node = hwloc_bitmap_first(core->nodeset);
     ci.numa_node = node >= 0 ? node : 0;
+    if (hwloc_obj_t l3 = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_L3CACHE, core)) {
+      ci.l3_index = static_cast<int>(l3->logical_index);
+    }
     if (std::find(info.numa_nodes.begin(), info.numa_nodes.end(), ci.numa_node) ==
         info.numa_nodes.end()) {
       info.numa_nodes.push_back(ci.numa_node);
@@ -174,7 +193,7 @@ TopologyInfo Topology::info_for_set(const void* cpuset_ptr) const {
   // Machines where hwloc reports no cores (rare VMs): one core per PU.
   if (info.cores.empty()) {
     for (int pu = hwloc_bitmap_first(cpuset); pu >= 0; pu = hwloc_bitmap_next(cpuset, pu)) {
-      info.cores.push_back(CoreInfo{pu, 0, {pu}});
+      info.cores.push_back(CoreInfo{pu, 0, -1, {pu}});
     }
     info.numa_nodes = {0};
   }

@@ -3,6 +3,7 @@
 // cpuset (or of an explicit cpuset string such as "0-3,8"), NUMA nodes, cache sizes; pinning of
 // threads to cores. hwloc types stay inside topology.cpp.
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,7 @@ std::string format_cpu_list(const std::vector<int>& cpus);
 struct CoreInfo {
   int logical_index = 0;      // hwloc's index of the core in the machine
   int numa_node = 0;          // OS index of the NUMA node holding the core (0 when unknown)
+  int l3_index = -1;          // logical index of the core's L3 (a CCD on AMD); -1 when unknown
   std::vector<int> os_cpus;   // the core's hardware threads (OS indices) inside the cpuset
 };
 
@@ -36,6 +38,12 @@ class Topology {
  public:
   // The process-wide loaded hwloc topology (loaded on first use; thread-safe).
   static Topology& system();
+  // A described machine instead of this one (partition tests, planning for another host):
+  // an hwloc synthetic string ("pack:2 [numa] l3:16 core:8 pu:2") or an XML file from lstopo.
+  // Binding through these is a no-op. Throw std::invalid_argument when hwloc rejects the input.
+  static std::unique_ptr<Topology> from_synthetic(const std::string& description);
+  static std::unique_ptr<Topology> from_xml(const std::string& path);
+  ~Topology();
 
   // Cores of the process's current CPU binding (sched_getaffinity / cgroup cpuset).
   TopologyInfo process_info() const;
@@ -56,8 +64,8 @@ class Topology {
   Topology& operator=(const Topology&) = delete;
 
  private:
-  Topology();
-  ~Topology();
+  enum class Source { kSystem, kSynthetic, kXml };
+  Topology(Source source, const std::string& arg);
   TopologyInfo info_for_set(const void* cpuset) const;
   void* topo_ = nullptr;  // hwloc_topology_t
 };
