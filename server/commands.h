@@ -13,6 +13,7 @@ using Command = std::function<int()>;
 
 Command add_generate_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
+Command add_topology_command(CLI::App& app);
 
 // The model folder to use when --model is not given: the tiny real model in the shared test data
 // beside the checkout, if it is there. Empty when it is not.
