@@ -8,6 +8,7 @@
 
 #include "runtime/partition.h"
 #include "runtime/topology.h"
+#include "test_paths.h"
 
 using namespace slab;
 
@@ -131,4 +132,13 @@ TEST_CASE("impossible requests fail with the reason", "[deploy]") {
   CHECK_THROWS_WITH(plan(kEpycNps1, 2, 128, true), Catch::Contains("instance 0's share has 128 cores"));
   CHECK_THROWS_WITH(plan(kGenoaVm, 24, 0, true), Catch::Contains("--reserve-http-core needs at least 2 cores"));
   CHECK_THROWS_WITH(plan(kGenoaVm, -1), Catch::Contains("must not be negative"));
+}
+
+TEST_CASE("an lstopo XML file partitions like the synthetic machine it was saved from", "[deploy]") {
+  // Made with: lstopo --input "pack:1 [numa] l3:3(size=32MiB) core:8 pu:2(indexes=2*24:1*2)" --of xml
+  const auto xml = Topology::from_xml((test::fixtures_dir() / "topology" / "genoa-24c-vm-smt.xml").string());
+  const TopologyInfo info = xml->process_info();
+  CHECK(info.l3_bytes == 32u << 20);
+  CHECK(cpu_lists(partition(info, PartitionOptions{3, 0, true})) == Lists{"0-6", "8-14", "16-22"});
+  CHECK_THROWS_AS(Topology::from_xml("/nonexistent/topology.xml"), std::invalid_argument);
 }
