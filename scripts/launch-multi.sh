@@ -89,17 +89,18 @@ chmod 755 "$RUN_DIR"
 pids=()      # instance processes (numactl/taskset exec into slabserve: same pid)
 nginx_pid=""
 stopping=0
+# shellcheck disable=SC2317  # reached through the traps below
 cleanup() {
   [ "$stopping" = 1 ] && return
   stopping=1
   trap '' INT TERM
   log "stopping"
-  [ -n "$nginx_pid" ] && kill -QUIT "$nginx_pid" 2>/dev/null || true
+  if [ -n "$nginx_pid" ]; then kill -QUIT "$nginx_pid" 2>/dev/null || true; fi
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   # Instances drain their in-flight requests first; anything still alive after STOP_TIMEOUT is killed.
   local deadline=$((SECONDS + STOP_TIMEOUT))
   for pid in "${pids[@]}" $nginx_pid; do
-    while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+    while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
     kill -KILL "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
   done
