@@ -1,0 +1,167 @@
+// AVX-512 block of SLAB attention: scores (FP32 FMA over head_dim, 16 tokens reduced into one
+// zmm at a time), masked online softmax with a vectorised exp, and P·V. Every function carries
+// the target attribute (see linear_bf16_avx512.cpp); only called after cpuid said avx512_bf16.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/attention_block.h"
+
+// GCC 12 reports the _mm512_undefined_ps() pass-through operand inside the unpack and shuffle
+// intrinsics as "may be used uninitialized" once they are inlined here: a false positive.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#define SLAB_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+
+namespace slab::kern::detail {
+namespace {
+
+// exp(x) for x <= 0 (scores minus their running max). Range reduction x = n ln2 + r with
+// |r| <= ln2/2 (ln2 split in two for an exact n ln2), degree-6 Taylor polynomial of e^r
+// (truncation < 1.2e-7 relative), then scalef by 2^n, which flushes to 0 below 2^-149. Relative
+// error below 2e-7 over [-87, 0]; inputs below -103 (and -inf) give 0 up to 2^-149.
+SLAB_AVX512 inline __m512 exp_neg(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-103.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 720.0f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+// Lane j of the result = horizontal sum of a[j].
+SLAB_AVX512 inline __m512 reduce16(const __m512* a) {
+  __m512 b[8];
+  for (int i = 0; i < 8; ++i) {
+    b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]),
+                         _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+  }
+  __m512 c[4];
+  for (int i = 0; i < 4; ++i) {
+    const __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
+    c[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
+                         _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+  }
+  const __m512 d0 = _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                  _mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512 d1 = _mm512_add_ps(_mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                  _mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(d0, d1, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(d0, d1, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// Lanes j of a 16-token group starting at g that fall in [lo, hi).
+SLAB_AVX512 inline __mmask16 range_mask(int g, int lo, int hi) {
+  const int a = std::max(0, lo - g), e = std::min(16, hi - g);
+  if (e <= a) return 0;
+  const uint32_t upto = e >= 16 ? 0xffffu : ((1u << e) - 1u);
+  return static_cast<__mmask16>(upto & ~((1u << a) - 1u));
+}
+
+template <int NC>
+SLAB_AVX512 void block_impl(const AttnBlock& b) {
+  constexpr int hd = 16 * NC;
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int i = 0; i < b.m; ++i) {
+    const int lo = b.lo[i], hi = b.hi[i];
+    if (lo >= hi) continue;
+    const float* qp = b.q + static_cast<size_t>(i) * hd;
+    float* s = b.s + static_cast<size_t>(i) * static_cast<size_t>(b.lds);
+    __m512 q[NC];
+#pragma GCC unroll 16
+    for (int c = 0; c < NC; ++c) q[c] = _mm512_loadu_ps(qp + 16 * c);
+
+    // Scores of the 16-token groups that meet [lo, hi); other lanes become -inf.
+    __m512 vmax = neg_inf;
+    const int g0 = lo & ~15;
+    for (int g = g0; g < hi; g += 16) {
+      __m512 acc[16];
+#pragma GCC unroll 16
+      for (int t = 0; t < 16; ++t) {
+        const float* kr = b.k + static_cast<size_t>(g + t) * hd;
+        acc[t] = _mm512_mul_ps(q[0], _mm512_loadu_ps(kr));
+#pragma GCC unroll 16
+        for (int c = 1; c < NC; ++c) acc[t] = _mm512_fmadd_ps(q[c], _mm512_loadu_ps(kr + 16 * c), acc[t]);
+      }
+      const __m512 sv = _mm512_mask_blend_ps(range_mask(g, lo, hi), neg_inf, reduce16(acc));
+      _mm512_storeu_ps(s + g, sv);
+      vmax = _mm512_max_ps(vmax, sv);
+    }
+
+    const float mold = b.mx[i];
+    const float mnew = std::max(mold, _mm512_reduce_max_ps(vmax));
+    const float alpha = std::exp(mold - mnew);  // 0 when nothing was seen yet
+    const __m512 vm = _mm512_set1_ps(mnew);
+    __m512 vsum = _mm512_setzero_ps();
+    for (int g = g0; g < hi; g += 16) {
+      const __m512 p = _mm512_maskz_mov_ps(range_mask(g, lo, hi),
+                                           exp_neg(_mm512_sub_ps(_mm512_loadu_ps(s + g), vm)));
+      _mm512_storeu_ps(s + g, p);
+      vsum = _mm512_add_ps(vsum, p);
+    }
+    b.l[i] = b.l[i] * alpha + _mm512_reduce_add_ps(vsum);
+    b.mx[i] = mnew;
+
+    float* op = b.o + static_cast<size_t>(i) * hd;
+    const __m512 va = _mm512_set1_ps(alpha);
+    __m512 o[NC];
+#pragma GCC unroll 16
+    for (int c = 0; c < NC; ++c) o[c] = _mm512_mul_ps(va, _mm512_loadu_ps(op + 16 * c));
+    for (int t = lo; t < hi; ++t) {
+      const __m512 p = _mm512_set1_ps(s[t]);
+      const float* vr = b.v + static_cast<size_t>(t) * hd;
+#pragma GCC unroll 16
+      for (int c = 0; c < NC; ++c) o[c] = _mm512_fmadd_ps(p, _mm512_loadu_ps(vr + 16 * c), o[c]);
+    }
+#pragma GCC unroll 16
+    for (int c = 0; c < NC; ++c) _mm512_storeu_ps(op + 16 * c, o[c]);
+  }
+}
+
+}  // namespace
+
+void attn_block_avx512(const AttnBlock& b) {
+  switch (b.hd / 16) {
+    case 1: return block_impl<1>(b);
+    case 2: return block_impl<2>(b);
+    case 3: return block_impl<3>(b);
+    case 4: return block_impl<4>(b);
+    case 5: return block_impl<5>(b);
+    case 6: return block_impl<6>(b);
+    case 7: return block_impl<7>(b);
+    case 8: return block_impl<8>(b);
+    case 9: return block_impl<9>(b);
+    case 10: return block_impl<10>(b);
+    case 11: return block_impl<11>(b);
+    case 12: return block_impl<12>(b);
+    case 13: return block_impl<13>(b);
+    case 14: return block_impl<14>(b);
+    case 15: return block_impl<15>(b);
+    case 16: return block_impl<16>(b);
+    default: return attn_block_scalar(b);
+  }
+}
+
+SLAB_AVX512 void widen_bf16_avx512(float* dst, const bf16_t* src, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i w = _mm512_cvtepu16_epi32(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
+    _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
+  }
+  for (; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
+}
+
+}  // namespace slab::kern::detail

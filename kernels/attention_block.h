@@ -1,0 +1,38 @@
+#pragma once
+// Internal to attention*.cpp: one KV block of one work item, described with plain pointers so
+// that the scalar and AVX-512 implementations share the driver in attention.cpp.
+#include <cstddef>
+
+#include "kernels/bf16.h"
+
+namespace slab::kern::detail {
+
+// Online-softmax update of m query vectors with the nt tokens of one KV block:
+//   s[i][t] = q[i] · k[t] for t in [lo[i], hi[i]) (other tokens are masked out),
+//   mx'[i] = max(mx[i], max_t s[i][t]), p = exp(s - mx'),
+//   l[i] = l[i] exp(mx[i] - mx'[i]) + sum_t p, o[i] = o[i] exp(mx[i] - mx'[i]) + sum_t p v[t].
+// q is prescaled (scale folded in), [m][hd]; k, v are FP32 [nt][hd] and readable (finite) up to
+// nt rounded up to 16 rows; s is scratch [m][lds]. A vector with lo >= hi is left untouched; a
+// vector that has seen no token yet has mx = -inf, l = 0, o = 0.
+struct AttnBlock {
+  const float* q = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  float* s = nullptr;
+  int lds = 0;
+  float* o = nullptr;
+  float* mx = nullptr;
+  float* l = nullptr;
+  const int* lo = nullptr;
+  const int* hi = nullptr;
+  int m = 0;
+  int nt = 0;
+  int hd = 0;
+};
+
+void attn_block_scalar(const AttnBlock& b);
+void attn_block_avx512(const AttnBlock& b);
+// dst[i] = float(src[i]) for i < n.
+void widen_bf16_avx512(float* dst, const bf16_t* src, size_t n);
+
+}  // namespace slab::kern::detail
