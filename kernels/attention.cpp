@@ -162,6 +162,18 @@ AttentionPlan plan_attention(const AttnShape& shape, const AttnSeq* seqs, int n_
 
 namespace {
 
+// Prefetches the first n elements of K and V of one KV head of a block into L1.
+void prefetch_block(const AttentionArgs& a, int32_t block, int kv_head, size_t n) {
+  const bf16_t* base = a.kv.pool + static_cast<size_t>(block) * a.kv.block_stride +
+                       static_cast<size_t>(kv_head) * a.kv.head_stride;
+  const char* k = reinterpret_cast<const char*>(base + a.kv.k_offset);
+  const char* v = reinterpret_cast<const char*>(base + a.kv.v_offset);
+  for (size_t i = 0; i < n * sizeof(bf16_t); i += 64) {
+    __builtin_prefetch(k + i, 0, 3);
+    __builtin_prefetch(v + i, 0, 3);
+  }
+}
+
 void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkItem& it,
               float* scratch, const ScratchLayout& lay, bool avx) {
   const AttnShape& sh = plan.shape;
@@ -212,6 +224,10 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
     const bf16_t* vb = a.kv.pool + block * a.kv.block_stride + a.kv.v_offset +
                        static_cast<size_t>(it.kv_head) * a.kv.head_stride;
     const size_t off = static_cast<size_t>(t0) * uhd, n = static_cast<size_t>(t1 - t0) * uhd;
+    if ((b + 1) * bs < it.kv1) {  // the next block is a random page: start its DRAM reads now
+      prefetch_block(a, sq.block_table[b + 1], it.kv_head,
+                     static_cast<size_t>(std::min(bs, it.kv1 - (b + 1) * bs)) * uhd);
+    }
     if (avx) {
       detail::widen_bf16_avx512(scratch + lay.k + off, kb + off, n);
       detail::widen_bf16_avx512(scratch + lay.v + off, vb + off, n);

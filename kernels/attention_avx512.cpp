@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "kernels/attention.h"
 #include "kernels/attention_block.h"
 
 // GCC 12 reports the _mm512_undefined_ps() pass-through operand inside the unpack and shuffle
@@ -70,9 +71,42 @@ SLAB_AVX512 inline __mmask16 range_mask(int g, int lo, int hi) {
   return static_cast<__mmask16>(upto & ~((1u << a) - 1u));
 }
 
+// o[i + j] = alpha[i + j] o[i + j] + sum_{t in [lo, hi)} s[i + j][t] v[t] for j < VB.
+template <int NC, int VB>
+SLAB_AVX512 inline void pv(const AttnBlock& b, int i, int lo, int hi, const float* alphas) {
+  constexpr int hd = 16 * NC;
+  __m512 o[VB][NC];
+  const float* s[VB];
+#pragma GCC unroll 4
+  for (int j = 0; j < VB; ++j) {
+    const __m512 va = _mm512_set1_ps(alphas[i + j]);
+    const float* op = b.o + static_cast<size_t>(i + j) * hd;
+    s[j] = b.s + static_cast<size_t>(i + j) * static_cast<size_t>(b.lds);
+#pragma GCC unroll 16
+    for (int c = 0; c < NC; ++c) o[j][c] = _mm512_mul_ps(va, _mm512_loadu_ps(op + 16 * c));
+  }
+  for (int t = lo; t < hi; ++t) {
+    const float* vr = b.v + static_cast<size_t>(t) * hd;
+#pragma GCC unroll 16
+    for (int c = 0; c < NC; ++c) {
+      const __m512 v = _mm512_loadu_ps(vr + 16 * c);
+#pragma GCC unroll 4
+      for (int j = 0; j < VB; ++j) o[j][c] = _mm512_fmadd_ps(_mm512_set1_ps(s[j][t]), v, o[j][c]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < VB; ++j) {
+    float* op = b.o + static_cast<size_t>(i + j) * hd;
+#pragma GCC unroll 16
+    for (int c = 0; c < NC; ++c) _mm512_storeu_ps(op + 16 * c, o[j][c]);
+  }
+}
+
 template <int NC>
 SLAB_AVX512 void block_impl(const AttnBlock& b) {
   constexpr int hd = 16 * NC;
+  constexpr int VB = NC <= 4 ? 4 : NC <= 8 ? 2 : 1;
+  float alphas[kAttnMaxVectors];
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   for (int i = 0; i < b.m; ++i) {
     const int lo = b.lo[i], hi = b.hi[i];
@@ -114,19 +148,23 @@ SLAB_AVX512 void block_impl(const AttnBlock& b) {
     b.l[i] = b.l[i] * alpha + _mm512_reduce_add_ps(vsum);
     b.mx[i] = mnew;
 
-    float* op = b.o + static_cast<size_t>(i) * hd;
-    const __m512 va = _mm512_set1_ps(alpha);
-    __m512 o[NC];
-#pragma GCC unroll 16
-    for (int c = 0; c < NC; ++c) o[c] = _mm512_mul_ps(va, _mm512_loadu_ps(op + 16 * c));
-    for (int t = lo; t < hi; ++t) {
-      const __m512 p = _mm512_set1_ps(s[t]);
-      const float* vr = b.v + static_cast<size_t>(t) * hd;
-#pragma GCC unroll 16
-      for (int c = 0; c < NC; ++c) o[c] = _mm512_fmadd_ps(p, _mm512_loadu_ps(vr + 16 * c), o[c]);
+    alphas[i] = alpha;
+  }
+
+  // P·V, VB vectors with the same token range at a time: each V row is loaded once for all of
+  // them and VB·NC independent accumulator chains hide the FMA latency.
+  for (int i = 0; i < b.m;) {
+    const int lo = b.lo[i], hi = b.hi[i];
+    int n = 1;
+    while (n < VB && i + n < b.m && b.lo[i + n] == lo && b.hi[i + n] == hi) ++n;
+    if (lo < hi) {
+      if (n == VB) {
+        pv<NC, VB>(b, i, lo, hi, alphas);
+      } else {
+        for (int j = 0; j < n; ++j) pv<NC, 1>(b, i + j, lo, hi, alphas);
+      }
     }
-#pragma GCC unroll 16
-    for (int c = 0; c < NC; ++c) _mm512_storeu_ps(op + 16 * c, o[c]);
+    i += n;
   }
 }
 
