@@ -25,7 +25,7 @@ int rows_per_tile(const AttnShape& s) { return std::max(1, kAttnMaxVectors / gro
 
 // Per-thread scratch, in floats, carved from the start of the workspace.
 struct ScratchLayout {
-  size_t q, o, s, k, v, mx, l, total;
+  size_t q, o, s, k, v, mx, l, qhl, total;
 };
 ScratchLayout scratch_layout(const AttnShape& sh) {
   const size_t mv = static_cast<size_t>(rows_per_tile(sh)) * group_of(sh);
@@ -39,7 +39,8 @@ ScratchLayout scratch_layout(const AttnShape& sh) {
   l.v = l.k + round16(bs * hd);
   l.mx = l.v + round16(bs * hd);
   l.l = l.mx + round16(mv);
-  l.total = l.l + round16(mv);
+  l.qhl = l.l + round16(mv);
+  l.total = l.qhl + mv * detail::q_hilo_floats(sh.head_dim);
   return l;
 }
 
@@ -195,6 +196,7 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
     float* dst = qs + static_cast<size_t>(r) * group * uhd;
     for (size_t d = 0; d < static_cast<size_t>(group) * uhd; ++d) dst[d] = src[d] * a.scale;
   }
+  if (avx) detail::stage_q_hilo_avx512(scratch + lay.qhl, qs, vectors, hd);
   std::fill(o, o + static_cast<size_t>(vectors) * uhd, 0.0f);
   std::fill(mx, mx + vectors, kNegInf);
   std::fill(l, l + vectors, 0.0f);
@@ -203,6 +205,7 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
   detail::AttnBlock blk;
   blk.q = qs;
   blk.k = scratch + lay.k;
+  blk.qhl = scratch + lay.qhl;
   blk.v = scratch + lay.v;
   blk.s = scratch + lay.s;
   blk.lds = static_cast<int>(round16(static_cast<size_t>(bs)));
@@ -229,7 +232,7 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
                      static_cast<size_t>(std::min(bs, it.kv1 - (b + 1) * bs)) * uhd);
     }
     if (avx) {
-      detail::widen_bf16_avx512(scratch + lay.k + off, kb + off, n);
+      blk.kraw = kb;  // read as BF16 by vdpbf16ps
       detail::widen_bf16_avx512(scratch + lay.v + off, vb + off, n);
     } else {
       convert_bf16_to_f32(scratch + lay.k + off, kb + off, n);

@@ -17,7 +17,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-#define SLAB_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+#define SLAB_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 
 namespace slab::kern::detail {
 namespace {
@@ -106,28 +106,42 @@ template <int NC>
 SLAB_AVX512 void block_impl(const AttnBlock& b) {
   constexpr int hd = 16 * NC;
   constexpr int VB = NC <= 4 ? 4 : NC <= 8 ? 2 : 1;
+  constexpr int NP = (NC + 1) / 2;  // 32-element chunks of head_dim
   float alphas[kAttnMaxVectors];
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   for (int i = 0; i < b.m; ++i) {
     const int lo = b.lo[i], hi = b.hi[i];
     if (lo >= hi) continue;
-    const float* qp = b.q + static_cast<size_t>(i) * hd;
+    const float* qp = b.qhl + static_cast<size_t>(i) * (32 * NP);
     float* s = b.s + static_cast<size_t>(i) * static_cast<size_t>(b.lds);
-    __m512 q[NC];
-#pragma GCC unroll 16
-    for (int c = 0; c < NC; ++c) q[c] = _mm512_loadu_ps(qp + 16 * c);
+    __m512bh qhi[NP], qlo[NP];
+#pragma GCC unroll 8
+    for (int c = 0; c < NP; ++c) {
+      qhi[c] = (__m512bh)_mm512_loadu_si512(qp + 16 * c);
+      qlo[c] = (__m512bh)_mm512_loadu_si512(qp + 16 * (NP + c));
+    }
 
-    // Scores of the 16-token groups that meet [lo, hi); other lanes become -inf.
+    // Scores of the 16-token groups that meet [lo, hi); other lanes become -inf and their K
+    // rows are not read.
     __m512 vmax = neg_inf;
     const int g0 = lo & ~15;
     for (int g = g0; g < hi; g += 16) {
       __m512 acc[16];
 #pragma GCC unroll 16
       for (int t = 0; t < 16; ++t) {
-        const float* kr = b.k + static_cast<size_t>(g + t) * hd;
-        acc[t] = _mm512_mul_ps(q[0], _mm512_loadu_ps(kr));
-#pragma GCC unroll 16
-        for (int c = 1; c < NC; ++c) acc[t] = _mm512_fmadd_ps(q[c], _mm512_loadu_ps(kr + 16 * c), acc[t]);
+        acc[t] = _mm512_setzero_ps();
+        if (g + t < lo || g + t >= hi) continue;
+        const bf16_t* kr = b.kraw + static_cast<size_t>(g + t) * hd;
+#pragma GCC unroll 8
+        for (int c = 0; c < NP; ++c) {
+          const __m512bh kv =
+              2 * c + 1 < NC
+                  ? (__m512bh)_mm512_loadu_si512(kr + 32 * c)
+                  : (__m512bh)_mm512_zextsi256_si512(
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kr + 32 * c)));
+          acc[t] = _mm512_dpbf16_ps(acc[t], qhi[c], kv);
+          acc[t] = _mm512_dpbf16_ps(acc[t], qlo[c], kv);
+        }
       }
       const __m512 sv = _mm512_mask_blend_ps(range_mask(g, lo, hi), neg_inf, reduce16(acc));
       _mm512_storeu_ps(s + g, sv);
@@ -136,7 +150,9 @@ SLAB_AVX512 void block_impl(const AttnBlock& b) {
 
     const float mold = b.mx[i];
     const float mnew = std::max(mold, _mm512_reduce_max_ps(vmax));
-    const float alpha = std::exp(mold - mnew);  // 0 when nothing was seen yet
+    const float alpha = mold == -std::numeric_limits<float>::infinity()
+                            ? 0.0f  // nothing seen yet
+                            : _mm512_cvtss_f32(exp_neg(_mm512_set1_ps(mold - mnew)));
     const __m512 vm = _mm512_set1_ps(mnew);
     __m512 vsum = _mm512_setzero_ps();
     for (int g = g0; g < hi; g += 16) {
@@ -189,6 +205,27 @@ void attn_block_avx512(const AttnBlock& b) {
     case 15: return block_impl<15>(b);
     case 16: return block_impl<16>(b);
     default: return attn_block_scalar(b);
+  }
+}
+
+SLAB_AVX512 void stage_q_hilo_avx512(float* dst, const float* q, int m, int hd) {
+  const int nc = hd / 16, np = (nc + 1) / 2;
+  for (int v = 0; v < m; ++v) {
+    const float* qv = q + static_cast<size_t>(v) * hd;
+    float* d = dst + static_cast<size_t>(v) * 32 * np;
+    for (int c = 0; c < np; ++c) {
+      const __m512 f0 = _mm512_loadu_ps(qv + 32 * c);
+      const __m512 f1 = 2 * c + 1 < nc ? _mm512_loadu_ps(qv + 32 * c + 16) : _mm512_setzero_ps();
+      const __m512i hi = (__m512i)_mm512_cvtne2ps_pbh(f1, f0);  // f0 in the low half
+      const __m512 h0 = _mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(hi)), 16));
+      const __m512 h1 = _mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(hi, 1)), 16));
+      const __m512i lo =
+          (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(f1, h1), _mm512_sub_ps(f0, h0));
+      _mm512_storeu_si512(d + 16 * c, hi);
+      _mm512_storeu_si512(d + 16 * (np + c), lo);
+    }
   }
 }
 

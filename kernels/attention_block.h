@@ -12,11 +12,15 @@ namespace slab::kern::detail {
 //   mx'[i] = max(mx[i], max_t s[i][t]), p = exp(s - mx'),
 //   l[i] = l[i] exp(mx[i] - mx'[i]) + sum_t p, o[i] = o[i] exp(mx[i] - mx'[i]) + sum_t p v[t].
 // q is prescaled (scale folded in), [m][hd]; k, v are FP32 [nt][hd] and readable (finite) up to
-// nt rounded up to 16 rows; s is scratch [m][lds]. A vector with lo >= hi is left untouched; a
+// nt rounded up to 16 rows; s is scratch [m][lds]. The AVX-512 block reads K as BF16 from kraw
+// ([nt][hd], rows in [lo, hi) only) with Q split into BF16 hi + lo parts (qhl, from
+// stage_q_hilo_avx512), so vdpbf16ps computes q·k to ~2^-16 relative without widening K. A vector with lo >= hi is left untouched; a
 // vector that has seen no token yet has mx = -inf, l = 0, o = 0.
 struct AttnBlock {
   const float* q = nullptr;
   const float* k = nullptr;
+  const bf16_t* kraw = nullptr;
+  const float* qhl = nullptr;
   const float* v = nullptr;
   float* s = nullptr;
   int lds = 0;
@@ -32,6 +36,11 @@ struct AttnBlock {
 
 void attn_block_scalar(const AttnBlock& b);
 void attn_block_avx512(const AttnBlock& b);
+// Floats per query vector of the staged hi/lo Q.
+inline size_t q_hilo_floats(int hd) { return static_cast<size_t>((hd + 31) / 32) * 32; }
+// dst[v] (q_hilo_floats(hd) floats each) = BF16 hi parts of q[v] in 32-element chunks, then the
+// BF16 lo parts (q - hi), zero-padded to a multiple of 32 elements.
+void stage_q_hilo_avx512(float* dst, const float* q, int m, int hd);
 // dst[i] = float(src[i]) for i < n.
 void widen_bf16_avx512(float* dst, const bf16_t* src, size_t n);
 
