@@ -206,6 +206,7 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
   blk.q = qs;
   blk.k = scratch + lay.k;
   blk.qhl = scratch + lay.qhl;
+  blk.kt = scratch + lay.k;
   blk.v = scratch + lay.v;
   blk.s = scratch + lay.s;
   blk.lds = static_cast<int>(round16(static_cast<size_t>(bs)));

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "kernels/attention.h"
@@ -40,27 +41,6 @@ SLAB_AVX512 inline __m512 exp_neg(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   return _mm512_scalef_ps(p, n);
-}
-
-// Lane j of the result = horizontal sum of a[j].
-SLAB_AVX512 inline __m512 reduce16(const __m512* a) {
-  __m512 b[8];
-  for (int i = 0; i < 8; ++i) {
-    b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]),
-                         _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
-  }
-  __m512 c[4];
-  for (int i = 0; i < 4; ++i) {
-    const __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
-    c[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
-                         _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
-  }
-  const __m512 d0 = _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                  _mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
-  const __m512 d1 = _mm512_add_ps(_mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(2, 0, 2, 0)),
-                                  _mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(3, 1, 3, 1)));
-  return _mm512_add_ps(_mm512_shuffle_f32x4(d0, d1, _MM_SHUFFLE(2, 0, 2, 0)),
-                       _mm512_shuffle_f32x4(d0, d1, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
 // Lanes j of a 16-token group starting at g that fall in [lo, hi).
@@ -102,51 +82,151 @@ SLAB_AVX512 inline void pv(const AttnBlock& b, int i, int lo, int hi, const floa
   }
 }
 
+// K of the 16-token groups [g_lo, g_hi) transposed for vdpbf16ps with tokens in lanes: zmm
+// (group gi, column c) = the 16 tokens' BF16 pairs (k[2c], k[2c + 1]), at kt + (gi·NP·16 + c)·16.
+// Rows of tokens outside [t_lo, t_hi) are zero and not read.
+template <int NC>
+SLAB_AVX512 void transpose_k(const AttnBlock& b, int t_lo, int t_hi) {
+  constexpr int hd = 16 * NC;
+  constexpr int NP = (NC + 1) / 2;
+  for (int g = t_lo & ~15; g < t_hi; g += 16) {
+    for (int h = 0; h < NP; ++h) {
+      __m512i r[16];
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i) {
+        const bf16_t* src = b.kraw + static_cast<size_t>(g + i) * hd + 32 * h;
+        if (g + i < t_lo || g + i >= t_hi) {
+          r[i] = _mm512_setzero_si512();
+        } else if (2 * h + 1 < NC) {
+          r[i] = _mm512_loadu_si512(src);
+        } else {
+          r[i] = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)));
+        }
+      }
+      __m512i t[16], u[16];
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+      }
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {  // rows 4q..4q+3: u[4q + j] holds column 4k + j in lane k
+        u[4 * q + 0] = _mm512_unpacklo_epi64(t[4 * q], t[4 * q + 2]);
+        u[4 * q + 1] = _mm512_unpackhi_epi64(t[4 * q], t[4 * q + 2]);
+        u[4 * q + 2] = _mm512_unpacklo_epi64(t[4 * q + 1], t[4 * q + 3]);
+        u[4 * q + 3] = _mm512_unpackhi_epi64(t[4 * q + 1], t[4 * q + 3]);
+      }
+      float* dst = b.kt + (static_cast<size_t>(g / 16) * NP * 16 + 16 * static_cast<size_t>(h)) * 16;
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        const __m512i v0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x88);
+        const __m512i v1 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xdd);
+        const __m512i v2 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x88);
+        const __m512i v3 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xdd);
+        _mm512_storeu_si512(dst + 16 * j, _mm512_shuffle_i32x4(v0, v2, 0x88));
+        _mm512_storeu_si512(dst + 16 * (4 + j), _mm512_shuffle_i32x4(v1, v3, 0x88));
+        _mm512_storeu_si512(dst + 16 * (8 + j), _mm512_shuffle_i32x4(v0, v2, 0xdd));
+        _mm512_storeu_si512(dst + 16 * (12 + j), _mm512_shuffle_i32x4(v1, v3, 0xdd));
+      }
+    }
+  }
+}
+
+inline uint32_t load_u32(const float* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// Scores of VS vectors from i0 over G token groups from gi: 2·G·VS accumulator chains (Q hi and
+// lo apart), each transposed K column loaded once for all VS vectors.
+template <int NC, int VS, int G>
+SLAB_AVX512 void score_groups(const AttnBlock& b, int i0, int gi) {
+  constexpr int NP = (NC + 1) / 2;
+  constexpr int ncols = 8 * NC;  // BF16 pairs of head_dim
+  __m512 acc[VS][G][2];
+#pragma GCC unroll 4
+  for (int v = 0; v < VS; ++v) {
+#pragma GCC unroll 2
+    for (int g = 0; g < G; ++g) acc[v][g][0] = acc[v][g][1] = _mm512_setzero_ps();
+  }
+  const float* q = b.qhl + static_cast<size_t>(i0) * (32 * NP);
+  const float* kt = b.kt + static_cast<size_t>(gi) * NP * 16 * 16;
+  for (int c = 0; c < ncols; ++c) {
+    __m512bh k[G];
+#pragma GCC unroll 2
+    for (int g = 0; g < G; ++g) {
+      k[g] = (__m512bh)_mm512_loadu_si512(kt + (static_cast<size_t>(g) * NP * 16 + c) * 16);
+    }
+#pragma GCC unroll 4
+    for (int v = 0; v < VS; ++v) {
+      const float* qv = q + static_cast<size_t>(v) * (32 * NP);
+      const __m512bh qh = (__m512bh)_mm512_set1_epi32(static_cast<int>(load_u32(qv + c)));
+      const __m512bh ql = (__m512bh)_mm512_set1_epi32(static_cast<int>(load_u32(qv + 16 * NP + c)));
+#pragma GCC unroll 2
+      for (int g = 0; g < G; ++g) {
+        acc[v][g][0] = _mm512_dpbf16_ps(acc[v][g][0], qh, k[g]);
+        acc[v][g][1] = _mm512_dpbf16_ps(acc[v][g][1], ql, k[g]);
+      }
+    }
+  }
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+#pragma GCC unroll 4
+  for (int v = 0; v < VS; ++v) {
+    const int lo = b.lo[i0 + v], hi = b.hi[i0 + v];
+    float* s = b.s + static_cast<size_t>(i0 + v) * static_cast<size_t>(b.lds);
+#pragma GCC unroll 2
+    for (int g = 0; g < G; ++g) {
+      const int t = 16 * (gi + g);
+      const __m512 sv = _mm512_add_ps(acc[v][g][0], acc[v][g][1]);
+      _mm512_storeu_ps(s + t, _mm512_mask_blend_ps(range_mask(t, lo, hi), neg_inf, sv));
+    }
+  }
+}
+
+template <int NC, int VS>
+SLAB_AVX512 void scores(const AttnBlock& b, int i0) {
+  int lo = 1 << 30, hi = -1;
+  for (int v = 0; v < VS; ++v) {
+    if (b.lo[i0 + v] >= b.hi[i0 + v]) continue;
+    lo = std::min(lo, b.lo[i0 + v]);
+    hi = std::max(hi, b.hi[i0 + v]);
+  }
+  int gi = lo / 16;
+  for (; 16 * (gi + 1) < hi; gi += 2) score_groups<NC, VS, 2>(b, i0, gi);
+  if (16 * gi < hi) score_groups<NC, VS, 1>(b, i0, gi);
+}
+
 template <int NC>
 SLAB_AVX512 void block_impl(const AttnBlock& b) {
-  constexpr int hd = 16 * NC;
   constexpr int VB = NC <= 4 ? 4 : NC <= 8 ? 2 : 1;
-  constexpr int NP = (NC + 1) / 2;  // 32-element chunks of head_dim
   float alphas[kAttnMaxVectors];
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+
+  int t_lo = 1 << 30, t_hi = -1;
+  for (int i = 0; i < b.m; ++i) {
+    if (b.lo[i] >= b.hi[i]) continue;
+    t_lo = std::min(t_lo, b.lo[i]);
+    t_hi = std::max(t_hi, b.hi[i]);
+  }
+  if (t_hi < 0) return;
+  transpose_k<NC>(b, t_lo, t_hi);
+  for (int i = 0; i < b.m; i += 4) {
+    switch (std::min(4, b.m - i)) {
+      case 1: scores<NC, 1>(b, i); break;
+      case 2: scores<NC, 2>(b, i); break;
+      case 3: scores<NC, 3>(b, i); break;
+      default: scores<NC, 4>(b, i); break;
+    }
+  }
+
   for (int i = 0; i < b.m; ++i) {
     const int lo = b.lo[i], hi = b.hi[i];
     if (lo >= hi) continue;
-    const float* qp = b.qhl + static_cast<size_t>(i) * (32 * NP);
     float* s = b.s + static_cast<size_t>(i) * static_cast<size_t>(b.lds);
-    __m512bh qhi[NP], qlo[NP];
-#pragma GCC unroll 8
-    for (int c = 0; c < NP; ++c) {
-      qhi[c] = (__m512bh)_mm512_loadu_si512(qp + 16 * c);
-      qlo[c] = (__m512bh)_mm512_loadu_si512(qp + 16 * (NP + c));
-    }
-
-    // Scores of the 16-token groups that meet [lo, hi); other lanes become -inf and their K
-    // rows are not read.
-    __m512 vmax = neg_inf;
     const int g0 = lo & ~15;
-    for (int g = g0; g < hi; g += 16) {
-      __m512 acc[16];
-#pragma GCC unroll 16
-      for (int t = 0; t < 16; ++t) {
-        acc[t] = _mm512_setzero_ps();
-        if (g + t < lo || g + t >= hi) continue;
-        const bf16_t* kr = b.kraw + static_cast<size_t>(g + t) * hd;
-#pragma GCC unroll 8
-        for (int c = 0; c < NP; ++c) {
-          const __m512bh kv =
-              2 * c + 1 < NC
-                  ? (__m512bh)_mm512_loadu_si512(kr + 32 * c)
-                  : (__m512bh)_mm512_zextsi256_si512(
-                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kr + 32 * c)));
-          acc[t] = _mm512_dpbf16_ps(acc[t], qhi[c], kv);
-          acc[t] = _mm512_dpbf16_ps(acc[t], qlo[c], kv);
-        }
-      }
-      const __m512 sv = _mm512_mask_blend_ps(range_mask(g, lo, hi), neg_inf, reduce16(acc));
-      _mm512_storeu_ps(s + g, sv);
-      vmax = _mm512_max_ps(vmax, sv);
-    }
+    __m512 vmax = neg_inf;
+    for (int g = g0; g < hi; g += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(s + g));
 
     const float mold = b.mx[i];
     const float mnew = std::max(mold, _mm512_reduce_max_ps(vmax));
