@@ -234,7 +234,7 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
     }
     if (avx) {
       blk.kraw = kb;  // read as BF16 by vdpbf16ps
-      detail::widen_bf16_avx512(scratch + lay.v + off, vb + off, n);
+      blk.vraw = vb;
     } else {
       convert_bf16_to_f32(scratch + lay.k + off, kb + off, n);
       convert_bf16_to_f32(scratch + lay.v + off, vb + off, n);

@@ -51,34 +51,101 @@ SLAB_AVX512 inline __mmask16 range_mask(int g, int lo, int hi) {
   return static_cast<__mmask16>(upto & ~((1u << a) - 1u));
 }
 
+// P·V with vdpbf16ps. Two V rows t, t + 1 interleaved by unpacklo/hi_epi16 give, per 32
+// elements of head_dim, the pairs (v[t][d], v[t + 1][d]) that vdpbf16ps multiplies by a
+// broadcast pair (p_t, p_t+1), with P split into BF16 hi + lo like Q. The interleave permutes
+// head_dim inside a chunk: accumulator A lane 4k + j holds d = 8k + j, B lane 4k + j holds
+// d = 8k + 4 + j (k = 128-bit lane); o is permuted in at the start and back at the end.
+SLAB_AVX512 inline __m512i idx_a() {
+  return _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+}
+SLAB_AVX512 inline __m512i idx_b() {
+  return _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+}
+// Natural d 0..15 / 16..31 from A, B.
+SLAB_AVX512 inline __m512i idx_n0() {
+  return _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+}
+SLAB_AVX512 inline __m512i idx_n1() {
+  return _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+}
+
+// Loads 32 BF16 of V row t at chunk c (16 when head_dim ends mid-chunk), zero outside [lo, hi).
+template <int NC>
+SLAB_AVX512 inline __m512i v_chunk(const bf16_t* v, int t, int c, int lo, int hi) {
+  if (t < lo || t >= hi) return _mm512_setzero_si512();
+  const bf16_t* src = v + static_cast<size_t>(t) * (16 * NC) + 32 * c;
+  if (2 * c + 1 < NC) return _mm512_loadu_si512(src);
+  return _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)));
+}
+
 // o[i + j] = alpha[i + j] o[i + j] + sum_{t in [lo, hi)} s[i + j][t] v[t] for j < VB.
 template <int NC, int VB>
-SLAB_AVX512 inline void pv(const AttnBlock& b, int i, int lo, int hi, const float* alphas) {
+SLAB_AVX512 void pv(const AttnBlock& b, int i, int lo, int hi, const float* alphas) {
   constexpr int hd = 16 * NC;
-  __m512 o[VB][NC];
-  const float* s[VB];
+  constexpr int NP = (NC + 1) / 2;
+  // P as BF16 hi/lo pairs: dword u of ph[j] = (p[2u], p[2u + 1]).
+  alignas(64) uint32_t ph[VB][kAttnMaxBlockSize / 2], pl[VB][kAttnMaxBlockSize / 2];
+  const int t0 = lo & ~1;
+  const int written_lo = lo & ~15;  // s holds P (zeros outside [lo, hi)) on these groups only
+  for (int j = 0; j < VB; ++j) {
+    const float* s = b.s + static_cast<size_t>(i + j) * static_cast<size_t>(b.lds);
+    for (int g = lo & ~31; g < hi; g += 32) {
+      const __m512 f0 = g >= written_lo ? _mm512_loadu_ps(s + g) : _mm512_setzero_ps();
+      const __m512 f1 = g + 16 < hi ? _mm512_loadu_ps(s + g + 16) : _mm512_setzero_ps();
+      const __m512i h = (__m512i)_mm512_cvtne2ps_pbh(f1, f0);
+      const __m512 h0 = _mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));
+      const __m512 h1 = _mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1)), 16));
+      const __m512i l = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(f1, h1), _mm512_sub_ps(f0, h0));
+      _mm512_store_si512(&ph[j][g / 2], h);
+      _mm512_store_si512(&pl[j][g / 2], l);
+    }
+  }
+
+  __m512 acc[VB][NP][2];
 #pragma GCC unroll 4
   for (int j = 0; j < VB; ++j) {
     const __m512 va = _mm512_set1_ps(alphas[i + j]);
     const float* op = b.o + static_cast<size_t>(i + j) * hd;
-    s[j] = b.s + static_cast<size_t>(i + j) * static_cast<size_t>(b.lds);
-#pragma GCC unroll 16
-    for (int c = 0; c < NC; ++c) o[j][c] = _mm512_mul_ps(va, _mm512_loadu_ps(op + 16 * c));
+#pragma GCC unroll 8
+    for (int c = 0; c < NP; ++c) {
+      const __m512 n0 = _mm512_loadu_ps(op + 32 * c);
+      const __m512 n1 = 2 * c + 1 < NC ? _mm512_loadu_ps(op + 32 * c + 16) : _mm512_setzero_ps();
+      acc[j][c][0] = _mm512_mul_ps(va, _mm512_permutex2var_ps(n0, idx_a(), n1));
+      acc[j][c][1] = _mm512_mul_ps(va, _mm512_permutex2var_ps(n0, idx_b(), n1));
+    }
   }
-  for (int t = lo; t < hi; ++t) {
-    const float* vr = b.v + static_cast<size_t>(t) * hd;
-#pragma GCC unroll 16
-    for (int c = 0; c < NC; ++c) {
-      const __m512 v = _mm512_loadu_ps(vr + 16 * c);
+  for (int t = t0; t < hi; t += 2) {
+#pragma GCC unroll 8
+    for (int c = 0; c < NP; ++c) {
+      const __m512i va = v_chunk<NC>(b.vraw, t, c, lo, hi);
+      const __m512i vb = v_chunk<NC>(b.vraw, t + 1, c, lo, hi);
+      const __m512bh il = (__m512bh)_mm512_unpacklo_epi16(va, vb);
+      const __m512bh ih = (__m512bh)_mm512_unpackhi_epi16(va, vb);
 #pragma GCC unroll 4
-      for (int j = 0; j < VB; ++j) o[j][c] = _mm512_fmadd_ps(_mm512_set1_ps(s[j][t]), v, o[j][c]);
+      for (int j = 0; j < VB; ++j) {
+        const __m512bh phj = (__m512bh)_mm512_set1_epi32(static_cast<int>(ph[j][t / 2]));
+        const __m512bh plj = (__m512bh)_mm512_set1_epi32(static_cast<int>(pl[j][t / 2]));
+        acc[j][c][0] = _mm512_dpbf16_ps(acc[j][c][0], phj, il);
+        acc[j][c][1] = _mm512_dpbf16_ps(acc[j][c][1], phj, ih);
+        acc[j][c][0] = _mm512_dpbf16_ps(acc[j][c][0], plj, il);
+        acc[j][c][1] = _mm512_dpbf16_ps(acc[j][c][1], plj, ih);
+      }
     }
   }
 #pragma GCC unroll 4
   for (int j = 0; j < VB; ++j) {
     float* op = b.o + static_cast<size_t>(i + j) * hd;
-#pragma GCC unroll 16
-    for (int c = 0; c < NC; ++c) _mm512_storeu_ps(op + 16 * c, o[j][c]);
+#pragma GCC unroll 8
+    for (int c = 0; c < NP; ++c) {
+      _mm512_storeu_ps(op + 32 * c, _mm512_permutex2var_ps(acc[j][c][0], idx_n0(), acc[j][c][1]));
+      if (2 * c + 1 < NC) {
+        _mm512_storeu_ps(op + 32 * c + 16,
+                         _mm512_permutex2var_ps(acc[j][c][0], idx_n1(), acc[j][c][1]));
+      }
+    }
   }
 }
 
@@ -199,7 +266,7 @@ SLAB_AVX512 void scores(const AttnBlock& b, int i0) {
 
 template <int NC>
 SLAB_AVX512 void block_impl(const AttnBlock& b) {
-  constexpr int VB = NC <= 4 ? 4 : NC <= 8 ? 2 : 1;
+  constexpr int VB = NC <= 4 ? 4 : NC <= 8 ? 2 : 1;  // P·V: VB·ceil(NC/2)·2 accumulators
   float alphas[kAttnMaxVectors];
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
 

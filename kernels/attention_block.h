@@ -20,7 +20,8 @@ struct AttnBlock {
   const float* q = nullptr;
   const float* k = nullptr;
   const bf16_t* kraw = nullptr;
-  float* kt = nullptr;  // AVX-512: scratch for the transposed K, >= block_size * hd floats
+  float* kt = nullptr;
+  const bf16_t* vraw = nullptr;  // AVX-512: V as BF16 [nt][hd], rows in [lo, hi) only  // AVX-512: scratch for the transposed K, >= block_size * hd floats
   const float* qhl = nullptr;
   const float* v = nullptr;
   float* s = nullptr;
