@@ -1,5 +1,5 @@
 // SLAB attention: planning (classification, split-KV, thread assignment), the work-item driver
-// (Q staging, block widening, masks, finalisation), the split-KV merge, and the scalar block
+// (Q staging, block pointers, masks, finalisation), the split-KV merge, and the scalar block
 // (the portable path). The AVX-512 block is in attention_avx512.cpp.
 #include "kernels/attention.h"
 
@@ -227,7 +227,6 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
                        static_cast<size_t>(it.kv_head) * a.kv.head_stride;
     const bf16_t* vb = a.kv.pool + block * a.kv.block_stride + a.kv.v_offset +
                        static_cast<size_t>(it.kv_head) * a.kv.head_stride;
-    const size_t off = static_cast<size_t>(t0) * uhd, n = static_cast<size_t>(t1 - t0) * uhd;
     if ((b + 1) * bs < it.kv1) {  // the next block is a random page: start its DRAM reads now
       prefetch_block(a, sq.block_table[b + 1], it.kv_head,
                      static_cast<size_t>(std::min(bs, it.kv1 - (b + 1) * bs)) * uhd);
@@ -236,6 +235,7 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
       blk.kraw = kb;  // read as BF16 by vdpbf16ps
       blk.vraw = vb;
     } else {
+      const size_t off = static_cast<size_t>(t0) * uhd, n = static_cast<size_t>(t1 - t0) * uhd;
       convert_bf16_to_f32(scratch + lay.k + off, kb + off, n);
       convert_bf16_to_f32(scratch + lay.v + off, vb + off, n);
     }
@@ -288,9 +288,6 @@ void attention_run(const AttentionArgs& args, const AttentionPlan& plan, int thr
   const int b = plan.thread_begin[static_cast<size_t>(thread)];
   const int e = plan.thread_begin[static_cast<size_t>(thread) + 1];
   if (b == e) return;
-  // K/V rows past a block's last token are read (and masked) by the 16-token score groups: keep
-  // them finite.
-  std::fill(scratch + lay.k, scratch + lay.mx, 0.0f);
   for (int i = b; i < e; ++i) {
     run_item(args, plan, plan.items[static_cast<size_t>(plan.order[static_cast<size_t>(i)])],
              scratch, lay, avx);

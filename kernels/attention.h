@@ -4,18 +4,27 @@
 //
 // Dtypes: K and V are BF16 in the cache's block layout (src/kv/kv_cache.h:
 // [layer][K then V][kv_head][token][head_dim] per block). Q is FP32 (the QKV projection's FP32
-// output after RoPE): keeping it FP32 makes every Q·K product exact after the BF16 -> FP32
-// widening of K, so the only error is FP32 summation order and the exp polynomial. Scores,
-// softmax and the P·V accumulation are FP32; the output is FP32 [row][n_heads * head_dim].
+// output after RoPE). Scores, softmax and the P·V accumulation are FP32; the output is FP32
+// [row][n_heads * head_dim] (the O projection converts it to BF16 rows).
 //
 // Kernel: one work item = (sequence, KV head, range of query rows, range of KV positions). The
 // item's query vectors (rows × the GQA group of query heads of that KV head, at most
-// kAttnMaxVectors) share every KV block read: the block is widened once to FP32 in L1, then
-// scores (FP32 FMA, 16 tokens reduced at a time), online softmax (vectorised exp, relative
-// error < 2e-7) and P·V run over all vectors. Blocks outside the causal / window extent of the
-// item's rows are never touched (causal block skipping; tokens past kv_len are never read).
-// FP32 FMA was chosen over vdpbf16ps: it needs no BF16 rounding of Q or P (vdpbf16ps would put a
-// 2^-9 relative error on every softmax weight) and decode, the hot case, is bound by the KV read.
+// kAttnMaxVectors) share every KV block read. Blocks outside the causal / window extent of the
+// item's rows are never touched (causal block skipping), and within a block only the rows of
+// tokens some vector can see are read (tokens past kv_len never are). Per block (AVX-512):
+//   - K is transposed once (16×16 dword transposes) so that scores run with tokens in lanes:
+//     vdpbf16ps of a broadcast Q pair against 16 tokens' K pairs, 4 query vectors × 32 tokens
+//     per pass, no horizontal reductions;
+//   - online softmax in FP32 with a vectorised exp (relative error < 2e-7);
+//   - P·V by vdpbf16ps on two V rows interleaved (unpack) against broadcast P pairs.
+// Accuracy: vdpbf16ps needs BF16 operands, so Q and P are each split into BF16 hi + lo parts
+// (x = hi + lo + O(2^-16 x)) and both parts are accumulated; K and V are BF16 already, products
+// are exact in FP32. The result matches FP32 attention over the BF16 cache to ~1e-5 of max|v|.
+// The split costs two vdpbf16ps per pair, i.e. the same instruction count as FP32 FMA after
+// widening K/V (measured: widening spent ~20% of decode time on the conversions; this path has
+// none). Dropping the lo part of P would halve the P·V work at a 2^-9 relative error on each
+// softmax weight (not done).
+// Isa::scalar is the same algorithm in plain C++ (K/V widened to FP32, std::exp).
 //
 // Dispatch (plan_attention) classifies each sequence by its query length:
 //   decode (q_len = 1): one item per (sequence, KV head): the block is read once for all the

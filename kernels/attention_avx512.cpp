@@ -1,6 +1,7 @@
-// AVX-512 block of SLAB attention: scores (FP32 FMA over head_dim, 16 tokens reduced into one
-// zmm at a time), masked online softmax with a vectorised exp, and P·V. Every function carries
-// the target attribute (see linear_bf16_avx512.cpp); only called after cpuid said avx512_bf16.
+// AVX-512 block of SLAB attention: K transposed per block, scores and P·V by vdpbf16ps with Q
+// and P split into BF16 hi + lo (see attention.h), masked online softmax with a vectorised exp.
+// Every function carries the target attribute (see linear_bf16_avx512.cpp); only called after
+// cpuid said avx512_bf16.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -374,16 +375,6 @@ SLAB_AVX512 void stage_q_hilo_avx512(float* dst, const float* q, int m, int hd) 
       _mm512_storeu_si512(d + 16 * (np + c), lo);
     }
   }
-}
-
-SLAB_AVX512 void widen_bf16_avx512(float* dst, const bf16_t* src, size_t n) {
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512i w = _mm512_cvtepu16_epi32(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
-    _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
-  }
-  for (; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
 }
 
 }  // namespace slab::kern::detail

@@ -11,17 +11,18 @@ namespace slab::kern::detail {
 //   s[i][t] = q[i] · k[t] for t in [lo[i], hi[i]) (other tokens are masked out),
 //   mx'[i] = max(mx[i], max_t s[i][t]), p = exp(s - mx'),
 //   l[i] = l[i] exp(mx[i] - mx'[i]) + sum_t p, o[i] = o[i] exp(mx[i] - mx'[i]) + sum_t p v[t].
-// q is prescaled (scale folded in), [m][hd]; k, v are FP32 [nt][hd] and readable (finite) up to
-// nt rounded up to 16 rows; s is scratch [m][lds]. The AVX-512 block reads K as BF16 from kraw
+// q is prescaled (scale folded in), [m][hd]; k, v are FP32 [nt][hd] (scalar path; rows in
+// [lo, hi) are read); s is scratch [m][lds]. The AVX-512 block reads K as BF16 from kraw
 // ([nt][hd], rows in [lo, hi) only) with Q split into BF16 hi + lo parts (qhl, from
-// stage_q_hilo_avx512), so vdpbf16ps computes q·k to ~2^-16 relative without widening K. A vector with lo >= hi is left untouched; a
+// stage_q_hilo_avx512), so vdpbf16ps computes q·k to ~2^-16 relative without widening K; V
+// likewise from vraw, with P split the same way. A vector with lo >= hi is left untouched; a
 // vector that has seen no token yet has mx = -inf, l = 0, o = 0.
 struct AttnBlock {
   const float* q = nullptr;
   const float* k = nullptr;
   const bf16_t* kraw = nullptr;
-  float* kt = nullptr;
-  const bf16_t* vraw = nullptr;  // AVX-512: V as BF16 [nt][hd], rows in [lo, hi) only  // AVX-512: scratch for the transposed K, >= block_size * hd floats
+  float* kt = nullptr;           // AVX-512: scratch for the transposed K, >= block_size * hd floats
+  const bf16_t* vraw = nullptr;  // AVX-512: V as BF16 [nt][hd], rows in [lo, hi) only
   const float* qhl = nullptr;
   const float* v = nullptr;
   float* s = nullptr;
@@ -43,7 +44,5 @@ inline size_t q_hilo_floats(int hd) { return static_cast<size_t>((hd + 31) / 32)
 // dst[v] (q_hilo_floats(hd) floats each) = BF16 hi parts of q[v] in 32-element chunks, then the
 // BF16 lo parts (q - hi), zero-padded to a multiple of 32 elements.
 void stage_q_hilo_avx512(float* dst, const float* q, int m, int hd);
-// dst[i] = float(src[i]) for i < n.
-void widen_bf16_avx512(float* dst, const bf16_t* src, size_t n);
 
 }  // namespace slab::kern::detail
