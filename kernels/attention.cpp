@@ -163,6 +163,8 @@ AttentionPlan plan_attention(const AttnShape& shape, const AttnSeq* seqs, int n_
 
 namespace {
 
+constexpr int kPrefetchBlocks = 4;  // KV blocks of an item prefetched ahead (into L2)
+
 // Prefetches the first n elements of K and V of one KV head of a block into L1.
 void prefetch_block(const AttentionArgs& a, int32_t block, int kv_head, size_t n) {
   const bf16_t* base = a.kv.pool + static_cast<size_t>(block) * a.kv.block_stride +
@@ -170,8 +172,8 @@ void prefetch_block(const AttentionArgs& a, int32_t block, int kv_head, size_t n
   const char* k = reinterpret_cast<const char*>(base + a.kv.k_offset);
   const char* v = reinterpret_cast<const char*>(base + a.kv.v_offset);
   for (size_t i = 0; i < n * sizeof(bf16_t); i += 64) {
-    __builtin_prefetch(k + i, 0, 3);
-    __builtin_prefetch(v + i, 0, 3);
+    __builtin_prefetch(k + i, 0, 2);
+    __builtin_prefetch(v + i, 0, 2);
   }
 }
 
@@ -227,9 +229,11 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
                        static_cast<size_t>(it.kv_head) * a.kv.head_stride;
     const bf16_t* vb = a.kv.pool + block * a.kv.block_stride + a.kv.v_offset +
                        static_cast<size_t>(it.kv_head) * a.kv.head_stride;
-    if ((b + 1) * bs < it.kv1) {  // the next block is a random page: start its DRAM reads now
-      prefetch_block(a, sq.block_table[b + 1], it.kv_head,
-                     static_cast<size_t>(std::min(bs, it.kv1 - (b + 1) * bs)) * uhd);
+    for (int ahead = b == it.kv0 / bs ? 1 : kPrefetchBlocks; ahead <= kPrefetchBlocks; ++ahead) {
+      const int nb = b + ahead;  // later blocks are random pages: start their DRAM reads now
+      if (nb * bs >= it.kv1) break;
+      prefetch_block(a, sq.block_table[nb], it.kv_head,
+                     static_cast<size_t>(std::min(bs, it.kv1 - nb * bs)) * uhd);
     }
     if (avx) {
       blk.kraw = kb;  // read as BF16 by vdpbf16ps
