@@ -263,3 +263,16 @@ TEST_CASE("attention runs on a thread pool", "[attention]") {
     CHECK(max_error(out, p.expected) <= kTolerance);
   }
 }
+
+TEST_CASE("attention falls back to scalar where the AVX-512 path does not fit", "[attention]") {
+  // head_dim 72 is not a multiple of 16: Isa::avx512_bf16 (and avx2) must still be right.
+  const AttnShape shape{8, 2, 72, 16, 0};
+  const Problem p = make_problem(shape, {{1, 40}, {5, 33}, {70, 90}}, 4242);
+  for (Isa isa : {Isa::avx2, Isa::avx512_bf16}) {
+    if (isa == Isa::avx512_bf16 && !cpu_features().has_avx512_bf16_kernels()) continue;
+    for (int threads : {1, 3}) {
+      INFO("isa " << isa_name(isa) << " threads " << threads);
+      CHECK(max_error(run_sequential(p, isa, threads), p.expected) <= kTolerance);
+    }
+  }
+}
