@@ -229,11 +229,24 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
                        static_cast<size_t>(it.kv_head) * a.kv.head_stride;
     const bf16_t* vb = a.kv.pool + block * a.kv.block_stride + a.kv.v_offset +
                        static_cast<size_t>(it.kv_head) * a.kv.head_stride;
-    for (int ahead = b == it.kv0 / bs ? 1 : kPrefetchBlocks; ahead <= kPrefetchBlocks; ++ahead) {
-      const int nb = b + ahead;  // later blocks are random pages: start their DRAM reads now
-      if (nb * bs >= it.kv1) break;
-      prefetch_block(a, sq.block_table[nb], it.kv_head,
-                     static_cast<size_t>(std::min(bs, it.kv1 - nb * bs)) * uhd);
+    int pf_next = 0;
+    blk.pf_lines = 0;
+    blk.pf_next = &pf_next;
+    if (b == it.kv0 / bs) {  // the first blocks at once
+      for (int nb = b + 1; nb < b + kPrefetchBlocks && nb * bs < it.kv1; ++nb) {
+        prefetch_block(a, sq.block_table[nb], it.kv_head,
+                       static_cast<size_t>(std::min(bs, it.kv1 - nb * bs)) * uhd);
+      }
+    }
+    if (const int nb = b + kPrefetchBlocks; nb * bs < it.kv1) {
+      // Later blocks are random pages: their DRAM reads go out while this block computes.
+      const bf16_t* head = a.kv.pool + static_cast<size_t>(sq.block_table[nb]) * a.kv.block_stride +
+                           static_cast<size_t>(it.kv_head) * a.kv.head_stride;
+      blk.pf_k = reinterpret_cast<const char*>(head + a.kv.k_offset);
+      blk.pf_v = reinterpret_cast<const char*>(head + a.kv.v_offset);
+      blk.pf_lines = static_cast<int>(
+          (static_cast<size_t>(std::min(bs, it.kv1 - nb * bs)) * uhd * sizeof(bf16_t) + 63) / 64);
+      if (!avx) prefetch_block(a, sq.block_table[nb], it.kv_head, static_cast<size_t>(bs) * uhd);
     }
     if (avx) {
       blk.kraw = kb;  // read as BF16 by vdpbf16ps

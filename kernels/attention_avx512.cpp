@@ -221,6 +221,15 @@ SLAB_AVX512 void score_groups(const AttnBlock& b, int i0, int gi) {
   const float* q = b.qhl + static_cast<size_t>(i0) * (32 * NP);
   const float* kt = b.kt + static_cast<size_t>(gi) * NP * 16 * 16;
   for (int c = 0; c < ncols; ++c) {
+    if (*b.pf_next < 2 * b.pf_lines) {
+      const int l = (*b.pf_next)++;
+      _mm_prefetch((l < b.pf_lines ? b.pf_k + 64 * l : b.pf_v + 64 * (l - b.pf_lines)), _MM_HINT_T1);
+      const int l2 = (*b.pf_next)++;
+      if (l2 < 2 * b.pf_lines) {
+        _mm_prefetch((l2 < b.pf_lines ? b.pf_k + 64 * l2 : b.pf_v + 64 * (l2 - b.pf_lines)),
+                     _MM_HINT_T1);
+      }
+    }
     __m512bh k[G];
 #pragma GCC unroll 2
     for (int g = 0; g < G; ++g) {
@@ -280,6 +289,12 @@ SLAB_AVX512 void block_impl(const AttnBlock& b) {
   if (t_hi < 0) return;
   transpose_k<NC>(b, t_lo, t_hi);
   for (int i = 0; i < b.m; i += 4) {
+    if (i + 4 >= b.m) {  // last chunk: whatever is left of the prefetch goes out now
+      for (int l = *b.pf_next; l < 2 * b.pf_lines; ++l) {
+        _mm_prefetch((l < b.pf_lines ? b.pf_k + 64 * l : b.pf_v + 64 * (l - b.pf_lines)), _MM_HINT_T1);
+      }
+      *b.pf_next = 2 * b.pf_lines;
+    }
     switch (std::min(4, b.m - i)) {
       case 1: scores<NC, 1>(b, i); break;
       case 2: scores<NC, 2>(b, i); break;
