@@ -163,7 +163,7 @@ AttentionPlan plan_attention(const AttnShape& shape, const AttnSeq* seqs, int n_
 
 namespace {
 
-constexpr int kPrefetchBlocks = 4;  // KV blocks of an item prefetched ahead (into L2)
+constexpr int kPrefetchBlocks = 2;  // KV blocks of an item prefetched ahead (into L2)
 
 // Prefetches the first n elements of K and V of one KV head of a block into L1.
 void prefetch_block(const AttentionArgs& a, int32_t block, int kv_head, size_t n) {
