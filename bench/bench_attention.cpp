@@ -1,0 +1,276 @@
+// SLAB attention on TinyLlama-1.1B heads (32 query heads, 4 KV heads, head_dim 64, 22 layers,
+// block 32): decode steps at contexts 128 / 1k / 4k and batch 1 / 16 against the read bandwidth,
+// and causal prefill against the BF16 peak, both limits measured in the same run.
+//
+// Decode: one step = the attention of all 22 layers (22 calls, each at its layer's offset in
+// the blocks), so a step reads the KV of every layer of every sequence exactly once, as the
+// forward pass does. Sequences' blocks are shuffled through a pool of at least --cycle-x times
+// the L3, and successive steps cycle through distinct sets of sequences in it, so the KV comes
+// from DRAM. GB/s counts the K and V bytes a step must read; %bw divides by a bandwidth sample
+// taken just before each repetition (median of per-repetition ratios).
+// Prefill: one sequence of N new tokens (no prefix), causal FLOPs = 4 · n_heads · head_dim ·
+// N(N+1)/2 (Q·K and P·V); %peak is over the vdpbf16ps peak (the kernel uses FP32 FMA, whose
+// peak is half of that).
+//
+// Usage: bench_attention [--quick] [--threads N] [--reps N] [--cycle-x N] [--isa scalar]
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "machine_limits.h"
+#include "runtime/aligned_buffer.h"
+#include "runtime/cpu_features.h"
+#include "runtime/thread_pool.h"
+#include "runtime/topology.h"
+
+using namespace slab;
+using namespace slab::kern;
+
+namespace {
+
+constexpr int kLayers = 22, kHeads = 32, kKvHeads = 4, kHeadDim = 64, kBlock = 32;
+
+struct Config {
+  bool quick = false;
+  int threads = 0;
+  int reps = 9;
+  int cycle_x = 16;
+  std::string isa;
+};
+
+size_t head_stride() { return static_cast<size_t>(kBlock) * kHeadDim; }
+size_t kv_stride() { return head_stride() * kKvHeads; }
+size_t layer_stride() { return 2 * kv_stride(); }
+size_t block_stride() { return layer_stride() * kLayers; }
+
+struct Result {
+  double us = 0, gbs = 0, bw = 0, ratio = 0, gflops = 0;
+  double cpu_us = 0, cpu_ratio = 0;  // from the busiest thread's CPU time inside the kernel
+  bench::Stat spread;
+  size_t items = 0, merges = 0;
+};
+
+AttentionArgs base_args(const bf16_t* pool, float* q, float* out, float* ws, Isa isa) {
+  AttentionArgs a;
+  a.q = q;
+  a.ldq = static_cast<size_t>(kHeads) * kHeadDim;
+  a.out = out;
+  a.ldo = a.ldq;
+  a.kv = {pool, kBlock, block_stride(), 0, kv_stride(), head_stride()};
+  a.scale = 0.125f;
+  a.workspace = ws;
+  a.isa = isa;
+  return a;
+}
+
+Result bench_decode(ThreadPool& pool, bench::ReadBandwidthProbe& probe, int batch, int context,
+                    size_t sweep_bytes, Isa isa, const Config& cfg) {
+  const int blocks_per_seq = (context + kBlock - 1) / kBlock;
+  const size_t set_bytes = static_cast<size_t>(batch) * blocks_per_seq * block_stride() * 2;
+  const int sets = static_cast<int>(std::max<size_t>(1, (sweep_bytes + set_bytes - 1) / set_bytes));
+  const size_t n_blocks = static_cast<size_t>(sets) * batch * blocks_per_seq;
+  AlignedBuffer kv(n_blocks * block_stride() * sizeof(bf16_t));
+  bf16_t* kvp = kv.as<bf16_t>();
+  pool.run_on_all([&](int t, int nt) {  // first touch on the threads; small finite values
+    const auto [lo, hi] = ThreadPool::chunk(static_cast<int>(n_blocks), nt, t);
+    std::fill(kvp + static_cast<size_t>(lo) * block_stride(),
+              kvp + static_cast<size_t>(hi) * block_stride(), bf16_t{0x3c00});
+  });
+  std::vector<int32_t> ids(n_blocks);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), std::mt19937(42));
+
+  std::vector<std::vector<AttnSeq>> seqs(static_cast<size_t>(sets));
+  for (int s = 0; s < sets; ++s) {
+    for (int b = 0; b < batch; ++b) {
+      const size_t first = (static_cast<size_t>(s) * batch + b) * blocks_per_seq;
+      seqs[static_cast<size_t>(s)].push_back({b, 1, context, ids.data() + first});
+    }
+  }
+  const AttnShape shape{kHeads, kKvHeads, kHeadDim, kBlock, 0};
+  const AttentionPlan plan = plan_attention(shape, seqs[0].data(), batch, pool.size());
+  AlignedBuffer ws(std::max<size_t>(16, plan.workspace_floats) * sizeof(float));
+  std::vector<float> q(static_cast<size_t>(batch) * kHeads * kHeadDim, 0.01f);
+  std::vector<float> out(q.size());
+  AttentionArgs a = base_args(kvp, q.data(), out.data(), ws.as<float>(), isa);
+  a.n_seqs = batch;
+  std::vector<double> cpu(static_cast<size_t>(pool.size()) * 8, 0.0);
+  auto run_on_all = [&pool, &cpu](auto&& f) {
+    pool.run_on_all([&](int t, int nt) {
+      const double c0 = bench::thread_cpu_seconds();
+      f(t, nt);
+      cpu[static_cast<size_t>(t) * 8] += bench::thread_cpu_seconds() - c0;
+    });
+  };
+  auto step = [&](int set) {
+    a.seqs = seqs[static_cast<size_t>(set)].data();
+    for (int l = 0; l < kLayers; ++l) {
+      a.kv.k_offset = static_cast<size_t>(l) * layer_stride();
+      a.kv.v_offset = a.kv.k_offset + kv_stride();
+      attention(a, plan, run_on_all);
+    }
+  };
+  const double t0 = bench::now_seconds();
+  step(0);
+  const double probe_s = bench::now_seconds() - t0;
+  int steps = sets;
+  while (steps * probe_s < 0.03 && steps < 100000) steps += sets;
+  const double bytes = static_cast<double>(batch) * context * kLayers * kKvHeads * kHeadDim * 2 * 2;
+  std::vector<double> us, bws, ratios, cpu_us, cpu_ratios;
+  const int reps = cfg.quick ? 3 : cfg.reps;
+  for (int r = 0; r < reps + 1; ++r) {
+    const bench::Rate bw = probe.once();
+    std::fill(cpu.begin(), cpu.end(), 0.0);
+    const double s0 = bench::now_seconds();
+    for (int i = 0; i < steps; ++i) step(i % sets);
+    const double dt = (bench::now_seconds() - s0) / steps;
+    if (r == 0) continue;
+    us.push_back(dt * 1e6);
+    bws.push_back(bw.wall);
+    ratios.push_back(bytes / dt / 1e9 / bw.wall);
+    const double cpu_step = *std::max_element(cpu.begin(), cpu.end()) / steps;
+    cpu_us.push_back(cpu_step * 1e6);
+    cpu_ratios.push_back(bytes / cpu_step / 1e9 / bw.cpu);
+  }
+  Result res;
+  res.spread = bench::summarize(us);
+  res.us = res.spread.median;
+  res.gbs = bytes / (res.us * 1e-6) / 1e9;
+  res.bw = bench::summarize(bws).median;
+  res.ratio = bench::summarize(ratios).median;
+  res.cpu_us = bench::summarize(cpu_us).median;
+  res.cpu_ratio = bench::summarize(cpu_ratios).median;
+  res.items = plan.items.size();
+  res.merges = plan.merges.size();
+  return res;
+}
+
+Result bench_prefill(ThreadPool& pool, int n, Isa isa, const Config& cfg) {
+  const int blocks = (n + kBlock - 1) / kBlock;
+  AlignedBuffer kv(static_cast<size_t>(blocks) * block_stride() * sizeof(bf16_t));
+  std::fill(kv.as<bf16_t>(), kv.as<bf16_t>() + static_cast<size_t>(blocks) * block_stride(),
+            bf16_t{0x3c00});
+  std::vector<int32_t> table(static_cast<size_t>(blocks));
+  std::iota(table.begin(), table.end(), 0);
+  const AttnSeq seq{0, n, n, table.data()};
+  const AttnShape shape{kHeads, kKvHeads, kHeadDim, kBlock, 0};
+  const AttentionPlan plan = plan_attention(shape, &seq, 1, pool.size());
+  AlignedBuffer ws(std::max<size_t>(16, plan.workspace_floats) * sizeof(float));
+  std::vector<float> q(static_cast<size_t>(n) * kHeads * kHeadDim, 0.01f);
+  std::vector<float> out(q.size());
+  AttentionArgs a = base_args(kv.as<bf16_t>(), q.data(), out.data(), ws.as<float>(), isa);
+  a.seqs = &seq;
+  a.n_seqs = 1;
+  std::vector<double> cpu(static_cast<size_t>(pool.size()) * 8, 0.0);
+  auto run_on_all = [&pool, &cpu](auto&& f) {
+    pool.run_on_all([&](int t, int nt) {
+      const double c0 = bench::thread_cpu_seconds();
+      f(t, nt);
+      cpu[static_cast<size_t>(t) * 8] += bench::thread_cpu_seconds() - c0;
+    });
+  };
+  const double t0 = bench::now_seconds();
+  attention(a, plan, run_on_all);
+  const double probe_s = bench::now_seconds() - t0;
+  const int calls = std::max(1, static_cast<int>(0.05 / std::max(probe_s, 1e-6)));
+  std::vector<double> us, cpu_us;
+  for (int r = 0; r < (cfg.quick ? 3 : cfg.reps) + 1; ++r) {
+    std::fill(cpu.begin(), cpu.end(), 0.0);
+    const double s0 = bench::now_seconds();
+    for (int i = 0; i < calls; ++i) attention(a, plan, run_on_all);
+    if (r == 0) continue;
+    us.push_back((bench::now_seconds() - s0) / calls * 1e6);
+    cpu_us.push_back(*std::max_element(cpu.begin(), cpu.end()) / calls * 1e6);
+  }
+  Result res;
+  res.spread = bench::summarize(us);
+  res.us = res.spread.median;
+  const double flops = 4.0 * kHeads * kHeadDim * (static_cast<double>(n) * (n + 1) / 2);
+  res.gflops = flops / (res.us * 1e-6) / 1e9;
+  res.cpu_us = bench::summarize(cpu_us).median;
+  res.cpu_ratio = flops / (res.cpu_us * 1e-6) / 1e9;  // GFLOP/s from CPU time
+  res.items = plan.items.size();
+  return res;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config cfg;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--quick") {
+      cfg.quick = true;
+    } else if (arg == "--threads" && i + 1 < argc) {
+      cfg.threads = std::atoi(argv[++i]);
+    } else if (arg == "--reps" && i + 1 < argc) {
+      cfg.reps = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--cycle-x" && i + 1 < argc) {
+      cfg.cycle_x = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--isa" && i + 1 < argc) {
+      cfg.isa = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: %s [--quick] [--threads N] [--reps N] [--cycle-x N] [--isa scalar]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  const CpuFeatures& cpu = cpu_features();
+  const TopologyInfo topo = Topology::system().process_info();
+  ThreadPool pool({.n_threads = cfg.threads});
+  Isa isa = cpu.has_avx512_bf16_kernels() ? Isa::avx512_bf16 : Isa::scalar;
+  if (cfg.isa == "scalar") isa = Isa::scalar;
+  const size_t l3 = topo.l3_bytes ? topo.l3_bytes : (size_t{32} << 20);
+  const size_t sweep = static_cast<size_t>(cfg.cycle_x) * l3;
+
+  std::printf("cpu:      %s\n", cpu.summary().c_str());
+  std::printf("topology: %s\n", topo.summary().c_str());
+  std::printf("threads:  %d (pinned: %s), kernel isa: %s\n", pool.size(),
+              pool.bindings()[0].empty() ? "no" : "yes", isa_name(isa));
+  bench::ReadBandwidthProbe probe(pool, sweep);
+  const bench::Stat bw = probe.measure(cfg.quick ? 5 : 15);
+  bench::Stat peak_cpu;
+  const bench::Stat peak = bench::measure_bf16_peak(pool, cfg.quick ? 3 : 7, &peak_cpu);
+  std::printf("read bandwidth (%zu MB, %d threads): %.1f GB/s  [min %.1f, max %.1f]\n", sweep >> 20,
+              pool.size(), bw.median, bw.min, bw.max);
+  std::printf("bf16 peak (vdpbf16ps, %d threads):    %.0f GFLOP/s  [min %.0f, max %.0f]; from CPU time %.0f\n\n",
+              pool.size(), peak.median, peak.min, peak.max, peak_cpu.median);
+  std::printf("Wall-time medians; 'cpu' columns: the same from the busiest thread's CPU time inside\n"
+              "the kernel (and the probe / peak loop), robust to other processes taking the cores.\n\n");
+
+  std::printf("decode: TinyLlama heads 32/4 x 64, %d layers per step, KV swept over >= %zu MB\n",
+              kLayers, sweep >> 20);
+  std::printf("%5s %7s %8s %6s %7s %10s %10s %7s %6s %6s %6s  %s\n", "batch", "context", "KV MB",
+              "items", "merges", "us/step", "cpu us", "GB/s", "bw", "%bw", "cpu%", "us min..max");
+  for (int batch : {1, 16}) {
+    for (int context : {128, 1024, 4096}) {
+      const Result r = bench_decode(pool, probe, batch, context, sweep, isa, cfg);
+      const double mb = static_cast<double>(batch) * context * kLayers * kKvHeads * kHeadDim * 4 / 1e6;
+      std::printf("%5d %7d %8.1f %6zu %7zu %10.1f %10.1f %7.1f %6.1f %5.0f%% %5.0f%%  %.0f..%.0f\n",
+                  batch, context, mb, r.items, r.merges, r.us, r.cpu_us, r.gbs, r.bw,
+                  100.0 * r.ratio, 100.0 * r.cpu_ratio, r.spread.min, r.spread.max);
+      std::fflush(stdout);
+    }
+  }
+  std::printf("\nprefill: one sequence, causal, 32/4 heads x 64, one layer\n");
+  std::printf("%6s %6s %10s %10s %8s %6s %6s  %s\n", "tokens", "items", "us/call", "cpu us",
+              "GFLOP/s", "%peak", "cpu%", "us min..max");
+  for (int n : {512, 2048}) {
+    if (cfg.quick && n > 512) continue;
+    const Result r = bench_prefill(pool, n, isa, cfg);
+    std::printf("%6d %6zu %10.1f %10.1f %8.1f %5.0f%% %5.0f%%  %.0f..%.0f\n", n, r.items, r.us,
+                r.cpu_us, r.gflops, peak.median > 0 ? 100.0 * r.gflops / peak.median : 0.0,
+                peak_cpu.median > 0 ? 100.0 * r.cpu_ratio / peak_cpu.median : 0.0, r.spread.min,
+                r.spread.max);
+    std::fflush(stdout);
+  }
+  const bench::Stat bw_end = probe.measure(cfg.quick ? 5 : 15);
+  std::printf("\nat the end: read bandwidth %.1f GB/s [%.1f..%.1f]\n", bw_end.median, bw_end.min,
+              bw_end.max);
+  return 0;
+}

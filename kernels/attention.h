@@ -1,0 +1,162 @@
+#pragma once
+// SLAB attention: causal (optionally sliding-window) grouped-query attention of a flattened batch
+// of query rows over the paged BF16 KV cache.
+//
+// Dtypes: K and V are BF16 in the cache's block layout (src/kv/kv_cache.h:
+// [layer][K then V][kv_head][token][head_dim] per block). Q is FP32 (the QKV projection's FP32
+// output after RoPE). Scores, softmax and the P·V accumulation are FP32; the output is FP32
+// [row][n_heads * head_dim] (the O projection converts it to BF16 rows).
+//
+// Kernel: one work item = (sequence, KV head, range of query rows, range of KV positions). The
+// item's query vectors (rows × the GQA group of query heads of that KV head, at most
+// kAttnMaxVectors) share every KV block read. Blocks outside the causal / window extent of the
+// item's rows are never touched (causal block skipping), and within a block only the rows of
+// tokens some vector can see are read (tokens past kv_len never are). Per block (AVX-512):
+//   - K is transposed once (16×16 dword transposes) so that scores run with tokens in lanes:
+//     vdpbf16ps of a broadcast Q pair against 16 tokens' K pairs, 4 query vectors × 32 tokens
+//     per pass, no horizontal reductions;
+//   - online softmax in FP32 with a vectorised exp (relative error < 2e-7);
+//   - P·V by vdpbf16ps on two V rows interleaved (unpack) against broadcast P pairs.
+// Accuracy: vdpbf16ps needs BF16 operands, so Q and P are each split into BF16 hi + lo parts
+// (x = hi + lo + O(2^-16 x)) and both parts are accumulated; K and V are BF16 already, products
+// are exact in FP32. The result matches FP32 attention over the BF16 cache to ~1e-5 of max|v|.
+// The split costs two vdpbf16ps per pair, i.e. the same instruction count as FP32 FMA after
+// widening K/V (measured: widening spent ~20% of decode time on the conversions; this path has
+// none). Dropping the lo part of P would halve the P·V work at a 2^-9 relative error on each
+// softmax weight (not done).
+// Isa::scalar is the same algorithm in plain C++ (K/V widened to FP32, std::exp).
+//
+// Dispatch (plan_attention) classifies each sequence by its query length:
+//   decode (q_len = 1): one item per (sequence, KV head): the block is read once for all the
+//     group's heads; split-KV (items over block-aligned KV ranges, merged after) when the
+//     context is long (> kAttnSplitTokens) or there are fewer items than threads;
+//   multi-token (2..64 rows): rows × group heads per item (row tiles of kAttnMaxVectors / group
+//     rows), the same split-KV rule;
+//   prefill (> 64 rows): query tiles × KV blocks (flash attention), never split; each tile stops
+//     at its last row's position.
+// Items are assigned to threads at plan time, longest first onto the least loaded thread.
+//
+// Threads: the caller runs attention_run(args, plan, thread, n_threads) on every thread (the
+// plan's n_threads), then, only when plan.needs_merge(), attention_merge on every thread after
+// every run finished (a second dispatch). attention() below does both through a run_on_all.
+//
+// ISA: Isa::avx512_bf16 uses the AVX-512 path (needs head_dim % 16 == 0 and block_size % 16 == 0,
+// else it falls back to scalar); Isa::avx2 and Isa::scalar run the scalar path.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/bf16.h"
+
+namespace slab::kern {
+
+inline constexpr int kAttnMaxVectors = 64;     // query vectors sharing one KV block read
+inline constexpr int kAttnMaxHeadDim = 256;
+inline constexpr int kAttnMaxBlockSize = 128;
+inline constexpr int kAttnDecodeMaxRows = 1;
+inline constexpr int kAttnMultiMaxRows = 64;   // above: prefill
+inline constexpr int kAttnSplitTokens = 1024;  // decode/multi contexts above this are split
+
+// One layer's K and V in the BF16 block pool. Offsets and strides are in bf16 elements (the same
+// numbers as KvGeometry's strides).
+struct AttnKvPool {
+  const bf16_t* pool = nullptr;
+  int block_size = 0;
+  size_t block_stride = 0;  // block -> block
+  size_t k_offset = 0;      // layer's K inside a block (layer * layer_stride)
+  size_t v_offset = 0;      // layer's V inside a block (k_offset + kv_stride)
+  size_t head_stride = 0;   // KV head -> KV head: block_size * head_dim
+};
+
+// One sequence of the flattened batch. Its query rows are [q_start, q_start + q_len) of q and
+// out; query row i sits at position kv_len - q_len + i, and sees keys j with
+// pos - window < j <= pos (window > 0) or j <= pos. Its K/V for positions [0, kv_len) are in the
+// cache already (including those of its new tokens).
+struct AttnSeq {
+  int q_start = 0;
+  int q_len = 0;
+  int kv_len = 0;
+  const int32_t* block_table = nullptr;  // ceil(kv_len / block_size) block ids
+};
+
+struct AttnShape {
+  int n_heads = 0;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  int block_size = 0;
+  int window = 0;  // 0: no sliding window
+};
+
+enum class AttnClass : uint8_t { decode, multi, prefill };
+AttnClass classify_attention(int q_len);
+
+struct AttnWorkItem {
+  int seq = 0;
+  int kv_head = 0;
+  int row0 = 0, row1 = 0;  // query rows of the sequence, relative to q_start
+  int kv0 = 0, kv1 = 0;    // KV positions this item covers (block-aligned unless the ends)
+  int64_t partial = -1;    // split-KV: offset (floats) of its partial result in the workspace
+};
+
+// Combines the n_splits partials (consecutive, partial_stride floats apart) of one row range.
+struct AttnMergeItem {
+  int seq = 0;
+  int kv_head = 0;
+  int row0 = 0, row1 = 0;
+  int64_t first_partial = 0;
+  int n_splits = 0;
+  size_t partial_stride = 0;
+};
+
+struct AttentionPlan {
+  AttnShape shape;
+  int n_threads = 1;
+  std::vector<AttnWorkItem> items;
+  std::vector<int> order;         // item indices grouped by thread
+  std::vector<int> thread_begin;  // thread t runs order[thread_begin[t] .. thread_begin[t + 1])
+  std::vector<AttnMergeItem> merges;
+  size_t scratch_floats = 0;      // per thread, at the start of the workspace
+  size_t workspace_floats = 0;    // total; the caller provides this many, 64-byte aligned
+  int n_decode = 0, n_multi = 0, n_prefill = 0;  // sequences per class
+  bool needs_merge() const { return !merges.empty(); }
+};
+
+// Plans one call for n_threads threads. seqs must stay valid only during the call (the plan
+// copies what it needs); the same seqs are passed again in AttentionArgs.
+AttentionPlan plan_attention(const AttnShape& shape, const AttnSeq* seqs, int n_seqs,
+                             int n_threads);
+inline size_t attention_workspace_floats(const AttentionPlan& plan) {
+  return plan.workspace_floats;
+}
+
+struct AttentionArgs {
+  const float* q = nullptr;  // [rows][n_heads * head_dim], row stride ldq floats
+  size_t ldq = 0;
+  float* out = nullptr;      // [rows][n_heads * head_dim], row stride ldo floats
+  size_t ldo = 0;
+  AttnKvPool kv;
+  const AttnSeq* seqs = nullptr;
+  int n_seqs = 0;
+  float scale = 1.0f;
+  float* workspace = nullptr;  // plan.workspace_floats floats, 64-byte aligned
+  Isa isa = Isa::scalar;
+};
+
+// Phase 1 on every thread t in [0, plan.n_threads).
+void attention_run(const AttentionArgs& args, const AttentionPlan& plan, int thread,
+                   int n_threads);
+// Phase 2 (only when plan.needs_merge()) on every thread after every phase 1 finished.
+void attention_merge(const AttentionArgs& args, const AttentionPlan& plan, int thread,
+                     int n_threads);
+
+// Both phases through the caller's pool: run_on_all(f) calls f(thread, n_threads) once on each
+// thread and returns when all have (ThreadPool::run_on_all does).
+template <typename RunOnAll>
+void attention(const AttentionArgs& args, const AttentionPlan& plan, RunOnAll&& run_on_all) {
+  run_on_all([&](int thread, int threads) { attention_run(args, plan, thread, threads); });
+  if (plan.needs_merge()) {
+    run_on_all([&](int thread, int threads) { attention_merge(args, plan, thread, threads); });
+  }
+}
+
+}  // namespace slab::kern

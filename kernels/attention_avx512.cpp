@@ -1,0 +1,395 @@
+// AVX-512 block of SLAB attention: K transposed per block, scores and P·V by vdpbf16ps with Q
+// and P split into BF16 hi + lo (see attention.h), masked online softmax with a vectorised exp.
+// Every function carries the target attribute (see linear_bf16_avx512.cpp); only called after
+// cpuid said avx512_bf16.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "kernels/attention.h"
+#include "kernels/attention_block.h"
+
+// GCC 12 reports the _mm512_undefined_ps() pass-through operand inside the unpack and shuffle
+// intrinsics as "may be used uninitialized" once they are inlined here: a false positive.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#define SLAB_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+
+namespace slab::kern::detail {
+namespace {
+
+// exp(x) for x <= 0 (scores minus their running max). Range reduction x = n ln2 + r with
+// |r| <= ln2/2 (ln2 split in two for an exact n ln2), degree-6 Taylor polynomial of e^r
+// (truncation < 1.2e-7 relative), then scalef by 2^n, which flushes to 0 below 2^-149. Relative
+// error below 2e-7 over [-87, 0]; inputs below -103 (and -inf) give 0 up to 2^-149.
+SLAB_AVX512 inline __m512 exp_neg(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-103.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 720.0f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+// Lanes j of a 16-token group starting at g that fall in [lo, hi).
+SLAB_AVX512 inline __mmask16 range_mask(int g, int lo, int hi) {
+  const int a = std::max(0, lo - g), e = std::min(16, hi - g);
+  if (e <= a) return 0;
+  const uint32_t upto = e >= 16 ? 0xffffu : ((1u << e) - 1u);
+  return static_cast<__mmask16>(upto & ~((1u << a) - 1u));
+}
+
+// P·V with vdpbf16ps. Two V rows t, t + 1 interleaved by unpacklo/hi_epi16 give, per 32
+// elements of head_dim, the pairs (v[t][d], v[t + 1][d]) that vdpbf16ps multiplies by a
+// broadcast pair (p_t, p_t+1), with P split into BF16 hi + lo like Q. The interleave permutes
+// head_dim inside a chunk: accumulator A lane 4k + j holds d = 8k + j, B lane 4k + j holds
+// d = 8k + 4 + j (k = 128-bit lane); o is permuted in at the start and back at the end.
+SLAB_AVX512 inline __m512i idx_a() {
+  return _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+}
+SLAB_AVX512 inline __m512i idx_b() {
+  return _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+}
+// Natural d 0..15 / 16..31 from A, B.
+SLAB_AVX512 inline __m512i idx_n0() {
+  return _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+}
+SLAB_AVX512 inline __m512i idx_n1() {
+  return _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+}
+
+// Loads 32 BF16 of V row t at chunk c (16 when head_dim ends mid-chunk), zero outside [lo, hi).
+template <int NC>
+SLAB_AVX512 inline __m512i v_chunk(const bf16_t* v, int t, int c, int lo, int hi) {
+  if (t < lo || t >= hi) return _mm512_setzero_si512();
+  const bf16_t* src = v + static_cast<size_t>(t) * (16 * NC) + 32 * c;
+  if (2 * c + 1 < NC) return _mm512_loadu_si512(src);
+  return _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)));
+}
+
+// o[i + j] = alpha[i + j] o[i + j] + sum_{t in [lo, hi)} s[i + j][t] v[t] for j < VB.
+template <int NC, int VB>
+SLAB_AVX512 void pv(const AttnBlock& b, int i, int lo, int hi, const float* alphas) {
+  constexpr int hd = 16 * NC;
+  constexpr int NP = (NC + 1) / 2;
+  // P as BF16 hi/lo pairs: dword u of ph[j] = (p[2u], p[2u + 1]).
+  alignas(64) uint32_t ph[VB][kAttnMaxBlockSize / 2], pl[VB][kAttnMaxBlockSize / 2];
+  const int t0 = lo & ~1;
+  const int written_lo = lo & ~15;  // s holds P (zeros outside [lo, hi)) on these groups only
+  for (int j = 0; j < VB; ++j) {
+    const float* s = b.s + static_cast<size_t>(i + j) * static_cast<size_t>(b.lds);
+    for (int g = lo & ~31; g < hi; g += 32) {
+      const __m512 f0 = g >= written_lo ? _mm512_loadu_ps(s + g) : _mm512_setzero_ps();
+      const __m512 f1 = g + 16 < hi ? _mm512_loadu_ps(s + g + 16) : _mm512_setzero_ps();
+      const __m512i h = (__m512i)_mm512_cvtne2ps_pbh(f1, f0);
+      const __m512 h0 = _mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));
+      const __m512 h1 = _mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1)), 16));
+      const __m512i l = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(f1, h1), _mm512_sub_ps(f0, h0));
+      _mm512_store_si512(&ph[j][g / 2], h);
+      _mm512_store_si512(&pl[j][g / 2], l);
+    }
+  }
+
+  __m512 acc[VB][NP][2];
+#pragma GCC unroll 4
+  for (int j = 0; j < VB; ++j) {
+    const __m512 va = _mm512_set1_ps(alphas[i + j]);
+    const float* op = b.o + static_cast<size_t>(i + j) * hd;
+#pragma GCC unroll 8
+    for (int c = 0; c < NP; ++c) {
+      const __m512 n0 = _mm512_loadu_ps(op + 32 * c);
+      const __m512 n1 = 2 * c + 1 < NC ? _mm512_loadu_ps(op + 32 * c + 16) : _mm512_setzero_ps();
+      acc[j][c][0] = _mm512_mul_ps(va, _mm512_permutex2var_ps(n0, idx_a(), n1));
+      acc[j][c][1] = _mm512_mul_ps(va, _mm512_permutex2var_ps(n0, idx_b(), n1));
+    }
+  }
+  for (int t = t0; t < hi; t += 2) {
+#pragma GCC unroll 8
+    for (int c = 0; c < NP; ++c) {
+      const __m512i va = v_chunk<NC>(b.vraw, t, c, lo, hi);
+      const __m512i vb = v_chunk<NC>(b.vraw, t + 1, c, lo, hi);
+      const __m512bh il = (__m512bh)_mm512_unpacklo_epi16(va, vb);
+      const __m512bh ih = (__m512bh)_mm512_unpackhi_epi16(va, vb);
+#pragma GCC unroll 4
+      for (int j = 0; j < VB; ++j) {
+        const __m512bh phj = (__m512bh)_mm512_set1_epi32(static_cast<int>(ph[j][t / 2]));
+        const __m512bh plj = (__m512bh)_mm512_set1_epi32(static_cast<int>(pl[j][t / 2]));
+        acc[j][c][0] = _mm512_dpbf16_ps(acc[j][c][0], phj, il);
+        acc[j][c][1] = _mm512_dpbf16_ps(acc[j][c][1], phj, ih);
+        acc[j][c][0] = _mm512_dpbf16_ps(acc[j][c][0], plj, il);
+        acc[j][c][1] = _mm512_dpbf16_ps(acc[j][c][1], plj, ih);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < VB; ++j) {
+    float* op = b.o + static_cast<size_t>(i + j) * hd;
+#pragma GCC unroll 8
+    for (int c = 0; c < NP; ++c) {
+      _mm512_storeu_ps(op + 32 * c, _mm512_permutex2var_ps(acc[j][c][0], idx_n0(), acc[j][c][1]));
+      if (2 * c + 1 < NC) {
+        _mm512_storeu_ps(op + 32 * c + 16,
+                         _mm512_permutex2var_ps(acc[j][c][0], idx_n1(), acc[j][c][1]));
+      }
+    }
+  }
+}
+
+// K of the 16-token groups [g_lo, g_hi) transposed for vdpbf16ps with tokens in lanes: zmm
+// (group gi, column c) = the 16 tokens' BF16 pairs (k[2c], k[2c + 1]), at kt + (gi·NP·16 + c)·16.
+// Rows of tokens outside [t_lo, t_hi) are zero and not read.
+template <int NC>
+SLAB_AVX512 void transpose_k(const AttnBlock& b, int t_lo, int t_hi) {
+  constexpr int hd = 16 * NC;
+  constexpr int NP = (NC + 1) / 2;
+  for (int g = t_lo & ~15; g < t_hi; g += 16) {
+    for (int h = 0; h < NP; ++h) {
+      __m512i r[16];
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i) {
+        const bf16_t* src = b.kraw + static_cast<size_t>(g + i) * hd + 32 * h;
+        if (g + i < t_lo || g + i >= t_hi) {
+          r[i] = _mm512_setzero_si512();
+        } else if (2 * h + 1 < NC) {
+          r[i] = _mm512_loadu_si512(src);
+        } else {
+          r[i] = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)));
+        }
+      }
+      __m512i t[16], u[16];
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+      }
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {  // rows 4q..4q+3: u[4q + j] holds column 4k + j in lane k
+        u[4 * q + 0] = _mm512_unpacklo_epi64(t[4 * q], t[4 * q + 2]);
+        u[4 * q + 1] = _mm512_unpackhi_epi64(t[4 * q], t[4 * q + 2]);
+        u[4 * q + 2] = _mm512_unpacklo_epi64(t[4 * q + 1], t[4 * q + 3]);
+        u[4 * q + 3] = _mm512_unpackhi_epi64(t[4 * q + 1], t[4 * q + 3]);
+      }
+      float* dst = b.kt + (static_cast<size_t>(g / 16) * NP * 16 + 16 * static_cast<size_t>(h)) * 16;
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        const __m512i v0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x88);
+        const __m512i v1 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xdd);
+        const __m512i v2 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x88);
+        const __m512i v3 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xdd);
+        _mm512_storeu_si512(dst + 16 * j, _mm512_shuffle_i32x4(v0, v2, 0x88));
+        _mm512_storeu_si512(dst + 16 * (4 + j), _mm512_shuffle_i32x4(v1, v3, 0x88));
+        _mm512_storeu_si512(dst + 16 * (8 + j), _mm512_shuffle_i32x4(v0, v2, 0xdd));
+        _mm512_storeu_si512(dst + 16 * (12 + j), _mm512_shuffle_i32x4(v1, v3, 0xdd));
+      }
+    }
+  }
+}
+
+inline uint32_t load_u32(const float* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// Scores of VS vectors from i0 over G token groups from gi: 2·G·VS accumulator chains (Q hi and
+// lo apart), each transposed K column loaded once for all VS vectors.
+template <int NC, int VS, int G>
+SLAB_AVX512 void score_groups(const AttnBlock& b, int i0, int gi) {
+  constexpr int NP = (NC + 1) / 2;
+  constexpr int ncols = 8 * NC;  // BF16 pairs of head_dim
+  __m512 acc[VS][G][2];
+#pragma GCC unroll 4
+  for (int v = 0; v < VS; ++v) {
+#pragma GCC unroll 2
+    for (int g = 0; g < G; ++g) acc[v][g][0] = acc[v][g][1] = _mm512_setzero_ps();
+  }
+  const float* q = b.qhl + static_cast<size_t>(i0) * (32 * NP);
+  const float* kt = b.kt + static_cast<size_t>(gi) * NP * 16 * 16;
+  for (int c = 0; c < ncols; ++c) {
+    if (*b.pf_next < 2 * b.pf_lines) {
+      const int l = (*b.pf_next)++;
+      _mm_prefetch((l < b.pf_lines ? b.pf_k + 64 * l : b.pf_v + 64 * (l - b.pf_lines)), _MM_HINT_T1);
+      const int l2 = (*b.pf_next)++;
+      if (l2 < 2 * b.pf_lines) {
+        _mm_prefetch((l2 < b.pf_lines ? b.pf_k + 64 * l2 : b.pf_v + 64 * (l2 - b.pf_lines)),
+                     _MM_HINT_T1);
+      }
+    }
+    __m512bh k[G];
+#pragma GCC unroll 2
+    for (int g = 0; g < G; ++g) {
+      k[g] = (__m512bh)_mm512_loadu_si512(kt + (static_cast<size_t>(g) * NP * 16 + c) * 16);
+    }
+#pragma GCC unroll 4
+    for (int v = 0; v < VS; ++v) {
+      const float* qv = q + static_cast<size_t>(v) * (32 * NP);
+      const __m512bh qh = (__m512bh)_mm512_set1_epi32(static_cast<int>(load_u32(qv + c)));
+      const __m512bh ql = (__m512bh)_mm512_set1_epi32(static_cast<int>(load_u32(qv + 16 * NP + c)));
+#pragma GCC unroll 2
+      for (int g = 0; g < G; ++g) {
+        acc[v][g][0] = _mm512_dpbf16_ps(acc[v][g][0], qh, k[g]);
+        acc[v][g][1] = _mm512_dpbf16_ps(acc[v][g][1], ql, k[g]);
+      }
+    }
+  }
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+#pragma GCC unroll 4
+  for (int v = 0; v < VS; ++v) {
+    const int lo = b.lo[i0 + v], hi = b.hi[i0 + v];
+    float* s = b.s + static_cast<size_t>(i0 + v) * static_cast<size_t>(b.lds);
+#pragma GCC unroll 2
+    for (int g = 0; g < G; ++g) {
+      const int t = 16 * (gi + g);
+      const __m512 sv = _mm512_add_ps(acc[v][g][0], acc[v][g][1]);
+      _mm512_storeu_ps(s + t, _mm512_mask_blend_ps(range_mask(t, lo, hi), neg_inf, sv));
+    }
+  }
+}
+
+template <int NC, int VS>
+SLAB_AVX512 void scores(const AttnBlock& b, int i0) {
+  int lo = 1 << 30, hi = -1;
+  for (int v = 0; v < VS; ++v) {
+    if (b.lo[i0 + v] >= b.hi[i0 + v]) continue;
+    lo = std::min(lo, b.lo[i0 + v]);
+    hi = std::max(hi, b.hi[i0 + v]);
+  }
+  int gi = lo / 16;
+  for (; 16 * (gi + 1) < hi; gi += 2) score_groups<NC, VS, 2>(b, i0, gi);
+  if (16 * gi < hi) score_groups<NC, VS, 1>(b, i0, gi);
+}
+
+template <int NC>
+SLAB_AVX512 void block_impl(const AttnBlock& b) {
+  constexpr int VB = NC <= 4 ? 4 : NC <= 8 ? 2 : 1;  // P·V: VB·ceil(NC/2)·2 accumulators
+  float alphas[kAttnMaxVectors];
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+
+  int t_lo = 1 << 30, t_hi = -1;
+  for (int i = 0; i < b.m; ++i) {
+    if (b.lo[i] >= b.hi[i]) continue;
+    t_lo = std::min(t_lo, b.lo[i]);
+    t_hi = std::max(t_hi, b.hi[i]);
+  }
+  if (t_hi < 0) return;
+  transpose_k<NC>(b, t_lo, t_hi);
+  for (int i = 0; i < b.m; i += 4) {
+    if (i + 4 >= b.m) {  // last chunk: whatever is left of the prefetch goes out now
+      for (int l = *b.pf_next; l < 2 * b.pf_lines; ++l) {
+        _mm_prefetch((l < b.pf_lines ? b.pf_k + 64 * l : b.pf_v + 64 * (l - b.pf_lines)), _MM_HINT_T1);
+      }
+      *b.pf_next = 2 * b.pf_lines;
+    }
+    switch (std::min(4, b.m - i)) {
+      case 1: scores<NC, 1>(b, i); break;
+      case 2: scores<NC, 2>(b, i); break;
+      case 3: scores<NC, 3>(b, i); break;
+      default: scores<NC, 4>(b, i); break;
+    }
+  }
+
+  for (int i = 0; i < b.m; ++i) {
+    const int lo = b.lo[i], hi = b.hi[i];
+    if (lo >= hi) continue;
+    float* s = b.s + static_cast<size_t>(i) * static_cast<size_t>(b.lds);
+    const int g0 = lo & ~15;
+    __m512 vmax = neg_inf;
+    for (int g = g0; g < hi; g += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(s + g));
+
+    const float mold = b.mx[i];
+    const float mnew = std::max(mold, _mm512_reduce_max_ps(vmax));
+    const float alpha = mold == -std::numeric_limits<float>::infinity()
+                            ? 0.0f  // nothing seen yet
+                            : _mm512_cvtss_f32(exp_neg(_mm512_set1_ps(mold - mnew)));
+    const __m512 vm = _mm512_set1_ps(mnew);
+    __m512 vsum = _mm512_setzero_ps();
+    for (int g = g0; g < hi; g += 16) {
+      const __m512 p = _mm512_maskz_mov_ps(range_mask(g, lo, hi),
+                                           exp_neg(_mm512_sub_ps(_mm512_loadu_ps(s + g), vm)));
+      _mm512_storeu_ps(s + g, p);
+      vsum = _mm512_add_ps(vsum, p);
+    }
+    b.l[i] = b.l[i] * alpha + _mm512_reduce_add_ps(vsum);
+    b.mx[i] = mnew;
+
+    alphas[i] = alpha;
+  }
+
+  // P·V, VB vectors with the same token range at a time: each V row is loaded once for all of
+  // them and VB·NC independent accumulator chains hide the FMA latency.
+  for (int i = 0; i < b.m;) {
+    const int lo = b.lo[i], hi = b.hi[i];
+    int n = 1;
+    while (n < VB && i + n < b.m && b.lo[i + n] == lo && b.hi[i + n] == hi) ++n;
+    if (lo < hi) {
+      if (n == VB) {
+        pv<NC, VB>(b, i, lo, hi, alphas);
+      } else {
+        for (int j = 0; j < n; ++j) pv<NC, 1>(b, i + j, lo, hi, alphas);
+      }
+    }
+    i += n;
+  }
+}
+
+}  // namespace
+
+void attn_block_avx512(const AttnBlock& b) {
+  switch (b.hd / 16) {
+    case 1: return block_impl<1>(b);
+    case 2: return block_impl<2>(b);
+    case 3: return block_impl<3>(b);
+    case 4: return block_impl<4>(b);
+    case 5: return block_impl<5>(b);
+    case 6: return block_impl<6>(b);
+    case 7: return block_impl<7>(b);
+    case 8: return block_impl<8>(b);
+    case 9: return block_impl<9>(b);
+    case 10: return block_impl<10>(b);
+    case 11: return block_impl<11>(b);
+    case 12: return block_impl<12>(b);
+    case 13: return block_impl<13>(b);
+    case 14: return block_impl<14>(b);
+    case 15: return block_impl<15>(b);
+    case 16: return block_impl<16>(b);
+    default: return attn_block_scalar(b);
+  }
+}
+
+SLAB_AVX512 void stage_q_hilo_avx512(float* dst, const float* q, int m, int hd) {
+  const int nc = hd / 16, np = (nc + 1) / 2;
+  for (int v = 0; v < m; ++v) {
+    const float* qv = q + static_cast<size_t>(v) * hd;
+    float* d = dst + static_cast<size_t>(v) * 32 * np;
+    for (int c = 0; c < np; ++c) {
+      const __m512 f0 = _mm512_loadu_ps(qv + 32 * c);
+      const __m512 f1 = 2 * c + 1 < nc ? _mm512_loadu_ps(qv + 32 * c + 16) : _mm512_setzero_ps();
+      const __m512i hi = (__m512i)_mm512_cvtne2ps_pbh(f1, f0);  // f0 in the low half
+      const __m512 h0 = _mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(hi)), 16));
+      const __m512 h1 = _mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(hi, 1)), 16));
+      const __m512i lo =
+          (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(f1, h1), _mm512_sub_ps(f0, h0));
+      _mm512_storeu_si512(d + 16 * c, hi);
+      _mm512_storeu_si512(d + 16 * (np + c), lo);
+    }
+  }
+}
+
+}  // namespace slab::kern::detail

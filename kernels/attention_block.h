@@ -1,0 +1,54 @@
+#pragma once
+// Internal to attention*.cpp: one KV block of one work item, described with plain pointers so
+// that the scalar and AVX-512 implementations share the driver in attention.cpp.
+#include <cstddef>
+
+#include "kernels/bf16.h"
+
+namespace slab::kern::detail {
+
+// Online-softmax update of m query vectors with the nt tokens of one KV block:
+//   s[i][t] = q[i] · k[t] for t in [lo[i], hi[i]) (other tokens are masked out),
+//   mx'[i] = max(mx[i], max_t s[i][t]), p = exp(s - mx'),
+//   l[i] = l[i] exp(mx[i] - mx'[i]) + sum_t p, o[i] = o[i] exp(mx[i] - mx'[i]) + sum_t p v[t].
+// q is prescaled (scale folded in), [m][hd]; k, v are FP32 [nt][hd] (scalar path; rows in
+// [lo, hi) are read); s is scratch [m][lds]. The AVX-512 block reads K as BF16 from kraw
+// ([nt][hd], rows in [lo, hi) only) with Q split into BF16 hi + lo parts (qhl, from
+// stage_q_hilo_avx512), so vdpbf16ps computes q·k to ~2^-16 relative without widening K; V
+// likewise from vraw, with P split the same way. A vector with lo >= hi is left untouched; a
+// vector that has seen no token yet has mx = -inf, l = 0, o = 0.
+struct AttnBlock {
+  const float* q = nullptr;
+  const float* k = nullptr;
+  const bf16_t* kraw = nullptr;
+  float* kt = nullptr;           // AVX-512: scratch for the transposed K, >= block_size * hd floats
+  const bf16_t* vraw = nullptr;  // AVX-512: V as BF16 [nt][hd], rows in [lo, hi) only
+  const float* qhl = nullptr;
+  // AVX-512: lines to prefetch while computing (a later block of the item), spread over the
+  // score loop two at a time: K lines then V lines, *pf_next counts the ones issued.
+  const char* pf_k = nullptr;
+  const char* pf_v = nullptr;
+  int pf_lines = 0;  // of each of K and V
+  int* pf_next = nullptr;
+  const float* v = nullptr;
+  float* s = nullptr;
+  int lds = 0;
+  float* o = nullptr;
+  float* mx = nullptr;
+  float* l = nullptr;
+  const int* lo = nullptr;
+  const int* hi = nullptr;
+  int m = 0;
+  int nt = 0;
+  int hd = 0;
+};
+
+void attn_block_scalar(const AttnBlock& b);
+void attn_block_avx512(const AttnBlock& b);
+// Floats per query vector of the staged hi/lo Q.
+inline size_t q_hilo_floats(int hd) { return static_cast<size_t>((hd + 31) / 32) * 32; }
+// dst[v] (q_hilo_floats(hd) floats each) = BF16 hi parts of q[v] in 32-element chunks, then the
+// BF16 lo parts (q - hi), zero-padded to a multiple of 32 elements.
+void stage_q_hilo_avx512(float* dst, const float* q, int m, int hd);
+
+}  // namespace slab::kern::detail

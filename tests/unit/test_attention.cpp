@@ -1,0 +1,278 @@
+// SLAB attention against the scalar FP32 reference (ref::attention) on the same BF16-rounded K/V.
+//
+// Tolerance: K and V are BF16 values that both sides see exactly in FP32 and Q is FP32 on both
+// sides, so every product q·k and p·v is computed from the same numbers. What differs is FP32
+// summation order (scores of ≤ 256 terms, outputs of ≤ 4100 terms), the vectorised exp (< 2e-7
+// relative) and the split-KV merge's rescaling: all well under 1e-4 of max|v| here. The bound
+// checked is |out - ref| <= 1e-3 * max|v| (max|v| = 1), the accuracy expected of FP32 softmax on
+// BF16 inputs.
+//
+// Every block id that no sequence uses, layer 0 of every block, the slots of a sequence's last
+// block past its kv_len, the workspace and the output all start as NaN: a read of any of them
+// shows up as a NaN in the result.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/reference.h"
+#include "runtime/cpu_features.h"
+#include "runtime/thread_pool.h"
+
+using namespace slab;
+using namespace slab::kern;
+
+namespace {
+
+constexpr float kTolerance = 1e-3f;
+constexpr bf16_t kBf16NaN = 0x7fc0;
+
+struct SeqSpec {
+  int q_len, kv_len;
+};
+
+struct Problem {
+  AttnShape shape;
+  int layers = 2, layer = 1;
+  size_t head_stride = 0, block_stride = 0, k_offset = 0, v_offset = 0;
+  std::vector<bf16_t> pool;
+  std::vector<float> pool_f32;
+  std::vector<std::vector<int32_t>> tables;
+  std::vector<AttnSeq> seqs;
+  std::vector<float> q, expected;
+  size_t width = 0;
+  int rows = 0;
+  float scale = 1.0f;
+};
+
+Problem make_problem(const AttnShape& shape, const std::vector<SeqSpec>& specs, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  Problem p;
+  p.shape = shape;
+  const int bs = shape.block_size, hd = shape.head_dim;
+  p.head_stride = static_cast<size_t>(bs) * hd;
+  const size_t kv_stride = p.head_stride * shape.n_kv_heads;
+  p.block_stride = 2 * kv_stride * p.layers;
+  p.k_offset = 2 * kv_stride * p.layer;
+  p.v_offset = p.k_offset + kv_stride;
+  int needed = 0;
+  for (const SeqSpec& s : specs) needed += (s.kv_len + bs - 1) / bs;
+  const int total_blocks = needed + 3;  // three blocks nobody owns
+  std::vector<int32_t> ids(static_cast<size_t>(total_blocks));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  p.pool.assign(p.block_stride * total_blocks, kBf16NaN);
+  p.pool_f32.assign(p.pool.size(), std::numeric_limits<float>::quiet_NaN());
+  p.width = static_cast<size_t>(shape.n_heads) * hd;
+  size_t next = 0;
+  for (const SeqSpec& s : specs) {
+    std::vector<int32_t> table;
+    for (int b = 0; b * bs < s.kv_len; ++b) table.push_back(ids[next++]);
+    for (int pos = 0; pos < s.kv_len; ++pos) {
+      const size_t base = static_cast<size_t>(table[static_cast<size_t>(pos / bs)]) * p.block_stride;
+      for (int h = 0; h < shape.n_kv_heads; ++h) {
+        for (size_t off : {p.k_offset, p.v_offset}) {
+          const size_t at = base + off + h * p.head_stride + static_cast<size_t>(pos % bs) * hd;
+          for (int d = 0; d < hd; ++d) {
+            const bf16_t v = f32_to_bf16(dist(rng));
+            p.pool[at + d] = v;
+            p.pool_f32[at + d] = bf16_to_f32(v);
+          }
+        }
+      }
+    }
+    p.tables.push_back(std::move(table));
+    p.seqs.push_back({p.rows, s.q_len, s.kv_len, nullptr});
+    p.rows += s.q_len;
+  }
+  for (size_t i = 0; i < p.seqs.size(); ++i) p.seqs[i].block_table = p.tables[i].data();
+  p.q.resize(static_cast<size_t>(p.rows) * p.width);
+  for (float& v : p.q) v = 3.0f * dist(rng);  // scores of a few units: a peaked softmax
+  p.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+
+  p.expected.assign(p.q.size(), 0.0f);
+  for (size_t i = 0; i < p.seqs.size(); ++i) {
+    const AttnSeq& s = p.seqs[i];
+    ref::PagedKv kv{p.pool_f32.data(), s.block_table, bs, p.block_stride, p.k_offset, p.v_offset,
+                    p.head_stride};
+    for (int r = 0; r < s.q_len; ++r) {
+      const size_t row = static_cast<size_t>(s.q_start + r);
+      ref::attention(p.expected.data() + row * p.width, p.q.data() + row * p.width, kv,
+                     shape.n_heads, shape.n_kv_heads, hd, s.kv_len - s.q_len + r, shape.window,
+                     p.scale);
+    }
+  }
+  return p;
+}
+
+AttentionArgs make_args(const Problem& p, float* out, float* workspace, Isa isa) {
+  AttentionArgs a;
+  a.q = p.q.data();
+  a.ldq = p.width;
+  a.out = out;
+  a.ldo = p.width;
+  a.kv = {p.pool.data(), p.shape.block_size, p.block_stride, p.k_offset, p.v_offset,
+          p.head_stride};
+  a.seqs = p.seqs.data();
+  a.n_seqs = static_cast<int>(p.seqs.size());
+  a.scale = p.scale;
+  a.workspace = workspace;
+  a.isa = isa;
+  return a;
+}
+
+float max_error(const std::vector<float>& got, const std::vector<float>& want) {
+  float worst = 0.0f;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const float e = std::fabs(got[i] - want[i]);
+    if (!(e <= worst)) worst = std::isnan(e) ? std::numeric_limits<float>::infinity() : e;
+  }
+  return worst;
+}
+
+// Runs the kernel with the threads one after the other (kernels know only their index).
+std::vector<float> run_sequential(const Problem& p, Isa isa, int n_threads) {
+  const AttentionPlan plan =
+      plan_attention(p.shape, p.seqs.data(), static_cast<int>(p.seqs.size()), n_threads);
+  std::vector<float> ws(attention_workspace_floats(plan) + 1,
+                        std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> out(p.q.size(), std::numeric_limits<float>::quiet_NaN());
+  const AttentionArgs args = make_args(p, out.data(), ws.data(), isa);
+  for (int t = 0; t < n_threads; ++t) attention_run(args, plan, t, n_threads);
+  if (plan.needs_merge()) {
+    for (int t = 0; t < n_threads; ++t) attention_merge(args, plan, t, n_threads);
+  }
+  return out;
+}
+
+std::vector<Isa> isas() {
+  std::vector<Isa> v{Isa::scalar};
+  if (cpu_features().has_avx512_bf16_kernels()) v.push_back(Isa::avx512_bf16);
+  return v;
+}
+
+void check_all(const Problem& p, const std::vector<int>& thread_counts) {
+  for (Isa isa : isas()) {
+    for (int threads : thread_counts) {
+      INFO("isa " << isa_name(isa) << " threads " << threads);
+      CHECK(max_error(run_sequential(p, isa, threads), p.expected) <= kTolerance);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("attention mixed batches match the reference over head shapes", "[attention]") {
+  struct Heads {
+    int n, kv;
+  };
+  const Heads heads[] = {{1, 1}, {8, 2}, {14, 2}, {32, 4}};
+  uint32_t seed = 1;
+  for (int hd : {64, 80, 128}) {
+    for (Heads h : heads) {
+      for (int bs : {16, 32}) {
+        INFO("head_dim " << hd << " heads " << h.n << "/" << h.kv << " block " << bs);
+        const AttnShape shape{h.n, h.kv, hd, bs, 0};
+        // Decode at 1, 15, 17, 100, 1000; multi-token with and without a prefix; prefill from
+        // empty and after a prefix.
+        const std::vector<SeqSpec> specs = {{1, 1},  {1, 15},  {1, 17},  {1, 100}, {1, 1000},
+                                            {2, 17}, {37, 100}, {64, 64}, {70, 70}, {66, 150}};
+        check_all(make_problem(shape, specs, seed++), {1, 2, 3, 7});
+      }
+    }
+  }
+}
+
+TEST_CASE("attention long contexts split the KV range and merge", "[attention]") {
+  for (int hd : {64, 128}) {
+    for (int window : {0, 700, 1500}) {
+      INFO("head_dim " << hd << " window " << window);
+      const AttnShape shape{8, 2, hd, 32, window};
+      const Problem p = make_problem(shape, {{1, 4100}, {1, 1000}, {3, 4100}}, 100 + hd + window);
+      const AttentionPlan plan = plan_attention(shape, p.seqs.data(), 3, 2);
+      // A window under kAttnSplitTokens keeps the work of a row short: no split.
+      CHECK(plan.needs_merge() == (window != 700));
+      check_all(p, {1, 2, 3, 7});
+    }
+  }
+  // One sequence, one KV head: fewer items than threads, so even a short context splits.
+  const AttnShape one{4, 1, 64, 16, 0};
+  const Problem p = make_problem(one, {{1, 100}}, 7);
+  CHECK(plan_attention(one, p.seqs.data(), 1, 3).needs_merge());
+  CHECK_FALSE(plan_attention(one, p.seqs.data(), 1, 1).needs_merge());
+  check_all(p, {1, 2, 3, 7});
+}
+
+TEST_CASE("attention sliding window", "[attention]") {
+  for (int window : {1, 16, 33, 100}) {
+    for (int bs : {16, 32}) {
+      INFO("window " << window << " block " << bs);
+      const AttnShape shape{14, 2, 64, bs, window};
+      const std::vector<SeqSpec> specs = {{1, 1}, {1, 17}, {1, 1000}, {9, 40}, {80, 200}};
+      check_all(make_problem(shape, specs, 500 + window + bs), {1, 2, 3, 7});
+    }
+  }
+}
+
+TEST_CASE("attention plan classifies sequences and skips masked blocks", "[attention]") {
+  const AttnShape shape{32, 4, 64, 32, 0};
+  const std::vector<AttnSeq> seqs = {{0, 1, 500, nullptr}, {1, 5, 20, nullptr},
+                                     {6, 64, 64, nullptr}, {70, 200, 200, nullptr}};
+  const AttentionPlan plan = plan_attention(shape, seqs.data(), 4, 2);
+  CHECK(plan.n_decode == 1);
+  CHECK(plan.n_multi == 2);
+  CHECK(plan.n_prefill == 1);
+  CHECK(classify_attention(65) == AttnClass::prefill);
+  int prefill_items = 0;
+  for (const AttnWorkItem& it : plan.items) {
+    REQUIRE(it.kv0 < it.kv1);
+    if (it.seq != 3) continue;
+    ++prefill_items;
+    CHECK(it.partial < 0);
+    CHECK(it.kv1 == it.row1);  // causal: a tile reads up to its last row's position only
+  }
+  CHECK(prefill_items == 4 * 25);  // 200 rows in tiles of 64 / 8 rows, per KV head
+  // Every item lands on exactly one thread.
+  std::vector<int> seen(plan.items.size(), 0);
+  for (int i : plan.order) ++seen[static_cast<size_t>(i)];
+  CHECK(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
+  CHECK(plan.thread_begin.size() == 3u);
+}
+
+TEST_CASE("attention runs on a thread pool", "[attention]") {
+  ThreadPoolOptions opts;
+  opts.n_threads = 3;
+  opts.pin = false;
+  opts.pin_caller = false;
+  ThreadPool pool(opts);
+  const AttnShape shape{32, 4, 64, 32, 0};
+  const Problem p = make_problem(shape, {{1, 1500}, {1, 33}, {20, 50}, {100, 300}}, 99);
+  for (Isa isa : isas()) {
+    INFO("isa " << isa_name(isa));
+    const AttentionPlan plan = plan_attention(shape, p.seqs.data(), 4, pool.size());
+    std::vector<float> ws(attention_workspace_floats(plan), std::numeric_limits<float>::quiet_NaN());
+    std::vector<float> out(p.q.size(), std::numeric_limits<float>::quiet_NaN());
+    const AttentionArgs args = make_args(p, out.data(), ws.data(), isa);
+    attention(args, plan, [&](auto&& f) { pool.run_on_all(f); });
+    CHECK(max_error(out, p.expected) <= kTolerance);
+  }
+}
+
+TEST_CASE("attention falls back to scalar where the AVX-512 path does not fit", "[attention]") {
+  // head_dim 72 is not a multiple of 16: Isa::avx512_bf16 (and avx2) must still be right.
+  const AttnShape shape{8, 2, 72, 16, 0};
+  const Problem p = make_problem(shape, {{1, 40}, {5, 33}, {70, 90}}, 4242);
+  for (Isa isa : {Isa::avx2, Isa::avx512_bf16}) {
+    if (isa == Isa::avx512_bf16 && !cpu_features().has_avx512_bf16_kernels()) continue;
+    for (int threads : {1, 3}) {
+      INFO("isa " << isa_name(isa) << " threads " << threads);
+      CHECK(max_error(run_sequential(p, isa, threads), p.expected) <= kTolerance);
+    }
+  }
+}
