@@ -30,6 +30,7 @@ std::unique_ptr<server::LoadedModel> load_for_serving(const std::filesystem::pat
   {
     RunnerOptions runner_options;
     if (o.dtype == "float32") runner_options.kernels = KernelChoice::reference;
+    runner_options.max_batched_tokens = o.server.engine.scheduler.max_num_batched_tokens;
     const auto checkpoint = open_safetensors_checkpoint(dir);
     loaded->runner = std::make_unique<ModelRunner>(loaded->model, *checkpoint, runner_options);
   }

@@ -73,7 +73,9 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     ws.rope_positions = want;
   }
 
-  const size_t ut = static_cast<size_t>(T);
+  // Sized for the larger of this step and the configured token budget, so steady state never
+  // reallocates; a larger step grows them.
+  const size_t ut = static_cast<size_t>(std::max(T, options_.max_batched_tokens));
   float* x = ws.x.get(ut * dim);
   kern::bf16_t* xb = ws.xb.get(std::max(ut, static_cast<size_t>(R)) * dim);
   float* qkv = ws.qkv.get(ut * qkv_dim);

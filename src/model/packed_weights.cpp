@@ -1,5 +1,5 @@
 // Packing a checkpoint into the BF16 kernels' layout. Sources may be BF16 (packed from the map
-// without conversion), F16 or F32 (converted to FP32 per matrix, rounded once when packed).
+// without a copy), F16 or F32 (converted to FP32 per matrix, rounded once when packed).
 #include "model/packed_weights.h"
 
 #include <cstring>
@@ -35,33 +35,36 @@ std::vector<float> to_f32(const TensorView& v) {
 PackedMatrix pack_stacked(const std::vector<TensorView>& parts, int k) {
   PackedMatrix m;
   m.k = k;
-  bool all_bf16 = true;
-  for (const TensorView& p : parts) {
-    m.n += static_cast<int>(p.shape[0]);
-    all_bf16 = all_bf16 && p.dtype == DType::bf16;
-  }
+  for (const TensorView& p : parts) m.n += static_cast<int>(p.shape[0]);
   m.buf = AlignedBuffer(kern::packed_bf16_elems(m.n, k) * sizeof(kern::bf16_t));
-  const size_t rows_k = static_cast<size_t>(m.n) * static_cast<size_t>(k);
-  if (all_bf16 && parts.size() == 1) {
-    kern::pack_linear_bf16(m.buf.as<kern::bf16_t>(), static_cast<const kern::bf16_t*>(parts[0].data), m.n, k,
-                           static_cast<size_t>(k));
-  } else if (all_bf16) {
-    std::vector<kern::bf16_t> tmp(rows_k);
-    size_t at = 0;
+  // Parts that start on a panel boundary pack in place, each into its own run of panels: no
+  // staging copy (a BF16 part packs straight from the memory map). Only a part that starts
+  // inside a panel (N of the part before not a multiple of 32) needs the stacked FP32 copy.
+  bool aligned = true;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) aligned = aligned && parts[i].shape[0] % kern::kPanelCols == 0;
+  kern::bf16_t* dst = m.buf.as<kern::bf16_t>();
+  const size_t panel_elems = static_cast<size_t>(kern::packed_pairs(k)) * 2 * kern::kPanelCols;
+  if (aligned) {
+    size_t row = 0;
     for (const TensorView& p : parts) {
-      std::memcpy(tmp.data() + at, p.data, static_cast<size_t>(p.numel()) * sizeof(kern::bf16_t));
-      at += static_cast<size_t>(p.numel());
+      const int n = static_cast<int>(p.shape[0]);
+      kern::bf16_t* at = dst + row / kern::kPanelCols * panel_elems;
+      if (p.dtype == DType::bf16) {
+        kern::pack_linear_bf16(at, static_cast<const kern::bf16_t*>(p.data), n, k, static_cast<size_t>(k));
+      } else {
+        kern::pack_linear_bf16(at, to_f32(p).data(), n, k, static_cast<size_t>(k));
+      }
+      row += static_cast<size_t>(n);
     }
-    kern::pack_linear_bf16(m.buf.as<kern::bf16_t>(), tmp.data(), m.n, k, static_cast<size_t>(k));
-  } else {
-    std::vector<float> tmp(rows_k);
-    size_t at = 0;
-    for (const TensorView& p : parts) {
-      convert_to_f32(p, tmp.data() + at);
-      at += static_cast<size_t>(p.numel());
-    }
-    kern::pack_linear_bf16(m.buf.as<kern::bf16_t>(), tmp.data(), m.n, k, static_cast<size_t>(k));
+    return m;
   }
+  std::vector<float> tmp(static_cast<size_t>(m.n) * static_cast<size_t>(k));
+  size_t at = 0;
+  for (const TensorView& p : parts) {
+    convert_to_f32(p, tmp.data() + at);
+    at += static_cast<size_t>(p.numel());
+  }
+  kern::pack_linear_bf16(dst, tmp.data(), m.n, k, static_cast<size_t>(k));
   return m;
 }
 
