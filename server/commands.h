@@ -12,6 +12,7 @@ namespace slab::cli {
 using Command = std::function<int()>;
 
 Command add_generate_command(CLI::App& app);
+Command add_bench_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
 Command add_topology_command(CLI::App& app);
 

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "model/model_runner.h"
 #include "tokenizer/tokenizer.h"
 
 namespace slab::cli {
@@ -44,7 +45,8 @@ int run_generate(const GenerateOptions& o) {
                  "(a Hugging Face folder with config.json, safetensors and a tokenizer)\n";
     return 2;
   }
-  Model model = load_model(dir);
+  const Model model = load_model_metadata(dir);
+  std::unique_ptr<ModelRunner> runner = load_model_runner(dir);
   std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(dir);
 
   Request request;
@@ -68,7 +70,7 @@ int run_generate(const GenerateOptions& o) {
   config.scheduler.max_num_seqs = 1;
   const int context = static_cast<int>(request.prompt.size()) + o.max_tokens + 1;
   config.num_kv_blocks = (std::min(context, model.config.max_position_embeddings) + config.block_size - 1) / config.block_size;
-  Engine engine(model, tokenizer.get(), config);
+  Engine engine(*runner, tokenizer.get(), config);
 
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();

@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "metrics.h"
 #include "model/model.h"
+#include "model/model_runner.h"
 #include "tokenizer/tokenizer.h"
 
 namespace httplib {
@@ -31,11 +32,12 @@ struct ServerOptions {
 
 // What the handlers serve from; filled in by the loader thread while /health says 503.
 struct LoadedModel {
-  Model model;
+  Model model;  // config and generation defaults; the weights live packed in the runner
   std::unique_ptr<Tokenizer> tokenizer;
   std::optional<chat::ChatTemplate> chat_template;  // the checkpoint's, or --chat-template
   std::vector<int32_t> eos_token_ids;               // config, generation_config and tokenizer
-  std::unique_ptr<Engine> engine;  // last: stops before the model and tokenizer go
+  std::unique_ptr<ModelRunner> runner;
+  std::unique_ptr<Engine> engine;  // last: stops before the runner, model and tokenizer go
 };
 
 class HttpServer {

@@ -26,7 +26,14 @@ struct ServeOptions {
 
 std::unique_ptr<server::LoadedModel> load_for_serving(const std::filesystem::path& dir, const ServeOptions& o) {
   auto loaded = std::make_unique<server::LoadedModel>();
-  loaded->model = load_model(dir);
+  loaded->model = load_model_metadata(dir);
+  {
+    RunnerOptions runner_options;
+    if (o.dtype == "float32") runner_options.kernels = KernelChoice::reference;
+    runner_options.max_batched_tokens = o.server.engine.scheduler.max_num_batched_tokens;
+    const auto checkpoint = open_safetensors_checkpoint(dir);
+    loaded->runner = std::make_unique<ModelRunner>(loaded->model, *checkpoint, runner_options);
+  }
   loaded->tokenizer = load_tokenizer(dir);
   std::optional<std::string> template_source =
       o.chat_template.empty() ? chat::read_model_chat_template(dir) : chat::read_chat_template_file(o.chat_template);
@@ -42,14 +49,13 @@ std::unique_ptr<server::LoadedModel> load_for_serving(const std::filesystem::pat
   }
   loaded->eos_token_ids = loaded->model.config.eos_token_ids;
   if (auto eos = loaded->tokenizer->eos_id()) loaded->eos_token_ids.push_back(*eos);
-  loaded->engine = std::make_unique<Engine>(loaded->model, loaded->tokenizer.get(), o.server.engine);
+  loaded->engine = std::make_unique<Engine>(*loaded->runner, loaded->tokenizer.get(), o.server.engine);
 
   const ModelConfig& c = loaded->model.config;
   const Engine& e = *loaded->engine;
-  spdlog::info("model {} ({}): {} layers, hidden {}, {} heads / {} KV heads, vocab {}, context {}, compute dtype float32 "
-               "(scalar reference kernels, 1 thread)",
+  spdlog::info("model {} ({}): {} layers, hidden {}, {} heads / {} KV heads, vocab {}, context {}, compute: {}",
                o.server.served_model_name, c.model_type, c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads,
-               c.vocab_size, e.max_model_len());
+               c.vocab_size, e.max_model_len(), loaded->runner->describe());
   spdlog::info("KV cache: {} blocks of {} tokens ({} tokens, {:.1f} MiB), prefix caching {}; scheduler: {} sequences, "
                "{} tokens per step",
                e.num_kv_blocks(), e.block_size(), e.num_kv_blocks() * e.block_size(),
@@ -65,8 +71,9 @@ int run_serve(ServeOptions o) {
                   "(a Hugging Face folder with config.json, safetensors and a tokenizer)");
     return 2;
   }
-  if (o.dtype != "auto" && o.dtype != "float32") {
-    spdlog::error("--dtype {}: this build computes in float32 only (auto or float32)", o.dtype);
+  if (o.dtype != "auto" && o.dtype != "bfloat16" && o.dtype != "float32") {
+    spdlog::error("--dtype {}: expected auto, bfloat16 (the fastest kernels the CPU runs) or float32 (the scalar reference)",
+                  o.dtype);
     return 2;
   }
   if (o.server.served_model_name.empty()) {
@@ -139,7 +146,7 @@ Command add_serve_command(CLI::App& app) {
       ->envname("SLAB_API_KEY");
   cmd->add_option("--chat-template", options->chat_template, "Jinja chat template file (overrides the model's)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--dtype", options->dtype, "Compute dtype: auto or float32")->capture_default_str();
+  cmd->add_option("--dtype", options->dtype, "Compute dtype: auto or bfloat16 (BF16 kernels where the CPU has AVX2 or AVX-512 BF16), float32 (scalar reference)")->capture_default_str();
   cmd->add_option("--max-request-bytes", options->server.max_request_bytes, "Largest request body accepted (413 above)")
       ->capture_default_str();
   cmd->add_option("--shutdown-timeout", options->shutdown_timeout_s,

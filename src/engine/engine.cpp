@@ -19,15 +19,24 @@ bool contains(const std::vector<int32_t>& ids, int32_t id) {
 }  // namespace
 
 Engine::Engine(const Model& model, const Tokenizer* tokenizer, const EngineConfig& config)
-    : model_(model), tokenizer_(tokenizer), config_(config),
-      max_model_len_(config.max_model_len > 0 ? std::min(config.max_model_len, model.config.max_position_embeddings)
-                                              : model.config.max_position_embeddings),
+    : Engine(std::make_unique<ModelRunner>(model), nullptr, tokenizer, config) {}
+
+Engine::Engine(ModelRunner& runner, const Tokenizer* tokenizer, const EngineConfig& config)
+    : Engine(nullptr, &runner, tokenizer, config) {}
+
+Engine::Engine(std::unique_ptr<ModelRunner> owned, ModelRunner* runner, const Tokenizer* tokenizer,
+               const EngineConfig& config)
+    : owned_runner_(std::move(owned)), runner_(runner ? *runner : *owned_runner_), model_config_(runner_.config()),
+      tokenizer_(tokenizer),
+      config_(config),
+      max_model_len_(config.max_model_len > 0 ? std::min(config.max_model_len, model_config_.max_position_embeddings)
+                                              : model_config_.max_position_embeddings),
       kv_(config.num_kv_blocks > 0
               ? config.num_kv_blocks
-              : blocks_for_budget({model.config.num_layers, model.config.num_kv_heads, model.config.head_dim, config.block_size},
+              : blocks_for_budget({model_config_.num_layers, model_config_.num_kv_heads, model_config_.head_dim, config.block_size},
                                   config.kv_cache_bytes),
           config.block_size, config.enable_prefix_caching),
-      kv_memory_({model.config.num_layers, model.config.num_kv_heads, model.config.head_dim, config.block_size}, kv_),
+      kv_memory_({model_config_.num_layers, model_config_.num_kv_heads, model_config_.head_dim, config.block_size}, kv_),
       scheduler_(config.scheduler, kv_) {
   if (config.block_size <= 0 || config.block_size % 16 != 0) {
     throw std::invalid_argument("block size must be a positive multiple of 16, got " + std::to_string(config.block_size));
@@ -48,15 +57,15 @@ int64_t Engine::submit(Request request, std::shared_ptr<RequestStream> stream) {
   const int prompt_len = static_cast<int>(request.prompt.size());
   if (prompt_len == 0) throw std::invalid_argument("the prompt has no tokens");
   for (int32_t t : request.prompt) {
-    if (t < 0 || t >= model_.config.vocab_size) {
+    if (t < 0 || t >= model_config_.vocab_size) {
       throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary (size " +
-                                  std::to_string(model_.config.vocab_size) + ")");
+                                  std::to_string(model_config_.vocab_size) + ")");
     }
   }
   for (const auto& [t, bias] : request.sampling.logit_bias) {
-    if (t < 0 || t >= model_.config.vocab_size) {
+    if (t < 0 || t >= model_config_.vocab_size) {
       throw std::invalid_argument("logit_bias names token id " + std::to_string(t) + ", outside the vocabulary (size " +
-                                  std::to_string(model_.config.vocab_size) + ")");
+                                  std::to_string(model_config_.vocab_size) + ")");
     }
   }
   if (prompt_len + 1 > max_model_len_) {
@@ -161,14 +170,14 @@ void Engine::run_step() {
   }
   std::vector<float> logits;
   try {
-    logits = forward(model_, batch, kv_memory_);
+    logits = runner_.forward(batch, kv_memory_);
   } catch (const std::exception& e) {
     spdlog::error("forward pass failed: {}", e.what());
     for (const ScheduledChunk& chunk : step.chunks) finish(*chunk.seq, FinishReason::error, e.what());
     return;
   }
 
-  const size_t vocab = static_cast<size_t>(model_.config.vocab_size);
+  const size_t vocab = static_cast<size_t>(model_config_.vocab_size);
   int64_t prompt_tokens = 0;
   int64_t generated = 0;
   for (size_t i = 0; i < step.chunks.size(); ++i) {

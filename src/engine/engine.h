@@ -18,6 +18,7 @@
 #include "kv/kv_cache_manager.h"
 #include "kv/paged_kv_cache.h"
 #include "model/model.h"
+#include "model/model_runner.h"
 #include "tokenizer/tokenizer.h"
 
 namespace slab {
@@ -46,8 +47,12 @@ struct EngineStats {
 
 class Engine {
  public:
-  // The model and tokenizer must outlive the engine. A null tokenizer means token-only output
-  // (no text, no stop strings).
+  // The runner and tokenizer must outlive the engine. A null tokenizer means token-only output
+  // (no text, no stop strings). The runner's forward() runs on the engine's loop thread only
+  // (its thread pool pins that thread on the first step).
+  Engine(ModelRunner& runner, const Tokenizer* tokenizer, const EngineConfig& config);
+  // Builds and owns a runner over the loaded model (which must outlive the engine), with the
+  // kernels cpu_features() picks.
   Engine(const Model& model, const Tokenizer* tokenizer, const EngineConfig& config);
   ~Engine();
   Engine(const Engine&) = delete;
@@ -69,6 +74,8 @@ class Engine {
   size_t kv_cache_bytes() const { return kv_memory_.bytes(); }
 
  private:
+  // Runs `runner`, or the owned one when runner is null.
+  Engine(std::unique_ptr<ModelRunner> owned, ModelRunner* runner, const Tokenizer* tokenizer, const EngineConfig& config);
   void loop();
   void take_inbox();
   void run_step();
@@ -77,7 +84,9 @@ class Engine {
   void emit_token(Sequence& seq, const SampledToken& sampled);
   void finish(Sequence& seq, FinishReason reason, const std::string& error = {});
 
-  const Model& model_;
+  std::unique_ptr<ModelRunner> owned_runner_;
+  ModelRunner& runner_;
+  const ModelConfig& model_config_;
   const Tokenizer* tokenizer_;
   EngineConfig config_;
   int max_model_len_;

@@ -31,8 +31,18 @@ ref::RopeFrequencyParams rope_params(const ModelConfig& config) {
   return p;
 }
 
+// Where token `pos` of a sequence keeps its K (or V) for one layer and KV head.
+float* cache_slot(float* pool, std::span<const int32_t> block_table, const KvGeometry& g,
+                  size_t layer_kv_offset, int kv_head, int pos) {
+  const size_t block = static_cast<size_t>(block_table[static_cast<size_t>(pos / g.block_size)]);
+  return pool + block * g.block_stride() + layer_kv_offset + static_cast<size_t>(kv_head) * g.head_stride() +
+         static_cast<size_t>(pos % g.block_size) * g.head_dim;
+}
+
+}  // namespace
+
 // Checks the batch against the model and the cache before any memory is touched.
-void validate_batch(const ModelConfig& config, const ForwardBatch& batch, const KvCache& cache) {
+void validate_forward_batch(const ModelConfig& config, const ForwardBatch& batch, const KvCache& cache) {
   const KvGeometry& g = cache.geometry();
   if (g.num_layers != config.num_layers || g.num_kv_heads != config.num_kv_heads ||
       g.head_dim != config.head_dim) {
@@ -61,20 +71,10 @@ void validate_batch(const ModelConfig& config, const ForwardBatch& batch, const 
   }
 }
 
-// Where token `pos` of a sequence keeps its K (or V) for one layer and KV head.
-float* cache_slot(float* pool, std::span<const int32_t> block_table, const KvGeometry& g,
-                  size_t layer_kv_offset, int kv_head, int pos) {
-  const size_t block = static_cast<size_t>(block_table[static_cast<size_t>(pos / g.block_size)]);
-  return pool + block * g.block_stride() + layer_kv_offset + static_cast<size_t>(kv_head) * g.head_stride() +
-         static_cast<size_t>(pos % g.block_size) * g.head_dim;
-}
-
-}  // namespace
-
 std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCache& cache) {
   const ModelConfig& c = model.config;
   const ModelWeights& w = model.weights;
-  validate_batch(c, batch, cache);
+  validate_forward_batch(c, batch, cache);
 
   const int n_tokens = static_cast<int>(batch.tokens.size());
   const int dim = c.hidden_size;

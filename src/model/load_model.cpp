@@ -6,7 +6,7 @@
 
 namespace slab {
 
-Model load_model(const std::filesystem::path& model_dir) {
+Model load_model_metadata(const std::filesystem::path& model_dir) {
   namespace fs = std::filesystem;
   if (!fs::is_directory(model_dir)) {
     throw std::runtime_error(model_dir.string() + ": not a directory (expected a Hugging Face model folder)");
@@ -35,8 +35,13 @@ Model load_model(const std::filesystem::path& model_dir) {
     c.bos_token_id = model.generation.bos_token_id;
   }
 
+  return model;
+}
+
+Model load_model(const std::filesystem::path& model_dir) {
+  Model model = load_model_metadata(model_dir);
   const auto checkpoint = open_safetensors_checkpoint(model_dir);
-  model.weights = load_model_weights(c, *checkpoint);
+  model.weights = load_model_weights(model.config, *checkpoint);
   return model;
 }
 

@@ -19,6 +19,9 @@ struct Model {
 
 // Throws std::runtime_error with one clear message naming the folder/file/field at fault.
 Model load_model(const std::filesystem::path& model_dir);
+// config.json and generation_config.json only: a Model with empty weights (the runner packs its
+// own from the checkpoint).
+Model load_model_metadata(const std::filesystem::path& model_dir);
 
 // One sequence's share of a forward batch: `num_tokens` new tokens at positions
 // start_pos .. start_pos + num_tokens - 1 (start_pos = tokens already in its cache).
@@ -40,5 +43,9 @@ struct ForwardBatch {
 // logits, [rows, vocab] row-major: one row per sequence (its last token), or one per token when
 // batch.all_logits.
 std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCache& cache);
+
+// Throws std::invalid_argument when the batch does not fit the model or the cache (every forward
+// implementation checks with this before touching memory).
+void validate_forward_batch(const ModelConfig& config, const ForwardBatch& batch, const KvCache& cache);
 
 }  // namespace slab

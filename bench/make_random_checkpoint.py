@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Writes a Hugging Face model folder with random BF16 weights in the shape of a real model, for
+benchmarks (throughput does not depend on the values). Needs numpy only: the safetensors file is
+written directly (8-byte header length, JSON header, raw little-endian data), one tensor at a time.
+
+    python3 bench/make_random_checkpoint.py --shape tinyllama /tmp/tinyllama-random
+    python3 bench/make_random_checkpoint.py --shape qwen2.5-0.5b /tmp/qwen-random
+
+Weights ~ N(0, 0.02), norms ~ 1 (+ small noise), biases ~ N(0, 0.02). To keep generation at disk
+speed, each tensor is cut from a 64 MiB pool of random values at a random offset. No tokenizer is
+written: `slabserve bench` uses token ids.
+"""
+import argparse
+import json
+import os
+
+import numpy as np
+
+SHAPES = {
+    "tinyllama": dict(model_type="llama", architectures=["LlamaForCausalLM"], hidden_size=2048,
+                      intermediate_size=5632, num_hidden_layers=22, num_attention_heads=32,
+                      num_key_value_heads=4, vocab_size=32000, rope_theta=10000.0,
+                      max_position_embeddings=2048, tie_word_embeddings=False, rms_norm_eps=1e-5,
+                      bos_token_id=1, eos_token_id=2, qkv_bias=False),
+    "qwen2.5-0.5b": dict(model_type="qwen2", architectures=["Qwen2ForCausalLM"], hidden_size=896,
+                         intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
+                         num_key_value_heads=2, vocab_size=151936, rope_theta=1000000.0,
+                         max_position_embeddings=32768, tie_word_embeddings=True, rms_norm_eps=1e-6,
+                         bos_token_id=151643, eos_token_id=151643, qkv_bias=True),
+}
+
+
+def bf16_bits(a):
+    """float32 array -> uint16 BF16 bits, round to nearest even."""
+    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def tensors(s):
+    h, i, v = s["hidden_size"], s["intermediate_size"], s["vocab_size"]
+    hd = h // s["num_attention_heads"]
+    q, kv = s["num_attention_heads"] * hd, s["num_key_value_heads"] * hd
+    yield "model.embed_tokens.weight", (v, h), "w"
+    for l in range(s["num_hidden_layers"]):
+        p = f"model.layers.{l}."
+        yield p + "input_layernorm.weight", (h,), "norm"
+        yield p + "self_attn.q_proj.weight", (q, h), "w"
+        yield p + "self_attn.k_proj.weight", (kv, h), "w"
+        yield p + "self_attn.v_proj.weight", (kv, h), "w"
+        if s["qkv_bias"]:
+            yield p + "self_attn.q_proj.bias", (q,), "w"
+            yield p + "self_attn.k_proj.bias", (kv,), "w"
+            yield p + "self_attn.v_proj.bias", (kv,), "w"
+        yield p + "self_attn.o_proj.weight", (h, q), "w"
+        yield p + "post_attention_layernorm.weight", (h,), "norm"
+        yield p + "mlp.gate_proj.weight", (i, h), "w"
+        yield p + "mlp.up_proj.weight", (i, h), "w"
+        yield p + "mlp.down_proj.weight", (h, i), "w"
+    yield "model.norm.weight", (h,), "norm"
+    if not s["tie_word_embeddings"]:
+        yield "lm_head.weight", (v, h), "w"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out_dir")
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="tinyllama")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    s = SHAPES[args.shape]
+    rng = np.random.default_rng(args.seed)
+    pool = bf16_bits(rng.standard_normal(32 << 20, dtype=np.float32) * 0.02)
+
+    header, offset, plan = {}, 0, list(tensors(s))
+    for name, shape, _ in plan:
+        n = int(np.prod(shape)) * 2
+        header[name] = {"dtype": "BF16", "shape": list(shape), "data_offsets": [offset, offset + n]}
+        offset += n
+    header["__metadata__"] = {"format": "pt"}
+    hj = json.dumps(header, separators=(",", ":")).encode()
+    hj += b" " * (-len(hj) % 8)
+
+    os.makedirs(args.out_dir, exist_ok=True)
+    with open(os.path.join(args.out_dir, "model.safetensors"), "wb") as f:
+        f.write(len(hj).to_bytes(8, "little"))
+        f.write(hj)
+        for name, shape, kind in plan:
+            n = int(np.prod(shape))
+            if kind == "norm":
+                f.write(bf16_bits(1.0 + 0.02 * rng.standard_normal(n, dtype=np.float32)).tobytes())
+                continue
+            while n > 0:  # random offsets into the pool, in pieces of at most the pool's size
+                take = min(n, len(pool) // 2)
+                start = int(rng.integers(0, len(pool) - take + 1))
+                f.write(pool[start:start + take].tobytes())
+                n -= take
+
+    cfg = {k: v for k, v in s.items() if k != "qkv_bias"}
+    cfg.update(hidden_act="silu", torch_dtype="bfloat16", rope_scaling=None, attention_bias=s["qkv_bias"],
+               use_cache=True, transformers_version="4.46.0")
+    with open(os.path.join(args.out_dir, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    with open(os.path.join(args.out_dir, "generation_config.json"), "w") as f:
+        json.dump({"bos_token_id": s["bos_token_id"], "eos_token_id": s["eos_token_id"], "do_sample": False}, f, indent=2)
+    print(f"wrote {args.out_dir}: {args.shape}, {offset / 1e9:.2f} GB of BF16 weights")
+
+
+if __name__ == "__main__":
+    main()

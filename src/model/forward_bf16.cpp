@@ -1,0 +1,187 @@
+// The fast forward pass (ModelRunner on the BF16 kernels). Same steps and cache protocol as
+// forward.cpp; every per-token or per-head step is split over the pool with parallel_for, every
+// linear runs on all pool threads. Attention is still the scalar reference op, parallel over
+// (token, KV head): the SLAB attention kernels replace it separately.
+#include <algorithm>
+#include <cmath>
+#include <span>
+#include <vector>
+
+#include "kernels/linear_bf16.h"
+#include "kernels/reference.h"
+#include "kernels/rowwise_bf16.h"
+#include "model/model_runner_internal.h"
+#include "runtime/thread_pool.h"
+
+namespace slab {
+namespace {
+
+const float* or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
+
+}  // namespace
+
+std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache& cache) {
+  const ModelConfig& c = meta_.config;
+  validate_forward_batch(c, batch, cache);
+  ensure_pool();
+  ThreadPool& pool = *pool_;
+  const PackedModel& w = packed_->model;
+  Workspace& ws = *ws_;
+  const kern::Isa isa = isa_;
+
+  const int T = static_cast<int>(batch.tokens.size());
+  const int dim = c.hidden_size;
+  const int hd = c.head_dim;
+  const int half = hd / 2;
+  const int q_dim = c.num_heads * hd;
+  const int kv_dim = c.num_kv_heads * hd;
+  const int qkv_dim = q_dim + 2 * kv_dim;
+  const int inter = c.intermediate_size;
+  const int group = c.num_heads / c.num_kv_heads;
+  const KvGeometry& g = cache.geometry();
+  float* kv_pool = cache.pool();
+  const float attn_scale = 1.0f / std::sqrt(static_cast<float>(hd));
+
+  // Per token: its sequence and position; the rows that want logits.
+  std::vector<int> token_seq(static_cast<size_t>(T)), token_pos(static_cast<size_t>(T));
+  std::vector<std::span<const int32_t>> tables;
+  int max_pos = 0;
+  for (int s = 0, t = 0; s < static_cast<int>(batch.sequences.size()); ++s) {
+    const BatchSequence& seq = batch.sequences[static_cast<size_t>(s)];
+    tables.push_back(cache.block_table(seq.seq_id));
+    for (int i = 0; i < seq.num_tokens; ++i, ++t) {
+      token_seq[static_cast<size_t>(t)] = s;
+      token_pos[static_cast<size_t>(t)] = seq.start_pos + i;
+    }
+    max_pos = std::max(max_pos, seq.start_pos + seq.num_tokens);
+  }
+  std::vector<int> rows;
+  if (batch.all_logits) {
+    for (int t = 0; t < T; ++t) rows.push_back(t);
+  } else {
+    int end = 0;
+    for (const BatchSequence& seq : batch.sequences) rows.push_back((end += seq.num_tokens) - 1);
+  }
+  const int R = static_cast<int>(rows.size());
+
+  // RoPE tables grow (doubling) to cover the furthest position; computed once per position.
+  if (max_pos > ws.rope_positions) {
+    const int want = std::max(max_pos, 2 * ws.rope_positions);
+    ws.rope_cos.resize(static_cast<size_t>(want) * half);
+    ws.rope_sin.resize(static_cast<size_t>(want) * half);
+    kern::rope_tables(ws.rope_cos.data(), ws.rope_sin.data(), ws.inv_freq.data(), half, ws.rope_positions, want);
+    ws.rope_positions = want;
+  }
+
+  // Sized for the larger of this step and the configured token budget, so steady state never
+  // reallocates; a larger step grows them.
+  const size_t ut = static_cast<size_t>(std::max(T, options_.max_batched_tokens));
+  float* x = ws.x.get(ut * dim);
+  kern::bf16_t* xb = ws.xb.get(std::max(ut, static_cast<size_t>(R)) * dim);
+  float* qkv = ws.qkv.get(ut * qkv_dim);
+  float* attn = ws.attn.get(ut * q_dim);
+  kern::bf16_t* attn_b = ws.attn_b.get(ut * q_dim);
+  float* gate_up = ws.gate_up.get(ut * 2 * inter);
+  kern::bf16_t* act_b = ws.act_b.get(ut * inter);
+  const int n_threads = pool.size();
+  size_t ws_floats = 0;
+  for (const auto& [n, k] : {std::pair{qkv_dim, dim}, {dim, q_dim}, {2 * inter, dim}, {dim, inter}}) {
+    ws_floats = std::max(ws_floats, kern::linear_bf16_workspace_floats(T, n, k, n_threads));
+  }
+  ws_floats = std::max(ws_floats, kern::linear_bf16_workspace_floats(R, c.vocab_size, dim, n_threads));
+  float* linear_ws = ws.linear_ws.get(ws_floats);
+
+  auto run_on_all = [&pool](auto&& fn) { pool.run_on_all(fn); };
+  auto linear = [&](const kern::bf16_t* in, size_t ldx, const PackedMatrix& m, int rows_m, float* out, size_t ldo,
+                    const std::vector<float>& bias, bool residual) {
+    kern::LinearArgs a;
+    a.x = in;
+    a.ldx = ldx;
+    a.w = m.view();
+    a.m = rows_m;
+    a.out_f32 = out;
+    a.ldo = ldo;
+    a.bias = or_null(bias);
+    a.residual = residual ? out : nullptr;  // in place: out += x·Wᵀ (the residual add)
+    a.ldr = residual ? ldo : 0;
+    a.workspace = linear_ws;
+    a.isa = isa;
+    kern::linear_bf16(a, n_threads, run_on_all);
+  };
+
+  pool.parallel_for(T, [&](int t, int) {
+    w.embed(x + static_cast<size_t>(t) * dim, batch.tokens[static_cast<size_t>(t)], dim);
+  });
+
+  for (int l = 0; l < c.num_layers; ++l) {
+    const PackedLayer& lw = w.layers[static_cast<size_t>(l)];
+    const size_t k_offset = static_cast<size_t>(l) * g.layer_stride();
+    const size_t v_offset = k_offset + g.kv_stride();
+
+    // Attention block.
+    pool.parallel_for(T, [&](int t, int) {
+      kern::rmsnorm_to_bf16(xb + static_cast<size_t>(t) * dim, x + static_cast<size_t>(t) * dim, lw.attn_norm.data(),
+                            dim, c.rms_norm_eps, isa);
+    });
+    linear(xb, dim, lw.qkv, T, qkv, qkv_dim, lw.b_qkv, false);
+    pool.parallel_for(T, [&](int t, int) {
+      float* qt = qkv + static_cast<size_t>(t) * qkv_dim;
+      float* kt = qt + q_dim;
+      const float* vt = kt + kv_dim;
+      const int pos = token_pos[static_cast<size_t>(t)];
+      if (c.qk_norm) {
+        for (int h = 0; h < c.num_heads; ++h) ref::rmsnorm(qt + h * hd, qt + h * hd, lw.q_norm.data(), hd, c.rms_norm_eps);
+        for (int h = 0; h < c.num_kv_heads; ++h) ref::rmsnorm(kt + h * hd, kt + h * hd, lw.k_norm.data(), hd, c.rms_norm_eps);
+      }
+      const float* cs = ws.rope_cos.data() + static_cast<size_t>(pos) * half;
+      const float* sn = ws.rope_sin.data() + static_cast<size_t>(pos) * half;
+      kern::rope_rotate_half(qt, c.num_heads, hd, cs, sn);
+      kern::rope_rotate_half(kt, c.num_kv_heads, hd, cs, sn);
+      const auto& table = tables[static_cast<size_t>(token_seq[static_cast<size_t>(t)])];
+      const size_t block = static_cast<size_t>(table[static_cast<size_t>(pos / g.block_size)]);
+      const size_t in_block = static_cast<size_t>(pos % g.block_size) * hd;
+      for (int h = 0; h < c.num_kv_heads; ++h) {
+        float* base = kv_pool + block * g.block_stride() + static_cast<size_t>(h) * g.head_stride() + in_block;
+        std::copy(kt + h * hd, kt + (h + 1) * hd, base + k_offset);
+        std::copy(vt + h * hd, vt + (h + 1) * hd, base + v_offset);
+      }
+    });
+    // Every new K/V of the layer is in the cache before any token attends (causal within a
+    // sequence of the batch). One task per (token, KV head): the query heads of a group.
+    pool.parallel_for(T * c.num_kv_heads, [&](int task, int) {
+      const int t = task / c.num_kv_heads, kvh = task % c.num_kv_heads;
+      const size_t head0 = static_cast<size_t>(kvh) * group * hd;
+      ref::PagedKv kv{kv_pool, tables[static_cast<size_t>(token_seq[static_cast<size_t>(t)])].data(), g.block_size,
+                      g.block_stride(), k_offset + static_cast<size_t>(kvh) * g.head_stride(),
+                      v_offset + static_cast<size_t>(kvh) * g.head_stride(), g.head_stride()};
+      float* out = attn + static_cast<size_t>(t) * q_dim + head0;
+      ref::attention(out, qkv + static_cast<size_t>(t) * qkv_dim + head0, kv, group, 1, hd,
+                     token_pos[static_cast<size_t>(t)], c.sliding_window, attn_scale);
+      kern::convert_f32_to_bf16(attn_b + static_cast<size_t>(t) * q_dim + head0, out, static_cast<size_t>(group) * hd, isa);
+    });
+    linear(attn_b, q_dim, lw.o, T, x, dim, lw.b_o, true);
+
+    // MLP block (SwiGLU): one pass over [gate; up], then SiLU(gate)·up as BF16, then down.
+    pool.parallel_for(T, [&](int t, int) {
+      kern::rmsnorm_to_bf16(xb + static_cast<size_t>(t) * dim, x + static_cast<size_t>(t) * dim, lw.mlp_norm.data(),
+                            dim, c.rms_norm_eps, isa);
+    });
+    linear(xb, dim, lw.gate_up, T, gate_up, 2 * static_cast<size_t>(inter), lw.b_gate_up, false);
+    pool.parallel_for(T, [&](int t, int) {
+      const float* gu = gate_up + static_cast<size_t>(t) * 2 * inter;
+      kern::silu_mul_to_bf16(act_b + static_cast<size_t>(t) * inter, gu, gu + inter, inter, isa);
+    });
+    linear(act_b, inter, lw.down, T, x, dim, lw.b_down, true);
+  }
+
+  // Output head over the rows that want logits only.
+  pool.parallel_for(R, [&](int r, int) {
+    kern::rmsnorm_to_bf16(xb + static_cast<size_t>(r) * dim, x + static_cast<size_t>(rows[static_cast<size_t>(r)]) * dim,
+                          w.final_norm.data(), dim, c.rms_norm_eps, isa);
+  });
+  std::vector<float> logits(static_cast<size_t>(R) * c.vocab_size);
+  linear(xb, dim, w.lm_head, R, logits.data(), static_cast<size_t>(c.vocab_size), {}, false);
+  return logits;
+}
+
+}  // namespace slab

@@ -1,0 +1,133 @@
+// The runner: kernel choice, weight packing, thread pool, and the fast forward pass. The fast
+// pass mirrors forward.cpp step for step (embed, per layer norm → QKV → q/k norm, RoPE, cache
+// write → attention → o_proj + residual → norm → gate+up → SiLU·up → down + residual, final norm,
+// head), with BF16 activations into FP32-accumulating linears and the residual stream in FP32.
+#include "model/model_runner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/linear_bf16.h"
+#include "kernels/reference.h"
+#include "kernels/rowwise_bf16.h"
+#include "model/model_runner_internal.h"
+#include "runtime/aligned_buffer.h"
+#include "runtime/cpu_features.h"
+#include "runtime/thread_pool.h"
+
+namespace slab {
+
+namespace {
+
+kern::Isa choose_isa(KernelChoice choice, const CpuFeatures& f) {
+  switch (choice) {
+    case KernelChoice::reference: return kern::Isa::scalar;
+    case KernelChoice::avx512_bf16:
+      if (!f.has_avx512_bf16_kernels()) throw std::runtime_error("the AVX-512 BF16 kernels were asked for, but this CPU lacks them");
+      return kern::Isa::avx512_bf16;
+    case KernelChoice::avx2:
+      if (!f.has_avx2_kernels()) throw std::runtime_error("the AVX2 kernels were asked for, but this CPU lacks them");
+      return kern::Isa::avx2;
+    case KernelChoice::automatic: break;
+  }
+  if (f.has_avx512_bf16_kernels()) return kern::Isa::avx512_bf16;
+  if (f.has_avx2_kernels()) return kern::Isa::avx2;
+  return kern::Isa::scalar;  // the scalar FP32 reference forward
+}
+
+ref::RopeFrequencyParams rope_params(const ModelConfig& config) {
+  ref::RopeFrequencyParams p;
+  p.theta = config.rope_theta;
+  p.factor = config.rope_scaling.factor;
+  p.low_freq_factor = config.rope_scaling.low_freq_factor;
+  p.high_freq_factor = config.rope_scaling.high_freq_factor;
+  p.original_max_position_embeddings = config.rope_scaling.original_max_position_embeddings;
+  switch (config.rope_scaling.type) {
+    case RopeScalingType::none: p.scaling = ref::RopeScalingKind::none; break;
+    case RopeScalingType::linear: p.scaling = ref::RopeScalingKind::linear; break;
+    case RopeScalingType::llama3: p.scaling = ref::RopeScalingKind::llama3; break;
+  }
+  return p;
+}
+
+}  // namespace
+
+ModelRunner::ModelRunner(const Model& model, const Checkpoint& checkpoint, const RunnerOptions& options) {
+  meta_.config = model.config;
+  meta_.generation = model.generation;
+  isa_ = choose_isa(options.kernels, cpu_features());
+  if (isa_ == kern::Isa::scalar) {
+    owned_fp32_ = std::make_unique<Model>();
+    owned_fp32_->config = model.config;
+    owned_fp32_->generation = model.generation;
+    owned_fp32_->weights = load_model_weights(model.config, checkpoint);
+    reference_ = owned_fp32_.get();
+  }
+  init(checkpoint, options);
+}
+
+ModelRunner::ModelRunner(const Model& model, const RunnerOptions& options) {
+  meta_.config = model.config;
+  meta_.generation = model.generation;
+  isa_ = choose_isa(options.kernels, cpu_features());
+  if (isa_ == kern::Isa::scalar) reference_ = &model;
+  init(*checkpoint_over(model.config, model.weights), options);
+}
+
+ModelRunner::~ModelRunner() = default;
+
+void ModelRunner::init(const Checkpoint& checkpoint, const RunnerOptions& options) {
+  options_ = options;
+  if (reference_) return;
+  const ModelConfig& c = meta_.config;
+  if (c.head_dim % 2 != 0) throw std::runtime_error("head_dim must be even for RoPE");
+  packed_ = std::make_unique<Packed>();
+  packed_->model = pack_model(c, checkpoint);
+  ws_ = std::make_unique<Workspace>();
+  ws_->inv_freq.resize(static_cast<size_t>(c.head_dim / 2));
+  ref::rope_inverse_frequencies(ws_->inv_freq.data(), c.head_dim, rope_params(c));
+}
+
+std::string ModelRunner::describe() const {
+  if (reference_) return "float32 scalar reference kernels, 1 thread";
+  const int threads = pool_ ? pool_->size() : options_.n_threads;
+  return std::string("bf16 ") + kern::isa_name(isa_) + " kernels, " +
+         (threads > 0 ? std::to_string(threads) : std::string("one per core")) + " threads";
+}
+
+size_t ModelRunner::decode_weight_bytes() const { return packed_ ? packed_->model.decode_bytes() : 0; }
+
+int ModelRunner::num_threads() const { return pool_ ? pool_->size() : (reference_ ? 1 : 0); }
+
+ThreadPool& ModelRunner::thread_pool() {
+  ensure_pool();
+  return *pool_;
+}
+
+void ModelRunner::ensure_pool() {
+  if (pool_) return;
+  ThreadPoolOptions o;
+  o.n_threads = options_.n_threads;
+  o.pin = options_.pin_threads;
+  o.pin_caller = options_.pin_threads;  // the caller of the first forward (the engine loop)
+  pool_ = std::make_unique<ThreadPool>(o);
+}
+
+std::vector<float> ModelRunner::forward(const ForwardBatch& batch, KvCache& cache) {
+  if (reference_) return slab::forward(*reference_, batch, cache);
+  return forward_fast(batch, cache);
+}
+
+}  // namespace slab
+
+namespace slab {
+
+std::unique_ptr<ModelRunner> load_model_runner(const std::filesystem::path& model_dir, const RunnerOptions& options) {
+  const Model meta = load_model_metadata(model_dir);
+  const auto checkpoint = open_safetensors_checkpoint(model_dir);
+  return std::make_unique<ModelRunner>(meta, *checkpoint, options);
+}
+
+}  // namespace slab

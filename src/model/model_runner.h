@@ -1,0 +1,90 @@
+#pragma once
+// The model runner: owns the weights in the kernels' layout, the thread pool and the activation
+// workspace, and runs one forward pass over a flattened batch (DESIGN.md, "How a request flows").
+//
+// Kernel set, chosen once at construction from cpu_features() (or forced by RunnerOptions):
+// avx512_bf16 or avx2 run the BF16 path (weights packed once into linear_bf16 panels with fused
+// QKV and fused gate+up; no FP32 copy of any matrix is kept); anything else runs the scalar
+// FP32 reference forward(const Model&, ...), which stays the oracle in tests.
+//
+// Thread pool: created lazily by the first forward() on the thread that calls it, with the
+// caller pinned as worker 0. The engine calls forward() on its loop thread, so the loop thread
+// is the one pinned; constructing the pool in the constructor would pin the main thread instead,
+// and every thread main creates later (HTTP workers, the engine loop) would inherit core 0.
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/bf16.h"
+#include "kv/kv_cache.h"
+#include "model/checkpoint.h"
+#include "model/model.h"
+
+namespace slab {
+
+class ThreadPool;
+
+enum class KernelChoice { automatic, avx512_bf16, avx2, reference };
+
+struct RunnerOptions {
+  KernelChoice kernels = KernelChoice::automatic;
+  int n_threads = 0;           // 0: one per physical core of the process's cpuset
+  bool pin_threads = true;
+  int max_batched_tokens = 0;  // rows the workspace is sized for at the first call (it grows)
+};
+
+
+class ModelRunner {
+ public:
+  // Packs straight from the checkpoint's tensors (fast path) or converts them to FP32 (reference
+  // path). `model` gives config and generation defaults; its weights are not used and may be empty.
+  ModelRunner(const Model& model, const Checkpoint& checkpoint, const RunnerOptions& options = {});
+  // From an already loaded FP32 model, which must outlive the runner (the reference path reads
+  // its weights; the fast path packs from them once).
+  explicit ModelRunner(const Model& model, const RunnerOptions& options = {});
+  ~ModelRunner();
+  ModelRunner(const ModelRunner&) = delete;
+  ModelRunner& operator=(const ModelRunner&) = delete;
+
+  // Same contract as forward(const Model&, ...): writes the batch's K/V into `cache`, returns
+  // logits [rows, vocab] (last token of each sequence, or every token when batch.all_logits).
+  std::vector<float> forward(const ForwardBatch& batch, KvCache& cache);
+
+  const ModelConfig& config() const { return meta_.config; }
+  const GenerationConfig& generation() const { return meta_.generation; }
+  bool uses_reference() const { return reference_ != nullptr; }
+  kern::Isa isa() const { return isa_; }
+  // e.g. "bf16 avx512_bf16 kernels, 2 threads" or "float32 scalar reference kernels, 1 thread".
+  std::string describe() const;
+  // Bytes of packed weights one decode step streams (all layers + lm_head); 0 on the reference path.
+  size_t decode_weight_bytes() const;
+  int num_threads() const;
+  // The runner's pool (created here if no forward ran yet, on the calling thread), for callers
+  // that measure the machine on the same threads (slabserve bench).
+  ThreadPool& thread_pool();
+
+ private:
+  struct Packed;
+  struct Workspace;
+  void init(const Checkpoint& checkpoint, const RunnerOptions& options);
+  void ensure_pool();
+  std::vector<float> forward_fast(const ForwardBatch& batch, KvCache& cache);
+
+  Model meta_;                          // config + generation; weights empty unless owned_fp32_
+  const Model* reference_ = nullptr;    // the FP32 model the reference path runs
+  std::unique_ptr<Model> owned_fp32_;   // when the runner converted the checkpoint itself
+  kern::Isa isa_ = kern::Isa::scalar;
+  RunnerOptions options_;
+  std::unique_ptr<Packed> packed_;
+  std::unique_ptr<Workspace> ws_;
+  std::unique_ptr<ThreadPool> pool_;
+};
+
+// A Hugging Face folder to a runner without the FP32 copy of the weights: config and
+// generation defaults from load_model_metadata, tensors packed from the memory-mapped
+// checkpoint, which is closed again afterwards.
+std::unique_ptr<ModelRunner> load_model_runner(const std::filesystem::path& model_dir,
+                                               const RunnerOptions& options = {});
+
+}  // namespace slab

@@ -1,0 +1,215 @@
+// Packing a checkpoint into the BF16 kernels' layout. Sources may be BF16 (packed from the map
+// without a copy), F16 or F32 (converted to FP32 per matrix, rounded once when packed).
+#include "model/packed_weights.h"
+
+#include <cstring>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+namespace slab {
+namespace {
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+TensorView get(const Checkpoint& ck, const std::string& name, const std::vector<int64_t>& shape) {
+  TensorView v = ck.tensor(name);  // throws naming the checkpoint and tensor
+  if (v.shape != shape) {
+    throw std::runtime_error(v.file + ": tensor '" + name + "': expected shape " + shape_string(shape) +
+                             ", found " + shape_string(v.shape));
+  }
+  return v;
+}
+
+std::vector<float> to_f32(const TensorView& v) {
+  std::vector<float> out(static_cast<size_t>(v.numel()));
+  convert_to_f32(v, out.data());
+  return out;
+}
+
+// Stacks the [n_i, k] parts along N and packs them: one packed matrix, one stream per step.
+PackedMatrix pack_stacked(const std::vector<TensorView>& parts, int k) {
+  PackedMatrix m;
+  m.k = k;
+  for (const TensorView& p : parts) m.n += static_cast<int>(p.shape[0]);
+  m.buf = AlignedBuffer(kern::packed_bf16_elems(m.n, k) * sizeof(kern::bf16_t));
+  // Parts that start on a panel boundary pack in place, each into its own run of panels: no
+  // staging copy (a BF16 part packs straight from the memory map). Only a part that starts
+  // inside a panel (N of the part before not a multiple of 32) needs the stacked FP32 copy.
+  bool aligned = true;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) aligned = aligned && parts[i].shape[0] % kern::kPanelCols == 0;
+  kern::bf16_t* dst = m.buf.as<kern::bf16_t>();
+  const size_t panel_elems = static_cast<size_t>(kern::packed_pairs(k)) * 2 * kern::kPanelCols;
+  if (aligned) {
+    size_t row = 0;
+    for (const TensorView& p : parts) {
+      const int n = static_cast<int>(p.shape[0]);
+      kern::bf16_t* at = dst + row / kern::kPanelCols * panel_elems;
+      if (p.dtype == DType::bf16) {
+        kern::pack_linear_bf16(at, static_cast<const kern::bf16_t*>(p.data), n, k, static_cast<size_t>(k));
+      } else {
+        kern::pack_linear_bf16(at, to_f32(p).data(), n, k, static_cast<size_t>(k));
+      }
+      row += static_cast<size_t>(n);
+    }
+    return m;
+  }
+  std::vector<float> tmp(static_cast<size_t>(m.n) * static_cast<size_t>(k));
+  size_t at = 0;
+  for (const TensorView& p : parts) {
+    convert_to_f32(p, tmp.data() + at);
+    at += static_cast<size_t>(p.numel());
+  }
+  kern::pack_linear_bf16(dst, tmp.data(), m.n, k, static_cast<size_t>(k));
+  return m;
+}
+
+std::vector<float> concat_f32(const std::vector<TensorView>& parts) {
+  std::vector<float> out;
+  for (const TensorView& p : parts) {
+    const auto v = to_f32(p);
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+// Over a loaded Model's FP32 vectors, by Hugging Face name.
+class WeightsCheckpoint final : public Checkpoint {
+ public:
+  WeightsCheckpoint(const ModelConfig& c, const ModelWeights& w) {
+    const int64_t hidden = c.hidden_size, inter = c.intermediate_size;
+    const int64_t q_dim = int64_t{c.num_heads} * c.head_dim, kv_dim = int64_t{c.num_kv_heads} * c.head_dim;
+    add("model.embed_tokens.weight", w.token_embedding, {c.vocab_size, hidden});
+    add("model.norm.weight", w.final_norm, {hidden});
+    add("lm_head.weight", w.lm_head, {c.vocab_size, hidden});
+    for (size_t i = 0; i < w.layers.size(); ++i) {
+      const std::string p = "model.layers." + std::to_string(i) + ".";
+      const LayerWeights& l = w.layers[i];
+      add(p + "input_layernorm.weight", l.attn_norm, {hidden});
+      add(p + "post_attention_layernorm.weight", l.mlp_norm, {hidden});
+      add(p + "self_attn.q_proj.weight", l.wq, {q_dim, hidden});
+      add(p + "self_attn.k_proj.weight", l.wk, {kv_dim, hidden});
+      add(p + "self_attn.v_proj.weight", l.wv, {kv_dim, hidden});
+      add(p + "self_attn.o_proj.weight", l.wo, {hidden, q_dim});
+      add(p + "self_attn.q_proj.bias", l.bq, {q_dim});
+      add(p + "self_attn.k_proj.bias", l.bk, {kv_dim});
+      add(p + "self_attn.v_proj.bias", l.bv, {kv_dim});
+      add(p + "self_attn.o_proj.bias", l.bo, {hidden});
+      add(p + "self_attn.q_norm.weight", l.q_norm, {c.head_dim});
+      add(p + "self_attn.k_norm.weight", l.k_norm, {c.head_dim});
+      add(p + "mlp.gate_proj.weight", l.w_gate, {inter, hidden});
+      add(p + "mlp.up_proj.weight", l.w_up, {inter, hidden});
+      add(p + "mlp.down_proj.weight", l.w_down, {hidden, inter});
+      add(p + "mlp.gate_proj.bias", l.b_gate, {inter});
+      add(p + "mlp.up_proj.bias", l.b_up, {inter});
+      add(p + "mlp.down_proj.bias", l.b_down, {hidden});
+    }
+  }
+  bool has(const std::string& name) const override { return views_.count(name) != 0; }
+  TensorView tensor(const std::string& name) const override {
+    auto it = views_.find(name);
+    if (it == views_.end()) throw std::runtime_error("loaded model: no tensor '" + name + "'");
+    return it->second;
+  }
+  std::vector<std::string> tensor_names() const override {
+    std::vector<std::string> names;
+    for (const auto& [name, view] : views_) names.push_back(name);
+    return names;
+  }
+
+ private:
+  void add(const std::string& name, const std::vector<float>& v, std::vector<int64_t> shape) {
+    if (v.empty()) return;  // absent optional tensor
+    views_[name] = TensorView{name, DType::f32, std::move(shape), v.data(), "loaded model"};
+  }
+  std::map<std::string, TensorView> views_;
+};
+
+}  // namespace
+
+void PackedModel::embed(float* out, int token, int hidden) const {
+  if (!embedding.empty()) {
+    kern::convert_bf16_to_f32(out, embedding.data() + static_cast<size_t>(token) * hidden, static_cast<size_t>(hidden));
+    return;
+  }
+  // Tied: row `token` of the packed head is column token % 32 of panel token / 32, stored as
+  // k-pairs 128 bytes apart (see kernels/linear_bf16.h).
+  const kern::bf16_t* panel = lm_head.buf.as<const kern::bf16_t>() +
+                              static_cast<size_t>(token / kern::kPanelCols) * kern::packed_pairs(hidden) * 2 * kern::kPanelCols;
+  const int col = token % kern::kPanelCols;
+  for (int k = 0; k < hidden; ++k) {
+    out[k] = kern::bf16_to_f32(panel[static_cast<size_t>(k / 2) * 2 * kern::kPanelCols + col * 2 + (k % 2)]);
+  }
+}
+
+size_t PackedModel::decode_bytes() const {
+  size_t total = lm_head.bytes();
+  for (const PackedLayer& l : layers) total += l.qkv.bytes() + l.o.bytes() + l.gate_up.bytes() + l.down.bytes();
+  return total;
+}
+
+PackedModel pack_model(const ModelConfig& c, const Checkpoint& ck) {
+  const int64_t hidden = c.hidden_size, inter = c.intermediate_size;
+  const int64_t q_dim = int64_t{c.num_heads} * c.head_dim, kv_dim = int64_t{c.num_kv_heads} * c.head_dim;
+  const int h = c.hidden_size;
+  PackedModel m;
+  m.layers.resize(static_cast<size_t>(c.num_layers));
+  for (int i = 0; i < c.num_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    PackedLayer& l = m.layers[static_cast<size_t>(i)];
+    l.attn_norm = to_f32(get(ck, p + "input_layernorm.weight", {hidden}));
+    l.mlp_norm = to_f32(get(ck, p + "post_attention_layernorm.weight", {hidden}));
+    if (c.qk_norm) {
+      l.q_norm = to_f32(get(ck, p + "self_attn.q_norm.weight", {c.head_dim}));
+      l.k_norm = to_f32(get(ck, p + "self_attn.k_norm.weight", {c.head_dim}));
+    }
+    l.qkv = pack_stacked({get(ck, p + "self_attn.q_proj.weight", {q_dim, hidden}),
+                          get(ck, p + "self_attn.k_proj.weight", {kv_dim, hidden}),
+                          get(ck, p + "self_attn.v_proj.weight", {kv_dim, hidden})}, h);
+    if (c.qkv_bias) {
+      l.b_qkv = concat_f32({get(ck, p + "self_attn.q_proj.bias", {q_dim}), get(ck, p + "self_attn.k_proj.bias", {kv_dim}),
+                            get(ck, p + "self_attn.v_proj.bias", {kv_dim})});
+    }
+    l.o = pack_stacked({get(ck, p + "self_attn.o_proj.weight", {hidden, q_dim})}, static_cast<int>(q_dim));
+    if (c.o_bias) l.b_o = to_f32(get(ck, p + "self_attn.o_proj.bias", {hidden}));
+    l.gate_up = pack_stacked({get(ck, p + "mlp.gate_proj.weight", {inter, hidden}),
+                              get(ck, p + "mlp.up_proj.weight", {inter, hidden})}, h);
+    l.down = pack_stacked({get(ck, p + "mlp.down_proj.weight", {hidden, inter})}, c.intermediate_size);
+    if (c.mlp_bias) {
+      l.b_gate_up = concat_f32({get(ck, p + "mlp.gate_proj.bias", {inter}), get(ck, p + "mlp.up_proj.bias", {inter})});
+      l.b_down = to_f32(get(ck, p + "mlp.down_proj.bias", {hidden}));
+    }
+  }
+  m.final_norm = to_f32(get(ck, "model.norm.weight", {hidden}));
+  const TensorView embed = get(ck, "model.embed_tokens.weight", {c.vocab_size, hidden});
+  if (c.tie_word_embeddings) {
+    m.lm_head = pack_stacked({embed}, h);
+  } else {
+    if (!ck.has("lm_head.weight")) {
+      try {
+        (void)ck.tensor("lm_head.weight");
+      } catch (const std::runtime_error& e) {
+        throw std::runtime_error(std::string(e.what()) + " (tie_word_embeddings is false, so the output matrix is required)");
+      }
+    }
+    m.lm_head = pack_stacked({get(ck, "lm_head.weight", {c.vocab_size, hidden})}, h);
+    m.embedding.resize(static_cast<size_t>(embed.numel()));
+    if (embed.dtype == DType::bf16) {
+      std::memcpy(m.embedding.data(), embed.data, m.embedding.size() * sizeof(kern::bf16_t));
+    } else {
+      const auto f = to_f32(embed);
+      for (size_t i = 0; i < f.size(); ++i) m.embedding[i] = kern::f32_to_bf16(f[i]);
+    }
+  }
+  return m;
+}
+
+std::unique_ptr<Checkpoint> checkpoint_over(const ModelConfig& config, const ModelWeights& weights) {
+  return std::make_unique<WeightsCheckpoint>(config, weights);
+}
+
+}  // namespace slab

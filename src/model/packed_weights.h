@@ -1,0 +1,49 @@
+#pragma once
+// A model's weights in the BF16 kernels' layout, packed once at load: fused QKV and fused
+// gate+up (rows concatenated along N, biases concatenated), o and down projections, the output
+// head; norms and biases stay FP32. No FP32 copy of any matrix is kept.
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "kernels/linear_bf16.h"
+#include "model/checkpoint.h"
+#include "model/model_config.h"
+#include "model/weights.h"
+#include "runtime/aligned_buffer.h"
+
+namespace slab {
+
+struct PackedMatrix {
+  AlignedBuffer buf;
+  int n = 0, k = 0;
+  kern::PackedBf16 view() const { return {buf.as<const kern::bf16_t>(), n, k}; }
+  size_t bytes() const { return kern::packed_bf16_elems(n, k) * sizeof(kern::bf16_t); }
+};
+
+struct PackedLayer {
+  std::vector<float> attn_norm, mlp_norm, q_norm, k_norm;
+  PackedMatrix qkv, o, gate_up, down;  // qkv: [q;k;v] rows; gate_up: [gate;up] rows
+  std::vector<float> b_qkv, b_o, b_gate_up, b_down;  // empty when the model has none
+};
+
+struct PackedModel {
+  std::vector<PackedLayer> layers;
+  std::vector<float> final_norm;
+  PackedMatrix lm_head;                   // [vocab, hidden]; also the embedding when tied
+  std::vector<kern::bf16_t> embedding;    // [vocab, hidden] row-major; empty when tied
+
+  // Embedding row of `token` as FP32 (from the packed head when the embeddings are tied).
+  void embed(float* out, int token, int hidden) const;
+  size_t decode_bytes() const;
+};
+
+// Reads the tensors the config calls for (Hugging Face names), checks shapes, packs them.
+// Throws std::runtime_error naming the file and tensor at fault.
+PackedModel pack_model(const ModelConfig& config, const Checkpoint& checkpoint);
+
+// A Checkpoint over weights already in memory as FP32 (a loaded Model), so the one packing path
+// serves both. Borrows `weights`.
+std::unique_ptr<Checkpoint> checkpoint_over(const ModelConfig& config, const ModelWeights& weights);
+
+}  // namespace slab

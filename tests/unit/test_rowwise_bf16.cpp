@@ -1,0 +1,77 @@
+// The runner's per-row ops against the scalar references: RMSNorm and SiLU·up rounded to BF16
+// (within one BF16 rounding, 2^-8 relative, of the reference value), RoPE from tables (exactly
+// the reference: same float angle, same cos/sin).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/reference.h"
+#include "kernels/rowwise_bf16.h"
+#include "runtime/cpu_features.h"
+
+using namespace slab;
+
+namespace {
+
+std::vector<kern::Isa> isas() {
+  std::vector<kern::Isa> v{kern::Isa::scalar};
+  if (cpu_features().has_avx2_kernels()) v.push_back(kern::Isa::avx2);
+  if (cpu_features().has_avx512_bf16_kernels()) v.push_back(kern::Isa::avx512_bf16);
+  return v;
+}
+
+std::vector<float> random_vec(std::mt19937& rng, int n, float scale) {
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+void check_bf16_close(const std::vector<kern::bf16_t>& got, const std::vector<float>& want) {
+  for (size_t i = 0; i < want.size(); ++i) {
+    INFO("element " << i);
+    CHECK(std::fabs(kern::bf16_to_f32(got[i]) - want[i]) <= std::ldexp(std::fabs(want[i]), -8) + 1e-30f);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("rmsnorm_to_bf16 and silu_mul_to_bf16 equal the reference within one BF16 rounding", "[kernels][rowwise]") {
+  std::mt19937 rng(5);
+  for (kern::Isa isa : isas()) {
+    for (int n : {1, 7, 64, 255, 256, 257, 2048, 5633}) {
+      const auto x = random_vec(rng, n, 3.0f), w = random_vec(rng, n, 1.0f), up = random_vec(rng, n, 2.0f);
+      std::vector<float> want(static_cast<size_t>(n));
+      std::vector<kern::bf16_t> got(static_cast<size_t>(n));
+      ref::rmsnorm(want.data(), x.data(), w.data(), n, 1e-5f);
+      kern::rmsnorm_to_bf16(got.data(), x.data(), w.data(), n, 1e-5f, isa);
+      check_bf16_close(got, want);  // sums in a different order: a few ulps of FP32, far below BF16's
+      ref::silu_mul(want.data(), x.data(), up.data(), n);
+      kern::silu_mul_to_bf16(got.data(), x.data(), up.data(), n, isa);
+      check_bf16_close(got, want);
+    }
+  }
+}
+
+TEST_CASE("rope from tables equals the reference rotate-half rope", "[kernels][rowwise]") {
+  std::mt19937 rng(9);
+  const int head_dim = 64, half = 32, heads = 3, positions = 300;
+  std::vector<float> inv_freq(half);
+  ref::RopeFrequencyParams p;
+  p.theta = 500000.0f;
+  p.scaling = ref::RopeScalingKind::llama3;
+  p.factor = 8.0f;
+  ref::rope_inverse_frequencies(inv_freq.data(), head_dim, p);
+  std::vector<float> cos(static_cast<size_t>(positions) * half), sin(cos.size());
+  kern::rope_tables(cos.data(), sin.data(), inv_freq.data(), half, 0, 100);  // built in two pieces
+  kern::rope_tables(cos.data(), sin.data(), inv_freq.data(), half, 100, positions);
+  for (int pos : {0, 1, 99, 100, 299}) {
+    const auto x = random_vec(rng, heads * head_dim, 1.0f);
+    std::vector<float> want = x, got = x;
+    ref::rope(want.data(), heads, head_dim, pos, inv_freq.data(), ref::RopeStyle::rotate_half);
+    kern::rope_rotate_half(got.data(), heads, head_dim, cos.data() + pos * half, sin.data() + pos * half);
+    CHECK(got == want);
+  }
+}
