@@ -72,9 +72,6 @@ int run_generate(const GenerateOptions& o) {
   config.num_kv_blocks = (std::min(context, model.config.max_position_embeddings) + config.block_size - 1) / config.block_size;
   Engine engine(*runner, tokenizer.get(), config);
 
-  using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
-  auto first_token = start;
   auto stream = std::make_shared<RequestStream>();
   engine.submit(request, stream);
   std::cout << o.prompt << std::flush;
@@ -82,16 +79,15 @@ int run_generate(const GenerateOptions& o) {
   while (!last.finished) {
     std::optional<RequestOutput> out = stream->next(std::chrono::milliseconds(1000));
     if (!out) continue;
-    if (last.completion_tokens == 0 && out->completion_tokens > 0) first_token = clock::now();
     std::cout << out->text << std::flush;
     last = std::move(*out);
   }
   std::cout << std::endl;
   if (last.finish_reason == FinishReason::error) throw std::runtime_error(last.error);
 
-  const auto end = clock::now();
-  const double prefill_s = std::chrono::duration<double>(first_token - start).count();
-  const double decode_s = std::chrono::duration<double>(end - first_token).count();
+  // The engine's own timestamps: the printing above may lag behind generation.
+  const double prefill_s = last.first_token_seconds;
+  const double decode_s = last.elapsed_seconds - last.first_token_seconds;
   const int decoded = std::max(0, last.completion_tokens - 1);
   std::fprintf(stderr,
                "prompt: %zu tokens, %.1f tokens/s | generated: %d tokens, %.1f tokens/s | finish: %s\n",

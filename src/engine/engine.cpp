@@ -250,6 +250,8 @@ void Engine::emit_token(Sequence& seq, const SampledToken& sampled) {
   out.cached_prompt_tokens = seq.cached_prompt_tokens;
   out.completion_tokens = seq.num_output();
   out.queue_seconds = seq.queue_seconds();
+  out.first_token_seconds = seq.first_token_at ? seq.seconds_since_submit(*seq.first_token_at) : 0.0;
+  out.elapsed_seconds = seq.seconds_since_submit(std::chrono::steady_clock::now());
   if (!finish_reason) {
     seq.stream->push(std::move(out));
     return;
@@ -274,6 +276,8 @@ void Engine::finish(Sequence& seq, FinishReason reason, const std::string& error
   out.cached_prompt_tokens = seq.cached_prompt_tokens;
   out.completion_tokens = seq.num_output();
   out.queue_seconds = seq.queue_seconds();
+  out.first_token_seconds = seq.first_token_at ? seq.seconds_since_submit(*seq.first_token_at) : 0.0;
+  out.elapsed_seconds = seq.seconds_since_submit(std::chrono::steady_clock::now());
   seq.stream->push(std::move(out));
   scheduler_.remove(&seq);
   sequences_.erase(seq.id);

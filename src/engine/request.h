@@ -57,6 +57,10 @@ struct RequestOutput {
   int cached_prompt_tokens = 0;        // served from the prefix cache
   int completion_tokens = 0;           // so far
   double queue_seconds = 0.0;          // from submit until first scheduled (so far, if still waiting)
+  // Engine-side clock, from submit: when the first token was sampled (0 before) and when this
+  // event was made. Consumers that read events late still get true generation speeds.
+  double first_token_seconds = 0.0;
+  double elapsed_seconds = 0.0;
 };
 
 // Engine to consumer, one per request. push() never blocks the engine loop.

@@ -43,6 +43,9 @@ struct Sequence {
   std::optional<std::chrono::steady_clock::time_point> first_scheduled_at;
   std::optional<std::chrono::steady_clock::time_point> first_token_at;
 
+  double seconds_since_submit(std::chrono::steady_clock::time_point t) const {
+    return std::chrono::duration<double>(t - submitted_at).count();
+  }
   double queue_seconds() const {
     const auto until = first_scheduled_at.value_or(std::chrono::steady_clock::now());
     return std::chrono::duration<double>(until - submitted_at).count();
