@@ -56,10 +56,10 @@ std::unique_ptr<server::LoadedModel> load_for_serving(const std::filesystem::pat
   spdlog::info("model {} ({}): {} layers, hidden {}, {} heads / {} KV heads, vocab {}, context {}, compute: {}",
                o.server.served_model_name, c.model_type, c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads,
                c.vocab_size, e.max_model_len(), loaded->runner->describe());
-  spdlog::info("KV cache: {} blocks of {} tokens ({} tokens, {:.1f} MiB), prefix caching {}; scheduler: {} sequences, "
+  spdlog::info("KV cache: {} blocks of {} tokens ({} tokens, {:.1f} MiB {}), prefix caching {}; scheduler: {} sequences, "
                "{} tokens per step",
                e.num_kv_blocks(), e.block_size(), e.num_kv_blocks() * e.block_size(),
-               e.kv_cache_bytes() / double(1 << 20), o.server.engine.enable_prefix_caching ? "on" : "off",
+               e.kv_cache_bytes() / double(1 << 20), kv_dtype_name(e.kv_dtype()), o.server.engine.enable_prefix_caching ? "on" : "off",
                o.server.engine.scheduler.max_num_seqs, o.server.engine.scheduler.max_num_batched_tokens);
   return loaded;
 }

@@ -7,8 +7,8 @@
 namespace slab {
 namespace {
 
-int blocks_for_budget(const KvGeometry& g, size_t bytes) {
-  const size_t block_bytes = PagedKvCache::bytes_per_token(g) * static_cast<size_t>(g.block_size);
+int blocks_for_budget(const KvGeometry& g, KvDtype dtype, size_t bytes) {
+  const size_t block_bytes = PagedKvCache::bytes_per_token(g, dtype) * static_cast<size_t>(g.block_size);
   return static_cast<int>(std::max<size_t>(1, bytes / block_bytes));
 }
 
@@ -34,9 +34,10 @@ Engine::Engine(std::unique_ptr<ModelRunner> owned, ModelRunner* runner, const To
       kv_(config.num_kv_blocks > 0
               ? config.num_kv_blocks
               : blocks_for_budget({model_config_.num_layers, model_config_.num_kv_heads, model_config_.head_dim, config.block_size},
-                                  config.kv_cache_bytes),
+                                  runner_.kv_dtype(), config.kv_cache_bytes),
           config.block_size, config.enable_prefix_caching),
-      kv_memory_({model_config_.num_layers, model_config_.num_kv_heads, model_config_.head_dim, config.block_size}, kv_),
+      kv_memory_({model_config_.num_layers, model_config_.num_kv_heads, model_config_.head_dim, config.block_size}, kv_,
+                 runner_.kv_dtype()),
       scheduler_(config.scheduler, kv_) {
   if (config.block_size <= 0 || config.block_size % 16 != 0) {
     throw std::invalid_argument("block size must be a positive multiple of 16, got " + std::to_string(config.block_size));

@@ -72,6 +72,7 @@ class Engine {
   int num_kv_blocks() const { return kv_.num_blocks(); }
   int block_size() const { return kv_.block_size(); }
   size_t kv_cache_bytes() const { return kv_memory_.bytes(); }
+  KvDtype kv_dtype() const { return kv_memory_.dtype(); }
 
  private:
   // Runs `runner`, or the owned one when runner is null.

@@ -4,16 +4,15 @@
 
 namespace slab {
 
-PagedKvCache::PagedKvCache(const KvGeometry& geometry, const KvCacheManager& manager)
-    : geometry_(geometry), manager_(manager) {
+PagedKvCache::PagedKvCache(const KvGeometry& geometry, const KvCacheManager& manager, KvDtype dtype)
+    : geometry_(geometry), dtype_(dtype), manager_(manager) {
   if (geometry.block_size != manager.block_size()) {
     throw std::invalid_argument("PagedKvCache: block size differs from the manager's");
   }
-  pool_.assign(static_cast<size_t>(manager.num_blocks()) * geometry.block_stride(), 0.0f);
-}
-
-size_t PagedKvCache::bytes_per_token(const KvGeometry& geometry) {
-  return static_cast<size_t>(geometry.num_layers) * 2 * geometry.num_kv_heads * geometry.head_dim * sizeof(float);
+  // Zeroed: 0 is 0.0 in both dtypes.
+  AllocOptions o;
+  o.zero = true;
+  pool_ = AlignedBuffer(static_cast<size_t>(manager.num_blocks()) * geometry.block_stride() * kv_dtype_bytes(dtype), o);
 }
 
 }  // namespace slab

@@ -82,7 +82,7 @@ std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCach
   const int q_dim = c.num_heads * hd;
   const int kv_dim = c.num_kv_heads * hd;
   const KvGeometry& g = cache.geometry();
-  float* pool = cache.pool();
+  float* pool = cache.pool_f32();  // the oracle keeps an FP32 cache
 
   // Per token: which sequence it belongs to and its position.
   std::vector<int> token_seq(n_tokens);

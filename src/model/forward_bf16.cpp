@@ -1,12 +1,13 @@
 // The fast forward pass (ModelRunner on the BF16 kernels). Same steps and cache protocol as
 // forward.cpp; every per-token or per-head step is split over the pool with parallel_for, every
-// linear runs on all pool threads. Attention is still the scalar reference op, parallel over
-// (token, KV head): the SLAB attention kernels replace it separately.
+// linear runs on all pool threads. K/V go into the cache as BF16 and attention is the SLAB kernel
+// (kernels/attention.h) over the whole batch, one call per layer on all pool threads.
 #include <algorithm>
 #include <cmath>
 #include <span>
 #include <vector>
 
+#include "kernels/attention.h"
 #include "kernels/linear_bf16.h"
 #include "kernels/reference.h"
 #include "kernels/rowwise_bf16.h"
@@ -37,9 +38,8 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   const int kv_dim = c.num_kv_heads * hd;
   const int qkv_dim = q_dim + 2 * kv_dim;
   const int inter = c.intermediate_size;
-  const int group = c.num_heads / c.num_kv_heads;
   const KvGeometry& g = cache.geometry();
-  float* kv_pool = cache.pool();
+  kern::bf16_t* kv_pool = cache.pool_bf16();
   const float attn_scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
   // Per token: its sequence and position; the rows that want logits.
@@ -63,6 +63,31 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     for (const BatchSequence& seq : batch.sequences) rows.push_back((end += seq.num_tokens) - 1);
   }
   const int R = static_cast<int>(rows.size());
+
+  // Attention plan: depends only on the sequences (rows, lengths, block tables), so one plan
+  // serves every layer; only the layer's K/V offsets change per call.
+  std::vector<kern::AttnSeq> attn_seqs;
+  attn_seqs.reserve(batch.sequences.size());
+  for (int s = 0, row = 0; s < static_cast<int>(batch.sequences.size()); ++s) {
+    const BatchSequence& seq = batch.sequences[static_cast<size_t>(s)];
+    kern::AttnSeq a;
+    a.q_start = row;
+    a.q_len = seq.num_tokens;
+    a.kv_len = seq.start_pos + seq.num_tokens;
+    a.block_table = tables[static_cast<size_t>(s)].data();
+    attn_seqs.push_back(a);
+    row += seq.num_tokens;
+  }
+  kern::AttnShape attn_shape;
+  attn_shape.n_heads = c.num_heads;
+  attn_shape.n_kv_heads = c.num_kv_heads;
+  attn_shape.head_dim = hd;
+  attn_shape.block_size = g.block_size;
+  attn_shape.window = c.sliding_window;
+  const kern::AttentionPlan attn_plan =
+      kern::plan_attention(attn_shape, attn_seqs.data(), static_cast<int>(attn_seqs.size()), pool.size());
+  // The kernels have AVX-512 and scalar paths only; avx2 runs the scalar one.
+  const kern::Isa attn_isa = isa == kern::Isa::avx512_bf16 ? kern::Isa::avx512_bf16 : kern::Isa::scalar;
 
   // RoPE tables grow (doubling) to cover the furthest position; computed once per position.
   if (max_pos > ws.rope_positions) {
@@ -90,6 +115,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   }
   ws_floats = std::max(ws_floats, kern::linear_bf16_workspace_floats(R, c.vocab_size, dim, n_threads));
   float* linear_ws = ws.linear_ws.get(ws_floats);
+  float* attn_ws = ws.attn_ws.get(kern::attention_workspace_floats(attn_plan));
 
   auto run_on_all = [&pool](auto&& fn) { pool.run_on_all(fn); };
   auto linear = [&](const kern::bf16_t* in, size_t ldx, const PackedMatrix& m, int rows_m, float* out, size_t ldo,
@@ -141,23 +167,28 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
       const size_t block = static_cast<size_t>(table[static_cast<size_t>(pos / g.block_size)]);
       const size_t in_block = static_cast<size_t>(pos % g.block_size) * hd;
       for (int h = 0; h < c.num_kv_heads; ++h) {
-        float* base = kv_pool + block * g.block_stride() + static_cast<size_t>(h) * g.head_stride() + in_block;
-        std::copy(kt + h * hd, kt + (h + 1) * hd, base + k_offset);
-        std::copy(vt + h * hd, vt + (h + 1) * hd, base + v_offset);
+        kern::bf16_t* base = kv_pool + block * g.block_stride() + static_cast<size_t>(h) * g.head_stride() + in_block;
+        kern::convert_f32_to_bf16(base + k_offset, kt + h * hd, static_cast<size_t>(hd), isa);
+        kern::convert_f32_to_bf16(base + v_offset, vt + h * hd, static_cast<size_t>(hd), isa);
       }
     });
     // Every new K/V of the layer is in the cache before any token attends (causal within a
-    // sequence of the batch). One task per (token, KV head): the query heads of a group.
-    pool.parallel_for(T * c.num_kv_heads, [&](int task, int) {
-      const int t = task / c.num_kv_heads, kvh = task % c.num_kv_heads;
-      const size_t head0 = static_cast<size_t>(kvh) * group * hd;
-      ref::PagedKv kv{kv_pool, tables[static_cast<size_t>(token_seq[static_cast<size_t>(t)])].data(), g.block_size,
-                      g.block_stride(), k_offset + static_cast<size_t>(kvh) * g.head_stride(),
-                      v_offset + static_cast<size_t>(kvh) * g.head_stride(), g.head_stride()};
-      float* out = attn + static_cast<size_t>(t) * q_dim + head0;
-      ref::attention(out, qkv + static_cast<size_t>(t) * qkv_dim + head0, kv, group, 1, hd,
-                     token_pos[static_cast<size_t>(t)], c.sliding_window, attn_scale);
-      kern::convert_f32_to_bf16(attn_b + static_cast<size_t>(t) * q_dim + head0, out, static_cast<size_t>(group) * hd, isa);
+    // sequence of the batch): the write above finished on all threads.
+    kern::AttentionArgs aa;
+    aa.q = qkv;  // Q is the first q_dim floats of each fused QKV row
+    aa.ldq = static_cast<size_t>(qkv_dim);
+    aa.out = attn;
+    aa.ldo = static_cast<size_t>(q_dim);
+    aa.kv = {kv_pool, g.block_size, g.block_stride(), k_offset, v_offset, g.head_stride()};
+    aa.seqs = attn_seqs.data();
+    aa.n_seqs = static_cast<int>(attn_seqs.size());
+    aa.scale = attn_scale;
+    aa.workspace = attn_ws;
+    aa.isa = attn_isa;
+    kern::attention(aa, attn_plan, run_on_all);
+    pool.parallel_for(T, [&](int t, int) {
+      kern::convert_f32_to_bf16(attn_b + static_cast<size_t>(t) * q_dim, attn + static_cast<size_t>(t) * q_dim,
+                                static_cast<size_t>(q_dim), isa);
     });
     linear(attn_b, q_dim, lw.o, T, x, dim, lw.b_o, true);
 

@@ -54,6 +54,9 @@ class ModelRunner {
   const ModelConfig& config() const { return meta_.config; }
   const GenerationConfig& generation() const { return meta_.generation; }
   bool uses_reference() const { return reference_ != nullptr; }
+  // The KV cache dtype forward() needs: FP32 for the reference forward, BF16 for the fast path
+  // (the SLAB attention kernels read BF16 K/V). Caches passed to forward() must be allocated so.
+  KvDtype kv_dtype() const { return reference_ ? KvDtype::f32 : KvDtype::bf16; }
   kern::Isa isa() const { return isa_; }
   // e.g. "bf16 avx512_bf16 kernels, 2 threads" or "float32 scalar reference kernels, 1 thread".
   std::string describe() const;

@@ -1,11 +1,16 @@
-// Block pool and KV cache manager: reference counts, the LRU free list and prefix caching.
+// Block pool and KV cache manager: reference counts, the LRU free list and prefix caching; the KV
+// memory's dtype.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <numeric>
+#include <stdexcept>
 #include <vector>
 
 #include "kv/block_pool.h"
+#include "kv/contiguous_kv_cache.h"
 #include "kv/kv_cache_manager.h"
+#include "kv/paged_kv_cache.h"
 
 using namespace slab;
 
@@ -109,4 +114,24 @@ TEST_CASE("reserve is all or nothing and prefix caching can be switched off", "[
   kv.free(1);
   REQUIRE(kv.adopt_cached_prefix(3, iota_tokens(33)) == 0);
   REQUIRE(kv.usage() == 0.0);
+}
+
+TEST_CASE("KV memory carries its dtype: BF16 halves the bytes and only the matching typed view is given", "[kv]") {
+  const KvGeometry g{2, 2, 16, 16};
+  REQUIRE(g.bytes_per_token(KvDtype::f32) == 2 * 2 * 2 * 16 * sizeof(float));
+  REQUIRE(g.bytes_per_token(KvDtype::bf16) * 2 == g.bytes_per_token(KvDtype::f32));
+
+  KvCacheManager manager(3, 16, false);
+  PagedKvCache f32(g, manager, KvDtype::f32), bf16(g, manager, KvDtype::bf16);
+  REQUIRE(f32.bytes() == 3 * g.block_stride() * sizeof(float));
+  REQUIRE(bf16.bytes() * 2 == f32.bytes());
+  REQUIRE(f32.pool_f32() != nullptr);
+  REQUIRE_THROWS_AS(f32.pool_bf16(), std::logic_error);
+  REQUIRE_THROWS_AS(bf16.pool_f32(), std::logic_error);
+  REQUIRE(bf16.pool_bf16()[3 * g.block_stride() - 1] == 0);  // zeroed, whole pool addressable
+
+  ContiguousKvCache c(g, 2, 20, KvDtype::bf16);
+  REQUIRE(c.dtype() == KvDtype::bf16);
+  REQUIRE(reinterpret_cast<uintptr_t>(c.pool_bytes()) % 64 == 0);  // the attention kernels' vector loads
+  REQUIRE(ContiguousKvCache(g, 1, 16).dtype() == KvDtype::f32);    // the reference forward's default
 }
