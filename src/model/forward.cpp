@@ -8,6 +8,7 @@
 
 #include "kernels/reference.h"
 #include "model/model.h"
+#include "model/rope_params.h"
 
 namespace slab {
 namespace {
@@ -16,20 +17,6 @@ const float* bias_or_null(const std::vector<float>& bias) {
   return bias.empty() ? nullptr : bias.data();
 }
 
-ref::RopeFrequencyParams rope_params(const ModelConfig& config) {
-  ref::RopeFrequencyParams p;
-  p.theta = config.rope_theta;
-  p.factor = config.rope_scaling.factor;
-  p.low_freq_factor = config.rope_scaling.low_freq_factor;
-  p.high_freq_factor = config.rope_scaling.high_freq_factor;
-  p.original_max_position_embeddings = config.rope_scaling.original_max_position_embeddings;
-  switch (config.rope_scaling.type) {
-    case RopeScalingType::none: p.scaling = ref::RopeScalingKind::none; break;
-    case RopeScalingType::linear: p.scaling = ref::RopeScalingKind::linear; break;
-    case RopeScalingType::llama3: p.scaling = ref::RopeScalingKind::llama3; break;
-  }
-  return p;
-}
 
 // Where token `pos` of a sequence keeps its K (or V) for one layer and KV head.
 float* cache_slot(float* pool, std::span<const int32_t> block_table, const KvGeometry& g,
@@ -97,7 +84,7 @@ std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCach
   for (const BatchSequence& seq : batch.sequences) tables.push_back(cache.block_table(seq.seq_id));
 
   std::vector<float> inv_freq(static_cast<size_t>(hd / 2));
-  ref::rope_inverse_frequencies(inv_freq.data(), hd, rope_params(c));
+  ref::rope_inverse_frequencies(inv_freq.data(), hd, rope_frequency_params(c));
   const float attn_scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
   // Activations, [n_tokens, width] row-major.

@@ -3,6 +3,7 @@
 // write → attention → o_proj + residual → norm → gate+up → SiLU·up → down + residual, final norm,
 // head), with BF16 activations into FP32-accumulating linears and the residual stream in FP32.
 #include "model/model_runner.h"
+#include "model/rope_params.h"
 
 #include <algorithm>
 #include <cmath>
@@ -37,20 +38,6 @@ kern::Isa choose_isa(KernelChoice choice, const CpuFeatures& f) {
   return kern::Isa::scalar;  // the scalar FP32 reference forward
 }
 
-ref::RopeFrequencyParams rope_params(const ModelConfig& config) {
-  ref::RopeFrequencyParams p;
-  p.theta = config.rope_theta;
-  p.factor = config.rope_scaling.factor;
-  p.low_freq_factor = config.rope_scaling.low_freq_factor;
-  p.high_freq_factor = config.rope_scaling.high_freq_factor;
-  p.original_max_position_embeddings = config.rope_scaling.original_max_position_embeddings;
-  switch (config.rope_scaling.type) {
-    case RopeScalingType::none: p.scaling = ref::RopeScalingKind::none; break;
-    case RopeScalingType::linear: p.scaling = ref::RopeScalingKind::linear; break;
-    case RopeScalingType::llama3: p.scaling = ref::RopeScalingKind::llama3; break;
-  }
-  return p;
-}
 
 }  // namespace
 
@@ -87,7 +74,7 @@ void ModelRunner::init(const Checkpoint& checkpoint, const RunnerOptions& option
   packed_->model = pack_model(c, checkpoint);
   ws_ = std::make_unique<Workspace>();
   ws_->inv_freq.resize(static_cast<size_t>(c.head_dim / 2));
-  ref::rope_inverse_frequencies(ws_->inv_freq.data(), c.head_dim, rope_params(c));
+  ref::rope_inverse_frequencies(ws_->inv_freq.data(), c.head_dim, rope_frequency_params(c));
 }
 
 std::string ModelRunner::describe() const {
