@@ -18,6 +18,7 @@
 
 #include "kv/contiguous_kv_cache.h"
 #include "model/model.h"
+#include "runtime/file_io.h"
 #include "test_paths.h"
 
 using namespace slab;
@@ -27,14 +28,6 @@ namespace {
 constexpr float kAtol = 1e-4f;
 constexpr float kRtol = 1e-3f;
 
-nlohmann::json read_json(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return nlohmann::json::parse(ss.str());
-}
-
 struct Expected {
   std::vector<int> prompt;
   std::vector<std::vector<float>> logits;  // one row per prompt position
@@ -42,7 +35,7 @@ struct Expected {
 };
 
 Expected read_expected(const std::filesystem::path& path) {
-  const auto j = read_json(path);
+  const auto j = read_json_file(path);
   Expected e;
   e.prompt = j.at("prompt").get<std::vector<int>>();
   e.logits = j.at("logits").get<std::vector<std::vector<float>>>();
@@ -172,7 +165,7 @@ TEST_CASE("forward matches transformers on every fixture architecture", "[model]
 TEST_CASE("stories260K: greedy continuation of BOS equals transformers'", "[model][logits]") {
   const auto dir = slab::test::testdata_or_skip("models/stories260K");
   if (dir.empty()) return;
-  const auto j = read_json(slab::test::fixtures_dir() / "stories260K_expected.json");
+  const auto j = read_json_file(slab::test::fixtures_dir() / "stories260K_expected.json");
   const auto want_tokens = j.at("greedy_tokens").get<std::vector<int>>();
   const auto step_logits = j.at("step_logits").get<std::vector<std::vector<float>>>();
   const auto prompt = j.at("prompt").get<std::vector<int>>();

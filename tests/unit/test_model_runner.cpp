@@ -26,6 +26,7 @@
 #include "model/model.h"
 #include "model/model_runner.h"
 #include "runtime/cpu_features.h"
+#include "runtime/file_io.h"
 #include "test_paths.h"
 
 using namespace slab;
@@ -34,14 +35,6 @@ namespace {
 
 constexpr float kAtolFrac = 3e-2f;
 constexpr float kRtol = 2e-2f;
-
-nlohmann::json read_json(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return nlohmann::json::parse(ss.str());
-}
 
 ContiguousKvCache make_cache(const ModelConfig& c, int slots, int max_tokens, KvDtype dtype = KvDtype::bf16) {
   KvGeometry g;
@@ -115,7 +108,7 @@ TEST_CASE("runner logits match transformers on every fixture, prefill, token by 
         auto runner = load_model_runner(dir, with(kernels));
         REQUIRE_FALSE(runner->uses_reference());
         const ModelConfig& c = runner->config();
-        const auto j = read_json(dir / "expected_logits.json");
+        const auto j = read_json_file(dir / "expected_logits.json");
         const auto prompt = j.at("prompt").get<std::vector<int>>();
         const auto want = j.at("logits").get<std::vector<std::vector<float>>>();
         const int vocab = c.vocab_size;
@@ -197,7 +190,7 @@ TEST_CASE("runner fast path agrees with the FP32 reference forward on the same c
 TEST_CASE("runner: stories260K greedy tokens equal transformers' for at least the first 32", "[model][runner]") {
   const auto dir = test::testdata_or_skip("models/stories260K");
   if (dir.empty()) return;
-  const auto j = read_json(test::fixtures_dir() / "stories260K_expected.json");
+  const auto j = read_json_file(test::fixtures_dir() / "stories260K_expected.json");
   const auto want = j.at("greedy_tokens").get<std::vector<int>>();
   const auto prompt = j.at("prompt").get<std::vector<int>>();
   auto runner = load_model_runner(dir, with(KernelChoice::automatic));
