@@ -1,5 +1,7 @@
 // BF16 linear kernel on real layer shapes (TinyLlama-1.1B, Qwen2.5-0.5B) at M = 1..512, against
-// the machine's read bandwidth (M <= 16) and BF16 peak (M >= 128) measured in the same run.
+// the machine's read bandwidth (M <= 16) and BF16 peak (M >= 128) measured in the same run; the
+// MLP's gate+up both plain (FP32 sums out) and fused with SiLU·up (op "swiglu", BF16 out), and
+// RMSNorm rows to BF16.
 //
 // Memory-bound rows cycle through distinct packed weight copies totalling >= 16x the L3, so each
 // call reads its weights from DRAM as in a real decode step. Figures are medians over
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "kernels/linear_bf16.h"
+#include "kernels/rowwise_bf16.h"
 #include "machine_limits.h"
 #include "runtime/aligned_buffer.h"
 #include "runtime/cpu_features.h"
@@ -30,6 +33,7 @@ struct Shape {
   const char* model;
   const char* op;
   int n, k;
+  bool swiglu = false;  // gate+up packed as one SwiGLU matrix: n = 2 x intermediate, BF16 out
 };
 
 const Shape kShapes[] = {
@@ -37,12 +41,14 @@ const Shape kShapes[] = {
     {"tinyllama", "qkv", 2048 + 2 * 4 * 64, 2048},
     {"tinyllama", "o", 2048, 2048},
     {"tinyllama", "gate_up", 2 * 5632, 2048},
+    {"tinyllama", "swiglu", 2 * 5632, 2048, true},
     {"tinyllama", "down", 2048, 5632},
     {"tinyllama", "lm_head", 32000, 2048},
     // Qwen2.5-0.5B: hidden 896, intermediate 4864, 14 heads / 2 KV heads of 64.
     {"qwen2.5", "qkv", 896 + 2 * 2 * 64, 896},
     {"qwen2.5", "o", 896, 896},
     {"qwen2.5", "gate_up", 2 * 4864, 896},
+    {"qwen2.5", "swiglu", 2 * 4864, 896, true},
     {"qwen2.5", "down", 896, 4864},
 };
 
@@ -106,15 +112,21 @@ Result bench_shape(ThreadPool& pool, bench::ReadBandwidthProbe& probe, const Sha
   AlignedBuffer x(static_cast<size_t>(m) * s.k * sizeof(bf16_t));
   fill_random(x.as<bf16_t>(), static_cast<size_t>(m) * s.k, 3);
   AlignedBuffer out(static_cast<size_t>(m) * s.n * sizeof(float));
-  const size_t ws_floats = linear_bf16_workspace_floats(m, s.n, s.k, pool.size());
+  const size_t ws_floats = linear_bf16_workspace_floats(m, s.n, s.k, pool.size(), s.swiglu);
   AlignedBuffer ws(std::max<size_t>(ws_floats, 16) * sizeof(float));
 
   LinearArgs a;
   a.x = x.as<bf16_t>();
   a.ldx = static_cast<size_t>(s.k);
   a.m = m;
-  a.out_f32 = out.as<float>();
-  a.ldo = static_cast<size_t>(s.n);
+  if (s.swiglu) {
+    a.out_bf16 = out.as<bf16_t>();
+    a.ldo = static_cast<size_t>(s.n / 2);
+    a.swiglu = true;
+  } else {
+    a.out_f32 = out.as<float>();
+    a.ldo = static_cast<size_t>(s.n);
+  }
   a.workspace = ws.as<float>();
   a.isa = isa;
   // CPU time each thread spends inside the kernel (not in the dispatch barrier).
@@ -137,7 +149,7 @@ Result bench_shape(ThreadPool& pool, bench::ReadBandwidthProbe& probe, const Sha
   while (calls * probe_s < 0.02 && calls < 100000) calls += copies;
   const int reps = cfg.quick ? 5 : cfg.reps;
   // Bytes a call must move: the packed weights, the activations, the output.
-  const double moved = static_cast<double>(bytes) + m * s.k * 2.0 + m * s.n * 4.0;
+  const double moved = static_cast<double>(bytes) + m * s.k * 2.0 + m * (s.swiglu ? s.n : s.n * 4.0);
   std::vector<double> per_call_us, bws, ratios, cpu_us, cpu_ratios;
   for (int r = 0; r < reps + 1; ++r) {
     const bench::Rate bw = memory_bound ? probe.once() : bench::Rate{};  // adjacent sample
@@ -170,6 +182,45 @@ Result bench_shape(ThreadPool& pool, bench::ReadBandwidthProbe& probe, const Sha
   res.gbs = moved / (res.us * 1e-6) / 1e9;
   res.gflops = flops / (res.us * 1e-6) / 1e9;
   return res;
+}
+
+// RMSNorm of M rows of `dim` FP32 values to BF16 (the input of every QKV and gate+up linear),
+// rows cycling through a buffer of 16x the L3 so they come from DRAM as in prefill.
+void bench_rmsnorm(ThreadPool& pool, bench::ReadBandwidthProbe& probe, Isa isa, int dim, size_t l3) {
+  const size_t row_bytes = static_cast<size_t>(dim) * 4;
+  const int total_rows = static_cast<int>(16 * l3 / row_bytes);
+  AlignedBuffer x(static_cast<size_t>(total_rows) * row_bytes), w(row_bytes),
+      out(static_cast<size_t>(total_rows) * dim * 2);
+  pool.run_on_all([&](int t, int n) {  // first touch on the threads that read it
+    const auto [lo, hi] = ThreadPool::chunk(total_rows * dim, n, t);
+    for (int i = lo; i < hi; ++i) x.as<float>()[i] = 0.001f * static_cast<float>(i % 1000);
+  });
+  for (int i = 0; i < dim; ++i) w.as<float>()[i] = 1.0f;
+  for (int m : {1, 16, 512}) {
+    std::vector<double> us, ratios;
+    int at = 0;
+    for (int r = 0; r < 12; ++r) {
+      const bench::Rate bw = probe.once();
+      const int calls = std::max(1, 4096 / m);
+      const double t0 = bench::now_seconds();
+      for (int c = 0; c < calls; ++c) {
+        if (at + m > total_rows) at = 0;
+        const int first = at;
+        pool.parallel_for(m, [&](int row, int) {
+          const size_t i = static_cast<size_t>(first + row);
+          rmsnorm_to_bf16(out.as<bf16_t>() + i * dim, x.as<float>() + i * dim, w.as<float>(), dim, 1e-5f, isa);
+        });
+        at += m;
+      }
+      const double per_call = (bench::now_seconds() - t0) / calls;
+      if (r == 0) continue;
+      us.push_back(per_call * 1e6);
+      ratios.push_back(static_cast<double>(m) * dim * 6 / per_call / 1e9 / bw.wall);
+    }
+    const double med = bench::summarize(us).median;
+    std::printf("rmsnorm   dim %4d  M %3d: %8.2f us/call  %6.1f GB/s (read FP32 + write BF16)  %3.0f%% of read bandwidth\n",
+                dim, m, med, static_cast<double>(m) * dim * 6 / (med * 1e-6) / 1e9, 100.0 * bench::summarize(ratios).median);
+  }
 }
 
 }  // namespace
@@ -243,7 +294,7 @@ int main(int argc, char** argv) {
               "%peak", "cpu%", "wall us min..max");
   for (const Shape& s : kShapes) {
     if (cfg.model != "all" && std::string(s.model).rfind(cfg.model, 0) != 0) continue;
-    const size_t bytes = packed_bf16_elems(s.n, s.k) * sizeof(bf16_t);
+    const size_t bytes = packed_bf16_elems(s.n, s.k) * sizeof(bf16_t);  // = packed_swiglu_elems for whole panels
     const size_t sweep = static_cast<size_t>(cfg.cycle_x) * l3;
     const auto weights = make_weight_copies(
         pool, s, static_cast<int>(std::max<size_t>(2, (sweep + bytes - 1) / bytes)));
@@ -269,6 +320,8 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
+  std::printf("\n");
+  for (int dim : {2048, 896}) bench_rmsnorm(pool, probe, isa, dim, l3);
   const bench::Stat peak_end = bench::measure_bf16_peak(pool, 3);
   const bench::Stat bw_end = probe.measure(cfg.quick ? 5 : 15);
   std::printf("\nat the end: read bandwidth %.1f GB/s [%.1f..%.1f], bf16 peak %.0f GFLOP/s\n",

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "kernels/linear_bf16_tile.h"
+#include "kernels/rowwise_bf16.h"
 
 namespace slab::kern {
 namespace {
@@ -31,10 +32,15 @@ Range chunk(int n, int parts, int part) {
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-// Split-K factor for decode shapes with fewer panels than threads (1: no split).
-int decode_splits(int m, int n, int k, int n_threads) {
+// Panels of the packed weights: a SwiGLU matrix pads gate and up to 32 columns each.
+int weight_panels(int n, bool swiglu) { return swiglu ? 2 * packed_panels(n / 2) : packed_panels(n); }
+int weight_panels(const LinearArgs& a) { return weight_panels(a.w.n, a.swiglu); }
+
+// Split-K factor for decode shapes with fewer panels than threads (1: no split). SwiGLU never
+// splits: its activation needs the whole sums.
+int decode_splits(int m, int n, int k, int n_threads, bool swiglu) {
   const int panels = packed_panels(n);
-  if (m > kDecodeMaxM || panels >= n_threads) return 1;
+  if (swiglu || m > kDecodeMaxM || panels >= n_threads) return 1;
   const int by_threads = n_threads / panels;
   const int by_k = std::max(1, packed_pairs(k) / kMinSplitPairs);
   return std::max(1, std::min(by_threads, by_k));
@@ -67,6 +73,42 @@ void set_epilogue(Tile& t, const LinearArgs& a, int row, int col) {
 }
 
 size_t panel_stride(int k) { return static_cast<size_t>(packed_pairs(k)) * 2 * kPanelCols; }
+
+// SwiGLU epilogue of `rows` rows of one panel pair from their FP32 sums c [rows][ldc] (gate in
+// columns 0..31, up in 32..63): out = SiLU(gate)·up as BF16.
+void finish_swiglu(const LinearArgs& a, const float* c, size_t ldc, int row, int rows, int pair) {
+  const int col = pair * kPanelCols;
+  const int n_valid = std::min(kPanelCols, a.w.n / 2 - col);
+  for (int r = 0; r < rows; ++r) {
+    const float* sums = c + static_cast<size_t>(r) * ldc;
+    silu_mul_to_bf16(a.out_bf16 + static_cast<size_t>(row + r) * a.ldo + col, sums, sums + kPanelCols, n_valid, a.isa);
+  }
+}
+
+// M <= 8, SwiGLU: panel pairs [q0, q1) over the whole of K, sums to a stack scratch, then the
+// activation. Up to 4 rows one 64-column tile covers the pair; beyond, one 32-column tile each.
+void decode_swiglu_pairs(const LinearArgs& a, int q0, int q1) {
+  alignas(64) float sums[kDecodeMaxM * 2 * kPanelCols];
+  const size_t stride = panel_stride(a.w.k);
+  const int np = a.m <= kDecodeWideM ? 2 : 1;
+  for (int q = q0; q < q1; ++q) {
+    for (int part = 0; part < 2; part += np) {
+      Tile t;
+      t.a = a.x;
+      t.lda = a.ldx;
+      t.b = a.w.data + static_cast<size_t>(2 * q + part) * stride;
+      t.panel_stride = stride;
+      t.mr = a.m;
+      t.np = np;
+      t.n_pairs = a.w.k / 2;
+      t.half_pair = (a.w.k & 1) != 0;
+      t.c = sums + part * kPanelCols;
+      t.ldc = 2 * kPanelCols;
+      run_tile(t, a.isa);
+    }
+    finish_swiglu(a, sums, 2 * kPanelCols, 0, a.m, q);
+  }
+}
 
 // M <= 8: panels [p0, p1) over the whole of K, all rows at once.
 void decode_panels(const LinearArgs& a, int p0, int p1) {
@@ -113,11 +155,13 @@ void decode_split_unit(const LinearArgs& a, int unit, int splits) {
 struct LargeTile {
   int mr, np;
 };
-LargeTile large_tile(int m) { return m <= kMidMaxM ? LargeTile{8, 1} : LargeTile{kLargeMR, 2}; }
+LargeTile large_tile(int m, bool swiglu) {
+  return m <= kMidMaxM && !swiglu ? LargeTile{8, 1} : LargeTile{kLargeMR, 2};  // SwiGLU: a pair per tile
+}
 
 // M > 8: column group g (panels [g·np, g·np + np)) for row tiles [rt0, rt1), K blocked.
 void large_group(const LinearArgs& a, LargeTile lt, int g, int rt0, int rt1, float* scratch) {
-  const int panels = packed_panels(a.w.n);
+  const int panels = weight_panels(a);
   const int p = g * lt.np;
   const int np = std::min(lt.np, panels - p);
   const size_t stride = panel_stride(a.w.k);
@@ -160,8 +204,9 @@ void large_group(const LinearArgs& a, LargeTile lt, int g, int rt0, int rt1, flo
       t.c = scratch ? scratch + static_cast<size_t>(row) * 2 * kPanelCols : nullptr;
       t.ldc = 2 * kPanelCols;
       t.load_c = !first;
-      if (last) set_epilogue(t, a, row, p * kPanelCols);
+      if (last && !a.swiglu) set_epilogue(t, a, row, p * kPanelCols);
       run_tile(t, a.isa);
+      if (last && a.swiglu) finish_swiglu(a, t.c, t.ldc, row, t.mr, p / 2);
     }
   }
 }
@@ -172,10 +217,10 @@ struct LargeSplit {
   LargeTile tile;
   int groups, row_tiles, row_parts;
 };
-LargeSplit large_split(int m, int n, int n_threads) {
+LargeSplit large_split(int m, int n, int n_threads, bool swiglu) {
   LargeSplit s;
-  s.tile = large_tile(m);
-  s.groups = ceil_div(packed_panels(n), s.tile.np);
+  s.tile = large_tile(m, swiglu);
+  s.groups = ceil_div(weight_panels(n, swiglu), s.tile.np);
   s.row_tiles = ceil_div(m, s.tile.mr);
   s.row_parts = 1;
   if (s.groups < n_threads || (s.groups < 4 * n_threads && m >= 64)) {
@@ -185,10 +230,14 @@ LargeSplit large_split(int m, int n, int n_threads) {
 }
 
 void check_args(const LinearArgs& a) {
+  const int n_out = a.swiglu ? a.w.n / 2 : a.w.n;
   if (a.m < 0 || a.w.n <= 0 || a.w.k <= 0 || !a.w.data || (a.m > 0 && !a.x) ||
       (a.out_f32 == nullptr) == (a.out_bf16 == nullptr) || a.ldx < static_cast<size_t>(a.w.k) ||
-      a.ldo < static_cast<size_t>(a.w.n) || (a.residual && a.ldr < static_cast<size_t>(a.w.n))) {
+      a.ldo < static_cast<size_t>(n_out) || (a.residual && a.ldr < static_cast<size_t>(a.w.n))) {
     throw std::invalid_argument("linear_bf16: bad arguments");
+  }
+  if (a.swiglu && (a.w.n % 2 != 0 || !a.out_bf16 || a.bias || a.residual)) {
+    throw std::invalid_argument("linear_bf16: SwiGLU needs an even n, BF16 output, no bias or residual");
   }
 }
 
@@ -251,26 +300,51 @@ void pack_linear_bf16(bf16_t* dst, const bf16_t* w, int n, int k, size_t ldw) {
   pack_impl(dst, w, n, k, ldw);
 }
 
-size_t linear_bf16_workspace_floats(int m, int n, int k, int n_threads) {
+template <typename Src>
+void pack_swiglu_impl(bf16_t* dst, const Src* gate, const Src* up, int n_out, int k, size_t ldw) {
+  const size_t panel_elems = static_cast<size_t>(packed_pairs(k)) * 2 * kPanelCols;
+  for (int q = 0; q < packed_panels(n_out); ++q) {
+    const int cols = std::min(kPanelCols, n_out - q * kPanelCols);
+    const size_t row = static_cast<size_t>(q) * kPanelCols * ldw;
+    pack_impl(dst + 2 * static_cast<size_t>(q) * panel_elems, gate + row, cols, k, ldw);
+    pack_impl(dst + (2 * static_cast<size_t>(q) + 1) * panel_elems, up + row, cols, k, ldw);
+  }
+}
+
+void pack_swiglu_bf16(bf16_t* dst, const float* gate, const float* up, int n_out, int k, size_t ldw) {
+  pack_swiglu_impl(dst, gate, up, n_out, k, ldw);
+}
+void pack_swiglu_bf16(bf16_t* dst, const bf16_t* gate, const bf16_t* up, int n_out, int k, size_t ldw) {
+  pack_swiglu_impl(dst, gate, up, n_out, k, ldw);
+}
+
+size_t linear_bf16_workspace_floats(int m, int n, int k, int n_threads, bool swiglu) {
   if (m <= kDecodeMaxM) {
-    const int splits = decode_splits(m, n, k, n_threads);
+    const int splits = decode_splits(m, n, k, n_threads, swiglu);
     if (splits == 1) return 0;
     return static_cast<size_t>(packed_panels(n)) * splits * m * kPanelCols;
   }
-  if (packed_pairs(k) <= kKBlockPairs) return 0;
+  // Large M: per thread, FP32 sums of every row of one column group, kept across K blocks (and
+  // for SwiGLU, the sums its activation reads).
+  if (packed_pairs(k) <= kKBlockPairs && !swiglu) return 0;
   return static_cast<size_t>(n_threads) * m * 2 * kPanelCols;
 }
 
-bool linear_bf16_needs_reduce(int m, int n, int k, int n_threads) {
-  return m <= kDecodeMaxM && decode_splits(m, n, k, n_threads) > 1;
+bool linear_bf16_needs_reduce(int m, int n, int k, int n_threads, bool swiglu) {
+  return m <= kDecodeMaxM && decode_splits(m, n, k, n_threads, swiglu) > 1;
 }
 
 void linear_bf16_compute(const LinearArgs& a, int thread, int n_threads) {
   check_args(a);
   if (a.m == 0) return;
   const int panels = packed_panels(a.w.n);
+  if (a.m <= kDecodeMaxM && a.swiglu) {
+    const Range r = chunk(weight_panels(a) / 2, n_threads, thread);
+    decode_swiglu_pairs(a, r.lo, r.hi);
+    return;
+  }
   if (a.m <= kDecodeMaxM) {
-    const int splits = decode_splits(a.m, a.w.n, a.w.k, n_threads);
+    const int splits = decode_splits(a.m, a.w.n, a.w.k, n_threads, false);
     if (splits == 1) {
       const Range r = chunk(panels, n_threads, thread);
       decode_panels(a, r.lo, r.hi);
@@ -279,9 +353,9 @@ void linear_bf16_compute(const LinearArgs& a, int thread, int n_threads) {
     }
     return;
   }
-  const LargeSplit s = large_split(a.m, a.w.n, n_threads);
+  const LargeSplit s = large_split(a.m, a.w.n, n_threads, a.swiglu);
   float* scratch = nullptr;
-  if (packed_pairs(a.w.k) > kKBlockPairs) {
+  if (packed_pairs(a.w.k) > kKBlockPairs || a.swiglu) {
     scratch = a.workspace + static_cast<size_t>(thread) * a.m * 2 * kPanelCols;
   }
   const Range tasks = chunk(s.groups * s.row_parts, n_threads, thread);
@@ -293,7 +367,7 @@ void linear_bf16_compute(const LinearArgs& a, int thread, int n_threads) {
 }
 
 void linear_bf16_reduce(const LinearArgs& a, int thread, int n_threads) {
-  const int splits = decode_splits(a.m, a.w.n, a.w.k, n_threads);
+  const int splits = decode_splits(a.m, a.w.n, a.w.k, n_threads, a.swiglu);
   if (a.m == 0 || a.m > kDecodeMaxM || splits == 1) return;
   const int panels = packed_panels(a.w.n);
   const Range r = chunk(panels * a.m, n_threads, thread);  // units of (panel, row)

@@ -47,6 +47,15 @@ inline size_t packed_bf16_elems(int n, int k) {
 void pack_linear_bf16(bf16_t* dst, const float* w, int n, int k, size_t ldw);
 void pack_linear_bf16(bf16_t* dst, const bf16_t* w, int n, int k, size_t ldw);
 
+// Fused SwiGLU (the MLP's gate and up projections followed by SiLU(gate)·up): gate[n][k] and
+// up[n][k] are packed as alternating panels, gate columns [32i, 32i + 32) in panel 2i and the
+// same up columns in panel 2i + 1 (each padded with zero columns to 32), so one 64-column tile
+// holds both operands of 32 outputs and the activation runs on its sums while they are in L1.
+// The packed matrix has logical n = 2 · n_out (PackedBf16{data, 2 * n_out, k}).
+inline size_t packed_swiglu_elems(int n_out, int k) { return 2 * packed_bf16_elems(n_out, k); }
+void pack_swiglu_bf16(bf16_t* dst, const float* gate, const float* up, int n_out, int k, size_t ldw);
+void pack_swiglu_bf16(bf16_t* dst, const bf16_t* gate, const bf16_t* up, int n_out, int k, size_t ldw);
+
 // A packed matrix: plain pointer and its logical shape.
 struct PackedBf16 {
   const bf16_t* data = nullptr;
@@ -67,12 +76,15 @@ struct LinearArgs {
   size_t ldr = 0;
   float* workspace = nullptr;    // linear_bf16_workspace_floats(...) floats, 64-byte aligned
   Isa isa = Isa::scalar;
+  // W packed by pack_swiglu_bf16: out_bf16[m][w.n / 2] = SiLU(x·gateᵀ)·(x·upᵀ). Needs out_bf16
+  // and no bias or residual. Never split over K; M > 8 uses the 6×64 tile for every M.
+  bool swiglu = false;
 };
 
 // Scratch the call needs (0 for many shapes; then workspace may be null). Depends on the
 // thread count, so size it for the pool that runs the call.
-size_t linear_bf16_workspace_floats(int m, int n, int k, int n_threads);
-bool linear_bf16_needs_reduce(int m, int n, int k, int n_threads);
+size_t linear_bf16_workspace_floats(int m, int n, int k, int n_threads, bool swiglu = false);
+bool linear_bf16_needs_reduce(int m, int n, int k, int n_threads, bool swiglu = false);
 
 // Phase 1, on every thread t in [0, n_threads). Writes out (or, split-K, partial sums).
 void linear_bf16_compute(const LinearArgs& args, int thread, int n_threads);
@@ -84,7 +96,7 @@ void linear_bf16_reduce(const LinearArgs& args, int thread, int n_threads);
 template <typename RunOnAll>
 void linear_bf16(const LinearArgs& args, int n_threads, RunOnAll&& run_on_all) {
   run_on_all([&args](int thread, int threads) { linear_bf16_compute(args, thread, threads); });
-  if (linear_bf16_needs_reduce(args.m, args.w.n, args.w.k, n_threads)) {
+  if (linear_bf16_needs_reduce(args.m, args.w.n, args.w.k, n_threads, args.swiglu)) {
     run_on_all([&args](int thread, int threads) { linear_bf16_reduce(args, thread, threads); });
   }
 }

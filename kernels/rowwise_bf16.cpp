@@ -1,9 +1,11 @@
-// Scalar loops: these ops are a few percent of a step next to the linears; the BF16 conversion
-// goes through convert_f32_to_bf16, which has the vector path.
+// Portable loops, and dispatch to the AVX-512 forms (rowwise_bf16_avx512.cpp) for RMSNorm and
+// SiLU·up. The portable BF16 conversion goes through convert_f32_to_bf16.
 #include "kernels/rowwise_bf16.h"
 
 #include <algorithm>
 #include <cmath>
+
+#include "kernels/rowwise_bf16_internal.h"
 
 namespace slab::kern {
 namespace {
@@ -11,6 +13,10 @@ constexpr int kChunk = 256;  // FP32 staging on the stack before the BF16 conver
 }
 
 void rmsnorm_to_bf16(bf16_t* out, const float* x, const float* weight, int n, float eps, Isa isa) {
+  if (isa == Isa::avx512_bf16) {
+    detail::rmsnorm_to_bf16_avx512(out, x, weight, n, eps);
+    return;
+  }
   // Four partial sums: lets the compiler keep several adds in flight without reassociating.
   float s[4] = {0, 0, 0, 0};
   int i = 0;
@@ -28,6 +34,10 @@ void rmsnorm_to_bf16(bf16_t* out, const float* x, const float* weight, int n, fl
 }
 
 void silu_mul_to_bf16(bf16_t* out, const float* gate, const float* up, int n, Isa isa) {
+  if (isa == Isa::avx512_bf16) {
+    detail::silu_mul_to_bf16_avx512(out, gate, up, n);
+    return;
+  }
   alignas(64) float buf[kChunk];
   for (int b = 0; b < n; b += kChunk) {
     const int len = std::min(kChunk, n - b);

@@ -72,11 +72,17 @@ int run_bench(const BenchOptions& o) {
   std::printf("prefill: %d x %d tokens: %.1f tokens/s (median of %d; best %.1f), %.0f GFLOP/s in the linears' share\n", B, P,
               B * P / prefill_med, o.reps, B * P / prefill_s.front(), B * P * flops_per_token / prefill_med / 1e9);
 
-  // Decode: D steps of B tokens each after the prompt.
+  // Decode: D steps of B tokens each after the prompt, each step right after a read-bandwidth
+  // sample on the same threads. The shared machine's bandwidth drifts by tens of percent within
+  // seconds, so the roofline ratio is taken per step (the step against the sample just before
+  // it) and the median of those ratios is reported.
+  bench::ReadBandwidthProbe probe(pool, size_t{1} << 30);
+  (void)probe.once();
   std::vector<int> next(static_cast<size_t>(B));
   for (int& t : next) t = static_cast<int>(rng() % static_cast<unsigned>(c.vocab_size));
-  std::vector<double> step_s, step_cpu;
+  std::vector<double> step_s, step_cpu, bw_wall, bw_cpu, ratio_wall, ratio_cpu;
   for (int i = 0; i < D; ++i) {
+    const bench::Rate bw_sample = probe.once();
     ForwardBatch step;
     step.tokens = next;
     for (int s = 0; s < B; ++s) step.sequences.push_back({s, P + i, 1});
@@ -85,38 +91,34 @@ int run_bench(const BenchOptions& o) {
     const auto logits = runner->forward(step, cache);
     step_s.push_back(seconds_since(t0));
     step_cpu.push_back(bench::thread_cpu_seconds() - c0);
+    bw_wall.push_back(bw_sample.wall);
+    bw_cpu.push_back(bw_sample.cpu);
+    // Fraction of the sampled bandwidth the step streamed its weights at.
+    ratio_wall.push_back(weight_bytes / step_s.back() / (bw_sample.wall * 1e9));
+    ratio_cpu.push_back(weight_bytes / step_cpu.back() / (bw_sample.cpu * 1e9));
     for (int s = 0; s < B; ++s) {
       const float* row = logits.data() + static_cast<size_t>(s) * c.vocab_size;
       next[static_cast<size_t>(s)] = static_cast<int>(std::max_element(row, row + c.vocab_size) - row);
     }
   }
-  std::sort(step_s.begin(), step_s.end());
-  const double step_med = step_s[step_s.size() / 2];
+  const double step_med = bench::summarize(step_s).median;
   double decode_total = 0;
   for (double s : step_s) decode_total += s;
-
-  // Read bandwidth on the same threads, right after the decode steps (it drifts between runs).
-  bench::ReadBandwidthProbe probe(pool, size_t{1} << 30);
-  (void)probe.once();
-  std::vector<double> bw_wall, bw_cpu;
-  for (int r = 0; r < 5; ++r) {
-    const bench::Rate rate = probe.once();
-    bw_wall.push_back(rate.wall);
-    bw_cpu.push_back(rate.cpu);
-  }
   const bench::Stat bw = bench::summarize(bw_wall);
-  const double bw_cpu_med = bench::summarize(bw_cpu).median;
-  const double step_cpu_med = bench::summarize(step_cpu).median;
-  const double roofline_steps = bw.median * 1e9 / weight_bytes;
+  const bench::Stat ratio = bench::summarize(ratio_wall);
   std::printf("decode: batch %d, %d steps: %.1f tokens/s (median step %.2f ms; mean %.1f tokens/s)\n", B, D,
               B / step_med, step_med * 1e3, B * D / decode_total);
-  std::printf("roofline: %.1f MB of packed weights per step / %.1f GB/s measured read bandwidth (min %.1f, max %.1f) = "
-              "%.1f tokens/s -> decode at %.1f %% of roofline\n",
-              weight_bytes / 1e6, bw.median, bw.min, bw.max, B * roofline_steps, 100.0 * (1.0 / step_med) / roofline_steps);
+  std::printf("roofline: %.1f MB of packed weights per step; read bandwidth %.1f GB/s (median of %zu samples, min %.1f, "
+              "max %.1f) = %.1f tokens/s\n",
+              weight_bytes / 1e6, bw.median, bw_wall.size(), bw.min, bw.max, B * bw.median * 1e9 / weight_bytes);
+  std::printf("decode at %.1f %% of roofline (median over steps, each against the bandwidth sample taken just before "
+              "it; min %.1f %%, max %.1f %%)\n",
+              100.0 * ratio.median, 100.0 * ratio.min, 100.0 * ratio.max);
   // The same ratio from CPU time (the dispatching thread's per step, the busiest probe thread's):
   // on a machine shared with other work, wall time counts their turns on the cores too.
   std::printf("cpu-time view: decode %.1f tokens/s, read bandwidth %.1f GB/s -> decode at %.1f %% of roofline\n",
-              B / step_cpu_med, bw_cpu_med, 100.0 * weight_bytes / step_cpu_med / (bw_cpu_med * 1e9));
+              B / bench::summarize(step_cpu).median, bench::summarize(bw_cpu).median,
+              100.0 * bench::summarize(ratio_cpu).median);
   return 0;
 }
 

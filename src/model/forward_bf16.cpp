@@ -106,13 +106,16 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   float* qkv = ws.qkv.get(ut * qkv_dim);
   float* attn = ws.attn.get(ut * q_dim);
   kern::bf16_t* attn_b = ws.attn_b.get(ut * q_dim);
-  float* gate_up = ws.gate_up.get(ut * 2 * inter);
+  // FP32 gate/up sums only for models whose MLP is not fused (MLP biases).
+  const bool fused_mlp = !w.layers.empty() && w.layers.front().gate_up.swiglu;
+  float* gate_up = fused_mlp ? nullptr : ws.gate_up.get(ut * 2 * inter);
   kern::bf16_t* act_b = ws.act_b.get(ut * inter);
   const int n_threads = pool.size();
   size_t ws_floats = 0;
   for (const auto& [n, k] : {std::pair{qkv_dim, dim}, {dim, q_dim}, {2 * inter, dim}, {dim, inter}}) {
     ws_floats = std::max(ws_floats, kern::linear_bf16_workspace_floats(T, n, k, n_threads));
   }
+  ws_floats = std::max(ws_floats, kern::linear_bf16_workspace_floats(T, 2 * inter, dim, n_threads, true));
   ws_floats = std::max(ws_floats, kern::linear_bf16_workspace_floats(R, c.vocab_size, dim, n_threads));
   float* linear_ws = ws.linear_ws.get(ws_floats);
   float* attn_ws = ws.attn_ws.get(kern::attention_workspace_floats(attn_plan));
@@ -132,6 +135,20 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     a.ldr = residual ? ldo : 0;
     a.workspace = linear_ws;
     a.isa = isa;
+    kern::linear_bf16(a, n_threads, run_on_all);
+  };
+  // gate+up packed as one SwiGLU matrix: straight to the BF16 input of the down projection.
+  auto swiglu = [&](const kern::bf16_t* in, size_t ldx, const PackedMatrix& m, int rows_m, kern::bf16_t* out, size_t ldo) {
+    kern::LinearArgs a;
+    a.x = in;
+    a.ldx = ldx;
+    a.w = m.view();
+    a.m = rows_m;
+    a.out_bf16 = out;
+    a.ldo = ldo;
+    a.workspace = linear_ws;
+    a.isa = isa;
+    a.swiglu = true;
     kern::linear_bf16(a, n_threads, run_on_all);
   };
 
@@ -197,11 +214,15 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
       kern::rmsnorm_to_bf16(xb + static_cast<size_t>(t) * dim, x + static_cast<size_t>(t) * dim, lw.mlp_norm.data(),
                             dim, c.rms_norm_eps, isa);
     });
-    linear(xb, dim, lw.gate_up, T, gate_up, 2 * static_cast<size_t>(inter), lw.b_gate_up, false);
-    pool.parallel_for(T, [&](int t, int) {
-      const float* gu = gate_up + static_cast<size_t>(t) * 2 * inter;
-      kern::silu_mul_to_bf16(act_b + static_cast<size_t>(t) * inter, gu, gu + inter, inter, isa);
-    });
+    if (lw.gate_up.swiglu) {
+      swiglu(xb, dim, lw.gate_up, T, act_b, static_cast<size_t>(inter));
+    } else {
+      linear(xb, dim, lw.gate_up, T, gate_up, 2 * static_cast<size_t>(inter), lw.b_gate_up, false);
+      pool.parallel_for(T, [&](int t, int) {
+        const float* gu = gate_up + static_cast<size_t>(t) * 2 * inter;
+        kern::silu_mul_to_bf16(act_b + static_cast<size_t>(t) * inter, gu, gu + inter, inter, isa);
+      });
+    }
     linear(act_b, inter, lw.down, T, x, dim, lw.b_down, true);
   }
 

@@ -68,6 +68,25 @@ PackedMatrix pack_stacked(const std::vector<TensorView>& parts, int k) {
   return m;
 }
 
+// Gate and up [n, k] as one SwiGLU matrix (kernels/linear_bf16.h), packed straight from BF16
+// checkpoints and through an FP32 copy of each part otherwise.
+PackedMatrix pack_swiglu(const TensorView& gate, const TensorView& up, int k) {
+  PackedMatrix m;
+  const int n = static_cast<int>(gate.shape[0]);
+  m.n = 2 * n;
+  m.k = k;
+  m.swiglu = true;
+  m.buf = AlignedBuffer(m.bytes());
+  kern::bf16_t* dst = m.buf.as<kern::bf16_t>();
+  const size_t ld = static_cast<size_t>(k);
+  if (gate.dtype == DType::bf16 && up.dtype == DType::bf16) {
+    kern::pack_swiglu_bf16(dst, static_cast<const kern::bf16_t*>(gate.data), static_cast<const kern::bf16_t*>(up.data), n, k, ld);
+  } else {
+    kern::pack_swiglu_bf16(dst, to_f32(gate).data(), to_f32(up).data(), n, k, ld);
+  }
+  return m;
+}
+
 std::vector<float> concat_f32(const std::vector<TensorView>& parts) {
   std::vector<float> out;
   for (const TensorView& p : parts) {
@@ -176,8 +195,10 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& ck) {
     }
     l.o = pack_stacked({get(ck, p + "self_attn.o_proj.weight", {hidden, q_dim})}, static_cast<int>(q_dim));
     if (c.o_bias) l.b_o = to_f32(get(ck, p + "self_attn.o_proj.bias", {hidden}));
-    l.gate_up = pack_stacked({get(ck, p + "mlp.gate_proj.weight", {inter, hidden}),
-                              get(ck, p + "mlp.up_proj.weight", {inter, hidden})}, h);
+    // SwiGLU fusion leaves no place for a bias between the linear and the activation.
+    const TensorView gate = get(ck, p + "mlp.gate_proj.weight", {inter, hidden});
+    const TensorView up = get(ck, p + "mlp.up_proj.weight", {inter, hidden});
+    l.gate_up = c.mlp_bias ? pack_stacked({gate, up}, h) : pack_swiglu(gate, up, h);
     l.down = pack_stacked({get(ck, p + "mlp.down_proj.weight", {hidden, inter})}, c.intermediate_size);
     if (c.mlp_bias) {
       l.b_gate_up = concat_f32({get(ck, p + "mlp.gate_proj.bias", {inter}), get(ck, p + "mlp.up_proj.bias", {inter})});

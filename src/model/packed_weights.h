@@ -1,7 +1,9 @@
 #pragma once
-// A model's weights in the BF16 kernels' layout, packed once at load: fused QKV and fused
-// gate+up (rows concatenated along N, biases concatenated), o and down projections, the output
-// head; norms and biases stay FP32. No FP32 copy of any matrix is kept.
+// A model's weights in the BF16 kernels' layout, packed once at load: fused QKV (rows
+// concatenated along N, biases concatenated), gate+up as one SwiGLU matrix (gate and up panels
+// alternating, so the linear applies SiLU·up itself; or, for models with MLP biases, rows
+// concatenated), o and down projections, the output head; norms and biases stay FP32. No FP32
+// copy of any matrix is kept.
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -17,13 +19,16 @@ namespace slab {
 struct PackedMatrix {
   AlignedBuffer buf;
   int n = 0, k = 0;
+  bool swiglu = false;  // packed by pack_swiglu_bf16: n = 2 · outputs
   kern::PackedBf16 view() const { return {buf.as<const kern::bf16_t>(), n, k}; }
-  size_t bytes() const { return kern::packed_bf16_elems(n, k) * sizeof(kern::bf16_t); }
+  size_t bytes() const {
+    return (swiglu ? kern::packed_swiglu_elems(n / 2, k) : kern::packed_bf16_elems(n, k)) * sizeof(kern::bf16_t);
+  }
 };
 
 struct PackedLayer {
   std::vector<float> attn_norm, mlp_norm, q_norm, k_norm;
-  PackedMatrix qkv, o, gate_up, down;  // qkv: [q;k;v] rows; gate_up: [gate;up] rows
+  PackedMatrix qkv, o, gate_up, down;  // qkv: [q;k;v] rows; gate_up: SwiGLU, or [gate;up] rows with biases
   std::vector<float> b_qkv, b_o, b_gate_up, b_down;  // empty when the model has none
 };
 

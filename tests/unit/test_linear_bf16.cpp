@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "kernels/linear_bf16.h"
@@ -313,4 +314,99 @@ TEST_CASE("scalar, avx2 and avx512 paths agree", "[kernels]") {
       for (size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(a[i] - b[i]) <= 1e-4f);
     }
   }
+}
+
+// Fused SwiGLU against the reference: gate and up linears in FP32 on the same BF16 inputs, then
+// silu(gate)·up. Tolerance: each sum as in the linear tests (2e-5 of sum |x||w|), carried through
+// silu (|d silu/dg| <= 1.1) and the product, plus the output's BF16 rounding (2^-8 relative).
+TEST_CASE("fused SwiGLU linear matches gate and up linears followed by silu·up", "[kernels]") {
+  std::mt19937 rng(77);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  ThreadPool pool({.n_threads = 2, .pin = false});
+  struct Shape {
+    int m, n_out, k;
+  };
+  // M: decode with one 64-column tile (1..4), two 32-column tiles (5..8), the 6×64 large tile
+  // below and above 16 rows. n_out: whole panels and ragged. K: odd, and over one 512 K block.
+  for (const Shape s : {Shape{1, 64, 40}, Shape{3, 40, 63}, Shape{4, 96, 1030}, Shape{5, 33, 17},
+                        Shape{8, 130, 600}, Shape{9, 64, 64}, Shape{16, 70, 513}, Shape{17, 32, 8},
+                        Shape{40, 100, 1100}}) {
+    const size_t ldx = static_cast<size_t>(s.k) + 3, ldo = static_cast<size_t>(s.n_out) + 5;
+    std::vector<float> x(static_cast<size_t>(s.m) * s.k), gate(static_cast<size_t>(s.n_out) * s.k), up(gate.size());
+    std::vector<bf16_t> xb(static_cast<size_t>(s.m) * ldx, 0x7fc0);  // NaN padding: never read
+    for (int r = 0; r < s.m; ++r) {
+      for (int c = 0; c < s.k; ++c) {
+        const float v = round_to_bf16(dist(rng));
+        x[static_cast<size_t>(r) * s.k + c] = v;
+        xb[static_cast<size_t>(r) * ldx + c] = f32_to_bf16(v);
+      }
+    }
+    for (float& v : gate) v = round_to_bf16(dist(rng) * 0.2f);
+    for (float& v : up) v = round_to_bf16(dist(rng) * 0.2f);
+    std::vector<bf16_t> packed(packed_swiglu_elems(s.n_out, s.k), 0xffff);
+    pack_swiglu_bf16(packed.data(), gate.data(), up.data(), s.n_out, s.k, static_cast<size_t>(s.k));
+
+    std::vector<float> g_ref(static_cast<size_t>(s.m) * s.n_out), u_ref(g_ref.size());
+    ref::linear(g_ref.data(), x.data(), gate.data(), nullptr, s.m, s.n_out, s.k);
+    ref::linear(u_ref.data(), x.data(), up.data(), nullptr, s.m, s.n_out, s.k);
+
+    for (Isa isa : isas()) {
+      for (int threads : {1, 2, 3}) {
+        INFO("isa " << isa_name(isa) << " threads " << threads << " m " << s.m << " n_out " << s.n_out << " k " << s.k);
+        CHECK_FALSE(linear_bf16_needs_reduce(s.m, 2 * s.n_out, s.k, threads, true));
+        std::vector<bf16_t> out(static_cast<size_t>(s.m) * ldo, 0x4242);
+        std::vector<float> ws(linear_bf16_workspace_floats(s.m, 2 * s.n_out, s.k, threads, true) + 1, NAN);
+        LinearArgs a;
+        a.x = xb.data();
+        a.ldx = ldx;
+        a.w = {packed.data(), 2 * s.n_out, s.k};
+        a.m = s.m;
+        a.out_bf16 = out.data();
+        a.ldo = ldo;
+        a.workspace = ws.data();
+        a.isa = isa;
+        a.swiglu = true;
+        if (threads == 2) {
+          linear_bf16(a, threads, [&pool](auto&& f) { pool.run_on_all(f); });
+        } else {
+          for (int t = 0; t < threads; ++t) linear_bf16_compute(a, t, threads);
+        }
+        int bad = 0;
+        for (int r = 0; r < s.m; ++r) {
+          for (int c = 0; c < s.n_out; ++c) {
+            double scale = 0;
+            for (int kk = 0; kk < s.k; ++kk) {
+              const float xv = x[static_cast<size_t>(r) * s.k + kk];
+              scale += std::fabs(xv * gate[static_cast<size_t>(c) * s.k + kk]) +
+                       std::fabs(xv * up[static_cast<size_t>(c) * s.k + kk]);
+            }
+            const size_t i = static_cast<size_t>(r) * s.n_out + c;
+            const float g = g_ref[i], u = u_ref[i];
+            const float want = g / (1.0f + std::exp(-g)) * u;
+            const double tol = 2e-5 * scale * (1.1 * std::fabs(u) + std::fabs(g) + 1.0) + std::ldexp(std::fabs(want), -8) + 1e-30;
+            const float got = bf16_to_f32(out[static_cast<size_t>(r) * ldo + c]);
+            if (!(std::fabs(got - want) <= tol) && bad++ < 3) FAIL_CHECK("row " << r << " col " << c << ": got " << got << " want " << want);
+          }
+          for (size_t c = static_cast<size_t>(s.n_out); c < ldo; ++c) REQUIRE(out[static_cast<size_t>(r) * ldo + c] == 0x4242);
+        }
+      }
+    }
+  }
+  // The wrong combinations are refused, not computed.
+  std::vector<bf16_t> packed(packed_swiglu_elems(32, 8), 0), xb(8, 0), out(32, 0);
+  std::vector<float> out_f(32, 0);
+  LinearArgs a;
+  a.x = xb.data();
+  a.ldx = 8;
+  a.w = {packed.data(), 64, 8};
+  a.m = 1;
+  a.out_f32 = out_f.data();
+  a.ldo = 32;
+  a.swiglu = true;
+  CHECK_THROWS_AS(linear_bf16_compute(a, 0, 1), std::invalid_argument);  // FP32 output
+  a.out_f32 = nullptr;
+  a.out_bf16 = out.data();
+  a.residual = out_f.data();
+  a.ldr = 64;
+  CHECK_THROWS_AS(linear_bf16_compute(a, 0, 1), std::invalid_argument);  // residual
 }
