@@ -12,6 +12,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/attention_block.h"
+#include "kernels/exp_avx512.h"
 
 // GCC 12 reports the _mm512_undefined_ps() pass-through operand inside the unpack and shuffle
 // intrinsics as "may be used uninitialized" once they are inlined here: a false positive.
@@ -23,26 +24,6 @@
 
 namespace slab::kern::detail {
 namespace {
-
-// exp(x) for x <= 0 (scores minus their running max). Range reduction x = n ln2 + r with
-// |r| <= ln2/2 (ln2 split in two for an exact n ln2), degree-6 Taylor polynomial of e^r
-// (truncation < 1.2e-7 relative), then scalef by 2^n, which flushes to 0 below 2^-149. Relative
-// error below 2e-7 over [-87, 0]; inputs below -103 (and -inf) give 0 up to 2^-149.
-SLAB_AVX512 inline __m512 exp_neg(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-103.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 720.0f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
 
 // Lanes j of a 16-token group starting at g that fall in [lo, hi).
 SLAB_AVX512 inline __mmask16 range_mask(int g, int lo, int hi) {
@@ -315,12 +296,12 @@ SLAB_AVX512 void block_impl(const AttnBlock& b) {
     const float mnew = std::max(mold, _mm512_reduce_max_ps(vmax));
     const float alpha = mold == -std::numeric_limits<float>::infinity()
                             ? 0.0f  // nothing seen yet
-                            : _mm512_cvtss_f32(exp_neg(_mm512_set1_ps(mold - mnew)));
+                            : _mm512_cvtss_f32(exp_avx512(_mm512_set1_ps(mold - mnew)));
     const __m512 vm = _mm512_set1_ps(mnew);
     __m512 vsum = _mm512_setzero_ps();
     for (int g = g0; g < hi; g += 16) {
       const __m512 p = _mm512_maskz_mov_ps(range_mask(g, lo, hi),
-                                           exp_neg(_mm512_sub_ps(_mm512_loadu_ps(s + g), vm)));
+                                           exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(s + g), vm)));
       _mm512_storeu_ps(s + g, p);
       vsum = _mm512_add_ps(vsum, p);
     }

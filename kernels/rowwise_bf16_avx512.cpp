@@ -6,12 +6,16 @@
 
 #include <cstddef>
 
+#include "kernels/exp_avx512.h"
 #include "kernels/rowwise_bf16_internal.h"
 
 // GCC 12's unmasked min/max/roundscale/scalef intrinsics pass _mm512_undefined_ps() as the
-// merge source, which -Wmaybe-uninitialized reports (a false positive: the mask is all ones).
+// merge source, which -Wmaybe-uninitialized reports once inlined here (a false positive: the
+// mask is all ones).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 
 #define SLAB_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 
@@ -20,27 +24,6 @@ namespace {
 
 SLAB_AVX512 inline __mmask16 tail_mask(int valid) {
   return valid >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << valid) - 1u);
-}
-
-// e^x for x <= 88: 2^n · p(r) with n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2]
-// (ln 2 split in two for an exact product), p the degree-6 Taylor polynomial (relative error
-// < 2e-7 on that interval), and 2^n applied by vscalefps (no exponent-field arithmetic, which
-// also handles n below -126 by going to zero smoothly).
-SLAB_AVX512 inline __m512 exp_ps(__m512 x) {
-  x = _mm512_min_ps(x, _mm512_set1_ps(88.0f));
-  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 720);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
 }
 
 SLAB_AVX512 inline void store_bf16(bf16_t* dst, __mmask16 m, __m512 v) {
@@ -55,7 +38,7 @@ SLAB_AVX512 void silu_mul_to_bf16_avx512(bf16_t* out, const float* gate, const f
     const __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
     const __m512 u = _mm512_maskz_loadu_ps(m, up + i);
     // silu(g) = g / (1 + e^-g); for g < -88 e^-g saturates near 1.6e38 and the quotient is ~0.
-    const __m512 denom = _mm512_add_ps(_mm512_set1_ps(1.0f), exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), g)));
+    const __m512 denom = _mm512_add_ps(_mm512_set1_ps(1.0f), exp_avx512(_mm512_sub_ps(_mm512_setzero_ps(), g)));
     store_bf16(out + i, m, _mm512_mul_ps(_mm512_div_ps(g, denom), u));
   }
 }
