@@ -68,9 +68,12 @@ int run_bench(const BenchOptions& o) {
   std::sort(prefill_s.begin(), prefill_s.end());
   const double prefill_med = prefill_s[prefill_s.size() / 2];
   const double weight_bytes = static_cast<double>(runner->decode_weight_bytes());
-  const double flops_per_token = weight_bytes;  // 2 flops per BF16 weight (2 bytes) per token
-  std::printf("prefill: %d x %d tokens: %.1f tokens/s (median of %d; best %.1f), %.0f GFLOP/s in the linears' share\n", B, P,
-              B * P / prefill_med, o.reps, B * P / prefill_s.front(), B * P * flops_per_token / prefill_med / 1e9);
+  // 2 flops per BF16 weight (2 bytes) per token; the output head runs on each sequence's last
+  // token only.
+  const double head_bytes = 2.0 * c.vocab_size * c.hidden_size;
+  const double prefill_flops = B * P * (weight_bytes - head_bytes) + B * head_bytes;
+  std::printf("prefill: %d x %d tokens: %.1f tokens/s (median of %d; best %.1f), %.0f GFLOP/s in the linears\n", B, P,
+              B * P / prefill_med, o.reps, B * P / prefill_s.front(), prefill_flops / prefill_med / 1e9);
 
   // Decode: D steps of B tokens each after the prompt, each step right after a read-bandwidth
   // sample on the same threads. The shared machine's bandwidth drifts by tens of percent within
