@@ -20,11 +20,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::string stories_model() {
-  auto dir = slab::test::testdata_or_skip("models/stories260K");
-  return dir.empty() ? std::string() : dir.string();
-}
-
 std::filesystem::path temp_path(const std::string& name) {
   return std::filesystem::temp_directory_path() / ("slab-placement-" + std::to_string(::getpid()) + "-" + name);
 }
@@ -55,7 +50,7 @@ std::string refused_log(std::vector<std::string> args, int expected_exit = 2) {
 }  // namespace
 
 TEST_CASE("serve --threads 1 --cpuset CPU serves with one pool thread pinned to that cpu", "[server][placement]") {
-  const std::string model = stories_model();
+  const std::string model = slab::test::stories260k_or_skip();
   if (model.empty()) return;
   const std::string cpu = std::to_string(first_allowed_cpu());
   const auto log = temp_path("pinned.log");
@@ -77,7 +72,7 @@ TEST_CASE("serve --threads 1 --cpuset CPU serves with one pool thread pinned to 
 }
 
 TEST_CASE("serve refuses a cpuset outside the process's cpus, an unknown NUMA node and bad thread counts", "[server][placement]") {
-  const std::string model = stories_model();
+  const std::string model = slab::test::stories260k_or_skip();
   if (model.empty()) return;
   // Far beyond this machine's cpus (99-100 on anything smaller than 100 cpus).
   const std::string outside = std::thread::hardware_concurrency() < 99 ? "99-100" : "100000-100001";
@@ -89,7 +84,7 @@ TEST_CASE("serve refuses a cpuset outside the process's cpus, an unknown NUMA no
 }
 
 TEST_CASE("placement options come from the --config file and --threads on the command line wins", "[server][placement]") {
-  const std::string model = stories_model();
+  const std::string model = slab::test::stories260k_or_skip();
   if (model.empty()) return;
   const std::string cpu = std::to_string(first_allowed_cpu());
   const auto config = temp_path("serve.toml");
