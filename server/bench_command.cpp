@@ -53,7 +53,7 @@ int run_bench(const BenchOptions& o) {
 
   const int B = o.batch, P = o.prompt_len, D = o.decode_tokens;
   KvGeometry g{c.num_layers, c.num_kv_heads, c.head_dim, 32};
-  ContiguousKvCache cache(g, B, P + D + 1, runner->kv_dtype());
+  ContiguousKvCache cache(g, B, P + D + 1, runner->kv_dtype(), runner->numa_node());
   std::mt19937 rng(1234);
   std::vector<int> prompt(static_cast<size_t>(B) * P);
   for (int& t : prompt) t = static_cast<int>(rng() % static_cast<unsigned>(c.vocab_size));
