@@ -17,9 +17,10 @@
 #     --ready-timeout S        seconds each instance may take to load (default 600)
 #   Everything after -- goes to every `slabserve serve` (e.g. -- --model DIR --max-num-seqs 8).
 #
-# Pinning: `slabserve serve` has no --cpuset flag yet, so each instance runs under
-# `numactl --physcpubind=CPUS --membind=NODES` when numactl is installed, else `taskset -c CPUS`
-# (memory then follows first touch, which the pinned threads do locally anyway).
+# Pinning: each instance gets `--cpuset CPUS` (its pool: one thread per core) and, when its cores
+# are on one node, `--numa-node N` (weights and KV cache bound there); the whole process (HTTP
+# threads too) also runs under `numactl --physcpubind=CPUS --membind=NODES` when numactl is
+# installed, else `taskset -c CPUS`.
 # Ctrl-C / SIGTERM stops nginx and the instances (they drain first) and removes the run dir.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -122,7 +123,9 @@ for i in "${!plan[@]}"; do
     pin=(taskset -c "$cpus")
   fi
   log "instance $i: 127.0.0.1:$port on cpus $cpus, memory node(s) $nodes ($pinning), log $RUN_DIR/instance-$i.log"
-  "${pin[@]}" "$BINARY" serve --host 127.0.0.1 --port "$port" "${SERVE_ARGS[@]}" \
+  placement=(--cpuset "$cpus")
+  [[ "$nodes" =~ ^[0-9]+$ ]] && placement+=(--numa-node "$nodes")
+  "${pin[@]}" "$BINARY" serve --host 127.0.0.1 --port "$port" "${placement[@]}" "${SERVE_ARGS[@]}" \
     >"$RUN_DIR/instance-$i.log" 2>&1 &
   pids+=($!)
   servers+="    server 127.0.0.1:$port max_fails=0;"$'\n'

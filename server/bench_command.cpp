@@ -13,6 +13,9 @@
 #include "kv/contiguous_kv_cache.h"
 #include "machine_limits.h"
 #include "model/model_runner.h"
+#include "placement_flags.h"
+#include "runtime/placement.h"
+#include "runtime/thread_pool.h"
 
 namespace slab::cli {
 namespace {
@@ -23,7 +26,7 @@ struct BenchOptions {
   int decode_tokens = 64;
   int batch = 1;
   int reps = 3;
-  int threads = 0;
+  PlacementFlags placement;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -36,19 +39,21 @@ int run_bench(const BenchOptions& o) {
     std::fprintf(stderr, "error: pass --model DIR\n");
     return 2;
   }
-  RunnerOptions ro;
-  ro.n_threads = o.threads;
+  const std::optional<Placement> placement = resolve_placement_or_report(o.placement);
+  if (!placement) return 2;
+  const RunnerOptions ro = runner_options_for(*placement);
   auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<ModelRunner> runner = load_model_runner(dir, ro);
   const double load_s = seconds_since(t0);
   const ModelConfig& c = runner->config();
   ThreadPool& pool = runner->thread_pool();  // created here, on this (the dispatching) thread
-  std::printf("model %s (%s): %d layers, hidden %d, vocab %d | %s | loaded and packed in %.1f s\n", dir.c_str(),
-              c.model_type.c_str(), c.num_layers, c.hidden_size, c.vocab_size, runner->describe().c_str(), load_s);
+  std::printf("model %s (%s): %d layers, hidden %d, vocab %d | %s | %s | loaded and packed in %.1f s\n", dir.c_str(),
+              c.model_type.c_str(), c.num_layers, c.hidden_size, c.vocab_size, runner->describe().c_str(),
+              describe_thread_bindings(pool.bindings()).c_str(), load_s);
 
   const int B = o.batch, P = o.prompt_len, D = o.decode_tokens;
   KvGeometry g{c.num_layers, c.num_kv_heads, c.head_dim, 32};
-  ContiguousKvCache cache(g, B, P + D + 1, runner->kv_dtype());
+  ContiguousKvCache cache(g, B, P + D + 1, runner->kv_dtype(), runner->numa_node());
   std::mt19937 rng(1234);
   std::vector<int> prompt(static_cast<size_t>(B) * P);
   for (int& t : prompt) t = static_cast<int>(rng() % static_cast<unsigned>(c.vocab_size));
@@ -135,7 +140,7 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--decode-tokens", o->decode_tokens, "Decode steps")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--batch", o->batch, "Sequences decoded together")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--reps", o->reps, "Timed prefill passes")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--threads", o->threads, "Pool threads (0: one per core)")->capture_default_str();
+  add_placement_flags(*cmd, o->placement);
   return [cmd, o]() { return cmd->parsed() ? run_bench(*o) : -1; };
 }
 

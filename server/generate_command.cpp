@@ -8,6 +8,8 @@
 
 #include "commands.h"
 #include "engine/engine.h"
+#include "load_progress.h"
+#include "placement_flags.h"
 #include "model/model.h"
 #include "model/model_runner.h"
 #include "tokenizer/tokenizer.h"
@@ -24,6 +26,7 @@ struct GenerateOptions {
   int top_k = -1;
   uint64_t seed = 0;
   bool ignore_eos = false;
+  PlacementFlags placement;
 };
 
 SamplingParams sampling_for(const GenerateOptions& o, const GenerationConfig& defaults) {
@@ -45,8 +48,16 @@ int run_generate(const GenerateOptions& o) {
                  "(a Hugging Face folder with config.json, safetensors and a tokenizer)\n";
     return 2;
   }
+  const std::optional<Placement> placement = resolve_placement_or_report(o.placement);
+  if (!placement) return 2;
   const Model model = load_model_metadata(dir);
-  std::unique_ptr<ModelRunner> runner = load_model_runner(dir);
+  RunnerOptions runner_options = runner_options_for(*placement);
+  std::unique_ptr<ModelRunner> runner;
+  {
+    LoadProgressBar progress;
+    runner_options.on_load_progress = progress.callback();
+    runner = load_model_runner(dir, runner_options);
+  }
   std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(dir);
 
   Request request;
@@ -110,6 +121,7 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_option("--top-k", options->top_k, "Keep the k most likely tokens; 0 is off")->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", options->seed, "Random seed for sampling");
   cmd->add_flag("--ignore-eos", options->ignore_eos, "Keep generating past end-of-sequence tokens");
+  add_placement_flags(*cmd, options->placement);
   return [cmd, options]() { return cmd->parsed() ? run_generate(*options) : -1; };
 }
 

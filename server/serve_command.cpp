@@ -5,12 +5,15 @@
 #include <pthread.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <memory>
 #include <thread>
 
 #include "chat/template_source.h"
 #include "commands.h"
 #include "http_server.h"
+#include "load_progress.h"
+#include "placement_flags.h"
 
 namespace slab::cli {
 namespace {
@@ -21,19 +24,35 @@ struct ServeOptions {
   std::string dtype = "auto";
   int kv_cache_tokens = 0;
   int shutdown_timeout_s = 30;
+  PlacementFlags placement;
   server::ServerOptions server;
 };
 
-std::unique_ptr<server::LoadedModel> load_for_serving(const std::filesystem::path& dir, const ServeOptions& o) {
+// Where the runner computes and keeps its memory, for the start-up summary. The pool's real
+// bindings: the engine started it on its loop thread before its constructor returned.
+std::string placement_summary(const ModelRunner& runner) {
+  const std::string threads = runner.uses_reference() ? "1 thread (the scalar reference path), not pinned"
+                                                      : describe_thread_bindings(runner.thread_bindings());
+  const std::string memory = runner.numa_node() >= 0 ? "weights and KV cache bound to NUMA node " + std::to_string(runner.numa_node())
+                                                     : "memory not bound to a NUMA node (first touch)";
+  return threads + "; " + memory;
+}
+
+std::unique_ptr<server::LoadedModel> load_for_serving(const std::filesystem::path& dir, const ServeOptions& o,
+                                                       const Placement& placement) {
+  const auto load_start = std::chrono::steady_clock::now();
   auto loaded = std::make_unique<server::LoadedModel>();
   loaded->model = load_model_metadata(dir);
   {
-    RunnerOptions runner_options;
+    RunnerOptions runner_options = runner_options_for(placement);
     if (o.dtype == "float32") runner_options.kernels = KernelChoice::reference;
     runner_options.max_batched_tokens = o.server.engine.scheduler.max_num_batched_tokens;
+    LoadProgressBar progress;
+    runner_options.on_load_progress = progress.callback();
     const auto checkpoint = open_safetensors_checkpoint(dir);
     loaded->runner = std::make_unique<ModelRunner>(loaded->model, *checkpoint, runner_options);
   }
+  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   loaded->tokenizer = load_tokenizer(dir);
   std::optional<std::string> template_source =
       o.chat_template.empty() ? chat::read_model_chat_template(dir) : chat::read_chat_template_file(o.chat_template);
@@ -56,6 +75,8 @@ std::unique_ptr<server::LoadedModel> load_for_serving(const std::filesystem::pat
   spdlog::info("model {} ({}): {} layers, hidden {}, {} heads / {} KV heads, vocab {}, context {}, compute: {}",
                o.server.served_model_name, c.model_type, c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads,
                c.vocab_size, e.max_model_len(), loaded->runner->describe());
+  spdlog::info("placement: {}; weights {:.1f} MiB, loaded in {:.1f} s", placement_summary(*loaded->runner),
+               loaded->runner->weight_bytes() / double(1 << 20), load_s);
   spdlog::info("KV cache: {} blocks of {} tokens ({} tokens, {:.1f} MiB {}), prefix caching {}; scheduler: {} sequences, "
                "{} tokens per step",
                e.num_kv_blocks(), e.block_size(), e.num_kv_blocks() * e.block_size(),
@@ -84,6 +105,8 @@ int run_serve(ServeOptions o) {
     spdlog::error("--block-size must be a positive multiple of 16, got {}", engine.block_size);
     return 2;
   }
+  const std::optional<Placement> placement = resolve_placement_or_report(o.placement);
+  if (!placement) return 2;
   if (o.kv_cache_tokens > 0) engine.num_kv_blocks = (o.kv_cache_tokens + engine.block_size - 1) / engine.block_size;
 
   // Signals are taken by one thread with sigwait, so that stopping the server happens outside a
@@ -101,7 +124,7 @@ int run_serve(ServeOptions o) {
   int exit_code = 0;
   std::thread loader([&] {
     try {
-      http.set_model(load_for_serving(dir, o));
+      http.set_model(load_for_serving(dir, o, *placement));
       spdlog::info("ready on http://{}:{}", o.server.host, o.server.port);
     } catch (const std::exception& e) {
       spdlog::error("cannot load the model: {}", e.what());
@@ -170,6 +193,7 @@ Command add_serve_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_flag_function("--no-prefix-caching", [&engine](std::int64_t) { engine.enable_prefix_caching = false; },
                          "Do not reuse cached KV blocks of shared prompt prefixes");
+  add_placement_flags(*cmd, options->placement);
   return [cmd, options]() { return cmd->parsed() ? run_serve(*options) : -1; };
 }
 

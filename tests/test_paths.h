@@ -20,4 +20,7 @@ inline std::filesystem::path testdata_or_skip(const std::string& relative) {
   return p;
 }
 
+// The real trained stories260K model folder, or "" after printing why the test skips.
+inline std::string stories260k_or_skip() { return testdata_or_skip("models/stories260K").string(); }
+
 }  // namespace slab::test

@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <future>
 #include <spdlog/spdlog.h>
 #include <stdexcept>
 
@@ -37,12 +38,32 @@ Engine::Engine(std::unique_ptr<ModelRunner> owned, ModelRunner* runner, const To
                                   runner_.kv_dtype(), config.kv_cache_bytes),
           config.block_size, config.enable_prefix_caching),
       kv_memory_({model_config_.num_layers, model_config_.num_kv_heads, model_config_.head_dim, config.block_size}, kv_,
-                 runner_.kv_dtype()),
+                 runner_.kv_dtype(), runner_.numa_node()),
       scheduler_(config.scheduler, kv_) {
   if (config.block_size <= 0 || config.block_size % 16 != 0) {
     throw std::invalid_argument("block size must be a positive multiple of 16, got " + std::to_string(config.block_size));
   }
-  thread_ = std::thread([this] { loop(); });
+  // The runner's thread pool starts on the loop thread (which it pins as worker 0) before the
+  // constructor returns, so callers can report its bindings without racing the first step.
+  std::promise<void> pool_started;
+  std::future<void> pool_ready = pool_started.get_future();
+  // The thread owns the promise: set_value may still be running when the constructor returns.
+  thread_ = std::thread([this, started = std::move(pool_started)]() mutable {
+    try {
+      if (!runner_.uses_reference()) (void)runner_.thread_pool();
+    } catch (...) {
+      started.set_exception(std::current_exception());
+      return;
+    }
+    started.set_value();
+    loop();
+  });
+  try {
+    pool_ready.get();
+  } catch (...) {
+    thread_.join();
+    throw;
+  }
 }
 
 Engine::~Engine() {

@@ -48,8 +48,9 @@ struct EngineStats {
 class Engine {
  public:
   // The runner and tokenizer must outlive the engine. A null tokenizer means token-only output
-  // (no text, no stop strings). The runner's forward() runs on the engine's loop thread only
-  // (its thread pool pins that thread on the first step).
+  // (no text, no stop strings). The runner's forward() runs on the engine's loop thread only:
+  // the constructor starts the runner's thread pool there (pinning that thread as worker 0)
+  // before it returns. The KV cache memory is bound to the runner's NUMA node, if it has one.
   Engine(ModelRunner& runner, const Tokenizer* tokenizer, const EngineConfig& config);
   // Builds and owns a runner over the loaded model (which must outlive the engine), with the
   // kernels cpu_features() picks.

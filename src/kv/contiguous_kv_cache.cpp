@@ -6,7 +6,8 @@
 
 namespace slab {
 
-ContiguousKvCache::ContiguousKvCache(const KvGeometry& geometry, int num_slots, int max_tokens, KvDtype dtype)
+ContiguousKvCache::ContiguousKvCache(const KvGeometry& geometry, int num_slots, int max_tokens, KvDtype dtype,
+                                     int numa_node)
     : geometry_(geometry), dtype_(dtype), num_slots_(num_slots) {
   if (geometry.block_size <= 0 || num_slots <= 0 || max_tokens <= 0) {
     throw std::invalid_argument("ContiguousKvCache: block_size, slots and max_tokens must be > 0");
@@ -16,6 +17,7 @@ ContiguousKvCache::ContiguousKvCache(const KvGeometry& geometry, int num_slots, 
   std::iota(block_ids_.begin(), block_ids_.end(), 0);
   AllocOptions o;
   o.zero = true;  // 0 is 0.0 in both dtypes
+  o.numa_node = numa_node;
   pool_ = AlignedBuffer(block_ids_.size() * geometry.block_stride() * kv_dtype_bytes(dtype), o);
 }
 

@@ -11,7 +11,9 @@ namespace slab {
 
 class ContiguousKvCache final : public KvCache {
  public:
-  ContiguousKvCache(const KvGeometry& geometry, int num_slots, int max_tokens, KvDtype dtype = KvDtype::f32);
+  // numa_node >= 0 binds the memory to that node, as PagedKvCache does.
+  ContiguousKvCache(const KvGeometry& geometry, int num_slots, int max_tokens, KvDtype dtype = KvDtype::f32,
+                    int numa_node = -1);
 
   const KvGeometry& geometry() const override { return geometry_; }
   KvDtype dtype() const override { return dtype_; }

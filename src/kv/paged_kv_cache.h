@@ -9,7 +9,9 @@ namespace slab {
 
 class PagedKvCache final : public KvCache {
  public:
-  PagedKvCache(const KvGeometry& geometry, const KvCacheManager& manager, KvDtype dtype = KvDtype::f32);
+  // numa_node >= 0 binds the pool's memory to that node (the instance's, with --numa-node).
+  PagedKvCache(const KvGeometry& geometry, const KvCacheManager& manager, KvDtype dtype = KvDtype::f32,
+               int numa_node = -1);
 
   const KvGeometry& geometry() const override { return geometry_; }
   KvDtype dtype() const override { return dtype_; }

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,7 +24,12 @@ struct TensorView {
   std::string file;  // the file holding it, for error messages
 
   int64_t numel() const;
+  size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
 };
+
+// Told how far loading has got: bytes of the checkpoint's tensors read (and packed) so far, and
+// in all. Called on the loading thread; the last call has done_bytes == total_bytes.
+using LoadProgress = std::function<void(size_t done_bytes, size_t total_bytes)>;
 
 class Checkpoint {
  public:

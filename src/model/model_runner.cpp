@@ -71,7 +71,7 @@ void ModelRunner::init(const Checkpoint& checkpoint, const RunnerOptions& option
   const ModelConfig& c = meta_.config;
   if (c.head_dim % 2 != 0) throw std::runtime_error("head_dim must be even for RoPE");
   packed_ = std::make_unique<Packed>();
-  packed_->model = pack_model(c, checkpoint);
+  packed_->model = pack_model(c, checkpoint, PackOptions{options.numa_node, options.on_load_progress});
   ws_ = std::make_unique<Workspace>();
   ws_->inv_freq.resize(static_cast<size_t>(c.head_dim / 2));
   ref::rope_inverse_frequencies(ws_->inv_freq.data(), c.head_dim, rope_frequency_params(c));
@@ -81,10 +81,18 @@ std::string ModelRunner::describe() const {
   if (reference_) return "float32 scalar reference kernels, 1 thread";
   const int threads = pool_ ? pool_->size() : options_.n_threads;
   return std::string("bf16 ") + kern::isa_name(isa_) + " kernels, " +
-         (threads > 0 ? std::to_string(threads) : std::string("one per core")) + " threads";
+         (threads > 0 ? std::to_string(threads) : std::string("one per core")) + (threads == 1 ? " thread" : " threads");
 }
 
 size_t ModelRunner::decode_weight_bytes() const { return packed_ ? packed_->model.decode_bytes() : 0; }
+
+size_t ModelRunner::weight_bytes() const {
+  if (packed_) return packed_->model.decode_bytes() + packed_->model.embedding.size() * sizeof(kern::bf16_t);
+  size_t total = 0;
+  const auto fp32 = checkpoint_over(reference_->config, reference_->weights);
+  for (const std::string& name : fp32->tensor_names()) total += fp32->tensor(name).bytes();
+  return total;
+}
 
 int ModelRunner::num_threads() const { return pool_ ? pool_->size() : (reference_ ? 1 : 0); }
 
@@ -93,10 +101,15 @@ ThreadPool& ModelRunner::thread_pool() {
   return *pool_;
 }
 
+std::vector<std::vector<int>> ModelRunner::thread_bindings() const {
+  return pool_ ? pool_->bindings() : std::vector<std::vector<int>>{};
+}
+
 void ModelRunner::ensure_pool() {
   if (pool_) return;
   ThreadPoolOptions o;
   o.n_threads = options_.n_threads;
+  o.cpu_list = options_.cpu_list.c_str();  // read only while the pool is constructed
   o.pin = options_.pin_threads;
   o.pin_caller = options_.pin_threads;  // the caller of the first forward (the engine loop)
   pool_ = std::make_unique<ThreadPool>(o);

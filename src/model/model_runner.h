@@ -29,9 +29,12 @@ enum class KernelChoice { automatic, avx512_bf16, avx2, reference };
 
 struct RunnerOptions {
   KernelChoice kernels = KernelChoice::automatic;
-  int n_threads = 0;           // 0: one per physical core of the process's cpuset
+  int n_threads = 0;           // 0: one per physical core of cpu_list
   bool pin_threads = true;
+  std::string cpu_list;        // the pool's cores as a Linux cpu list; "": the process's cpuset
+  int numa_node = -1;          // bind packed weights and the KV cache to this node; -1: first touch
   int max_batched_tokens = 0;  // rows the workspace is sized for at the first call (it grows)
+  LoadProgress on_load_progress;  // optional: called as the checkpoint's tensors are packed
 };
 
 
@@ -63,9 +66,16 @@ class ModelRunner {
   // Bytes of packed weights one decode step streams (all layers + lm_head); 0 on the reference path.
   size_t decode_weight_bytes() const;
   int num_threads() const;
-  // The runner's pool (created here if no forward ran yet, on the calling thread), for callers
-  // that measure the machine on the same threads (slabserve bench).
+  // The NUMA node weights are bound to and the KV cache should be (-1: none).
+  int numa_node() const { return options_.numa_node; }
+  // Bytes of weights the runner holds: packed matrices, embedding and norms (FP32 on the reference path).
+  size_t weight_bytes() const;
+  // The runner's pool (created here if no forward ran yet, on the calling thread, which becomes
+  // pinned worker 0), for callers that measure the machine on the same threads (slabserve bench)
+  // and for the engine, which starts it on its loop thread.
   ThreadPool& thread_pool();
+  // The OS cpus each pool thread is pinned to (ThreadPool::bindings()); empty before the pool exists.
+  std::vector<std::vector<int>> thread_bindings() const;
 
  private:
   struct Packed;

@@ -2,6 +2,7 @@
 // without a copy), F16 or F32 (converted to FP32 per matrix, rounded once when packed).
 #include "model/packed_weights.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -25,6 +26,32 @@ TensorView get(const Checkpoint& ck, const std::string& name, const std::vector<
   return v;
 }
 
+// The checkpoint as pack_model reads it: checked tensors, counted for the progress callback.
+class TensorReader {
+ public:
+  TensorReader(const Checkpoint& ck, const LoadProgress& on_progress) : ck_(ck), on_progress_(on_progress) {
+    if (!on_progress_) return;
+    for (const std::string& name : ck.tensor_names()) total_ += ck.tensor(name).bytes();
+  }
+  bool has(const std::string& name) const { return ck_.has(name); }
+  TensorView tensor(const std::string& name) const { return ck_.tensor(name); }
+  TensorView get(const std::string& name, const std::vector<int64_t>& shape) {
+    TensorView v = slab::get(ck_, name, shape);
+    read_ += v.bytes();
+    return v;
+  }
+  // Reports what was read so far (by then packed), or everything once done (tensors the model
+  // does not use count as read, so the bar ends at 100 %).
+  void report(bool done = false) const {
+    if (on_progress_) on_progress_(done ? total_ : std::min(read_, total_), total_);
+  }
+
+ private:
+  const Checkpoint& ck_;
+  const LoadProgress& on_progress_;
+  size_t read_ = 0, total_ = 0;
+};
+
 std::vector<float> to_f32(const TensorView& v) {
   std::vector<float> out(static_cast<size_t>(v.numel()));
   convert_to_f32(v, out.data());
@@ -32,11 +59,11 @@ std::vector<float> to_f32(const TensorView& v) {
 }
 
 // Stacks the [n_i, k] parts along N and packs them: one packed matrix, one stream per step.
-PackedMatrix pack_stacked(const std::vector<TensorView>& parts, int k) {
+PackedMatrix pack_stacked(const std::vector<TensorView>& parts, int k, const AllocOptions& alloc) {
   PackedMatrix m;
   m.k = k;
   for (const TensorView& p : parts) m.n += static_cast<int>(p.shape[0]);
-  m.buf = AlignedBuffer(kern::packed_bf16_elems(m.n, k) * sizeof(kern::bf16_t));
+  m.buf = AlignedBuffer(kern::packed_bf16_elems(m.n, k) * sizeof(kern::bf16_t), alloc);
   // Parts that start on a panel boundary pack in place, each into its own run of panels: no
   // staging copy (a BF16 part packs straight from the memory map). Only a part that starts
   // inside a panel (N of the part before not a multiple of 32) needs the stacked FP32 copy.
@@ -70,13 +97,13 @@ PackedMatrix pack_stacked(const std::vector<TensorView>& parts, int k) {
 
 // Gate and up [n, k] as one SwiGLU matrix (kernels/linear_bf16.h), packed straight from BF16
 // checkpoints and through an FP32 copy of each part otherwise.
-PackedMatrix pack_swiglu(const TensorView& gate, const TensorView& up, int k) {
+PackedMatrix pack_swiglu(const TensorView& gate, const TensorView& up, int k, const AllocOptions& alloc) {
   PackedMatrix m;
   const int n = static_cast<int>(gate.shape[0]);
   m.n = 2 * n;
   m.k = k;
   m.swiglu = true;
-  m.buf = AlignedBuffer(m.bytes());
+  m.buf = AlignedBuffer(m.bytes(), alloc);
   kern::bf16_t* dst = m.buf.as<kern::bf16_t>();
   const size_t ld = static_cast<size_t>(k);
   if (gate.dtype == DType::bf16 && up.dtype == DType::bf16) {
@@ -171,7 +198,10 @@ size_t PackedModel::decode_bytes() const {
   return total;
 }
 
-PackedModel pack_model(const ModelConfig& c, const Checkpoint& ck) {
+PackedModel pack_model(const ModelConfig& c, const Checkpoint& checkpoint, const PackOptions& options) {
+  TensorReader ck(checkpoint, options.on_progress);
+  AllocOptions alloc;
+  alloc.numa_node = options.numa_node;
   const int64_t hidden = c.hidden_size, inter = c.intermediate_size;
   const int64_t q_dim = int64_t{c.num_heads} * c.head_dim, kv_dim = int64_t{c.num_kv_heads} * c.head_dim;
   const int h = c.hidden_size;
@@ -180,35 +210,36 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& ck) {
   for (int i = 0; i < c.num_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     PackedLayer& l = m.layers[static_cast<size_t>(i)];
-    l.attn_norm = to_f32(get(ck, p + "input_layernorm.weight", {hidden}));
-    l.mlp_norm = to_f32(get(ck, p + "post_attention_layernorm.weight", {hidden}));
+    l.attn_norm = to_f32(ck.get(p + "input_layernorm.weight", {hidden}));
+    l.mlp_norm = to_f32(ck.get(p + "post_attention_layernorm.weight", {hidden}));
     if (c.qk_norm) {
-      l.q_norm = to_f32(get(ck, p + "self_attn.q_norm.weight", {c.head_dim}));
-      l.k_norm = to_f32(get(ck, p + "self_attn.k_norm.weight", {c.head_dim}));
+      l.q_norm = to_f32(ck.get(p + "self_attn.q_norm.weight", {c.head_dim}));
+      l.k_norm = to_f32(ck.get(p + "self_attn.k_norm.weight", {c.head_dim}));
     }
-    l.qkv = pack_stacked({get(ck, p + "self_attn.q_proj.weight", {q_dim, hidden}),
-                          get(ck, p + "self_attn.k_proj.weight", {kv_dim, hidden}),
-                          get(ck, p + "self_attn.v_proj.weight", {kv_dim, hidden})}, h);
+    l.qkv = pack_stacked({ck.get(p + "self_attn.q_proj.weight", {q_dim, hidden}),
+                          ck.get(p + "self_attn.k_proj.weight", {kv_dim, hidden}),
+                          ck.get(p + "self_attn.v_proj.weight", {kv_dim, hidden})}, h, alloc);
     if (c.qkv_bias) {
-      l.b_qkv = concat_f32({get(ck, p + "self_attn.q_proj.bias", {q_dim}), get(ck, p + "self_attn.k_proj.bias", {kv_dim}),
-                            get(ck, p + "self_attn.v_proj.bias", {kv_dim})});
+      l.b_qkv = concat_f32({ck.get(p + "self_attn.q_proj.bias", {q_dim}), ck.get(p + "self_attn.k_proj.bias", {kv_dim}),
+                            ck.get(p + "self_attn.v_proj.bias", {kv_dim})});
     }
-    l.o = pack_stacked({get(ck, p + "self_attn.o_proj.weight", {hidden, q_dim})}, static_cast<int>(q_dim));
-    if (c.o_bias) l.b_o = to_f32(get(ck, p + "self_attn.o_proj.bias", {hidden}));
+    l.o = pack_stacked({ck.get(p + "self_attn.o_proj.weight", {hidden, q_dim})}, static_cast<int>(q_dim), alloc);
+    if (c.o_bias) l.b_o = to_f32(ck.get(p + "self_attn.o_proj.bias", {hidden}));
     // SwiGLU fusion leaves no place for a bias between the linear and the activation.
-    const TensorView gate = get(ck, p + "mlp.gate_proj.weight", {inter, hidden});
-    const TensorView up = get(ck, p + "mlp.up_proj.weight", {inter, hidden});
-    l.gate_up = c.mlp_bias ? pack_stacked({gate, up}, h) : pack_swiglu(gate, up, h);
-    l.down = pack_stacked({get(ck, p + "mlp.down_proj.weight", {hidden, inter})}, c.intermediate_size);
+    const TensorView gate = ck.get(p + "mlp.gate_proj.weight", {inter, hidden});
+    const TensorView up = ck.get(p + "mlp.up_proj.weight", {inter, hidden});
+    l.gate_up = c.mlp_bias ? pack_stacked({gate, up}, h, alloc) : pack_swiglu(gate, up, h, alloc);
+    l.down = pack_stacked({ck.get(p + "mlp.down_proj.weight", {hidden, inter})}, c.intermediate_size, alloc);
     if (c.mlp_bias) {
-      l.b_gate_up = concat_f32({get(ck, p + "mlp.gate_proj.bias", {inter}), get(ck, p + "mlp.up_proj.bias", {inter})});
-      l.b_down = to_f32(get(ck, p + "mlp.down_proj.bias", {hidden}));
+      l.b_gate_up = concat_f32({ck.get(p + "mlp.gate_proj.bias", {inter}), ck.get(p + "mlp.up_proj.bias", {inter})});
+      l.b_down = to_f32(ck.get(p + "mlp.down_proj.bias", {hidden}));
     }
+    ck.report();
   }
-  m.final_norm = to_f32(get(ck, "model.norm.weight", {hidden}));
-  const TensorView embed = get(ck, "model.embed_tokens.weight", {c.vocab_size, hidden});
+  m.final_norm = to_f32(ck.get("model.norm.weight", {hidden}));
+  const TensorView embed = ck.get("model.embed_tokens.weight", {c.vocab_size, hidden});
   if (c.tie_word_embeddings) {
-    m.lm_head = pack_stacked({embed}, h);
+    m.lm_head = pack_stacked({embed}, h, alloc);
   } else {
     if (!ck.has("lm_head.weight")) {
       try {
@@ -217,7 +248,7 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& ck) {
         throw std::runtime_error(std::string(e.what()) + " (tie_word_embeddings is false, so the output matrix is required)");
       }
     }
-    m.lm_head = pack_stacked({get(ck, "lm_head.weight", {c.vocab_size, hidden})}, h);
+    m.lm_head = pack_stacked({ck.get("lm_head.weight", {c.vocab_size, hidden})}, h, alloc);
     m.embedding.resize(static_cast<size_t>(embed.numel()));
     if (embed.dtype == DType::bf16) {
       std::memcpy(m.embedding.data(), embed.data, m.embedding.size() * sizeof(kern::bf16_t));
@@ -226,6 +257,7 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& ck) {
       for (size_t i = 0; i < f.size(); ++i) m.embedding[i] = kern::f32_to_bf16(f[i]);
     }
   }
+  ck.report(/*done=*/true);
   return m;
 }
 

@@ -43,9 +43,14 @@ struct PackedModel {
   size_t decode_bytes() const;
 };
 
+struct PackOptions {
+  int numa_node = -1;        // bind the packed matrices to this NUMA node; -1: first touch
+  LoadProgress on_progress;  // optional; called after each layer and at the end
+};
+
 // Reads the tensors the config calls for (Hugging Face names), checks shapes, packs them.
 // Throws std::runtime_error naming the file and tensor at fault.
-PackedModel pack_model(const ModelConfig& config, const Checkpoint& checkpoint);
+PackedModel pack_model(const ModelConfig& config, const Checkpoint& checkpoint, const PackOptions& options = {});
 
 // A Checkpoint over weights already in memory as FP32 (a loaded Model), so the one packing path
 // serves both. Borrows `weights`.

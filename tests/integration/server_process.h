@@ -1,6 +1,7 @@
 #pragma once
 // Starts the real slabserve binary on a free loopback port and stops it at scope exit.
 #include <signal.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -37,15 +38,23 @@ inline int free_loopback_port() {
 
 class ServerProcess {
  public:
-  explicit ServerProcess(std::vector<std::string> extra_args) : port_(free_loopback_port()) {
+  // With a log_path, the server's stdout and stderr go to that file (truncated) instead of the test's.
+  explicit ServerProcess(std::vector<std::string> extra_args, const std::string& log_path = "")
+      : port_(free_loopback_port()) {
     std::vector<std::string> args = {SLABSERVE_BINARY, "serve", "--host", "127.0.0.1", "--port", std::to_string(port_)};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    if (::posix_spawn(&pid_, argv[0], nullptr, nullptr, argv.data(), environ) != 0) {
-      throw std::runtime_error("cannot start " + args[0]);
+    posix_spawn_file_actions_t actions;
+    ::posix_spawn_file_actions_init(&actions);
+    if (!log_path.empty()) {
+      ::posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
     }
+    const int rc = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+    ::posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) throw std::runtime_error("cannot start " + args[0]);
   }
   ~ServerProcess() {
     if (pid_ > 0) {
@@ -82,6 +91,11 @@ class ServerProcess {
   // Sends SIGTERM and returns the exit code (-1 if it did not exit within the timeout).
   int terminate(std::chrono::seconds timeout = std::chrono::seconds(20)) {
     ::kill(pid_, SIGTERM);
+    return wait_exit(timeout);
+  }
+
+  // Waits for the process to end by itself; its exit code (-1 if it still runs after the timeout).
+  int wait_exit(std::chrono::seconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
       int status = 0;

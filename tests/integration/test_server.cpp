@@ -17,11 +17,6 @@ using slab::test::ServerProcess;
 
 namespace {
 
-std::string stories_model() {
-  auto dir = slab::test::testdata_or_skip("models/stories260K");
-  return dir.empty() ? std::string() : dir.string();
-}
-
 json post_json(httplib::Client& c, const std::string& path, const json& body, int expected_status = 200) {
   auto res = c.Post(path.c_str(), body.dump(), "application/json");
   REQUIRE(res);
@@ -47,7 +42,7 @@ std::vector<json> sse_events(const std::string& body) {
 }  // namespace
 
 TEST_CASE("completions: greedy continuation from BOS equals transformers' tokens", "[server]") {
-  const std::string model = stories_model();
+  const std::string model = slab::test::stories260k_or_skip();
   if (model.empty()) return;
   std::ifstream f(slab::test::fixtures_dir() / "stories260K_expected.json");
   REQUIRE(f.good());
@@ -74,7 +69,7 @@ TEST_CASE("completions: greedy continuation from BOS equals transformers' tokens
 }
 
 TEST_CASE("completions: a stream carries the same text with a finish chunk then usage then DONE", "[server]") {
-  const std::string model = stories_model();
+  const std::string model = slab::test::stories260k_or_skip();
   if (model.empty()) return;
   ServerProcess server({"--model", model});
   REQUIRE(server.wait_ready());
@@ -104,7 +99,7 @@ TEST_CASE("completions: a stream carries the same text with a finish chunk then 
 }
 
 TEST_CASE("completions: stop strings end the text before them and n with prompt lists gives every choice", "[server]") {
-  const std::string model = stories_model();
+  const std::string model = slab::test::stories260k_or_skip();
   if (model.empty()) return;
   ServerProcess server({"--model", model});
   REQUIRE(server.wait_ready());
@@ -127,7 +122,7 @@ TEST_CASE("completions: stop strings end the text before them and n with prompt 
 }
 
 TEST_CASE("bad requests get the right status and an OpenAI error body and the server keeps serving", "[server]") {
-  const std::string model = stories_model();
+  const std::string model = slab::test::stories260k_or_skip();
   if (model.empty()) return;
   const auto templates = slab::test::testdata_or_skip("chat-templates");
   if (templates.empty()) return;
@@ -230,7 +225,7 @@ TEST_CASE("bad requests get the right status and an OpenAI error body and the se
 }
 
 TEST_CASE("an API key guards /v1 routes and SIGTERM exits cleanly", "[server]") {
-  const std::string model = stories_model();
+  const std::string model = slab::test::stories260k_or_skip();
   if (model.empty()) return;
   ServerProcess server({"--model", model, "--api-key", "sekrit"});
   REQUIRE(server.wait_ready());
@@ -247,7 +242,7 @@ TEST_CASE("an API key guards /v1 routes and SIGTERM exits cleanly", "[server]") 
 }
 
 TEST_CASE("tokenize and detokenize round-trip", "[server]") {
-  const std::string model = stories_model();
+  const std::string model = slab::test::stories260k_or_skip();
   if (model.empty()) return;
   ServerProcess server({"--model", model});
   REQUIRE(server.wait_ready());
@@ -294,7 +289,7 @@ void stream_then_disconnect(int port, const std::string& body) {
 }  // namespace
 
 TEST_CASE("metrics move as requests complete", "[server][metrics]") {
-  const std::string model = stories_model();
+  const std::string model = slab::test::stories260k_or_skip();
   if (model.empty()) return;
   ServerProcess server({"--model", model});
   REQUIRE(server.wait_ready());
@@ -336,7 +331,7 @@ TEST_CASE("metrics move as requests complete", "[server][metrics]") {
 }
 
 TEST_CASE("20 streaming clients dropped mid-generation free their KV blocks", "[server][metrics]") {
-  const std::string model = stories_model();
+  const std::string model = slab::test::stories260k_or_skip();
   if (model.empty()) return;
   ServerProcess server({"--model", model});
   REQUIRE(server.wait_ready());
@@ -364,7 +359,7 @@ TEST_CASE("20 streaming clients dropped mid-generation free their KV blocks", "[
 }
 
 TEST_CASE("options come from a --config file and flags win over it", "[server]") {
-  const std::string model = stories_model();
+  const std::string model = slab::test::stories260k_or_skip();
   if (model.empty()) return;
   const auto config = std::filesystem::temp_directory_path() / ("slab-config-" + std::to_string(::getpid()) + ".toml");
   std::ofstream(config) << "[serve]\nmodel = \"" << model << "\"\nserved-model-name = \"from-config\"\nmax-model-len = 256\n";
@@ -378,7 +373,7 @@ TEST_CASE("options come from a --config file and flags win over it", "[server]")
 }
 
 TEST_CASE("SIGTERM while streams run: every stream ends with DONE and the process exits 0", "[server]") {
-  const std::string model = stories_model();
+  const std::string model = slab::test::stories260k_or_skip();
   if (model.empty()) return;
   ServerProcess server({"--model", model, "--shutdown-timeout", "0", "--max-num-seqs", "4"});
   REQUIRE(server.wait_ready());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "runtime/topology.h"
 #include "test_paths.h"
 
 using namespace slab;
@@ -226,4 +227,21 @@ TEST_CASE("the n choices of one prompt share its blocks through the prefix cache
   for (int i = 1; i < 4; ++i) CHECK(out[i].last.cached_prompt_tokens == 48);
   CHECK(engine.stats().prefix_hit_tokens == 3 * 48);
   CHECK(engine.stats().prompt_tokens == 4 * 50);
+}
+
+TEST_CASE("the engine starts the runner's thread pool, sized by its cpu list, before the constructor returns", "[engine]") {
+  // One core of this process's cpuset, whatever the machine; unpinned, as the tests share it.
+  const TopologyInfo process = Topology::system().process_info();
+  REQUIRE_FALSE(process.cores.empty());
+  RunnerOptions options;
+  options.pin_threads = false;
+  options.cpu_list = format_cpu_list(process.cores.front().os_cpus);
+  ModelRunner runner(fixture_model(), options);
+  if (runner.uses_reference()) return;  // no pool on the scalar reference path
+  CHECK(runner.thread_bindings().empty());
+  Engine engine(runner, nullptr, config(1, 64, 8));
+  CHECK(runner.thread_bindings().size() == 1);
+  CHECK(runner.num_threads() == 1);
+  std::mt19937 rng(7);
+  CHECK(run_all(engine, {greedy_request(random_prompt(rng, 5), 3)})[0].tokens.size() == 3);
 }

@@ -208,3 +208,33 @@ TEST_CASE("runner: stories260K greedy tokens equal transformers' for at least th
                        << " greedy tokens equal transformers'");
   CHECK(same >= std::min<size_t>(32, want.size()));
 }
+
+TEST_CASE("loading reports packing progress up to the checkpoint's size, never backwards", "[model][runner]") {
+  const auto sets = fast_kernel_sets();
+  if (sets.empty()) {
+    WARN("skipped: no BF16 kernel set runs on this CPU");
+    return;
+  }
+  const auto dir = test::fixtures_dir() / "models" / "llama_gqa";
+  size_t checkpoint_bytes = 0;
+  const auto checkpoint = open_safetensors_checkpoint(dir);
+  for (const std::string& name : checkpoint->tensor_names()) checkpoint_bytes += checkpoint->tensor(name).bytes();
+
+  std::vector<std::pair<size_t, size_t>> calls;
+  RunnerOptions o = with(sets.front().second);
+  o.on_load_progress = [&calls](size_t done, size_t total) { calls.emplace_back(done, total); };
+  const auto runner = load_model_runner(dir, o);
+  const int layers = runner->config().num_layers;
+  REQUIRE(calls.size() == static_cast<size_t>(layers) + 1);  // after each layer, then done
+  size_t previous = 0;
+  for (const auto& [done, total] : calls) {
+    CHECK(total == checkpoint_bytes);
+    CHECK(done >= previous);
+    CHECK(done <= total);
+    previous = done;
+  }
+  CHECK(calls.front().first > 0);
+  CHECK(calls.back().first == checkpoint_bytes);
+  CHECK(runner->weight_bytes() >= runner->decode_weight_bytes());
+  CHECK(runner->weight_bytes() > 0);
+}
