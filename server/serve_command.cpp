@@ -43,16 +43,8 @@ std::unique_ptr<server::LoadedModel> load_for_serving(const std::filesystem::pat
   const auto load_start = std::chrono::steady_clock::now();
   auto loaded = std::make_unique<server::LoadedModel>();
   loaded->model = load_model_metadata(dir);
-  {
-    RunnerOptions runner_options = runner_options_for(placement);
-    if (o.dtype == "float32") runner_options.kernels = KernelChoice::reference;
-    runner_options.max_batched_tokens = o.server.engine.scheduler.max_num_batched_tokens;
-    LoadProgressBar progress;
-    runner_options.on_load_progress = progress.callback();
-    const auto checkpoint = open_safetensors_checkpoint(dir);
-    loaded->runner = std::make_unique<ModelRunner>(loaded->model, *checkpoint, runner_options);
-  }
-  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  // The cheap parts that can fail first: a folder without a tokenizer, or with a template that
+  // does not parse, is refused before minutes of weight loading.
   loaded->tokenizer = load_tokenizer(dir);
   std::optional<std::string> template_source =
       o.chat_template.empty() ? chat::read_model_chat_template(dir) : chat::read_chat_template_file(o.chat_template);
@@ -66,6 +58,16 @@ std::unique_ptr<server::LoadedModel> load_for_serving(const std::filesystem::pat
   } else {
     spdlog::warn("the model has no chat template: /v1/chat/completions will refuse requests (pass --chat-template FILE)");
   }
+  {
+    RunnerOptions runner_options = runner_options_for(placement);
+    if (o.dtype == "float32") runner_options.kernels = KernelChoice::reference;
+    runner_options.max_batched_tokens = o.server.engine.scheduler.max_num_batched_tokens;
+    LoadProgressBar progress;
+    runner_options.on_load_progress = progress.callback();
+    const auto checkpoint = open_safetensors_checkpoint(dir);
+    loaded->runner = std::make_unique<ModelRunner>(loaded->model, *checkpoint, runner_options);
+  }
+  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   loaded->eos_token_ids = loaded->model.config.eos_token_ids;
   if (auto eos = loaded->tokenizer->eos_id()) loaded->eos_token_ids.push_back(*eos);
   loaded->engine = std::make_unique<Engine>(*loaded->runner, loaded->tokenizer.get(), o.server.engine);
