@@ -281,15 +281,17 @@ def plot(out_dir):
             if m and m["completed"]:
                 pts.append((int(c), m["output_throughput"], m["median_tpot_ms"]))
         if pts:
-            lbl = f"{status[k]['name']} {status[k].get('version', '')}"
+            lbl = status[k]["name"]  # versions are in results.md; long labels cover the lines
             a1.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=lbl)
             a2.plot([p[0] for p in pts], [p[2] for p in pts], "o-", label=lbl)
+    levels = sorted({int(c) for st in status.values() for c in st.get("levels", {})})
     for ax, t in ((a1, "output tokens/s"), (a2, "median TPOT (ms)")):
         ax.set_xscale("log", base=2)
+        ax.set_xticks(levels, [str(c) for c in levels])
         ax.set_xlabel("max concurrency")
         ax.set_title(t)
         ax.grid(True, alpha=0.3)
-    a1.legend(fontsize=7)
+    a1.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     fig.savefig(os.path.join(out_dir, "plot.png"), dpi=110)
 

@@ -274,7 +274,8 @@ class Pace(Server):
         return [os.path.join(os.path.dirname(self.py), "pace-server"), "--server_model", checkpoint,
                 "--router_host", "127.0.0.1", "--router_port", str(port),
                 "--server_host", "127.0.0.1", "--server_port", str(port + 1), "--dtype", "bfloat16",
-                "--kv_cache_type", "SLAB_POOL", "--serve_type", "continuous_batch",
+                # The default KV pool fails prefills with "SlabPool: no free blocks available" at c >= 4.
+                "--kv_cache_type", "SLAB_POOL", "--kv_cache_memory_gb", "4", "--serve_type", "continuous_batch",
                 "--max_num_running_reqs", str(self.ctx.max_concurrency), "--numa_physcpubind", self.ctx.cores,
                 "--num_engine_instances", "1"]
 
