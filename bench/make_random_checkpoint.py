@@ -8,11 +8,16 @@ written directly (8-byte header length, JSON header, raw little-endian data), on
 
 Weights ~ N(0, 0.02), norms ~ 1 (+ small noise), biases ~ N(0, 0.02). To keep generation at disk
 speed, each tensor is cut from a 64 MiB pool of random values at a random offset. No tokenizer is
-written: `slabserve bench` uses token ids.
+written (`slabserve bench` uses token ids) unless `--tokenizer-from DIR` names a folder whose
+tokenizer.model (SentencePiece) and tokenizer_config.json are copied in, as servers need one:
+
+    python3 bench/make_random_checkpoint.py --shape tinyllama --tokenizer-from \
+        ../shared/testdata/tokenizers/llama2 /tmp/slab-compare/tinyllama-random
 """
 import argparse
 import json
 import os
+import shutil
 
 import numpy as np
 
@@ -61,12 +66,35 @@ def tensors(s):
         yield "lm_head.weight", (v, h), "w"
 
 
+def copy_tokenizer(src, out_dir):
+    """Only the SentencePiece model (and its config): a tokenizer.json beside it may hold another
+    vocabulary (the llama2 test folder's does), and loaders prefer tokenizer.json when present."""
+    model = os.path.join(src, "tokenizer.model")
+    if not os.path.isfile(model):
+        raise SystemExit(f"no tokenizer.model in {src}")
+    os.makedirs(out_dir, exist_ok=True)
+    shutil.copyfile(model, os.path.join(out_dir, "tokenizer.model"))
+    cfg = os.path.join(src, "tokenizer_config.json")
+    if os.path.isfile(cfg):
+        shutil.copyfile(cfg, os.path.join(out_dir, "tokenizer_config.json"))
+    print(f"copied the tokenizer from {src}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out_dir")
     ap.add_argument("--shape", choices=sorted(SHAPES), default="tinyllama")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tokenizer-from", metavar="DIR",
+                    help="copy tokenizer.model (+ tokenizer_config.json) from DIR; its vocabulary must match")
+    ap.add_argument("--tokenizer-only", action="store_true",
+                    help="with --tokenizer-from: only add the tokenizer to an existing checkpoint")
     args = ap.parse_args()
+    if args.tokenizer_only:
+        if not args.tokenizer_from:
+            ap.error("--tokenizer-only needs --tokenizer-from")
+        copy_tokenizer(args.tokenizer_from, args.out_dir)
+        return
     s = SHAPES[args.shape]
     rng = np.random.default_rng(args.seed)
     pool = bf16_bits(rng.standard_normal(32 << 20, dtype=np.float32) * 0.02)
@@ -102,6 +130,8 @@ def main():
         json.dump(cfg, f, indent=2)
     with open(os.path.join(args.out_dir, "generation_config.json"), "w") as f:
         json.dump({"bos_token_id": s["bos_token_id"], "eos_token_id": s["eos_token_id"], "do_sample": False}, f, indent=2)
+    if args.tokenizer_from:
+        copy_tokenizer(args.tokenizer_from, args.out_dir)
     print(f"wrote {args.out_dir}: {args.shape}, {offset / 1e9:.2f} GB of BF16 weights")
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/launch-multi.sh end to end: two real instances of one core each behind nginx on
-# 127.0.0.1, 40 completions (some streaming) through the front port, all must succeed and both
-# instances must have served some; then SIGTERM must leave no process, port or run dir behind.
+# 127.0.0.1, a bench/bench_serve.py run of 40 streamed completions through the front port (all
+# must succeed with exact token counts) and both instances must have served some; then SIGTERM
+# must leave no process, port or run dir behind.
 #   test_launch_multi.sh SLABSERVE_BINARY TESTDATA_DIR
 # Exit 77 (skipped) without the model or nginx. Every wait is bounded.
 set -uo pipefail
@@ -12,6 +13,7 @@ launcher="$(cd "$(dirname "$0")/../.." && pwd)/scripts/launch-multi.sh"
 [ -f "$model/config.json" ] || { echo "SKIP: no model at $model"; exit 77; }
 PATH="$PATH:/usr/sbin:/sbin" command -v nginx >/dev/null || { echo "SKIP: nginx is not installed"; exit 77; }
 command -v curl >/dev/null || { echo "SKIP: curl is not installed"; exit 77; }
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed"; exit 77; }
 
 work="$(mktemp -d)"
 launcher_pid=""
@@ -59,27 +61,19 @@ for pid in $children; do descendants+=" $(pgrep -P "$pid" | tr '\n' ' ')"; done 
 echo "launcher $launcher_pid, children: $children"
 [ "$(echo "$children" | wc -w)" -ge 3 ] || fail "expected 2 instances and nginx under the launcher, got: $children"
 
-request() {  # $1: index; every fourth streams
-  local stream=false
-  [ $(($1 % 4)) -eq 0 ] && stream=true
-  local body="{\"model\":\"stories260K\",\"prompt\":\"Once upon a time\",\"max_tokens\":16,\"temperature\":0,\"stream\":$stream}"
-  local out
-  out="$(curl -sS -f --max-time 60 -H 'Content-Type: application/json' -d "$body" \
-    "http://127.0.0.1:$port/v1/completions")" || { echo "request $1: curl failed"; return 1; }
-  if [ "$stream" = true ]; then
-    grep -q '^data: \[DONE\]' <<<"$out" || { echo "request $1: stream without [DONE]"; return 1; }
-  else
-    grep -q '"choices"' <<<"$out" || { echo "request $1: no choices in $out"; return 1; }
-  fi
-}
-export -f request
-export port
-# 40 requests, 8 at a time, so least_conn has concurrent work to spread.
-if ! seq 0 39 | timeout 300 xargs -P 8 -I{} bash -c 'request {}' >"$work/requests.log" 2>&1; then
-  cat "$work/requests.log"
-  fail "some requests failed"
+# The load: bench/bench_serve.py through the front port, 40 streamed completions 8 at a time so
+# least_conn has concurrent work to spread; every one must succeed with its exact token count.
+bench="$(dirname "$launcher")/../bench/bench_serve.py"
+if ! timeout 300 python3 "$bench" --base-url "http://127.0.0.1:$port" --num-prompts 40 --max-concurrency 8 \
+    --random-input-len 24 --random-output-len 16 --vocab-size 512 --request-timeout 60 \
+    --save-result --result-dir "$work" --result-filename bench.json >"$work/bench.log" 2>&1; then
+  cat "$work/bench.log"
+  fail "bench_serve.py through nginx reported failures"
 fi
-echo "40 requests through nginx: all succeeded"
+python3 -c 'import json, sys; m = json.load(open(sys.argv[1])); sys.exit(not (m["completed"] == 40 and m["failed"] == 0))' \
+  "$work/bench.json" || { cat "$work/bench.log"; fail "bench_serve.py: not 40 completed"; }
+grep -E "Successful requests|Output token throughput" "$work/bench.log"
+echo "40 requests through nginx (bench_serve.py): all succeeded"
 
 for i in 0 1; do
   served=$(curl -sf --max-time 5 "http://127.0.0.1:$((base + i))/metrics" |
