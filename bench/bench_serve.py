@@ -126,6 +126,7 @@ class Result:
         self.prompt_len = prompt_len
         self.success = False
         self.output_tokens = 0
+        self.started = 0.0  # time.perf_counter() when the request was sent
         self.ttft = 0.0
         self.latency = 0.0
         self.itl = []
@@ -138,7 +139,7 @@ def run_request(target, endpoint, payload, expected_out, ignore_eos):
     res = Result(len(payload["prompt"]))
     body = json.dumps(payload).encode()
     conn = target.connect()
-    start = time.perf_counter()
+    start = res.started = time.perf_counter()
     try:
         conn.request("POST", target.prefix + endpoint, body=body,
                      headers={"Content-Type": "application/json", "Accept": "text/event-stream"})
@@ -234,6 +235,8 @@ def run_benchmark(args, target, model, requests):
         threads.append(t)
     for t in threads:
         t.join()
+    for r in results:
+        r.started -= start  # seconds after the benchmark's start
     return results, time.perf_counter() - start
 
 
@@ -288,6 +291,7 @@ def summarize(args, model, results, duration):
         m[f"p99_{name}_ms"] = percentile(vals, 99) * 1000
     m.update(input_lens=[r.prompt_len for r in results], output_lens=[r.output_tokens for r in results],
              ttfts=[r.ttft for r in results], itls=[r.itl for r in results],
+             start_offsets=[r.started for r in results],
              generated_texts=[r.text for r in results], errors=[r.error for r in results])
     return m
 

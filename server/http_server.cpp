@@ -1,5 +1,6 @@
 #include "http_server.h"
 
+#include <algorithm>
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
@@ -12,6 +13,11 @@
 #include "tokenize.h"
 
 namespace slab::server {
+
+int resolved_http_threads(const ServerOptions& options) {
+  if (options.http_threads > 0) return options.http_threads;
+  return std::max(64, 2 * options.engine.scheduler.max_num_seqs + 16);
+}
 namespace {
 
 void send_error(httplib::Response& res, int status, const std::string& message, const std::string& param = {}) {
@@ -75,6 +81,8 @@ void HttpServer::install_routes() {
   // Stopping waits for idle keep-alive connections to time out; a short timeout keeps SIGTERM
   // prompt, and clients simply reconnect.
   s.set_keep_alive_timeout(2);
+  const int threads = resolved_http_threads(options_);
+  s.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
 
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (options_.api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;

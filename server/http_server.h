@@ -27,8 +27,16 @@ struct ServerOptions {
   std::string served_model_name;
   std::string api_key;           // empty: no authentication
   size_t max_request_bytes = 8 << 20;
+  // Connection threads: every open connection (a stream in progress, a request waiting for an
+  // engine slot, an idle keep-alive) holds one. 0: 2 x max_num_seqs + 16, at least 64, so that
+  // all running and many queued requests are served at once (cpp-httplib's own default is 8 on
+  // a 2-core machine, which capped concurrent streams at 8 whatever --max-num-seqs said).
+  int http_threads = 0;
   EngineConfig engine;
 };
+
+// The connection thread count ServerOptions::http_threads resolves to.
+int resolved_http_threads(const ServerOptions& options);
 
 // What the handlers serve from; filled in by the loader thread while /health says 503.
 struct LoadedModel {

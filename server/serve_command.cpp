@@ -127,7 +127,8 @@ int run_serve(ServeOptions o) {
   std::thread loader([&] {
     try {
       http.set_model(load_for_serving(dir, o, *placement));
-      spdlog::info("ready on http://{}:{}", o.server.host, o.server.port);
+      spdlog::info("ready on http://{}:{} ({} connection threads)", o.server.host, o.server.port,
+                   server::resolved_http_threads(o.server));
     } catch (const std::exception& e) {
       spdlog::error("cannot load the model: {}", e.what());
       exit_code = 1;
@@ -172,6 +173,11 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--chat-template", options->chat_template, "Jinja chat template file (overrides the model's)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--dtype", options->dtype, "Compute dtype: auto or bfloat16 (BF16 kernels where the CPU has AVX2 or AVX-512 BF16), float32 (scalar reference)")->capture_default_str();
+  cmd->add_option("--http-threads", options->server.http_threads,
+                  "Connection threads; each open connection (stream, queued request, idle keep-alive) holds one "
+                  "(0: 2 x --max-num-seqs + 16, at least 64)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--max-request-bytes", options->server.max_request_bytes, "Largest request body accepted (413 above)")
       ->capture_default_str();
   cmd->add_option("--shutdown-timeout", options->shutdown_timeout_s,

@@ -84,6 +84,19 @@ class BenchServeTest(unittest.TestCase):
         for key in ("request_throughput", "output_throughput", "total_token_throughput"):
             self.assertGreater(m[key], 0)
 
+    def test_forty_concurrent_streams_all_run_at_once(self):
+        # Every stream up to --max-num-seqs (128 by default) runs at once: all 40 see their first
+        # token before any has finished. cpp-httplib's defaults (8 connection threads on a 2-core
+        # machine, a listen backlog of 5) once held client 9 onward until an earlier one ended.
+        with tempfile.TemporaryDirectory() as d:
+            p, m = run_bench("http://127.0.0.1:%d" % self.port, d, "--num-prompts", "40", "--max-concurrency", "40",
+                             "--random-input-len", "5", "--random-output-len", "400")
+        self.assertEqual(m["completed"], 40, m["errors"])
+        # Seconds after the benchmark's start of each stream's first and last token.
+        first_tokens = [s + t for s, t in zip(m["start_offsets"], m["ttfts"])]
+        last_tokens = [s + t + sum(itl) for s, t, itl in zip(m["start_offsets"], m["ttfts"], m["itls"])]
+        self.assertLess(max(first_tokens), min(last_tokens), "a stream started only after another had finished")
+
     def test_shared_prefix_and_wrong_model_name(self):
         with tempfile.TemporaryDirectory() as d:
             p, m = run_bench("http://127.0.0.1:%d" % self.port, d, "--random-prefix-len", "8")
