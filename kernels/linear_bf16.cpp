@@ -3,6 +3,7 @@
 #include "kernels/linear_bf16.h"
 
 #include <algorithm>
+#include <atomic>
 #include <stdexcept>
 
 #include "kernels/linear_bf16_tile.h"
@@ -19,7 +20,8 @@ constexpr int kLargeMR = 6;        // large-M register tile: 6 rows x 64 columns
 constexpr int kKBlockPairs = 256;  // K block of the large path: 512 elements
 constexpr int kMinSplitPairs = 32; // split-K chunks are at least this many pairs
 
-constexpr int kMidMaxM = 16;       // 9..16 rows: 8x32 tiles (two row tiles share each K block)
+constexpr int kMidMaxM = 16;
+constexpr int kDecodeRunPanels = 8;  // dynamic decode share: 8 panels (1 MB of weights at K = 2048)       // 9..16 rows: 8x32 tiles (two row tiles share each K block)
 
 struct Range {
   int lo, hi;
@@ -107,6 +109,22 @@ void decode_swiglu_pairs(const LinearArgs& a, int q0, int q1) {
       run_tile(t, a.isa);
     }
     finish_swiglu(a, sums, 2 * kPanelCols, 0, a.m, q);
+  }
+}
+
+// Calls fn(lo, hi) on this thread's ranges of [0, units): its static share, or runs of `run`
+// units taken from the shared cursor until none are left.
+template <typename Fn>
+void for_each_share(const LinearArgs& a, int thread, int n_threads, int units, int run, Fn&& fn) {
+  if (!a.decode_cursor) {
+    const Range r = chunk(units, n_threads, thread);
+    if (r.hi > r.lo) fn(r.lo, r.hi);
+    return;
+  }
+  std::atomic_ref<int> cursor(*a.decode_cursor);
+  for (int lo = cursor.fetch_add(run, std::memory_order_relaxed); lo < units;
+       lo = cursor.fetch_add(run, std::memory_order_relaxed)) {
+    fn(lo, std::min(units, lo + run));
   }
 }
 
@@ -339,15 +357,14 @@ void linear_bf16_compute(const LinearArgs& a, int thread, int n_threads) {
   if (a.m == 0) return;
   const int panels = packed_panels(a.w.n);
   if (a.m <= kDecodeMaxM && a.swiglu) {
-    const Range r = chunk(weight_panels(a) / 2, n_threads, thread);
-    decode_swiglu_pairs(a, r.lo, r.hi);
+    for_each_share(a, thread, n_threads, weight_panels(a) / 2, kDecodeRunPanels / 2,
+                   [&a](int lo, int hi) { decode_swiglu_pairs(a, lo, hi); });
     return;
   }
   if (a.m <= kDecodeMaxM) {
     const int splits = decode_splits(a.m, a.w.n, a.w.k, n_threads, false);
     if (splits == 1) {
-      const Range r = chunk(panels, n_threads, thread);
-      decode_panels(a, r.lo, r.hi);
+      for_each_share(a, thread, n_threads, panels, kDecodeRunPanels, [&a](int lo, int hi) { decode_panels(a, lo, hi); });
     } else if (thread < panels * splits) {
       decode_split_unit(a, thread, splits);
     }

@@ -17,8 +17,9 @@
 // linear_bf16_reduce on every thread after all computes finished (a second dispatch). The
 // template linear_bf16(args, n_threads, run_on_all) below does both.
 //
-// Work split: M ≤ 8 (decode) streams every weight byte once for all M rows: threads take
-// contiguous ranges of panels, each panel over the whole of K with M×32 or M×64 accumulators in
+// Work split: M ≤ 8 (decode) streams every weight byte once for all M rows: threads take runs
+// of 8 panels from a shared counter (see decode_cursor; or fixed contiguous shares), each panel
+// over the whole of K with M×32 or M×64 accumulators in
 // registers; with fewer panels than threads K is split and the partial sums are reduced in the
 // second phase. M > 8: K blocked by 512 so the block of weights (32 KB per panel) stays in L1/L2
 // while every row tile passes over it, and the row tiles prefetch the next block into L2
@@ -79,6 +80,11 @@ struct LinearArgs {
   // W packed by pack_swiglu_bf16: out_bf16[m][w.n / 2] = SiLU(x·gateᵀ)·(x·upᵀ). Needs out_bf16
   // and no bias or residual. Never split over K; M > 8 uses the 6×64 tile for every M.
   bool swiglu = false;
+  // M <= 8 without split K: when set (to 0 before the call), threads take runs of panels from
+  // this shared counter instead of a fixed contiguous share, so a thread that the OS or the
+  // memory system slows down costs at most one run of waiting at the end. linear_bf16() below
+  // sets it; a caller running the phases itself may leave it null (static shares).
+  int* decode_cursor = nullptr;
 };
 
 // Scratch the call needs (0 for many shapes; then workspace may be null). Depends on the
@@ -95,7 +101,10 @@ void linear_bf16_reduce(const LinearArgs& args, int thread, int n_threads);
 // each of n_threads threads and return when all have (ThreadPool::run_on_all does).
 template <typename RunOnAll>
 void linear_bf16(const LinearArgs& args, int n_threads, RunOnAll&& run_on_all) {
-  run_on_all([&args](int thread, int threads) { linear_bf16_compute(args, thread, threads); });
+  int cursor = 0;
+  LinearArgs a = args;
+  a.decode_cursor = &cursor;
+  run_on_all([&a](int thread, int threads) { linear_bf16_compute(a, thread, threads); });
   if (linear_bf16_needs_reduce(args.m, args.w.n, args.w.k, n_threads, args.swiglu)) {
     run_on_all([&args](int thread, int threads) { linear_bf16_reduce(args, thread, threads); });
   }
