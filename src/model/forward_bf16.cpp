@@ -121,33 +121,32 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   float* attn_ws = ws.attn_ws.get(kern::attention_workspace_floats(attn_plan));
 
   auto run_on_all = [&pool](auto&& fn) { pool.run_on_all(fn); };
-  auto linear = [&](const kern::bf16_t* in, size_t ldx, const PackedMatrix& m, int rows_m, float* out, size_t ldo,
-                    const std::vector<float>& bias, bool residual) {
+  // The fields every projection shares: input rows, packed weights, scratch, kernel set.
+  auto linear_args = [&](const kern::bf16_t* in, size_t ldx, const PackedMatrix& m, int rows_m) {
     kern::LinearArgs a;
     a.x = in;
     a.ldx = ldx;
     a.w = m.view();
     a.m = rows_m;
+    a.workspace = linear_ws;
+    a.isa = isa;
+    return a;
+  };
+  auto linear = [&](const kern::bf16_t* in, size_t ldx, const PackedMatrix& m, int rows_m, float* out, size_t ldo,
+                    const std::vector<float>& bias, bool residual) {
+    kern::LinearArgs a = linear_args(in, ldx, m, rows_m);
     a.out_f32 = out;
     a.ldo = ldo;
     a.bias = or_null(bias);
     a.residual = residual ? out : nullptr;  // in place: out += x·Wᵀ (the residual add)
     a.ldr = residual ? ldo : 0;
-    a.workspace = linear_ws;
-    a.isa = isa;
     kern::linear_bf16(a, n_threads, run_on_all);
   };
   // gate+up packed as one SwiGLU matrix: straight to the BF16 input of the down projection.
   auto swiglu = [&](const kern::bf16_t* in, size_t ldx, const PackedMatrix& m, int rows_m, kern::bf16_t* out, size_t ldo) {
-    kern::LinearArgs a;
-    a.x = in;
-    a.ldx = ldx;
-    a.w = m.view();
-    a.m = rows_m;
+    kern::LinearArgs a = linear_args(in, ldx, m, rows_m);
     a.out_bf16 = out;
     a.ldo = ldo;
-    a.workspace = linear_ws;
-    a.isa = isa;
     a.swiglu = true;
     kern::linear_bf16(a, n_threads, run_on_all);
   };
