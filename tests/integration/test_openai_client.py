@@ -6,12 +6,8 @@ Exits 77 (ctest's "skipped") with a message when the openai package or the share
 is absent.
 """
 import os
-import socket
-import subprocess
 import sys
-import time
 import unittest
-import urllib.request
 
 try:
     import openai
@@ -19,42 +15,20 @@ except ImportError:
     print("skipped: the 'openai' Python package is not installed (pip install openai)")
     sys.exit(77)
 
+from slabserve_process import SlabserveProcess
+
 BINARY = sys.argv[1] if len(sys.argv) > 1 else "build/slabserve"
 TESTDATA = sys.argv[2] if len(sys.argv) > 2 else "../shared/testdata"
 MODEL_DIR = os.path.join(TESTDATA, "models", "stories260K")
 TEMPLATE = os.path.join(TESTDATA, "chat-templates", "microsoft-Phi-3.5-mini-instruct.jinja")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
+class Server(SlabserveProcess):
     def __init__(self, *extra):
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            [BINARY, "serve", "--model", MODEL_DIR, "--host", "127.0.0.1", "--port", str(self.port), *extra],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("slabserve exited with %d" % self.proc.returncode)
-            try:
-                with urllib.request.urlopen("http://127.0.0.1:%d/health" % self.port, timeout=1) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("slabserve did not become healthy")
+        super().__init__(BINARY, MODEL_DIR, *extra)
 
     def client(self, api_key="unused"):
-        return openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % self.port, api_key=api_key, max_retries=0)
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
+        return openai.OpenAI(base_url=self.url + "/v1", api_key=api_key, max_retries=0)
 
 
 class OpenAIClientTest(unittest.TestCase):

@@ -1,0 +1,40 @@
+"""The real slabserve binary on a free 127.0.0.1 port, for the Python integration tests
+(standard library only; the tests import it from their own directory)."""
+import socket
+import subprocess
+import time
+import urllib.request
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class SlabserveProcess:
+    """`slabserve serve --model MODEL_DIR ...extra` started and healthy within `timeout` seconds,
+    or RuntimeError (the process is killed). stop() sends SIGTERM and waits for the exit."""
+
+    def __init__(self, binary, model_dir, *extra, timeout=60):
+        self.port = free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.proc = subprocess.Popen(
+            [binary, "serve", "--model", model_dir, "--host", "127.0.0.1", "--port", str(self.port), *extra],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("slabserve exited with %d" % self.proc.returncode)
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.05)
+        self.proc.kill()
+        raise RuntimeError("slabserve did not become healthy within %d s" % timeout)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
