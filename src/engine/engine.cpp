@@ -43,6 +43,21 @@ Engine::Engine(std::unique_ptr<ModelRunner> owned, ModelRunner* runner, const To
   if (config.block_size <= 0 || config.block_size % 16 != 0) {
     throw std::invalid_argument("block size must be a positive multiple of 16, got " + std::to_string(config.block_size));
   }
+  // One sequence can use the whole cache but no more: a context the cache cannot hold would be
+  // advertised and then cut short with "length". An explicit --max-model-len above it is an
+  // error; the model's own length is clamped, with a warning, as vLLM refuses or clamps.
+  const int cache_tokens = kv_.num_blocks() * kv_.block_size();
+  if (max_model_len_ > cache_tokens) {
+    if (config.max_model_len > 0) {
+      throw std::invalid_argument("--max-model-len " + std::to_string(config.max_model_len) + " is more than the KV cache holds (" +
+                                  std::to_string(cache_tokens) + " tokens); give the cache more memory (--kv-cache-memory) "
+                                  "or lower --max-model-len");
+    }
+    spdlog::warn("the KV cache holds {} tokens, fewer than the model's context of {}: serving a context of {} tokens "
+                 "(give the cache more memory with --kv-cache-memory for the full context)",
+                 cache_tokens, max_model_len_, cache_tokens);
+    max_model_len_ = cache_tokens;
+  }
   // The runner's thread pool starts on the loop thread (which it pins as worker 0) before the
   // constructor returns, so callers can report its bindings without racing the first step.
   std::promise<void> pool_started;
@@ -84,6 +99,12 @@ int64_t Engine::submit(Request request, std::shared_ptr<RequestStream> stream) {
                                   std::to_string(model_config_.vocab_size) + ")");
     }
   }
+  for (int32_t t : request.stop.stop_token_ids) {
+    if (t < 0 || t >= model_config_.vocab_size) {
+      throw std::invalid_argument("stop_token_ids names token id " + std::to_string(t) + ", outside the vocabulary (size " +
+                                  std::to_string(model_config_.vocab_size) + ")");
+    }
+  }
   for (const auto& [t, bias] : request.sampling.logit_bias) {
     if (t < 0 || t >= model_config_.vocab_size) {
       throw std::invalid_argument("logit_bias names token id " + std::to_string(t) + ", outside the vocabulary (size " +
@@ -93,11 +114,6 @@ int64_t Engine::submit(Request request, std::shared_ptr<RequestStream> stream) {
   if (prompt_len + 1 > max_model_len_) {
     throw std::invalid_argument("the prompt has " + std::to_string(prompt_len) + " tokens; the context is " +
                                 std::to_string(max_model_len_) + " tokens, prompt and output together");
-  }
-  const int cache_tokens = kv_.num_blocks() * kv_.block_size();
-  if (prompt_len + 1 > cache_tokens) {
-    throw std::invalid_argument("the prompt has " + std::to_string(prompt_len) + " tokens; the KV cache holds " +
-                                std::to_string(cache_tokens) + " tokens in all");
   }
   int64_t id;
   {

@@ -52,6 +52,9 @@ class Engine {
   // the constructor starts the runner's thread pool there (pinning that thread as worker 0)
   // before it returns. The KV cache memory is bound to the runner's NUMA node, if it has one.
   Engine(ModelRunner& runner, const Tokenizer* tokenizer, const EngineConfig& config);
+  // The context (max_model_len) is at most what the KV cache holds: the model's own length is
+  // clamped to it with a warning; an explicit config.max_model_len above it throws
+  // std::invalid_argument.
   // Builds and owns a runner over the loaded model (which must outlive the engine), with the
   // kernels cpu_features() picks.
   Engine(const Model& model, const Tokenizer* tokenizer, const EngineConfig& config);
@@ -60,8 +63,8 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // Queues a request; its events arrive on the returned stream. Throws std::invalid_argument
-  // when the request can never run (empty prompt, prompt + 1 over the context or the cache,
-  // token ids outside the vocabulary).
+  // when the request can never run (empty prompt, prompt + 1 over the context, token ids of the
+  // prompt, stop_token_ids or logit_bias outside the vocabulary).
   int64_t submit(Request request, std::shared_ptr<RequestStream> stream);
   // The request ends with FinishReason::abort within one step; its blocks are freed.
   void abort(int64_t request_id);

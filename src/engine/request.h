@@ -35,6 +35,9 @@ struct Request {
   // Requests with the same non-zero group share a prompt (the n choices of one request): later
   // ones are admitted once the first has its prompt in the cache, and reuse its blocks.
   uint64_t prefix_group = 0;
+  // Requests with the same non-zero group came from one client call (its prompts x n choices).
+  // Admission is fair across groups: a call with many sequences cannot keep others waiting.
+  uint64_t fairness_group = 0;
 };
 
 // The tokens and their log probabilities for one generated position, when asked for.

@@ -1,6 +1,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace slab {
 
@@ -24,7 +25,7 @@ void Scheduler::remove(Sequence* seq) {
   seq->status = SequenceStatus::finished;
 }
 
-void Scheduler::preempt(Sequence* victim, SchedulerStep& step) {
+void Scheduler::preempt(Sequence* victim, SchedulerStep& step, bool for_memory) {
   std::erase(running_, victim);
   std::erase_if(step.chunks, [&](const ScheduledChunk& c) { return c.seq == victim; });
   kv_.free(victim->id);
@@ -32,7 +33,7 @@ void Scheduler::preempt(Sequence* victim, SchedulerStep& step) {
   victim->status = SequenceStatus::waiting;
   ++victim->num_preemptions;
   waiting_.push_front(victim);
-  ++step.num_preempted;
+  if (for_memory) ++step.num_preempted;
   ++num_preemptions_;
 }
 
@@ -56,6 +57,58 @@ bool Scheduler::reserve_or_preempt(Sequence* seq, int num_tokens, SchedulerStep&
   return true;
 }
 
+uint64_t Scheduler::fairness_key(const Sequence& seq) {
+  // Sequences outside any group are calls of their own; their ids cannot collide with group
+  // numbers in practice (both count up from 1, groups from a separate counter), and a collision
+  // would only make two calls share a turn.
+  return seq.request.fairness_group != 0 ? seq.request.fairness_group : (uint64_t{1} << 63) | static_cast<uint64_t>(seq.id);
+}
+
+size_t Scheduler::next_to_admit(const std::unordered_map<uint64_t, int>& running_per_call, const std::vector<size_t>& passed) const {
+  size_t best = waiting_.size();
+  int best_running = 0;
+  for (size_t w = 0; w < waiting_.size(); ++w) {
+    if (std::find(passed.begin(), passed.end(), w) != passed.end()) continue;
+    auto it = running_per_call.find(fairness_key(*waiting_[w]));
+    const int running = it == running_per_call.end() ? 0 : it->second;
+    if (best == waiting_.size() || running < best_running) {
+      best = w;
+      best_running = running;
+      if (running == 0) break;  // queue order among the calls with none running
+    }
+  }
+  return best;
+}
+
+void Scheduler::make_room_for_a_new_call(std::unordered_map<uint64_t, int>& running_per_call, SchedulerStep& step) {
+  // All slots taken while a call with nothing running waits: take the most recently admitted
+  // sequence of the call holding the most slots (if it holds more than one) back to waiting, so
+  // the new call starts within a step instead of after that call's sequences finish. One per
+  // step keeps the churn (recomputing the victim's context, mostly from the prefix cache) small.
+  if (static_cast<int>(running_.size()) < config_.max_num_seqs) return;
+  const bool call_starving = std::any_of(waiting_.begin(), waiting_.end(), [&](const Sequence* w) {
+    return !running_per_call.contains(fairness_key(*w));
+  });
+  if (!call_starving) return;
+  uint64_t largest = 0;
+  int most = 1;
+  for (const auto& [call, count] : running_per_call) {
+    if (count > most) {
+      largest = call;
+      most = count;
+    }
+  }
+  if (most <= 1) return;
+  for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+    if (fairness_key(**it) == largest) {
+      Sequence* victim = *it;
+      preempt(victim, step, /*for_memory=*/false);  // a turn given away: admission goes on this step
+      --running_per_call[largest];
+      return;
+    }
+  }
+}
+
 bool Scheduler::sibling_prefilling(const Sequence& seq) const {
   if (seq.request.prefix_group == 0 || !kv_.prefix_caching()) return false;
   return std::any_of(running_.begin(), running_.end(), [&](const Sequence* r) {
@@ -66,6 +119,9 @@ bool Scheduler::sibling_prefilling(const Sequence& seq) const {
 SchedulerStep Scheduler::schedule() {
   SchedulerStep step;
   int budget = config_.max_num_batched_tokens;
+  std::unordered_map<uint64_t, int> running_per_call;
+  for (const Sequence* r : running_) ++running_per_call[fairness_key(*r)];
+  make_room_for_a_new_call(running_per_call, step);
 
   // 1. Running decodes, 2. running sequences still in (chunked) prefill, in admission order.
   for (bool decodes : {true, false}) {
@@ -84,15 +140,19 @@ SchedulerStep Scheduler::schedule() {
     }
   }
 
-  // 3. Waiting sequences, unless this step already had to preempt (no room to grow). A sequence
-  // whose sibling (same prefix group: the n choices of one prompt) is still prefilling waits for
-  // it, so that it then takes the prompt's blocks from the prefix cache instead of computing
-  // them again.
-  for (size_t w = 0; budget > 0 && step.num_preempted == 0 && w < waiting_.size() &&
-                     static_cast<int>(running_.size()) < config_.max_num_seqs;) {
+  // 3. Waiting sequences, unless this step already had to preempt (no room to grow), fairly
+  // across client calls: the next admitted is the first waiting sequence of the call with the
+  // fewest running, so a call of many prompts x n takes turns with later calls instead of
+  // filling every slot before they get one. A sequence whose sibling (same prefix group: the n
+  // choices of one prompt) is still prefilling waits for it, so that it then takes the prompt's
+  // blocks from the prefix cache instead of computing them again.
+  std::vector<size_t> passed;  // waiting indices skipped this step (sibling prefilling)
+  while (budget > 0 && step.num_preempted == 0 && static_cast<int>(running_.size()) < config_.max_num_seqs) {
+    const size_t w = next_to_admit(running_per_call, passed);
+    if (w == waiting_.size()) break;
     Sequence* seq = waiting_[w];
     if (sibling_prefilling(*seq)) {
-      ++w;
+      passed.push_back(w);
       continue;
     }
     if (!kv_.has(seq->id)) {
@@ -104,18 +164,21 @@ SchedulerStep Scheduler::schedule() {
       waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(w));
       kv_.free(seq->id);
       step.out_of_cache.push_back(seq);
+      passed.clear();  // indices moved
       continue;
     }
     if (!kv_.reserve(seq->id, seq->num_computed + n)) {
       // Not enough free blocks: give back what it adopted (the blocks keep their hashes on the
-      // free list, so a later admission finds them again) and stop admitting in arrival order.
+      // free list, so a later admission finds them again) and stop admitting this step.
       kv_.free(seq->id);
       seq->num_computed = 0;
       break;
     }
     waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(w));
+    passed.clear();
     seq->status = SequenceStatus::running;
     running_.push_back(seq);
+    ++running_per_call[fairness_key(*seq)];
     step.chunks.push_back({seq, n});
     budget -= n;
   }

@@ -5,7 +5,9 @@
 // token budget. When a step cannot get a block, the most recently admitted running sequence is
 // preempted: its blocks are freed and it goes back to the front of the waiting queue, to be
 // recomputed (mostly from the prefix cache) later. Nothing fails because the cache is full.
+#include <cstdint>
 #include <deque>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/sequence.h"
@@ -51,8 +53,14 @@ class Scheduler {
   // Gives `seq` blocks for `num_tokens` more tokens, preempting later-admitted sequences as
   // needed. False if `seq` itself had to be preempted or cannot fit at all.
   bool reserve_or_preempt(Sequence* seq, int num_tokens, SchedulerStep& step);
-  void preempt(Sequence* victim, SchedulerStep& step);
+  // for_memory: the step ran out of blocks (admission stops for this step).
+  void preempt(Sequence* victim, SchedulerStep& step, bool for_memory = true);
   bool sibling_prefilling(const Sequence& seq) const;
+  // The client call a sequence belongs to, for fair admission.
+  static uint64_t fairness_key(const Sequence& seq);
+  // Index in waiting_ of the sequence to admit next (waiting_.size(): none), skipping `passed`.
+  size_t next_to_admit(const std::unordered_map<uint64_t, int>& running_per_call, const std::vector<size_t>& passed) const;
+  void make_room_for_a_new_call(std::unordered_map<uint64_t, int>& running_per_call, SchedulerStep& step);
 
   SchedulerConfig config_;
   KvCacheManager& kv_;

@@ -206,7 +206,19 @@ TEST_CASE("requests that can never run are refused at submit", "[engine]") {
   CHECK_THROWS_WITH(engine.submit(greedy_request({}, 4), stream), Catch::Contains("no tokens"));
   CHECK_THROWS_WITH(engine.submit(greedy_request({1, 999}, 4), stream), Catch::Contains("outside the vocabulary"));
   CHECK_THROWS_WITH(engine.submit(greedy_request(std::vector<int32_t>(128, 5), 4), stream), Catch::Contains("context"));
-  CHECK_THROWS_WITH(engine.submit(greedy_request(std::vector<int32_t>(64, 5), 4), stream), Catch::Contains("KV cache holds 64"));
+  // The cache (4 blocks of 16) is smaller than the model's context (128): the context is clamped
+  // to what it holds, so a prompt that fills it is refused at once instead of ending early.
+  CHECK(engine.max_model_len() == 64);
+  CHECK_THROWS_WITH(engine.submit(greedy_request(std::vector<int32_t>(64, 5), 4), stream), Catch::Contains("the context is 64"));
+  Request bad_stop = greedy_request({1, 2}, 4);
+  bad_stop.stop.stop_token_ids = {5, 512};
+  CHECK_THROWS_WITH(engine.submit(bad_stop, stream), Catch::Contains("stop_token_ids names token id 512"));
+}
+
+TEST_CASE("an explicit context longer than the KV cache holds is refused at start", "[engine]") {
+  EngineConfig c = config(4, 2048, 4);
+  c.max_model_len = 100;
+  CHECK_THROWS_WITH(Engine(fixture_model(), nullptr, c), Catch::Contains("more than the KV cache holds (64 tokens)"));
 }
 
 TEST_CASE("the n choices of one prompt share its blocks through the prefix cache", "[engine]") {

@@ -2,6 +2,7 @@
 // step's invariants hold and every request finishes without leaking a block.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <random>
@@ -150,4 +151,64 @@ TEST_CASE("a full cache preempts the most recently admitted sequence and requeue
   REQUIRE(seqs[1]->status == SequenceStatus::waiting);
   REQUIRE(seqs[1]->num_computed == 0);
   REQUIRE(scheduler.num_preemptions() == 1);
+}
+
+namespace {
+
+std::unique_ptr<Sequence> call_sequence(int64_t id, uint64_t call, int prompt_len) {
+  Request r;
+  r.prompt.assign(static_cast<size_t>(prompt_len), 7);
+  r.stop.max_tokens = 100;
+  r.fairness_group = call;
+  return std::make_unique<Sequence>(id, std::move(r), nullptr, nullptr, static_cast<uint64_t>(id));
+}
+
+bool scheduled(const SchedulerStep& step, const Sequence* seq) {
+  return std::any_of(step.chunks.begin(), step.chunks.end(), [&](const ScheduledChunk& c) { return c.seq == seq; });
+}
+
+}  // namespace
+
+TEST_CASE("a call holding every slot gives one up the next step to a call with nothing running", "[engine][scheduler]") {
+  KvCacheManager kv(256, 16, false);
+  Scheduler scheduler({4, 1024}, kv);
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  for (int i = 0; i < 10; ++i) {
+    seqs.push_back(call_sequence(i, 1, 8));
+    scheduler.add(seqs.back().get());
+  }
+  SchedulerStep first = scheduler.schedule();
+  REQUIRE(first.chunks.size() == 4);  // the slot limit, all call 1
+  for (const ScheduledChunk& c : first.chunks) {
+    c.seq->num_computed += c.num_tokens;
+    c.seq->tokens.push_back(1);
+  }
+  seqs.push_back(call_sequence(10, 2, 8));
+  Sequence* newcomer = seqs.back().get();
+  scheduler.add(newcomer);
+  SchedulerStep second = scheduler.schedule();
+  CHECK(scheduled(second, newcomer));
+  CHECK(second.num_preempted == 0);            // a turn given, not a lack of memory
+  CHECK(scheduler.num_running() == 4);
+  CHECK(seqs[3]->status == SequenceStatus::waiting);  // call 1's most recently admitted
+  CHECK(scheduler.num_preemptions() == 1);
+}
+
+TEST_CASE("a freed slot goes to the waiting call with the fewest running sequences", "[engine][scheduler]") {
+  KvCacheManager kv(256, 16, false);
+  Scheduler scheduler({3, 1024}, kv);
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  seqs.push_back(call_sequence(0, 2, 8));  // call 2: one sequence, running
+  scheduler.add(seqs.back().get());
+  for (int i = 1; i <= 6; ++i) {
+    seqs.push_back(call_sequence(i, 1, 8));  // call 1: six sequences
+    scheduler.add(seqs.back().get());
+  }
+  REQUIRE(scheduler.schedule().chunks.size() == 3);  // call 2's and two of call 1's
+  seqs.push_back(call_sequence(7, 3, 8));            // call 3 arrives behind call 1's waiting four
+  scheduler.add(seqs.back().get());
+  scheduler.remove(seqs[0].get());  // call 2 finishes: one slot free
+  SchedulerStep step = scheduler.schedule();
+  CHECK(scheduled(step, seqs[7].get()));
+  for (int i = 3; i <= 6; ++i) CHECK_FALSE(scheduled(step, seqs[static_cast<size_t>(i)].get()));
 }
