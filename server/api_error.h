@@ -16,12 +16,12 @@ struct ApiError : std::runtime_error {
 
 // {"error": {"message", "type", "param", "code"}} as OpenAI and vLLM send it.
 inline nlohmann::json error_body(int status, const std::string& message, const std::string& param = {}) {
-  const char* type = status == 400 ? "invalid_request_error"
-                     : status == 401 ? "authentication_error"
+  // OpenAI's types: every client error is an invalid request except the two with their own.
+  const char* type = status == 401   ? "authentication_error"
                      : status == 404 ? "not_found_error"
-                     : status == 413 ? "invalid_request_error"
                      : status == 503 ? "service_unavailable"
-                     : "server_error";
+                     : status < 500  ? "invalid_request_error"
+                                     : "server_error";
   nlohmann::json error = {{"message", message}, {"type", type}, {"code", status}};
   error["param"] = param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param);
   return {{"error", error}};

@@ -1,18 +1,11 @@
 #pragma once
-// POST /v1/chat/completions: renders the conversation with the chat template, runs every choice
-// on the engine, and writes the OpenAI chat response, whole or as server-sent events.
-#include "http_server.h"
-#include "metrics.h"
-
-namespace httplib {
-struct Request;
-struct Response;
-}  // namespace httplib
+// POST /v1/chat/completions: renders the conversation with the chat template, then the shared
+// generation path with the chat response shape.
+#include "api_server.h"
+#include "http/exchange.h"
 
 namespace slab::server {
 
-void handle_chat_completions(const LoadedModel& loaded, const ServerOptions& options, Metrics& metrics,
-                        const httplib::Request& req,
-                             httplib::Response& res);
+void handle_chat_completions(const LoadedModel& loaded, const ServerOptions& options, Metrics& metrics, http::Exchange& exchange);
 
 }  // namespace slab::server

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "chat_request.h"
-#include "http_server.h"
+#include "api_server.h"
 
 namespace slab::server {
 

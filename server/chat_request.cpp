@@ -54,14 +54,76 @@ json validate_messages(const json& body) {
 
 }  // namespace
 
+constexpr std::string_view kTemplateFieldNames[] = {"model", "messages", "tools", "add_generation_prompt",
+                                                     "continue_final_message", "chat_template_kwargs"};
+constexpr std::string_view kChatFieldNames[] = {"logprobs", "top_logprobs", "max_completion_tokens", "tool_choice",
+                                                "parallel_tool_calls", "response_format", "store", "modalities"};
+constexpr std::string_view kTokenizeFieldNames[] = {"add_special_tokens", "return_token_strs"};
+constexpr UnsupportedField kNotYetStructured = {"", "structured output is not implemented yet"};
+
+// Fields a client may send that change nothing (their default) are accepted; any other value is
+// refused, so no request is answered as if it had been honoured.
+void check_chat_only_fields(const json& body, bool tools_given) {
+  if (const json* choice = find_field(body, "tool_choice")) {
+    const bool harmless = choice->is_string() && (*choice == "none" || (*choice == "auto" && !tools_given));
+    if (!harmless) throw ApiError(400, "'tool_choice' is not supported: tool calling is not implemented yet", "tool_choice");
+  }
+  if (find_field(body, "parallel_tool_calls") != nullptr) {
+    throw ApiError(400, "'parallel_tool_calls' is not supported: tool calling is not implemented yet", "parallel_tool_calls");
+  }
+  if (const json* format = find_field(body, "response_format")) {
+    const json* type = format->is_object() ? find_field(*format, "type") : nullptr;
+    if (type == nullptr || !type->is_string()) {
+      throw ApiError(400, "'response_format' must be an object with a 'type'", "response_format");
+    }
+    if (*type != "text") {
+      throw ApiError(400, "'response_format' of type " + type->dump() + " is not supported: only {\"type\": \"text\"} "
+                          "(structured output is not implemented yet)", "response_format");
+    }
+  }
+  if (read_bool(body, "store", false)) throw ApiError(400, "'store' is not supported: completions are not stored", "store");
+  if (const json* modalities = find_field(body, "modalities")) {
+    if (*modalities != json::array({"text"})) throw ApiError(400, "'modalities' other than [\"text\"] is not supported", "modalities");
+  }
+}
+
 ChatRequest parse_chat_request(const json& body, bool for_tokenize) {
+  if (for_tokenize) {
+    reject_unknown_fields(body, {kTemplateFieldNames, kTokenizeFieldNames});
+  } else {
+    reject_unknown_fields(body, {kTemplateFieldNames, kChatFieldNames, kSamplingFieldNames},
+                          {{"reasoning_effort", "this server has no reasoning-effort control"},
+                           {"prediction", "predicted outputs are not implemented"},
+                           {"audio", "audio output is not supported"},
+                           {"functions", "the legacy function calling is not implemented"},
+                           {"function_call", "the legacy function calling is not implemented"},
+                           {"web_search_options", "web search is not available"},
+                           {"metadata", "completions are not stored"},
+                           {"service_tier", "there is one service tier"},
+                           {"prompt_logprobs", "prompt log probabilities are not computed"},
+                           {"echo", "echoing the prompt in chat completions is not implemented"},
+                           {"chat_template", "a per-request chat template is not accepted; start the server with --chat-template"},
+                           {"guided_json", kNotYetStructured.reason},
+                           {"guided_regex", kNotYetStructured.reason},
+                           {"guided_choice", kNotYetStructured.reason},
+                           {"guided_grammar", kNotYetStructured.reason},
+                           {"structured_outputs", kNotYetStructured.reason},
+                           {"grammar", kNotYetStructured.reason},
+                           {"json_schema", kNotYetStructured.reason}});
+  }
   ChatRequest r;
   r.model = read_string(body, "model").value_or("");
   r.messages = validate_messages(body);
   if (const json* tools = find_field(body, "tools")) {
     if (!tools->is_array()) throw ApiError(400, "'tools' must be a list", "tools");
+    // /tokenize renders tools into the prompt as the template does (that honours them); chat
+    // completions would also have to parse the model's calls, which is not implemented yet.
+    if (!for_tokenize && !tools->empty()) {
+      throw ApiError(400, "'tools' is not supported: tool calling is not implemented yet", "tools");
+    }
     r.tools = *tools;
   }
+  if (!for_tokenize) check_chat_only_fields(body, !r.tools.is_null() && !r.tools.empty());
   r.add_generation_prompt = read_bool(body, "add_generation_prompt", true);
   r.continue_final_message = read_bool(body, "continue_final_message", false);
   if (r.add_generation_prompt && r.continue_final_message && find_field(body, "add_generation_prompt") != nullptr) {

@@ -28,13 +28,28 @@ std::vector<Prompt> read_prompts(const json& body) {
 
 }  // namespace
 
+constexpr std::string_view kCompletionFieldNames[] = {"model", "prompt", "logprobs", "echo"};
+
 CompletionRequest parse_completion_request(const json& body) {
+  reject_unknown_fields(body, {kCompletionFieldNames, kSamplingFieldNames},
+                        {{"suffix", "insertion (fill-in-the-middle) is not implemented"},
+                         {"prompt_logprobs", "prompt log probabilities are not computed"},
+                         {"guided_json", "structured output is not implemented yet"},
+                         {"guided_regex", "structured output is not implemented yet"},
+                         {"guided_choice", "structured output is not implemented yet"},
+                         {"guided_grammar", "structured output is not implemented yet"},
+                         {"response_format", "structured output is not implemented yet"},
+                         {"grammar", "structured output is not implemented yet"},
+                         {"json_schema", "structured output is not implemented yet"}});
   CompletionRequest r;
   r.model = read_string(body, "model").value_or("");
   r.prompts = read_prompts(body);
-  if (find_field(body, "suffix") != nullptr) throw ApiError(400, "'suffix' is not supported", "suffix");
   if (find_field(body, "logprobs") != nullptr) r.logprobs = static_cast<int>(read_integer(body, "logprobs", 0, 0, 20));
   r.echo = read_bool(body, "echo", false);
+  if (r.echo && r.logprobs) {
+    // With echo, OpenAI and vLLM also return the prompt's log probabilities, which are not computed.
+    throw ApiError(400, "'echo' together with 'logprobs' is not supported (prompt log probabilities are not computed)", "echo");
+  }
   r.sampling = parse_sampling_fields(body, {"max_tokens"});
   return r;
 }

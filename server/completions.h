@@ -1,18 +1,10 @@
 #pragma once
-// POST /v1/completions: tokenizes the prompts, runs every choice on the engine, and writes the
-// OpenAI response, whole or as server-sent events.
-#include "http_server.h"
-#include "metrics.h"
-
-namespace httplib {
-struct Request;
-struct Response;
-}  // namespace httplib
+// POST /v1/completions: text or token-id prompts (one or many), n choices each, streamed or not.
+#include "api_server.h"
+#include "http/exchange.h"
 
 namespace slab::server {
 
-void handle_completions(const LoadedModel& loaded, const ServerOptions& options, Metrics& metrics,
-                        const httplib::Request& req,
-                        httplib::Response& res);
+void handle_completions(const LoadedModel& loaded, const ServerOptions& options, Metrics& metrics, http::Exchange& exchange);
 
 }  // namespace slab::server

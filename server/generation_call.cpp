@@ -9,7 +9,6 @@
 #include <spdlog/spdlog.h>
 
 #include "api_error.h"
-#include "sse.h"
 
 namespace slab::server {
 
@@ -83,30 +82,6 @@ std::optional<GenerationCall::Event> GenerationCall::next(std::chrono::milliseco
 
 bool GenerationCall::all_finished() const {
   return std::all_of(choices_.begin(), choices_.end(), [](const ChoiceState& c) { return c.finished; });
-}
-
-void GenerationCall::wait_all() {
-  while (!all_finished()) next(std::chrono::milliseconds(1000));
-}
-
-bool GenerationCall::stream(httplib::DataSink& sink, const std::function<json(size_t, const RequestOutput&)>& delta,
-                            const std::function<json(size_t, const ChoiceState&)>& finish) {
-  while (!all_finished()) {
-    std::optional<Event> event = next(std::chrono::milliseconds(500));
-    if (!event) {
-      if (!sink.is_writable()) return false;
-      continue;
-    }
-    const ChoiceState& c = choices_[event->choice];
-    if (c.finished && c.finish_reason == FinishReason::error) {
-      send_sse(sink, error_event(c.error));
-      return false;
-    }
-    const json update = delta(event->choice, event->output);
-    if (!update.is_null() && !send_sse(sink, update)) return false;
-    if (c.finished && !send_sse(sink, finish(event->choice, c))) return false;
-  }
-  return true;
 }
 
 json GenerationCall::usage(int prompt_tokens) const {

@@ -3,7 +3,6 @@
 // Dropping the call aborts whatever is unfinished, so a client that disconnects frees its KV
 // blocks within one engine step.
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,10 +12,6 @@
 #include "engine/engine.h"
 #include "json_fields.h"
 #include "metrics.h"
-
-namespace httplib {
-class DataSink;
-}
 
 namespace slab::server {
 
@@ -52,13 +47,6 @@ class GenerationCall {
   std::optional<Event> next(std::chrono::milliseconds timeout);
 
   bool all_finished() const;
-  // Blocks until every choice has finished (non-streaming responses).
-  void wait_all();
-  // Streams until every choice has finished: `delta` builds the event for new output of a choice
-  // (null to send nothing), `finish` the closing event of a choice. Returns false when the
-  // client went away or a choice failed (an error event is then sent).
-  bool stream(httplib::DataSink& sink, const std::function<json(size_t, const RequestOutput&)>& delta,
-              const std::function<json(size_t, const ChoiceState&)>& finish);
   const std::vector<ChoiceState>& choices() const { return choices_; }
   // OpenAI usage: prompt tokens counted once per prompt, completion tokens over all choices.
   json usage(int prompt_tokens) const;

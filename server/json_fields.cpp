@@ -1,6 +1,8 @@
 #include "json_fields.h"
 
+#include <algorithm>
 #include <limits>
+#include <unordered_map>
 
 #include "api_error.h"
 
@@ -19,11 +21,122 @@ namespace {
 
 }  // namespace
 
-json parse_json_object(const std::string& body) {
-  json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
+namespace {
+
+// nlohmann's SAX interface, building an ordered_json DOM under the limits parse_json_object
+// promises.
+class BoundedJsonBuilder {
+ public:
+  using number_integer_t = json::number_integer_t;
+  using number_unsigned_t = json::number_unsigned_t;
+  using number_float_t = json::number_float_t;
+  using string_t = json::string_t;
+  using binary_t = json::binary_t;
+
+  explicit BoundedJsonBuilder(int max_depth) : max_depth_(max_depth) {}
+
+  bool null() { return add(nullptr) != nullptr; }
+  bool boolean(bool v) { return add(v) != nullptr; }
+  bool number_integer(number_integer_t v) { return add(v) != nullptr; }
+  bool number_unsigned(number_unsigned_t v) { return add(v) != nullptr; }
+  bool number_float(number_float_t v, const string_t&) { return add(v) != nullptr; }
+  bool string(string_t& v) { return add(std::move(v)) != nullptr; }
+  bool binary(binary_t& v) { return add(json::binary(std::move(v))) != nullptr; }
+
+  bool start_object(std::size_t) { return open(json::object()); }
+  bool start_array(std::size_t) { return open(json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+
+  bool key(string_t& k) {
+    Frame& f = stack_.back();
+    auto* object = f.value->get_ptr<json::object_t*>();
+    auto [it, inserted] = f.key_index.try_emplace(k, object->size());
+    if (inserted) {
+      // Straight onto the underlying vector: ordered_map's own insert scans for the key first.
+      static_cast<json::object_t::Container&>(*object).emplace_back(std::move(k), nullptr);
+      pending_ = &object->back().second;
+    } else {
+      pending_ = &(object->begin() + static_cast<std::ptrdiff_t>(it->second))->second;
+    }
+    return true;
+  }
+
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+    if (error_.empty()) error_ = std::string("the request body is not valid JSON: ") + e.what();
+    return false;
+  }
+
+  json take() { return std::move(root_); }
+  const std::string& error() const { return error_; }
+
+ private:
+  struct Frame {
+    json* value;
+    std::unordered_map<std::string, size_t> key_index;  // objects only
+  };
+
+  json* add(json&& v) {
+    if (stack_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    json& top = *stack_.back().value;
+    if (top.is_array()) {
+      top.get_ptr<json::array_t*>()->push_back(std::move(v));
+      return &top.get_ptr<json::array_t*>()->back();
+    }
+    *pending_ = std::move(v);
+    return pending_;
+  }
+
+  bool open(json&& container) {
+    if (static_cast<int>(stack_.size()) >= max_depth_) {
+      error_ = "the request body nests objects and arrays deeper than " + std::to_string(max_depth_) +
+               " levels (--max-json-depth)";
+      return false;
+    }
+    json* placed = add(std::move(container));
+    stack_.push_back(Frame{placed, {}});
+    return true;
+  }
+
+  bool close() {
+    stack_.pop_back();
+    return true;
+  }
+
+  int max_depth_;
+  json root_;
+  std::vector<Frame> stack_;
+  json* pending_ = nullptr;  // the value slot of the last key
+  std::string error_;
+};
+
+}  // namespace
+
+json parse_json_object(std::string_view body, int max_depth) {
+  BoundedJsonBuilder builder(max_depth);
+  if (!json::sax_parse(body, &builder) || !builder.error().empty()) {
+    throw ApiError(400, builder.error().empty() ? "the request body is not valid JSON" : builder.error());
+  }
+  json parsed = builder.take();
   if (!parsed.is_object()) throw ApiError(400, "the request body must be a JSON object");
   return parsed;
+}
+
+void reject_unknown_fields(const json& body, std::initializer_list<std::span<const std::string_view>> accepted,
+                           std::initializer_list<UnsupportedField> unsupported) {
+  for (const auto& [key, value] : body.items()) {
+    if (std::any_of(accepted.begin(), accepted.end(),
+                    [&](std::span<const std::string_view> names) { return std::find(names.begin(), names.end(), key) != names.end(); })) {
+      continue;
+    }
+    for (const auto& [name, reason] : unsupported) {
+      if (name == key) throw ApiError(400, "'" + key + "' is not supported: " + std::string(reason), key);
+    }
+    throw ApiError(400, "Unrecognized request argument supplied: '" + key + "'", key);
+  }
 }
 
 const json* find_field(const json& body, const char* name) {

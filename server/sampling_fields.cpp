@@ -12,7 +12,7 @@ SamplingFields parse_sampling_fields(const json& body, std::initializer_list<con
   constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
   for (const char* name : max_tokens_names) {
     if (find_field(body, name) != nullptr) {
-      f.max_tokens = static_cast<int>(read_integer(body, name, 16, 0, kIntMax));
+      f.max_tokens = static_cast<int>(read_integer(body, name, 16, 1, kIntMax));
       break;
     }
   }
@@ -26,6 +26,10 @@ SamplingFields parse_sampling_fields(const json& body, std::initializer_list<con
   f.frequency_penalty = read_number(body, "frequency_penalty", 0.0f, -2.0, 2.0);
   if (const json* bias = find_field(body, "logit_bias")) {
     if (!bias->is_object()) throw ApiError(400, "'logit_bias' must map token ids (as strings) to numbers", "logit_bias");
+    if (bias->size() > kMaxLogitBiasEntries) {
+      throw ApiError(400, "'logit_bias' may hold at most " + std::to_string(kMaxLogitBiasEntries) + " entries, got " +
+                              std::to_string(bias->size()), "logit_bias");
+    }
     for (const auto& [key, value] : bias->items()) {
       size_t used = 0;
       long long id = -1;
@@ -64,6 +68,7 @@ SamplingFields parse_sampling_fields(const json& body, std::initializer_list<con
     if (!f.stream) throw ApiError(400, "'stream_options' is only allowed when 'stream' is true", "stream_options");
     f.include_usage = read_bool(*so, "include_usage", false);
   }
+  (void)read_string(body, "user");  // an end-user id for abuse tracking: nothing to honour, but a string
   if (find_field(body, "best_of") != nullptr && read_integer(body, "best_of", 1, 1, 1) != 1) {
     throw ApiError(400, "'best_of' other than 1 is not supported", "best_of");
   }
@@ -74,13 +79,18 @@ Request make_engine_request(const SamplingFields& f, std::vector<int32_t> prompt
                             const std::vector<int32_t>& eos_token_ids, uint64_t seed, int logprobs) {
   const int prompt_len = static_cast<int>(prompt.size());
   const int room = max_model_len - prompt_len;
+  if (room <= 0) {
+    throw ApiError(400, "This model's maximum context length is " + std::to_string(max_model_len) + " tokens. However, the prompt has " +
+                            std::to_string(prompt_len) + " tokens, which leaves no room for the completion. Please reduce the length of the prompt.",
+                   "messages");
+  }
   const int max_tokens = f.max_tokens.value_or(room);
-  if (room <= 0 || max_tokens > room) {
+  if (max_tokens > room) {
     throw ApiError(400, "This model's maximum context length is " + std::to_string(max_model_len) +
                             " tokens. However, you requested " + std::to_string(static_cast<int64_t>(prompt_len) + max_tokens) +
                             " tokens (" + std::to_string(prompt_len) + " in the messages, " + std::to_string(max_tokens) +
                             " in the completion). Please reduce the length of the messages or completion.",
-                   f.max_tokens ? "max_tokens" : "messages");
+                   "max_tokens");
   }
   Request r;
   r.prompt = std::move(prompt);

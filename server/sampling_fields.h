@@ -3,6 +3,7 @@
 // vLLM's extras), and their translation into an engine Request.
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/request.h"
@@ -29,6 +30,15 @@ struct SamplingFields {
   bool stream = false;
   bool include_usage = false;
 };
+
+// The body fields parse_sampling_fields reads (every endpoint that generates accepts them).
+inline constexpr std::string_view kSamplingFieldNames[] = {
+    "max_tokens", "temperature", "top_p",      "top_k", "min_p",      "repetition_penalty", "presence_penalty",
+    "frequency_penalty", "logit_bias", "seed", "n",    "min_tokens", "ignore_eos",         "stop",
+    "stop_token_ids",    "stream",     "stream_options", "best_of", "user"};
+
+// Most entries of logit_bias accepted (OpenAI's and vLLM's limit).
+inline constexpr size_t kMaxLogitBiasEntries = 300;
 
 // `max_tokens_names` lists the accepted spellings of the length limit, first wins
 // (chat accepts max_completion_tokens and max_tokens).

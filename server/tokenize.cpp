@@ -1,7 +1,5 @@
 #include "tokenize.h"
 
-#include <httplib.h>
-
 #include "api_error.h"
 #include "chat_prompt.h"
 #include "chat_request.h"
@@ -9,8 +7,8 @@
 
 namespace slab::server {
 
-void handle_tokenize(const LoadedModel& loaded, const httplib::Request& req, httplib::Response& res) {
-  const json body = parse_json_object(req.body);
+void handle_tokenize(const LoadedModel& loaded, const ServerOptions& options, http::Exchange& exchange) {
+  const json body = parse_json_object(exchange.request().body, options.max_json_depth);
   std::vector<int32_t> ids;
   if (find_field(body, "messages") != nullptr) {
     const ChatRequest chat = parse_chat_request(body, /*for_tokenize=*/true);
@@ -18,6 +16,8 @@ void handle_tokenize(const LoadedModel& loaded, const httplib::Request& req, htt
     // false for messages.
     ids = loaded.tokenizer->encode(render_chat_prompt(loaded, chat), read_bool(body, "add_special_tokens", false));
   } else {
+    static constexpr std::string_view kPromptFields[] = {"model", "prompt", "add_special_tokens", "return_token_strs"};
+    reject_unknown_fields(body, {kPromptFields});
     const std::optional<std::string> prompt = read_string(body, "prompt");
     if (!prompt) throw ApiError(400, "'prompt' (a string) or 'messages' is required", "prompt");
     ids = loaded.tokenizer->encode(*prompt, read_bool(body, "add_special_tokens", true));
@@ -28,11 +28,13 @@ void handle_tokenize(const LoadedModel& loaded, const httplib::Request& req, htt
     for (int32_t id : ids) strs.push_back(loaded.tokenizer->id_to_piece(id));
     out["token_strs"] = strs;
   }
-  res.set_content(out.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+  exchange.respond(200, "application/json", out.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
-void handle_detokenize(const LoadedModel& loaded, const httplib::Request& req, httplib::Response& res) {
-  const json body = parse_json_object(req.body);
+void handle_detokenize(const LoadedModel& loaded, const ServerOptions& options, http::Exchange& exchange) {
+  const json body = parse_json_object(exchange.request().body, options.max_json_depth);
+  static constexpr std::string_view kFields[] = {"model", "tokens"};
+  reject_unknown_fields(body, {kFields});
   const json* tokens = find_field(body, "tokens");
   if (tokens == nullptr) throw ApiError(400, "'tokens' is required", "tokens");
   const std::vector<int32_t> ids = read_token_ids(*tokens, "tokens");
@@ -40,7 +42,7 @@ void handle_detokenize(const LoadedModel& loaded, const httplib::Request& req, h
     if (id >= loaded.tokenizer->vocab_size()) throw ApiError(400, "token id " + std::to_string(id) + " is outside the vocabulary", "tokens");
   }
   json out = {{"prompt", loaded.tokenizer->decode(ids, /*skip_special_tokens=*/false)}};
-  res.set_content(out.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+  exchange.respond(200, "application/json", out.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 }  // namespace slab::server

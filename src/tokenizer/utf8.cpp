@@ -123,4 +123,10 @@ bool ends_with_replacement_char(std::string_view text) {
   return text.size() >= 3 && text.substr(text.size() - 3) == "\xEF\xBF\xBD";
 }
 
+size_t count_code_points(std::string_view text) {
+  size_t count = 0;
+  for (char c : text) count += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return count;
+}
+
 }  // namespace slab::tok

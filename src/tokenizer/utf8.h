@@ -20,6 +20,10 @@ void append_utf8(std::string& out, char32_t cp);
 
 bool is_valid_utf8(std::string_view text);
 
+// Characters (code points) of UTF-8 text, as Python's len() counts a str; bytes that start no
+// character (continuation bytes) are not counted.
+size_t count_code_points(std::string_view text);
+
 // Replaces each maximal ill-formed subsequence with U+FFFD, as Rust's String::from_utf8_lossy
 // (and therefore Hugging Face decoding) does.
 std::string to_valid_utf8(std::string_view text);

@@ -16,12 +16,13 @@ class SlabserveProcess:
     """`slabserve serve --model MODEL_DIR ...extra` started and healthy within `timeout` seconds,
     or RuntimeError (the process is killed). stop() sends SIGTERM and waits for the exit."""
 
-    def __init__(self, binary, model_dir, *extra, timeout=60):
+    def __init__(self, binary, model_dir, *extra, timeout=60, log_path=None):
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
+        self.log = open(log_path, "w") if log_path else subprocess.DEVNULL
         self.proc = subprocess.Popen(
             [binary, "serve", "--model", model_dir, "--host", "127.0.0.1", "--port", str(self.port), *extra],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -35,6 +36,20 @@ class SlabserveProcess:
         self.proc.kill()
         raise RuntimeError("slabserve did not become healthy within %d s" % timeout)
 
-    def stop(self):
+    def stop(self, timeout=30):
+        """SIGTERM, then the exit code (the process is killed if it outlives `timeout`)."""
         self.proc.terminate()
-        self.proc.wait(timeout=30)
+        try:
+            return self.proc.wait(timeout=timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            if self.log is not subprocess.DEVNULL:
+                self.log.close()
+
+    def rss_kib(self):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0

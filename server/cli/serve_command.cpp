@@ -1,6 +1,9 @@
 // `slabserve serve`: load a model in the background while /health says 503, serve the
 // OpenAI-compatible API, and on SIGINT/SIGTERM drain (503 to new work, in-flight requests finish
 // within --shutdown-timeout, the rest are aborted) and exit 0.
+#include <malloc.h>
+#include <sys/resource.h>
+
 #include <csignal>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
@@ -11,7 +14,7 @@
 
 #include "chat/template_source.h"
 #include "commands.h"
-#include "http_server.h"
+#include "api_server.h"
 #include "load_progress.h"
 #include "placement_flags.h"
 
@@ -87,6 +90,24 @@ std::unique_ptr<server::LoadedModel> load_for_serving(const std::filesystem::pat
   return loaded;
 }
 
+// Connections cost a descriptor each; the usual soft limit of 1024 would cap them below
+// --max-connections. Raised to the hard limit, and the connection cap kept under it.
+void raise_open_files_limit(server::ServerOptions& options) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  const rlim_t usable = limit.rlim_cur > 128 ? limit.rlim_cur - 128 : 0;  // weights, logs, epoll...
+  if (static_cast<rlim_t>(options.max_connections) > usable) {
+    spdlog::warn("--max-connections {} is above what the open-files limit ({}) allows; using {}", options.max_connections,
+                 limit.rlim_cur, usable);
+    options.max_connections = static_cast<int>(usable);
+  }
+}
+
 int run_serve(ServeOptions o) {
   std::filesystem::path dir = o.model.empty() ? default_model_dir() : std::filesystem::path(o.model);
   if (dir.empty()) {
@@ -122,13 +143,24 @@ int run_serve(ServeOptions o) {
   // A client that disconnects must cost its request, never the process.
   std::signal(SIGPIPE, SIG_IGN);
 
-  server::HttpServer http(o.server);
+  raise_open_files_limit(o.server);
+  // Request bodies of megabytes come and go; with glibc's adaptive threshold they would move onto
+  // the heap after the first one and keep the process's memory high after a burst. A fixed
+  // threshold keeps them in their own mappings, returned to the system when freed.
+  ::mallopt(M_MMAP_THRESHOLD, 256 << 10);
+
+  server::ApiServer http(o.server);
+  std::string bind_error;
+  if (!http.bind(bind_error)) {
+    spdlog::error("cannot listen on {}:{}: {}", o.server.host, o.server.port, bind_error);
+    return 1;
+  }
   int exit_code = 0;
   std::thread loader([&] {
     try {
       http.set_model(load_for_serving(dir, o, *placement));
-      spdlog::info("ready on http://{}:{} ({} connection threads)", o.server.host, o.server.port,
-                   server::resolved_http_threads(o.server));
+      spdlog::info("ready on http://{}:{} ({} request workers, up to {} connections)", o.server.host, http.port(),
+                   server::resolved_http_threads(o.server), o.server.max_connections);
     } catch (const std::exception& e) {
       spdlog::error("cannot load the model: {}", e.what());
       exit_code = 1;
@@ -144,11 +176,8 @@ int run_serve(ServeOptions o) {
     }
   });
 
-  spdlog::info("slabserve {} listening on {}:{} (loading {})", SLAB_VERSION, o.server.host, o.server.port, dir.string());
-  if (!http.listen() && exit_code == 0) {
-    spdlog::error("cannot listen on {}:{}", o.server.host, o.server.port);
-    exit_code = 1;
-  }
+  spdlog::info("slabserve {} listening on {}:{} (loading {})", SLAB_VERSION, o.server.host, http.port(), dir.string());
+  http.run();
   loader.join();
   // Wake the signal thread if the server stopped for another reason (it ignores a late signal).
   pthread_kill(signal_waiter.native_handle(), SIGUSR1);
@@ -168,18 +197,37 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--host", options->server.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", options->server.port, "Port to listen on")->capture_default_str()->check(CLI::Range(1, 65535));
   cmd->add_option("--served-model-name", options->server.served_model_name, "Model name clients use (default: the folder name)");
-  cmd->add_option("--api-key", options->server.api_key, "Require this key as 'Authorization: Bearer KEY' on /v1 routes")
+  cmd->add_option("--api-key", options->server.api_key,
+                  "Require this key as 'Authorization: Bearer KEY' on every route but /health and /version")
       ->envname("SLAB_API_KEY");
   cmd->add_option("--chat-template", options->chat_template, "Jinja chat template file (overrides the model's)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--dtype", options->dtype, "Compute dtype: auto or bfloat16 (BF16 kernels where the CPU has AVX2 or AVX-512 BF16), float32 (scalar reference)")->capture_default_str();
   cmd->add_option("--http-threads", options->server.http_threads,
-                  "Connection threads; each open connection (stream, queued request, idle keep-alive) holds one "
-                  "(0: 2 x --max-num-seqs + 16, at least 64)")
+                  "Request workers; each request in progress (a stream, one waiting for the engine) holds one, idle "
+                  "and half-sent connections none (0: 2 x --max-num-seqs + 16, at least 64)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  cmd->add_option("--max-request-bytes", options->server.max_request_bytes, "Largest request body accepted (413 above)")
-      ->capture_default_str();
+  cmd->add_option("--max-request-bytes", options->server.max_request_bytes,
+                  "Largest request body accepted, whatever its framing (413 above)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--max-json-depth", options->server.max_json_depth,
+                  "Deepest nesting of objects and arrays accepted in a request body (400 above)")
+      ->capture_default_str()->check(CLI::Range(2, 1000));
+  cmd->add_option("--max-sequences-per-request", options->server.max_sequences_per_request,
+                  "Most sequences one request may create, prompts x n (400 above)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--max-connections", options->server.max_connections,
+                  "Most open connections; beyond, new ones get 503 and are closed")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--http-request-timeout", options->server.http_request_timeout_s,
+                  "Seconds a client has to send one whole request, header and body (408 after)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--http-idle-timeout", options->server.http_idle_timeout_s,
+                  "Seconds an idle keep-alive connection stays open")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_flag("--metrics-without-key", options->server.metrics_without_key,
+                "Serve /metrics without the API key (for scrapers); every other route but /health and /version needs it");
   cmd->add_option("--shutdown-timeout", options->shutdown_timeout_s,
                   "Seconds in-flight requests may finish after SIGTERM/SIGINT before they are aborted")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
