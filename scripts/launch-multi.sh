@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs several slabserve instances on one machine, each pinned to its own cores and NUMA memory,
-# behind one nginx port (DESIGN.md "Deployment"). The partition comes from the binary itself
+# behind one nginx port (docs/ARCHITECTURE.md "Deployment"). The partition comes from the binary itself
 # (`slabserve topology --json`, hwloc); this script only applies it.
 #
 #   scripts/launch-multi.sh [options] [-- serve options...]

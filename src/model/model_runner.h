@@ -1,6 +1,6 @@
 #pragma once
 // The model runner: owns the weights in the kernels' layout, the thread pool and the activation
-// workspace, and runs one forward pass over a flattened batch (DESIGN.md, "How a request flows").
+// workspace, and runs one forward pass over a flattened batch (docs/ARCHITECTURE.md, "How a request flows").
 //
 // Kernel set, chosen once at construction from cpu_features() (or forced by RunnerOptions):
 // avx512_bf16 or avx2 run the BF16 path (weights packed once into linear_bf16 panels with fused

@@ -1,5 +1,5 @@
 #pragma once
-// How to split one machine into serving instances (DESIGN.md "Deployment"): given the cores of a
+// How to split one machine into serving instances (docs/ARCHITECTURE.md "Deployment"): given the cores of a
 // topology and the operator's wishes, the cpuset, memory node(s) and reserved HTTP core of each
 // instance. Pure: no binding happens here; scripts/launch-multi.sh applies the result.
 #include <string>

@@ -1,5 +1,5 @@
 // The instance partition over hwloc synthetic topologies of the machines slabserve is deployed on:
-// which cpus, memory nodes and HTTP core each instance gets (DESIGN.md "Deployment").
+// which cpus, memory nodes and HTTP core each instance gets (docs/ARCHITECTURE.md "Deployment").
 #include <catch2/catch.hpp>
 
 #include <stdexcept>
