@@ -57,6 +57,15 @@ double tail_masses(const float* x, size_t n, float shift, float scale, const flo
   return total;
 }
 
+size_t first_at_or_above(const float* x, size_t n, float threshold, Isa isa) {
+  if (isa == Isa::avx512_bf16) return detail::first_at_or_above_avx512(x, n, threshold);
+  if (isa == Isa::avx2) return detail::first_at_or_above_avx2(x, n, threshold);
+  for (size_t i = 0; i < n; ++i) {
+    if (x[i] >= threshold) return i;
+  }
+  return n;
+}
+
 size_t indices_at_or_above(const float* x, size_t n, float threshold, int32_t* idx, Isa isa) {
   if (isa == Isa::avx512_bf16) return detail::indices_at_or_above_avx512(x, n, threshold, idx);
   if (isa == Isa::avx2) return detail::indices_at_or_above_avx2(x, n, threshold, idx);

@@ -33,6 +33,9 @@ constexpr int kMaxThresholds = 8;
 double tail_masses(const float* x, size_t n, float shift, float scale, const float* thresholds,
                    int n_thresholds, size_t* counts, double* masses, Isa isa);
 
+// The first i with x[i] >= threshold, or n when there is none (argmax: threshold = row_max).
+size_t first_at_or_above(const float* x, size_t n, float threshold, Isa isa);
+
 // Writes the indices i with x[i] >= threshold, ascending, to idx (room for n); returns how many.
 size_t indices_at_or_above(const float* x, size_t n, float threshold, int32_t* idx, Isa isa);
 

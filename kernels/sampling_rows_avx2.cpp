@@ -149,4 +149,17 @@ SLAB_AVX2 size_t indices_at_or_above_avx2(const float* x, size_t n, float thresh
   return count;
 }
 
+SLAB_AVX2 size_t first_at_or_above_avx2(const float* x, size_t n, float threshold) {
+  const __m256 vthreshold = _mm256_set1_ps(threshold);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const auto above = static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), vthreshold, _CMP_GE_OQ)));
+    if (above) return i + static_cast<size_t>(__builtin_ctz(above));
+  }
+  for (; i < n; ++i) {
+    if (x[i] >= threshold) return i;
+  }
+  return n;
+}
+
 }  // namespace slab::kern::detail

@@ -112,4 +112,14 @@ SLAB_AVX512 size_t indices_at_or_above_avx512(const float* x, size_t n, float th
   return count;
 }
 
+SLAB_AVX512 size_t first_at_or_above_avx512(const float* x, size_t n, float threshold) {
+  const __m512 vthreshold = _mm512_set1_ps(threshold);
+  for (size_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    const __mmask16 above = _mm512_mask_cmp_ps_mask(m, _mm512_maskz_loadu_ps(m, x + i), vthreshold, _CMP_GE_OQ);
+    if (above) return i + static_cast<size_t>(__builtin_ctz(above));
+  }
+  return n;
+}
+
 }  // namespace slab::kern::detail

@@ -110,10 +110,17 @@ SampledToken Sampler::sample(std::span<float> logits, std::span<const int32_t> p
     if (t >= 0 && static_cast<size_t>(t) < logits.size()) logits[static_cast<size_t>(t)] = -std::numeric_limits<float>::infinity();
   }
   apply_penalties(logits, prompt, output);
-  result.token = params_.temperature <= 0.0f || params_.top_k == 1 ? argmax(logits) : draw(logits);
+  result.token = params_.temperature <= 0.0f || params_.top_k == 1 ? greedy(logits) : draw(logits);
 
   if (log_softmax) result.logprob = (*log_softmax)(raw[static_cast<size_t>(result.token)]);
   return result;
+}
+
+// argmax() in two vector passes: the max, then its first occurrence.
+int32_t Sampler::greedy(std::span<const float> logits) const {
+  const float max = kern::row_max(logits.data(), logits.size(), selector_.isa());
+  const size_t first = kern::first_at_or_above(logits.data(), logits.size(), max, selector_.isa());
+  return first < logits.size() ? static_cast<int32_t>(first) : argmax(logits);  // NaNs: the scalar rule
 }
 
 int32_t Sampler::draw(std::span<const float> logits) {

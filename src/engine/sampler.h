@@ -48,6 +48,7 @@ class Sampler {
  private:
   void apply_penalties(std::span<float> logits, std::span<const int32_t> prompt,
                        std::span<const int32_t> output);
+  int32_t greedy(std::span<const float> logits) const;
   int32_t draw(std::span<const float> logits);
   int32_t draw_from_whole_vocab(std::span<const float> logits);
 

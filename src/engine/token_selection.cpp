@@ -53,15 +53,20 @@ const std::vector<int32_t>& TokenSelector::top_k(std::span<const float> logits, 
   };
   float threshold = kNegInf;
   indices_.resize(kChunk);
-  const size_t slack = std::max(k, kChunk);  // shrink when the buffer holds k + this many
-  for (size_t base = 0; base < n; base += kChunk) {
-    const size_t len = std::min(kChunk, n - base);
+  // A short first chunk sets a first threshold early; each shrink after that costs about as much
+  // as the k + slack values it goes through, and the threshold only rises.
+  const size_t slack = k + 256;
+  size_t base = 0;
+  size_t len = std::min({n, 4 * k + 256, kChunk});
+  while (base < n) {
     const size_t got = kern::indices_at_or_above(logits.data() + base, len, threshold, indices_.data(), isa_);
     for (size_t j = 0; j < got; ++j) top_.push_back(static_cast<int32_t>(base) + indices_[j]);
     if (top_.size() >= k + slack) {
       shrink();
       threshold = logits[static_cast<size_t>(top_[k - 1])];  // nth_element put the k-th best there
     }
+    base += len;
+    len = std::min(kChunk, n - base);
   }
   shrink();
   std::sort(top_.begin(), top_.end(), before);

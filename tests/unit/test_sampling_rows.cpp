@@ -140,7 +140,7 @@ TEST_CASE("tail masses count and weigh exactly the logits at or above each thres
   }
 }
 
-TEST_CASE("indices at or above a threshold are exactly the reference's, ascending", "[kernels][sampling_rows]") {
+TEST_CASE("indices at or above a threshold, and the first of them, are exactly the reference's", "[kernels][sampling_rows]") {
   std::mt19937 rng(13);
   for (kern::Isa isa : isas()) {
     for (size_t n : kLengths) {
@@ -155,6 +155,7 @@ TEST_CASE("indices at or above a threshold are exactly the reference's, ascendin
         std::vector<int32_t> got(n, -1);
         got.resize(kern::indices_at_or_above(x.data(), n, threshold, got.data(), isa));
         CHECK(got == want);
+        CHECK(kern::first_at_or_above(x.data(), n, threshold, isa) == (want.empty() ? n : static_cast<size_t>(want[0])));
       }
     }
   }

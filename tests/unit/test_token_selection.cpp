@@ -255,6 +255,24 @@ TEST_CASE("a draw over the whole vocabulary follows the softmax and repeats per 
   }
 }
 
+TEST_CASE("greedy picks torch.argmax's token (first of tied maxima) on every ISA", "[engine][sampler][token_selection]") {
+  std::mt19937 rng(17);
+  for (kern::Isa isa : isas()) {
+    for (size_t vocab : kVocabs) {
+      for (Shape shape : {Shape::peaked, Shape::quantised}) {
+        INFO("isa " << kern::isa_name(isa) << ", vocab " << vocab);
+        const std::vector<float> logits = make_logits(rng, vocab, shape);
+        SamplingParams greedy;
+        greedy.temperature = 0.0f;
+        Sampler sampler(greedy, isa);
+        std::vector<float> row = logits;
+        CHECK(sampler.sample(row, {}, {}).token ==
+              static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+      }
+    }
+  }
+}
+
 TEST_CASE("logprobs' top n and the chosen token's logprob match a full-sort log-softmax", "[engine][sampler][token_selection]") {
   std::mt19937 rng(3);
   for (kern::Isa isa : isas()) {
