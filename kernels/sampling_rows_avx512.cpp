@@ -1,5 +1,7 @@
 // AVX-512 forms of sampling_rows.h. Target attributes per function, as in rowwise_bf16_avx512.cpp:
-// the rest of the binary stays baseline. Tails go through masked loads, so no scalar epilogue.
+// the rest of the binary stays baseline. Full vectors use plain loads and the last partial one a
+// masked load: a masked load on every step ran the DRAM-bound index scan at a third of the speed
+// of the same loop with plain loads (Zen 5, 64 rows of 262144 logits: 0.20 vs 0.06 ms a row).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -51,11 +53,17 @@ SLAB_AVX512 double sum_exp_avx512(const float* x, size_t n, float shift, float s
   for (size_t block = 0; block < n; block += kSumBlock) {
     const size_t end = std::min(n, block + kSumBlock);
     __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-    for (size_t i = block; i < end; i += 16) {
+    size_t i = block;
+    for (; i + 16 <= end; i += 16) {
+      const __m512 term = exp_avx512(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vshift), vscale));
+      if (out) _mm512_storeu_ps(out + i, term);
+      acc[(i >> 4) & 1] = _mm512_add_ps(acc[(i >> 4) & 1], term);
+    }
+    if (i < end) {
       const __mmask16 m = tail_mask(end - i);
       const __m512 term = shifted_exp(m, _mm512_maskz_loadu_ps(m, x + i), vshift, vscale);
       if (out) _mm512_mask_storeu_ps(out + i, m, term);
-      acc[(i >> 4) & 1] = _mm512_add_ps(acc[(i >> 4) & 1], term);
+      acc[0] = _mm512_add_ps(acc[0], term);
     }
     total += _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]));
   }
@@ -79,8 +87,9 @@ SLAB_AVX512 double tail_masses_avx512(const float* x, size_t n, float shift, flo
     __m512 acc[kMaxThresholds];
     for (int j = 0; j < n_thresholds; ++j) acc[j] = _mm512_setzero_ps();
     for (size_t i = block; i < end; i += 16) {
-      const __mmask16 m = tail_mask(end - i);
-      const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+      const bool full = i + 16 <= end;
+      const __mmask16 m = full ? static_cast<__mmask16>(0xffff) : tail_mask(end - i);
+      const __m512 v = full ? _mm512_loadu_ps(x + i) : _mm512_maskz_loadu_ps(m, x + i);
       const __m512 term = shifted_exp(m, v, vshift, vscale);
       acc_all = _mm512_add_ps(acc_all, term);
       for (int j = 0; j < n_thresholds; ++j) {
@@ -97,24 +106,41 @@ SLAB_AVX512 double tail_masses_avx512(const float* x, size_t n, float shift, flo
 
 SLAB_AVX512 size_t indices_at_or_above_avx512(const float* x, size_t n, float threshold, int32_t* idx) {
   const __m512 vthreshold = _mm512_set1_ps(threshold);
-  const __m512i step = _mm512_set1_epi32(16);
-  __m512i index = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   size_t count = 0;
-  for (size_t i = 0; i < n; i += 16) {
+  auto append = [&](__mmask16 above, size_t base) SLAB_AVX512 {
+    _mm512_mask_compressstoreu_epi32(idx + count, above, _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(base))));
+    count += static_cast<size_t>(__builtin_popcount(above));
+  };
+  size_t i = 0;
+  for (; i + 64 <= n; i += 64) {  // usually nothing passes: the threshold keeps a few of 100k+
+    __mmask16 above[4];
+    for (int j = 0; j < 4; ++j) above[j] = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i + 16 * j), vthreshold, _CMP_GE_OQ);
+    if ((above[0] | above[1] | above[2] | above[3]) == 0) continue;
+    for (int j = 0; j < 4; ++j) {
+      if (above[j]) append(above[j], i + 16 * static_cast<size_t>(j));
+    }
+  }
+  for (; i < n; i += 16) {
     const __mmask16 m = tail_mask(n - i);
     const __mmask16 above = _mm512_mask_cmp_ps_mask(m, _mm512_maskz_loadu_ps(m, x + i), vthreshold, _CMP_GE_OQ);
-    if (above) {  // usually none: the threshold keeps a few hundred of 100k+
-      _mm512_mask_compressstoreu_epi32(idx + count, above, index);
-      count += static_cast<size_t>(__builtin_popcount(above));
-    }
-    index = _mm512_add_epi32(index, step);
+    if (above) append(above, i);
   }
   return count;
 }
 
 SLAB_AVX512 size_t first_at_or_above_avx512(const float* x, size_t n, float threshold) {
   const __m512 vthreshold = _mm512_set1_ps(threshold);
-  for (size_t i = 0; i < n; i += 16) {
+  size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    __mmask16 above[4];
+    for (int j = 0; j < 4; ++j) above[j] = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i + 16 * j), vthreshold, _CMP_GE_OQ);
+    if ((above[0] | above[1] | above[2] | above[3]) == 0) continue;
+    for (int j = 0; j < 4; ++j) {
+      if (above[j]) return i + 16 * static_cast<size_t>(j) + static_cast<size_t>(__builtin_ctz(above[j]));
+    }
+  }
+  for (; i < n; i += 16) {
     const __mmask16 m = tail_mask(n - i);
     const __mmask16 above = _mm512_mask_cmp_ps_mask(m, _mm512_maskz_loadu_ps(m, x + i), vthreshold, _CMP_GE_OQ);
     if (above) return i + static_cast<size_t>(__builtin_ctz(above));

@@ -47,6 +47,7 @@ class TokenSelector {
   std::vector<int32_t> top_;      // top_k's result
   std::vector<int32_t> indices_;  // scratch: one chunk's indices at or above a threshold
   DrawCandidates candidates_;
+  std::vector<uint64_t> radix_a_, radix_b_;  // scratch: (key, id) pairs of the survivors' sort
 };
 
 }  // namespace slab
