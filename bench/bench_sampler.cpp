@@ -7,10 +7,13 @@
 // logits row once at the single-thread read bandwidth measured in the same run.
 //
 // Logits: N(0, 2) over the vocabulary plus 32 "head" tokens 2..8 above the rest, the shape of
-// an LM's output (a few likely tokens, a long tail). Each row of a batch has its own Sampler
-// and its own logits, all rows distinct, so batch 64 of 262144 streams 64 MiB per step.
+// an LM's output (a few likely tokens, a long tail); --flat leaves the head out, so top-p's
+// nucleus holds ~20% of the vocabulary (the worst case for sorting survivors). Each row of a
+// batch has its own Sampler and its own logits, all rows distinct, so batch 64 of 262144 streams
+// 64 MiB per step; the full-sort sampler goes over the same rows.
 //
-// Usage: bench_sampler [--quick] [--reps N] [--isa scalar|avx2] [--vocab 32000,...] [--batch 1,16]
+// Usage: bench_sampler [--quick] [--flat] [--reps N] [--isa scalar|avx2] [--vocab 32000,...]
+//                      [--batch 1,16,64]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -117,11 +120,12 @@ class FullSortSampler {
   std::mt19937_64 rng_;
 };
 
-std::vector<float> make_logits(size_t vocab, uint64_t seed) {
+std::vector<float> make_logits(size_t vocab, uint64_t seed, bool flat) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> tail(0.0f, 2.0f);
   std::vector<float> v(vocab);
   for (float& x : v) x = tail(rng);
+  if (flat) return v;
   const float top = *std::max_element(v.begin(), v.end());
   std::uniform_real_distribution<float> head(2.0f, 8.0f);
   for (int i = 0; i < 32; ++i) v[rng() % vocab] = top + head(rng);
@@ -160,7 +164,7 @@ std::vector<size_t> parse_list(const char* p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
+  bool quick = false, flat = false;
   int reps = 7;
   std::string isa_arg;
   std::vector<size_t> vocabs = {32000, 128256, 151936, 262144};
@@ -170,6 +174,8 @@ int main(int argc, char** argv) {
     if (arg == "--quick") {
       quick = true;
       reps = 3;
+    } else if (arg == "--flat") {
+      flat = true;
     } else if (arg == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--isa" && i + 1 < argc) {
@@ -179,7 +185,7 @@ int main(int argc, char** argv) {
     } else if (arg == "--batch" && i + 1 < argc) {
       batches = parse_list(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--reps N] [--isa scalar|avx2] [--vocab 32000,...] [--batch 1,16,64]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--flat] [--reps N] [--isa scalar|avx2] [--vocab 32000,...] [--batch 1,16,64]\n", argv[0]);
       return 2;
     }
   }
@@ -198,9 +204,10 @@ int main(int argc, char** argv) {
   std::printf("sampling kernel isa: %s; one thread\n", kern::isa_name(isa));
   std::printf("read bandwidth (1 thread, %zu MB): %.1f GB/s  [min %.1f, max %.1f]\n\n", (8 * l3) >> 20,
               bw.median, bw.min, bw.max);
+  std::printf("logits: %s\n", flat ? "flat, N(0, 2)" : "N(0, 2) and 32 head tokens 2..8 above");
   std::printf("ms per token, medians of %d repetitions (cpu: from the thread's CPU time). 'sort' = the\n"
-              "full-sort sampler on the same rows (at most 8 rows per batch); 'bound' = reading the\n"
-              "row's logits once at the bandwidth above.\n\n", reps);
+              "full-sort sampler on the same rows (median of %d); 'bound' = reading the row's logits\n"
+              "once at the bandwidth above.\n\n", reps, quick ? 1 : 2);
   std::printf("%-7s %5s %-17s %9s %9s %9s %9s %8s %8s\n", "vocab", "batch", "mode", "ms", "cpu ms",
               "sort ms", "sort cpu", "x faster", "bound ms");
   double sink = 0.0;
@@ -208,7 +215,7 @@ int main(int argc, char** argv) {
     const double bound_ms = 4.0 * static_cast<double>(vocab) / (bw.median * 1e9) * 1e3;
     for (size_t batch : batches) {
       std::vector<std::vector<float>> rows(batch);
-      for (size_t r = 0; r < batch; ++r) rows[r] = make_logits(vocab, 1000 * vocab + r);
+      for (size_t r = 0; r < batch; ++r) rows[r] = make_logits(vocab, 1000 * vocab + r, flat);
       for (const Mode& mode : kModes) {
         SamplingParams p;
         p.temperature = mode.temperature;
@@ -223,7 +230,7 @@ int main(int argc, char** argv) {
           sink += samplers[r].sample(rows[r], {}, {}).token;
         });
         FullSortSampler old(mode);
-        const Timing sorted = time_rows(std::min<size_t>(batch, 8), quick ? 1 : 3, [&](size_t r) {
+        const Timing sorted = time_rows(batch, quick ? 1 : 2, [&](size_t r) {
           sink += old.sample(rows[r]);
         });
         sink += old.sink_;
