@@ -27,6 +27,17 @@ constexpr size_t kWalkBlock = 512;
 
 static_assert(kWalkBlock % 16 == 0);
 
+// Vocabulary-sized scratch per thread, not per Sampler (one per sequence): the model's logits
+// when processing changes them, and a whole-vocabulary draw's weights.
+std::vector<float>& raw_logits_scratch() {
+  thread_local std::vector<float> v;
+  return v;
+}
+std::vector<float>& weights_scratch() {
+  thread_local std::vector<float> v;
+  return v;
+}
+
 float block_sum(const float* w) {
   float lanes[16] = {};  // independent lanes: the compiler vectorises without reassociating
   for (size_t i = 0; i < kWalkBlock; i += 16) {
@@ -92,8 +103,8 @@ SampledToken Sampler::sample(std::span<float> logits, std::span<const int32_t> p
                            params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
                            params_.frequency_penalty != 0.0f;
     if (processed) {
-      raw_logits_.assign(logits.begin(), logits.end());
-      raw = raw_logits_;
+      raw_logits_scratch().assign(logits.begin(), logits.end());
+      raw = raw_logits_scratch();
     }
     log_softmax.emplace(raw, isa);
     if (params_.logprobs > 0) {
@@ -134,21 +145,22 @@ int32_t Sampler::draw(std::span<const float> logits) {
 // rank order, with no sort); the weights come from one vectorised exp pass.
 int32_t Sampler::draw_from_whole_vocab(std::span<const float> logits) {
   const size_t n = logits.size();
-  weights_.resize(n);
+  std::vector<float>& weights = weights_scratch();
+  weights.resize(n);
   const float max = kern::row_max(logits.data(), n, selector_.isa());
-  const double total = kern::sum_exp(logits.data(), n, max, 1.0f / params_.temperature, weights_.data(), selector_.isa());
+  const double total = kern::sum_exp(logits.data(), n, max, 1.0f / params_.temperature, weights.data(), selector_.isa());
   const double target = std::generate_canonical<double, 53>(rng_) * total;
   double cumulative = 0.0;
   size_t block = 0;
   for (; block + kWalkBlock < n; block += kWalkBlock) {
-    const double next = cumulative + block_sum(weights_.data() + block);
+    const double next = cumulative + block_sum(weights.data() + block);
     if (next > target) break;
     cumulative = next;
   }
   size_t last_positive = block;
   for (size_t i = block; i < n; ++i) {
-    if (weights_[i] <= 0.0f) continue;
-    cumulative += weights_[i];
+    if (weights[i] <= 0.0f) continue;
+    cumulative += weights[i];
     last_positive = i;
     if (cumulative > target) return static_cast<int32_t>(i);
   }

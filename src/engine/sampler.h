@@ -56,8 +56,6 @@ class Sampler {
   std::mt19937_64 rng_;
   std::vector<int32_t> counts_;  // scratch: occurrences per token in the output
   TokenSelector selector_;
-  std::vector<float> raw_logits_;  // scratch: the model's logits, kept when processing changes them
-  std::vector<float> weights_;     // scratch: a whole-vocabulary draw's weights
 };
 
 // Index of the largest logit; ties go to the lowest index, as torch.argmax does.

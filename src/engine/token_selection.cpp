@@ -74,6 +74,18 @@ void radix_sort_rank_order(std::vector<int32_t>& ids, const float* logits, std::
   for (size_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>(a[i] & 0xffffffffu);
 }
 
+struct Scratch {
+  std::vector<int32_t> top;      // top_k's result
+  std::vector<int32_t> indices;  // indices at or above a threshold
+  DrawCandidates candidates;
+  std::vector<uint64_t> radix_a, radix_b;  // (key, id) pairs of the survivors' sort
+};
+
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
 }  // namespace
 
 kern::Isa best_sampling_isa() {
@@ -86,35 +98,37 @@ kern::Isa best_sampling_isa() {
 const std::vector<int32_t>& TokenSelector::top_k(std::span<const float> logits, size_t k) {
   const size_t n = logits.size();
   k = std::min(k, n);
-  top_.clear();
-  if (k == 0) return top_;
+  std::vector<int32_t>& top = scratch().top;
+  std::vector<int32_t>& indices = scratch().indices;
+  top.clear();
+  if (k == 0) return top;
   const RankOrder before{logits.data()};
   // Keep the best k of everything seen so far; logits below the k-th best cannot enter.
   auto shrink = [&] {
-    if (top_.size() <= k) return;
-    std::nth_element(top_.begin(), top_.begin() + static_cast<std::ptrdiff_t>(k - 1), top_.end(), before);
-    top_.resize(k);
+    if (top.size() <= k) return;
+    std::nth_element(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(k - 1), top.end(), before);
+    top.resize(k);
   };
   float threshold = kNegInf;
-  indices_.resize(kChunk);
+  indices.resize(std::max(indices.size(), kChunk));
   // A short first chunk sets a first threshold early; each shrink after that costs about as much
   // as the k + slack values it goes through, and the threshold only rises.
   const size_t slack = k + 256;
   size_t base = 0;
   size_t len = std::min({n, 4 * k + 256, kChunk});
   while (base < n) {
-    const size_t got = kern::indices_at_or_above(logits.data() + base, len, threshold, indices_.data(), isa_);
-    for (size_t j = 0; j < got; ++j) top_.push_back(static_cast<int32_t>(base) + indices_[j]);
-    if (top_.size() >= k + slack) {
+    const size_t got = kern::indices_at_or_above(logits.data() + base, len, threshold, indices.data(), isa_);
+    for (size_t j = 0; j < got; ++j) top.push_back(static_cast<int32_t>(base) + indices[j]);
+    if (top.size() >= k + slack) {
       shrink();
-      threshold = logits[static_cast<size_t>(top_[k - 1])];  // nth_element put the k-th best there
+      threshold = logits[static_cast<size_t>(top[k - 1])];  // nth_element put the k-th best there
     }
     base += len;
     len = std::min(kChunk, n - base);
   }
   shrink();
-  std::sort(top_.begin(), top_.end(), before);
-  return top_;
+  std::sort(top.begin(), top.end(), before);
+  return top;
 }
 
 float TokenSelector::nucleus_threshold(std::span<const float> logits, float max, float temperature,
@@ -155,7 +169,7 @@ float TokenSelector::nucleus_threshold(std::span<const float> logits, float max,
 
 const DrawCandidates& TokenSelector::candidates(std::span<const float> logits, float temperature,
                                                 int top_k, float top_p, float min_p) {
-  DrawCandidates& c = candidates_;
+  DrawCandidates& c = scratch().candidates;
   c.whole_vocab = false;
   c.tokens.clear();
   c.weights.clear();
@@ -181,13 +195,14 @@ const DrawCandidates& TokenSelector::candidates(std::span<const float> logits, f
     if (top_p < 1.0f && max > kNegInf) {
       threshold = std::max(threshold, nucleus_threshold(logits, max, temperature, top_p, &total));
     }
-    indices_.resize(n);
-    const size_t got = kern::indices_at_or_above(logits.data(), n, threshold, indices_.data(), isa_);
-    c.tokens.assign(indices_.begin(), indices_.begin() + static_cast<std::ptrdiff_t>(got));
+    std::vector<int32_t>& indices = scratch().indices;
+    indices.resize(std::max(indices.size(), n));
+    const size_t got = kern::indices_at_or_above(logits.data(), n, threshold, indices.data(), isa_);
+    c.tokens.assign(indices.begin(), indices.begin() + static_cast<std::ptrdiff_t>(got));
     if (got < kRadixSortFrom) {
       std::sort(c.tokens.begin(), c.tokens.end(), RankOrder{logits.data()});
     } else {
-      radix_sort_rank_order(c.tokens, logits.data(), radix_a_, radix_b_);
+      radix_sort_rank_order(c.tokens, logits.data(), scratch().radix_a, scratch().radix_b);
     }
   }
   if (!(max > kNegInf)) {  // every token banned: nothing to weigh; the first one stands in

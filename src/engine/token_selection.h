@@ -23,6 +23,9 @@ struct DrawCandidates {
   std::vector<double> weights;   // their draw weights, proportional to their probabilities
 };
 
+// Results (top_k's list, candidates) live in per-thread scratch shared by every selector on the
+// thread, valid until that thread's next call: each sequence owns a Sampler, and vocabulary-sized
+// buffers per sequence would pin ~1 GB at 256 sequences of a 262k vocabulary.
 class TokenSelector {
  public:
   explicit TokenSelector(kern::Isa isa) : isa_(isa) {}
@@ -44,10 +47,6 @@ class TokenSelector {
                           double* total);
 
   kern::Isa isa_;
-  std::vector<int32_t> top_;      // top_k's result
-  std::vector<int32_t> indices_;  // scratch: one chunk's indices at or above a threshold
-  DrawCandidates candidates_;
-  std::vector<uint64_t> radix_a_, radix_b_;  // scratch: (key, id) pairs of the survivors' sort
 };
 
 }  // namespace slab
