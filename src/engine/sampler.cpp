@@ -157,14 +157,13 @@ int32_t Sampler::draw_from_whole_vocab(std::span<const float> logits) {
     if (next > target) break;
     cumulative = next;
   }
-  size_t last_positive = block;
   for (size_t i = block; i < n; ++i) {
-    if (weights[i] <= 0.0f) continue;
     cumulative += weights[i];
-    last_positive = i;
-    if (cumulative > target) return static_cast<int32_t>(i);
+    if (cumulative > target && weights[i] > 0.0f) return static_cast<int32_t>(i);
   }
-  return static_cast<int32_t>(last_positive);  // rounding left the target just past the end
+  // Rounding left the target just past the end (block sums are float): the top token, which
+  // surely has weight.
+  return greedy(logits);
 }
 
 }  // namespace slab
