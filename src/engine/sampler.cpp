@@ -3,28 +3,54 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
 #include <optional>
+
+#include "kernels/sampling_rows.h"
 
 namespace slab {
 namespace {
 
-// log_softmax of one logit, given the row's max and log-sum-exp.
+// log_softmax of one logit, given the row's max and log-sum-exp (one max pass, one exp pass).
 struct LogSoftmax {
   float max = 0.0f;
   double log_total = 0.0;
-  explicit LogSoftmax(std::span<const float> logits) {
-    max = *std::max_element(logits.begin(), logits.end());
-    double total = 0.0;
-    for (float l : logits) total += std::exp(static_cast<double>(l - max));
-    log_total = std::log(total);
+  LogSoftmax(std::span<const float> logits, kern::Isa isa) {
+    max = kern::row_max(logits.data(), logits.size(), isa);
+    log_total = std::log(kern::sum_exp(logits.data(), logits.size(), max, 1.0f, nullptr, isa));
   }
   float operator()(float logit) const { return static_cast<float>(logit - max - log_total); }
 };
 
+// Logits per partial sum of the whole-vocabulary draw's walk: the walk adds whole blocks until
+// the one holding the target, then steps through that block alone.
+constexpr size_t kWalkBlock = 512;
+
+static_assert(kWalkBlock % 16 == 0);
+
+// Vocabulary-sized scratch per thread, not per Sampler (one per sequence): the model's logits
+// when processing changes them, and a whole-vocabulary draw's weights.
+std::vector<float>& raw_logits_scratch() {
+  thread_local std::vector<float> v;
+  return v;
+}
+std::vector<float>& weights_scratch() {
+  thread_local std::vector<float> v;
+  return v;
+}
+
+float block_sum(const float* w) {
+  float lanes[16] = {};  // independent lanes: the compiler vectorises without reassociating
+  for (size_t i = 0; i < kWalkBlock; i += 16) {
+    for (size_t j = 0; j < 16; ++j) lanes[j] += w[i + j];
+  }
+  float sum = 0.0f;
+  for (float l : lanes) sum += l;
+  return sum;
+}
+
 }  // namespace
 
-Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
+Sampler::Sampler(const SamplingParams& params, kern::Isa isa) : params_(params), rng_(params.seed), selector_(isa) {}
 
 int32_t argmax(std::span<const float> logits) {
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
@@ -66,12 +92,26 @@ void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> 
 SampledToken Sampler::sample(std::span<float> logits, std::span<const int32_t> prompt,
                              std::span<const int32_t> output, std::span<const int32_t> banned) {
   SampledToken result;
-  // Log probabilities are reported from the model's own distribution, before any processing.
-  std::optional<LogSoftmax> raw;
-  std::vector<float> raw_logits;
+  const kern::Isa isa = selector_.isa();
+  // Log probabilities are reported from the model's own distribution, before any processing:
+  // the top n and the normaliser now, the chosen token's raw logit afterwards (from a copy only
+  // when processing will change the row).
+  std::span<const float> raw = logits;
+  std::optional<LogSoftmax> log_softmax;
   if (params_.logprobs >= 0) {
-    raw.emplace(logits);
-    raw_logits.assign(logits.begin(), logits.end());
+    const bool processed = !params_.logit_bias.empty() || !banned.empty() ||
+                           params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
+                           params_.frequency_penalty != 0.0f;
+    if (processed) {
+      raw_logits_scratch().assign(logits.begin(), logits.end());
+      raw = raw_logits_scratch();
+    }
+    log_softmax.emplace(raw, isa);
+    if (params_.logprobs > 0) {
+      for (int32_t t : selector_.top_k(raw, static_cast<size_t>(params_.logprobs))) {
+        result.top.emplace_back(t, (*log_softmax)(raw[static_cast<size_t>(t)]));
+      }
+    }
   }
 
   for (const auto& [token, bias] : params_.logit_bias) {
@@ -81,60 +121,49 @@ SampledToken Sampler::sample(std::span<float> logits, std::span<const int32_t> p
     if (t >= 0 && static_cast<size_t>(t) < logits.size()) logits[static_cast<size_t>(t)] = -std::numeric_limits<float>::infinity();
   }
   apply_penalties(logits, prompt, output);
-  result.token = params_.temperature <= 0.0f || params_.top_k == 1 ? argmax(logits) : draw(logits);
+  result.token = params_.temperature <= 0.0f || params_.top_k == 1 ? greedy(logits) : draw(logits);
 
-  if (raw) {
-    result.logprob = (*raw)(raw_logits[static_cast<size_t>(result.token)]);
-    if (params_.logprobs > 0) {
-      const size_t n = std::min(static_cast<size_t>(params_.logprobs), raw_logits.size());
-      std::vector<int32_t> order(raw_logits.size());
-      std::iota(order.begin(), order.end(), 0);
-      std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(),
-                        [&](int32_t a, int32_t b) { return raw_logits[a] > raw_logits[b]; });
-      for (size_t i = 0; i < n; ++i) result.top.emplace_back(order[i], (*raw)(raw_logits[order[i]]));
-    }
-  }
+  if (log_softmax) result.logprob = (*log_softmax)(raw[static_cast<size_t>(result.token)]);
   return result;
 }
 
+// argmax() in two vector passes: the max, then its first occurrence.
+int32_t Sampler::greedy(std::span<const float> logits) const {
+  const float max = kern::row_max(logits.data(), logits.size(), selector_.isa());
+  const size_t first = kern::first_at_or_above(logits.data(), logits.size(), max, selector_.isa());
+  return first < logits.size() ? static_cast<int32_t>(first) : argmax(logits);  // NaNs: the scalar rule
+}
+
 int32_t Sampler::draw(std::span<const float> logits) {
-  // Softmax at temperature over the candidates, sorted by probability.
-  std::vector<int32_t> order(logits.size());
-  std::iota(order.begin(), order.end(), 0);
-  size_t keep = order.size();
-  if (params_.top_k > 0) keep = std::min(keep, static_cast<size_t>(params_.top_k));
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(),
-                    [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
-  order.resize(keep);
+  const DrawCandidates& c = selector_.candidates(logits, params_.temperature, params_.top_k, params_.top_p, params_.min_p);
+  if (c.whole_vocab) return draw_from_whole_vocab(logits);
+  std::discrete_distribution<size_t> pick(c.weights.begin(), c.weights.end());
+  return c.tokens[pick(rng_)];
+}
 
-  const float max_logit = logits[order[0]];
-  std::vector<double> probs(keep);
-  double total = 0.0;
-  for (size_t i = 0; i < keep; ++i) {
-    probs[i] = std::exp(static_cast<double>(logits[order[i]] - max_logit) / params_.temperature);
-    total += probs[i];
+// No filter: the inverse CDF over the vocabulary in token-id order (the same distribution as in
+// rank order, with no sort); the weights come from one vectorised exp pass.
+int32_t Sampler::draw_from_whole_vocab(std::span<const float> logits) {
+  const size_t n = logits.size();
+  std::vector<float>& weights = weights_scratch();
+  weights.resize(n);
+  const float max = kern::row_max(logits.data(), n, selector_.isa());
+  const double total = kern::sum_exp(logits.data(), n, max, 1.0f / params_.temperature, weights.data(), selector_.isa());
+  const double target = std::generate_canonical<double, 53>(rng_) * total;
+  double cumulative = 0.0;
+  size_t block = 0;
+  for (; block + kWalkBlock < n; block += kWalkBlock) {
+    const double next = cumulative + block_sum(weights.data() + block);
+    if (next > target) break;
+    cumulative = next;
   }
-  for (double& p : probs) p /= total;
-
-  // min_p: drop tokens below min_p times the top probability; top_p: smallest nucleus reaching it.
-  size_t cut = keep;
-  if (params_.min_p > 0.0f) {
-    const double floor = params_.min_p * probs[0];
-    cut = static_cast<size_t>(std::find_if(probs.begin(), probs.end(), [&](double p) { return p < floor; }) - probs.begin());
-    cut = std::max<size_t>(cut, 1);
+  for (size_t i = block; i < n; ++i) {
+    cumulative += weights[i];
+    if (cumulative > target && weights[i] > 0.0f) return static_cast<int32_t>(i);
   }
-  if (params_.top_p < 1.0f) {
-    double cumulative = 0.0;
-    for (size_t i = 0; i < cut; ++i) {
-      cumulative += probs[i];
-      if (cumulative >= params_.top_p) {
-        cut = i + 1;
-        break;
-      }
-    }
-  }
-  std::discrete_distribution<size_t> pick(probs.begin(), probs.begin() + static_cast<std::ptrdiff_t>(cut));
-  return order[pick(rng_)];
+  // Rounding left the target just past the end (block sums are float): the top token, which
+  // surely has weight.
+  return greedy(logits);
 }
 
 }  // namespace slab

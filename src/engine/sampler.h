@@ -2,12 +2,15 @@
 // Picks the next token of one sequence from its row of logits, under the request's sampling
 // parameters, in vLLM's order: logit bias and min_tokens suppression, repetition/presence/
 // frequency penalties, temperature, top-k, top-p, min-p. Each sequence owns its Sampler, so a
-// seeded request draws the same tokens whatever else is in the batch.
+// seeded request draws the same tokens whatever else is in the batch. No step sorts the
+// vocabulary (engine/token_selection.h finds the few tokens that matter).
 #include <cstdint>
 #include <random>
 #include <span>
 #include <utility>
 #include <vector>
+
+#include "engine/token_selection.h"
 
 namespace slab {
 
@@ -32,7 +35,8 @@ struct SampledToken {
 
 class Sampler {
  public:
-  explicit Sampler(const SamplingParams& params);
+  // isa: which sampling row kernels run (tests pin each one).
+  explicit Sampler(const SamplingParams& params, kern::Isa isa = best_sampling_isa());
 
   // `prompt` and `output` are the sequence's tokens so far (for penalties); `banned` tokens
   // (stop tokens under min_tokens) get no probability. Logits are modified in place.
@@ -44,11 +48,14 @@ class Sampler {
  private:
   void apply_penalties(std::span<float> logits, std::span<const int32_t> prompt,
                        std::span<const int32_t> output);
+  int32_t greedy(std::span<const float> logits) const;
   int32_t draw(std::span<const float> logits);
+  int32_t draw_from_whole_vocab(std::span<const float> logits);
 
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::vector<int32_t> counts_;  // scratch: occurrences per token in the output
+  TokenSelector selector_;
 };
 
 // Index of the largest logit; ties go to the lowest index, as torch.argmax does.
