@@ -14,8 +14,8 @@ std::string render_chat_prompt(const LoadedModel& loaded, const ChatRequest& req
   const json special_tokens = {{"bos_token", loaded.tokenizer->bos_token()}, {"eos_token", loaded.tokenizer->eos_token()}};
   std::string text;
   try {
-    text = chat::render_chat(*loaded.chat_template, request.messages, request.tools, request.add_generation_prompt,
-                             special_tokens, request.chat_template_kwargs, std::time(nullptr));
+    text = chat::render_chat_request(*loaded.chat_template, request.messages, request.tools, request.add_generation_prompt,
+                                     special_tokens, request.chat_template_kwargs, std::time(nullptr));
   } catch (const chat::TemplateError& e) {
     throw ApiError(400, std::string("chat template error: ") + e.what(), "messages");
   }

@@ -45,12 +45,11 @@ nlohmann::ordered_json alias_reasoning(const nlohmann::ordered_json& message) {
   return out;
 }
 
-}  // namespace
-
-std::string render_chat(const ChatTemplate& tmpl, const nlohmann::ordered_json& messages,
-                        const nlohmann::ordered_json& tools, bool add_generation_prompt,
-                        const nlohmann::ordered_json& special_tokens, const nlohmann::ordered_json& kwargs,
-                        std::time_t now) {
+// The template's variables as render_chat describes them; `tools` is left out when !with_tools.
+nlohmann::ordered_json chat_context(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                    bool with_tools, bool add_generation_prompt,
+                                    const nlohmann::ordered_json& special_tokens,
+                                    const nlohmann::ordered_json& kwargs) {
   nlohmann::ordered_json context = nlohmann::ordered_json::object();
   if (special_tokens.is_object())
     for (const auto& [k, v] : special_tokens.items())
@@ -69,10 +68,38 @@ std::string render_chat(const ChatTemplate& tmpl, const nlohmann::ordered_json& 
     }
   }
   context["messages"] = std::move(chat);
-  context["tools"] = tools;
+  if (with_tools) context["tools"] = tools;
+  else context.erase("tools");  // a kwarg of that name must not stand in for it either
   context["documents"] = nullptr;
   context["add_generation_prompt"] = add_generation_prompt;
-  return tmpl.render(context, now);
+  return context;
+}
+
+}  // namespace
+
+std::string render_chat(const ChatTemplate& tmpl, const nlohmann::ordered_json& messages,
+                        const nlohmann::ordered_json& tools, bool add_generation_prompt,
+                        const nlohmann::ordered_json& special_tokens, const nlohmann::ordered_json& kwargs,
+                        std::time_t now) {
+  return tmpl.render(chat_context(messages, tools, true, add_generation_prompt, special_tokens, kwargs), now);
+}
+
+std::string render_chat_request(const ChatTemplate& tmpl, const nlohmann::ordered_json& messages,
+                                const nlohmann::ordered_json& tools, bool add_generation_prompt,
+                                const nlohmann::ordered_json& special_tokens,
+                                const nlohmann::ordered_json& kwargs, std::time_t now) {
+  try {
+    return render_chat(tmpl, messages, tools, add_generation_prompt, special_tokens, kwargs, now);
+  } catch (const TemplateRaisedError&) {
+    throw;
+  } catch (const TemplateError&) {
+    if (!tools.is_null()) throw;
+    try {
+      return tmpl.render(chat_context(messages, tools, false, add_generation_prompt, special_tokens, kwargs), now);
+    } catch (const TemplateError&) {
+    }
+    throw;  // the first error: the one transformers would report
+  }
 }
 
 }  // namespace slab::chat

@@ -89,6 +89,10 @@ class ArgReader {
   std::int64_t get_int(std::size_t index, std::int64_t fallback) const;
   bool get_bool(std::size_t index, bool fallback) const;
   std::string get_string(std::size_t index, const std::string& fallback) const;
+  // Arguments of Python's own str methods, which convert nothing: an integer where None is
+  // refused too, and a str (where allow_none, None means the fallback).
+  std::int64_t get_strict_int(std::size_t index, std::int64_t fallback) const;
+  std::string get_strict_string(std::size_t index, const std::string& fallback, bool allow_none = false) const;
 
  private:
   std::string function_;

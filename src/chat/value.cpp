@@ -147,6 +147,7 @@ std::string repr(const Value& v) {
       }
       return out + "}";
     }
+    case Value::Kind::Undefined: return "Undefined";  // repr(jinja2.Undefined()); str() of it is ""
     default: return to_str(v);
   }
 }
