@@ -4,6 +4,9 @@
 #include "chat/evaluator.h"
 
 #include <exception>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace slab::chat {
 
@@ -45,11 +48,30 @@ nlohmann::ordered_json alias_reasoning(const nlohmann::ordered_json& message) {
   return out;
 }
 
+// Copying a JSON document and converting it (from_json) both recurse once per level: a request
+// nesting deeper than values may is refused first, by a walk that does not recurse.
+void check_nesting(const nlohmann::ordered_json& j, const char* what) {
+  std::vector<std::pair<const nlohmann::ordered_json*, int>> pending{{&j, 0}};
+  while (!pending.empty()) {
+    auto [node, level] = pending.back();
+    pending.pop_back();
+    if (level > kMaxValueNesting)
+      throw TemplateError(std::string(what) + " nest lists and objects deeper than " + std::to_string(kMaxValueNesting) +
+                          " levels");
+    if (node->is_structured())
+      for (const auto& child : *node) pending.emplace_back(&child, level + 1);
+  }
+}
+
 // The template's variables as render_chat describes them; `tools` is left out when !with_tools.
 nlohmann::ordered_json chat_context(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                     bool with_tools, bool add_generation_prompt,
                                     const nlohmann::ordered_json& special_tokens,
                                     const nlohmann::ordered_json& kwargs) {
+  check_nesting(messages, "the messages");
+  check_nesting(tools, "the tools");
+  check_nesting(kwargs, "the template arguments");
+  check_nesting(special_tokens, "the special tokens");
   nlohmann::ordered_json context = nlohmann::ordered_json::object();
   if (special_tokens.is_object())
     for (const auto& [k, v] : special_tokens.items())

@@ -29,6 +29,10 @@ struct RenderLimits {
   std::size_t max_output_bytes = 16u << 20;      // also caps any single string or list built
   std::uint64_t max_loop_iterations = 10'000'000;  // all loops of one render together
   int max_call_depth = 200;                        // macro recursion
+  // Stack the renderer may use below render()'s frame: whatever mix of macro recursion, nested
+  // blocks and nested expressions a template builds, past this it fails with a TemplateError
+  // instead of overflowing. Render on a thread with comfortably more stack than this.
+  std::size_t max_stack_bytes = 1u << 20;
   std::int64_t max_range_size = 100'000;           // range(n)
 };
 

@@ -71,14 +71,15 @@ Value Renderer::eval(const Expr& e, const ScopePtr& scope) {
   constexpr int kMaxEvalDepth = 1000;
   struct DepthGuard {
     int& depth;
-    explicit DepthGuard(int& d) : depth(d) {
+    explicit DepthGuard(int& d, const Renderer& r) : depth(d) {
+      r.check_stack();
       if (++depth > kMaxEvalDepth) {
         --depth;
         throw TemplateError("template evaluation nested too deeply (recursion?)");
       }
     }
     ~DepthGuard() { --depth; }
-  } guard(eval_depth_);
+  } guard(eval_depth_, *this);
   switch (e.kind) {
     case Expr::Kind::Literal: return e.value;
     case Expr::Kind::Name: {

@@ -130,9 +130,10 @@ std::shared_ptr<DictData> dict_from_args(CallArgs& args, const char* function) {
 
 Value dict_fn(Renderer&, CallArgs& args) { return Value::from_dict(dict_from_args(args, "dict")); }
 
-Value namespace_fn(Renderer&, CallArgs& args) {
+Value namespace_fn(Renderer& r, CallArgs& args) {
   Value ns = Value::from_dict(dict_from_args(args, "namespace"));
   ns.kind = Value::Kind::Namespace;
+  r.adopt_namespace(ns.dict);
   for (const auto& [k, v] : ns.dict->entries)
     if (!k.empty() && k[0] == '_')
       throw TemplateError("Chat templates cannot store underscore-prefixed attributes on a namespace, but got '" + k +
