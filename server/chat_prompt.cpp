@@ -3,13 +3,14 @@
 #include <ctime>
 
 #include "api_error.h"
+#include "chat/builtin_templates.h"
 
 namespace slab::server {
 
 std::string render_chat_prompt(const LoadedModel& loaded, const ChatRequest& request) {
   if (!loaded.chat_template) {
-    throw ApiError(400, "this model has no chat template; start the server with --chat-template FILE "
-                        "or use /v1/completions");
+    throw ApiError(400, "this model has no chat template; start the server with --chat-template FILE or one of " +
+                            chat::builtin_chat_template_list() + ", or use /v1/completions");
   }
   const json special_tokens = {{"bos_token", loaded.tokenizer->bos_token()}, {"eos_token", loaded.tokenizer->eos_token()}};
   std::string text;
