@@ -4,6 +4,7 @@
 Writes, under tests/fixtures/chat/:
   conversations.json          the conversations (messages, tools, extra kwargs)
   expected/<template>.json    per conversation x add_generation_prompt: rendered text or error
+                              (and, for conversations without tools, the same with `tools` undefined)
   features.json               small hand-written templates, one language feature each
 
 Templates are read from the shared test data (argument 1, default ../shared/testdata relative to
@@ -39,11 +40,19 @@ def compile_template(source):
     return template
 
 
-def render(source, messages, tools, add_generation_prompt, special_tokens, kwargs):
-    """Returns {"output": str} or {"error": message, "raise_exception": bool}."""
+def render(source, messages, tools, add_generation_prompt, special_tokens, kwargs, tools_undefined=False):
+    """Returns {"output": str} or {"error": message, "raise_exception": bool}.
+
+    tools_undefined: render as transformers does but leave `tools` out of the template's variables
+    (what llama-server does for a request without tools) instead of passing tools=None.
+    """
     try:
-        compile_template(source)
+        template = compile_template(source)
         messages = [{k: v for k, v in m.items() if v is not None} for m in messages]
+        if tools_undefined:
+            chat = ctu._alias_reasoning_fields(ctu._plain_template_data(messages))
+            return {"output": template.render(messages=chat, documents=None, add_generation_prompt=add_generation_prompt,
+                                              **{**special_tokens, **kwargs})}
         rendered, _ = ctu.render_jinja_template(
             conversations=[messages], tools=tools, chat_template=source,
             add_generation_prompt=add_generation_prompt, **{**special_tokens, **kwargs})
@@ -401,7 +410,11 @@ def main():
         for conv in conversations:
             for agp in (False, True):
                 result = render(source, conv["messages"], conv["tools"], agp, special_tokens, conv["kwargs"])
-                cases.append({"conversation": conv["name"], "add_generation_prompt": agp, **result})
+                case = {"conversation": conv["name"], "add_generation_prompt": agp, **result}
+                if conv["tools"] is None:  # what the same conversation gives with `tools` undefined
+                    case["tools_undefined"] = render(source, conv["messages"], None, agp, special_tokens,
+                                                     conv["kwargs"], tools_undefined=True)
+                cases.append(case)
         write_json(OUT / "expected" / f"{name}.json", {
             "template": name, "special_tokens": special_tokens, "cases": cases})
         errors = sum("error" in c for c in cases)

@@ -3,19 +3,20 @@
 #include <ctime>
 
 #include "api_error.h"
+#include "chat/builtin_templates.h"
 
 namespace slab::server {
 
 std::string render_chat_prompt(const LoadedModel& loaded, const ChatRequest& request) {
   if (!loaded.chat_template) {
-    throw ApiError(400, "this model has no chat template; start the server with --chat-template FILE "
-                        "or use /v1/completions");
+    throw ApiError(400, "this model has no chat template; start the server with --chat-template FILE or one of " +
+                            chat::builtin_chat_template_list() + ", or use /v1/completions");
   }
   const json special_tokens = {{"bos_token", loaded.tokenizer->bos_token()}, {"eos_token", loaded.tokenizer->eos_token()}};
   std::string text;
   try {
-    text = chat::render_chat(*loaded.chat_template, request.messages, request.tools, request.add_generation_prompt,
-                             special_tokens, request.chat_template_kwargs, std::time(nullptr));
+    text = chat::render_chat_request(*loaded.chat_template, request.messages, request.tools, request.add_generation_prompt,
+                                     special_tokens, request.chat_template_kwargs, std::time(nullptr));
   } catch (const chat::TemplateError& e) {
     throw ApiError(400, std::string("chat template error: ") + e.what(), "messages");
   }

@@ -1,6 +1,8 @@
 #pragma once
 // Turns a chat request's conversation into prompt text with the model's chat template, as
-// transformers' apply_chat_template does.
+// transformers' apply_chat_template does (chat::render_chat_request: a request without tools that
+// a tool-use-only template cannot render with tools=None renders with `tools` undefined, as
+// llama-server renders it).
 #include <string>
 
 #include "chat_request.h"

@@ -12,6 +12,7 @@
 #include <memory>
 #include <thread>
 
+#include "chat/builtin_templates.h"
 #include "chat/template_source.h"
 #include "commands.h"
 #include "api_server.h"
@@ -23,7 +24,7 @@ namespace {
 
 struct ServeOptions {
   std::string model;
-  std::string chat_template;  // a file overriding the checkpoint's template
+  std::string chat_template;  // a built-in template's name or a file, overriding the checkpoint's template
   std::string dtype = "auto";
   int kv_cache_tokens = 0;
   int shutdown_timeout_s = 30;
@@ -50,7 +51,7 @@ std::unique_ptr<server::LoadedModel> load_for_serving(const std::filesystem::pat
   // does not parse, is refused before minutes of weight loading.
   loaded->tokenizer = load_tokenizer(dir);
   std::optional<std::string> template_source =
-      o.chat_template.empty() ? chat::read_model_chat_template(dir) : chat::read_chat_template_file(o.chat_template);
+      o.chat_template.empty() ? chat::read_model_chat_template(dir) : chat::read_chat_template_option(o.chat_template);
   if (template_source) {
     try {
       loaded->chat_template.emplace(*template_source);
@@ -59,7 +60,9 @@ std::unique_ptr<server::LoadedModel> load_for_serving(const std::filesystem::pat
                                " does not parse: " + e.what());
     }
   } else {
-    spdlog::warn("the model has no chat template: /v1/chat/completions will refuse requests (pass --chat-template FILE)");
+    spdlog::warn("the model has no chat template: /v1/chat/completions will refuse requests (pass --chat-template FILE "
+                 "or one of {})",
+                 chat::builtin_chat_template_list());
   }
   {
     RunnerOptions runner_options = runner_options_for(placement);
@@ -200,8 +203,14 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--api-key", options->server.api_key,
                   "Require this key as 'Authorization: Bearer KEY' on every route but /health and /version")
       ->envname("SLAB_API_KEY");
-  cmd->add_option("--chat-template", options->chat_template, "Jinja chat template file (overrides the model's)")
-      ->check(CLI::ExistingFile);
+  cmd->add_option("--chat-template", options->chat_template,
+                  "Chat template overriding the model's: a Jinja file, or one built in: " + chat::builtin_chat_template_list())
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            if (chat::builtin_chat_template(value) || std::filesystem::is_regular_file(value)) return {};
+            return value + ": no such file, and not a built-in chat template (" + chat::builtin_chat_template_list() + ")";
+          },
+          "NAME|FILE"));
   cmd->add_option("--dtype", options->dtype, "Compute dtype: auto or bfloat16 (BF16 kernels where the CPU has AVX2 or AVX-512 BF16), float32 (scalar reference)")->capture_default_str();
   cmd->add_option("--http-threads", options->server.http_threads,
                   "Request workers; each request in progress (a stream, one waiting for the engine) holds one, idle "

@@ -4,6 +4,9 @@
 #include "chat/evaluator.h"
 
 #include <exception>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace slab::chat {
 
@@ -45,12 +48,30 @@ nlohmann::ordered_json alias_reasoning(const nlohmann::ordered_json& message) {
   return out;
 }
 
-}  // namespace
+// Copying a JSON document and converting it (from_json) both recurse once per level: a request
+// nesting deeper than values may is refused first, by a walk that does not recurse.
+void check_nesting(const nlohmann::ordered_json& j, const char* what) {
+  std::vector<std::pair<const nlohmann::ordered_json*, int>> pending{{&j, 0}};
+  while (!pending.empty()) {
+    auto [node, level] = pending.back();
+    pending.pop_back();
+    if (level > kMaxValueNesting)
+      throw TemplateError(std::string(what) + " nest lists and objects deeper than " + std::to_string(kMaxValueNesting) +
+                          " levels");
+    if (node->is_structured())
+      for (const auto& child : *node) pending.emplace_back(&child, level + 1);
+  }
+}
 
-std::string render_chat(const ChatTemplate& tmpl, const nlohmann::ordered_json& messages,
-                        const nlohmann::ordered_json& tools, bool add_generation_prompt,
-                        const nlohmann::ordered_json& special_tokens, const nlohmann::ordered_json& kwargs,
-                        std::time_t now) {
+// The template's variables as render_chat describes them; `tools` is left out when !with_tools.
+nlohmann::ordered_json chat_context(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                    bool with_tools, bool add_generation_prompt,
+                                    const nlohmann::ordered_json& special_tokens,
+                                    const nlohmann::ordered_json& kwargs) {
+  check_nesting(messages, "the messages");
+  check_nesting(tools, "the tools");
+  check_nesting(kwargs, "the template arguments");
+  check_nesting(special_tokens, "the special tokens");
   nlohmann::ordered_json context = nlohmann::ordered_json::object();
   if (special_tokens.is_object())
     for (const auto& [k, v] : special_tokens.items())
@@ -69,10 +90,38 @@ std::string render_chat(const ChatTemplate& tmpl, const nlohmann::ordered_json& 
     }
   }
   context["messages"] = std::move(chat);
-  context["tools"] = tools;
+  if (with_tools) context["tools"] = tools;
+  else context.erase("tools");  // a kwarg of that name must not stand in for it either
   context["documents"] = nullptr;
   context["add_generation_prompt"] = add_generation_prompt;
-  return tmpl.render(context, now);
+  return context;
+}
+
+}  // namespace
+
+std::string render_chat(const ChatTemplate& tmpl, const nlohmann::ordered_json& messages,
+                        const nlohmann::ordered_json& tools, bool add_generation_prompt,
+                        const nlohmann::ordered_json& special_tokens, const nlohmann::ordered_json& kwargs,
+                        std::time_t now) {
+  return tmpl.render(chat_context(messages, tools, true, add_generation_prompt, special_tokens, kwargs), now);
+}
+
+std::string render_chat_request(const ChatTemplate& tmpl, const nlohmann::ordered_json& messages,
+                                const nlohmann::ordered_json& tools, bool add_generation_prompt,
+                                const nlohmann::ordered_json& special_tokens,
+                                const nlohmann::ordered_json& kwargs, std::time_t now) {
+  try {
+    return render_chat(tmpl, messages, tools, add_generation_prompt, special_tokens, kwargs, now);
+  } catch (const TemplateRaisedError&) {
+    throw;
+  } catch (const TemplateError&) {
+    if (!tools.is_null()) throw;
+    try {
+      return tmpl.render(chat_context(messages, tools, false, add_generation_prompt, special_tokens, kwargs), now);
+    } catch (const TemplateError&) {
+    }
+    throw;  // the first error: the one transformers would report
+  }
 }
 
 }  // namespace slab::chat

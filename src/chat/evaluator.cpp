@@ -84,7 +84,26 @@ void Renderer::append(std::string& out, const std::string& text) const {
   out += text;
 }
 
+Renderer::~Renderer() {
+  root_.reset();
+  for (const auto& ns : namespaces_) {
+    // Moved out first: what the entries hold may be released (and other namespaces with it) only
+    // after this one no longer refers to it.
+    auto entries = std::move(ns->entries);
+    ns->entries.clear();
+  }
+}
+
+void Renderer::check_stack() const {
+  auto here = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+  std::uintptr_t used = here < stack_base_ ? stack_base_ - here : here - stack_base_;
+  if (used > limits_.max_stack_bytes)
+    throw TemplateError("template recursion too deep: rendering needs more than " +
+                        std::to_string(limits_.max_stack_bytes >> 10) + " KiB of stack (nested blocks, macros or expressions)");
+}
+
 std::string Renderer::render(const Template& tmpl, const Value& context) {
+  stack_base_ = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
   root_ = std::make_shared<Scope>(nullptr);
   if (context.is_mapping())
     for (const auto& [k, v] : context.dict->entries) root_->set(k, v);
@@ -95,6 +114,7 @@ std::string Renderer::render(const Template& tmpl, const Value& context) {
 }
 
 Renderer::Flow Renderer::exec(const Body& body, const ScopePtr& scope, std::string& out) {
+  check_stack();
   for (const auto& sp : body) {
     const Stmt& s = *sp;
     switch (s.kind) {

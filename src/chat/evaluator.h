@@ -27,6 +27,9 @@ using ScopePtr = std::shared_ptr<Scope>;
 class Renderer {
  public:
   Renderer(const RenderLimits& limits, std::time_t now) : limits_(limits), now_(now) {}
+  ~Renderer();
+  Renderer(const Renderer&) = delete;
+  Renderer& operator=(const Renderer&) = delete;
 
   std::string render(const Template& tmpl, const Value& context);
 
@@ -41,6 +44,11 @@ class Renderer {
   Value get_path(const Value& obj, const std::string& path);
 
   void check_size(std::size_t bytes) const;  // throws past max_output_bytes
+  void check_stack() const;                  // throws past max_stack_bytes below render()
+  // Namespaces are the one mutable value, so they can reference themselves or chain without end
+  // (`set ns.x = ns`, `set ns = namespace(x=ns)` in a loop); the renderer empties every one it
+  // made when it ends, so no cycle leaks and no chain is destroyed recursively.
+  void adopt_namespace(std::shared_ptr<DictData> ns) { namespaces_.push_back(std::move(ns)); }
   void count_iterations(std::uint64_t n);
   std::time_t now() const { return now_; }
   const RenderLimits& limits() const { return limits_; }
@@ -61,6 +69,8 @@ class Renderer {
   const RenderLimits& limits_;
   std::time_t now_;
   ScopePtr root_;
+  std::uintptr_t stack_base_ = 0;  // frame address of render()
+  std::vector<std::shared_ptr<DictData>> namespaces_;
   std::uint64_t iterations_ = 0;
   int call_depth_ = 0;
   int eval_depth_ = 0;  // nested eval() calls: bounds stack use whatever the macros and expressions do
@@ -89,6 +99,10 @@ class ArgReader {
   std::int64_t get_int(std::size_t index, std::int64_t fallback) const;
   bool get_bool(std::size_t index, bool fallback) const;
   std::string get_string(std::size_t index, const std::string& fallback) const;
+  // Arguments of Python's own str methods, which convert nothing: an integer where None is
+  // refused too, and a str (where allow_none, None means the fallback).
+  std::int64_t get_strict_int(std::size_t index, std::int64_t fallback) const;
+  std::string get_strict_string(std::size_t index, const std::string& fallback, bool allow_none = false) const;
 
  private:
   std::string function_;

@@ -61,21 +61,25 @@ Value Renderer::eval_slice(const Expr& e, const ScopePtr& scope) {
     for (std::size_t i : slice_indices(static_cast<std::int64_t>(cps.size()), start, stop, step)) out.push_back(cps[i]);
     return Value::from_string(utf8_encode(out));
   }
-  throw TemplateError("TypeError: '" + type_name(obj) + "' object is not subscriptable");
+  // jinja2's getitem turns the TypeError of slicing none, a number or a dict into an Undefined.
+  std::string message = "'";
+  message.append(type_name(obj)).append(" object' has no attribute 'slice'");
+  return Value::undefined(std::move(message));
 }
 
 Value Renderer::eval(const Expr& e, const ScopePtr& scope) {
   constexpr int kMaxEvalDepth = 1000;
   struct DepthGuard {
     int& depth;
-    explicit DepthGuard(int& d) : depth(d) {
+    explicit DepthGuard(int& d, const Renderer& r) : depth(d) {
+      r.check_stack();
       if (++depth > kMaxEvalDepth) {
         --depth;
         throw TemplateError("template evaluation nested too deeply (recursion?)");
       }
     }
     ~DepthGuard() { --depth; }
-  } guard(eval_depth_);
+  } guard(eval_depth_, *this);
   switch (e.kind) {
     case Expr::Kind::Literal: return e.value;
     case Expr::Kind::Name: {

@@ -59,7 +59,7 @@ Value f_capitalize(Renderer&, const Value& v, CallArgs&) { return Value::from_st
 Value f_center(Renderer& r, const Value& v, CallArgs& args) {
   ArgReader a("center", args, {"width"});
   std::string s = str_of(v);
-  std::int64_t width = a.get_int(0, 80), len = utf8_length(s);
+  std::int64_t width = a.get_strict_int(0, 80), len = utf8_length(s);
   if (width <= len) return Value::from_string(s);
   r.check_size(static_cast<std::size_t>(width));
   std::int64_t total = width - len, left = total / 2 + (total & width & 1);
@@ -168,8 +168,11 @@ bool parse_int(std::string s, std::int64_t base, std::int64_t& out) {
   return true;
 }
 
+// float() and int() of an Undefined raise (its __float__ / __int__ do); the default is for values
+// that do not convert.
 Value f_float(Renderer&, const Value& v, CallArgs& args) {
   ArgReader a("float", args, {"default"});
+  if (v.is_undefined()) throw_undefined(v);
   if (v.is_number()) return Value::from_float(as_double(v));
   double d;
   if (v.is_string() && parse_float(v.text, d)) return Value::from_float(d);
@@ -178,6 +181,7 @@ Value f_float(Renderer&, const Value& v, CallArgs& args) {
 
 Value f_int(Renderer&, const Value& v, CallArgs& args) {
   ArgReader a("int", args, {"default", "base"});
+  if (v.is_undefined()) throw_undefined(v);
   if (v.is_int()) return Value::from_int(v.kind == Value::Kind::Bool ? v.boolean : v.integer);
   if (v.kind == Value::Kind::Float && std::isfinite(v.number) && std::fabs(v.number) < 9.2e18)
     return Value::from_int(static_cast<std::int64_t>(v.number));
@@ -198,11 +202,15 @@ Value f_format(Renderer& r, const Value& v, CallArgs& args) {
 
 Value f_indent(Renderer& r, const Value& v, CallArgs& args) {
   ArgReader a("indent", args, {"width", "first", "blank"});
+  // jinja2 appends "\n" to the value itself: anything but a string fails there.
+  if (v.is_undefined()) throw_undefined(v);
+  if (!v.is_string()) throw TemplateError("TypeError: unsupported operand type(s) for +=: '" + type_name(v) + "' and 'str'");
   std::string indention;
   const Value* w = a.get(0);
   if (w && w->is_string()) indention = w->text;
   else {
-    std::int64_t n = a.get_int(0, 4);
+    if (w && w->is_undefined()) throw_undefined(*w);
+    std::int64_t n = a.get_strict_int(0, 4);
     r.check_size(static_cast<std::size_t>(std::max<std::int64_t>(n, 0)));
     indention.assign(static_cast<std::size_t>(std::max<std::int64_t>(n, 0)), ' ');
   }
@@ -228,7 +236,7 @@ Value f_items(Renderer&, const Value& v, CallArgs&) {
 
 Value f_join(Renderer& r, const Value& v, CallArgs& args) {
   ArgReader a("join", args, {"d", "attribute"});
-  std::string sep = a.get_string(0, ""), out;
+  std::string sep = a.get(0) ? to_str(*a.get(0)) : "", out;  // str(d): None joins with "None"
   const Value* attribute = a.get(1);
   bool first = true;
   for (auto& item : iterate(v)) {
@@ -244,13 +252,20 @@ Value f_list(Renderer&, const Value& v, CallArgs&) { return Value::from_list(ite
 Value f_lower(Renderer&, const Value& v, CallArgs&) { return Value::from_string(py_lower(str_of(v))); }
 Value f_upper(Renderer&, const Value& v, CallArgs&) { return Value::from_string(py_upper(str_of(v))); }
 
+// map, select, reject, selectattr and rejectattr start with `if value:` in jinja2: a falsy input
+// (none, undefined, 0, "", []) gives an empty sequence before the arguments are even looked at.
 Value f_map(Renderer& r, const Value& v, CallArgs& args) {
   std::vector<Value> out;
+  if (!truthy(v)) return Value::from_list({});
   if (args.positional.empty()) {  // map(attribute='x', default=...)
     ArgReader a("map", args, {"attribute", "default"});
+    const Value* attr = a.get(0);
     std::string attribute = a.get_string(0, "");
     for (auto& item : iterate(v)) {
-      Value got = r.get_path(item, attribute);
+      // attribute=none maps each item to itself; an undefined attribute finds nothing.
+      Value got = attr && attr->is_none()        ? item
+                  : attr && attr->is_undefined() ? Value::undefined("no attribute")
+                                                 : r.get_path(item, attribute);
       if (got.is_undefined() && a.get(1)) got = *a.get(1);
       out.push_back(std::move(got));
     }
@@ -286,9 +301,12 @@ Value f_min(Renderer& r, const Value& v, CallArgs& args) { return min_max(r, v, 
 
 // select / reject / selectattr / rejectattr.
 Value select_items(Renderer& r, const Value& v, CallArgs& args, bool with_attr, bool keep_when) {
+  if (!truthy(v)) return Value::from_list({});
   std::size_t first_arg = with_attr ? 1 : 0;
   if (with_attr && args.positional.empty()) throw TemplateError("Missing parameter for attribute name");
-  std::string attribute = with_attr ? to_str(args.positional[0]) : "";
+  // selectattr(none) tests the items themselves, as jinja2's attribute getter does for None.
+  bool by_attr = with_attr && !args.positional[0].is_none();
+  std::string attribute = by_attr ? to_str(args.positional[0]) : "";
   std::string test = args.positional.size() > first_arg ? to_str(args.positional[first_arg]) : "";
   if (!test.empty() && !is_known_test(test)) throw TemplateError("No test named '" + test + "'.");
   CallArgs rest;
@@ -297,7 +315,7 @@ Value select_items(Renderer& r, const Value& v, CallArgs& args, bool with_attr, 
   rest.keyword = args.keyword;
   std::vector<Value> out;
   for (auto& item : iterate(v)) {
-    Value probe = with_attr ? r.get_path(item, attribute) : item;
+    Value probe = by_attr ? r.get_path(item, attribute) : item;
     CallArgs copy = rest;
     bool passed = test.empty() ? truthy(probe) : apply_test(r, test, probe, copy);
     if (passed == keep_when) out.push_back(item);
@@ -311,7 +329,9 @@ Value f_rejectattr(Renderer& r, const Value& v, CallArgs& a) { return select_ite
 
 Value f_replace(Renderer& r, const Value& v, CallArgs& args) {
   ArgReader a("replace", args, {"old", "new", "count"});
-  std::string s = py_replace(str_of(v), a.get_string(0, ""), a.get_string(1, ""), a.get_int(2, -1));
+  // str(old) and str(new), as jinja2 does: None replaces the text "None".
+  auto text_arg = [&](std::size_t i) { return a.get(i) ? to_str(*a.get(i)) : std::string(); };
+  std::string s = py_replace(str_of(v), text_arg(0), text_arg(1), a.get_int(2, -1));
   r.check_size(s.size());
   return Value::from_string(std::move(s));
 }
@@ -353,13 +373,18 @@ Value f_sort(Renderer& r, const Value& v, CallArgs& args) {
   ArgReader a("sort", args, {"reverse", "case_sensitive", "attribute"});
   bool rev = a.get_bool(0, false), cs = a.get_bool(1, false);
   std::string attribute = a.get_string(2, "");
+  bool undefined_attribute = a.get(2) && a.get(2)->is_undefined();  // every key is then Undefined
   std::vector<Value> items = iterate(v);
   std::vector<Value> keys;
-  for (const auto& item : items) keys.push_back(fold_case(attribute.empty() ? item : r.get_path(item, attribute), cs));
+  for (const auto& item : items)
+    keys.push_back(undefined_attribute ? Value::undefined("no attribute")
+                                       : fold_case(attribute.empty() ? item : r.get_path(item, attribute), cs));
   std::vector<std::size_t> order(items.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  // jinja2 sorts by one-element key lists: Python compares those with == first, so equal keys
+  // (equal dicts, two Undefined) never reach '<'.
   std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
-    int c = compare(keys[x], keys[y]);
+    int c = equals(keys[x], keys[y]) ? 0 : compare(keys[x], keys[y]);
     return rev ? c > 0 : c < 0;
   });
   std::vector<Value> out;
@@ -414,7 +439,7 @@ Value f_tojson(Renderer&, const Value& v, CallArgs& args) {
 Value f_trim(Renderer&, const Value& v, CallArgs& args) {
   ArgReader a("trim", args, {"chars"});
   const Value* chars = a.get(0);
-  std::string set = chars && !chars->is_none() ? to_str(*chars) : "";
+  std::string set = a.get_strict_string(0, "", true);  // str.strip(chars): a str or None
   return Value::from_string(py_strip(str_of(v), chars && !chars->is_none() ? &set : nullptr, true, true));
 }
 

@@ -46,6 +46,22 @@ std::string ArgReader::get_string(std::size_t index, const std::string& fallback
   return v && !v->is_none() ? to_str(*v) : fallback;
 }
 
+std::int64_t ArgReader::get_strict_int(std::size_t index, std::int64_t fallback) const {
+  const Value* v = get(index);
+  if (!v) return fallback;
+  if (!v->is_int()) throw TemplateError("TypeError: '" + type_name(*v) + "' object cannot be interpreted as an integer");
+  return v->kind == Value::Kind::Bool ? v->boolean : v->integer;
+}
+
+std::string ArgReader::get_strict_string(std::size_t index, const std::string& fallback, bool allow_none) const {
+  const Value* v = get(index);
+  if (!v || (allow_none && v->is_none())) return fallback;
+  if (!v->is_string())
+    throw TemplateError("TypeError: " + function_ + "() argument must be str" + (allow_none ? " or None" : "") + ", not " +
+                        type_name(*v));
+  return v->text;
+}
+
 namespace {
 
 using BuiltinFunction = Value (*)(Renderer&, CallArgs&);
@@ -114,9 +130,10 @@ std::shared_ptr<DictData> dict_from_args(CallArgs& args, const char* function) {
 
 Value dict_fn(Renderer&, CallArgs& args) { return Value::from_dict(dict_from_args(args, "dict")); }
 
-Value namespace_fn(Renderer&, CallArgs& args) {
+Value namespace_fn(Renderer& r, CallArgs& args) {
   Value ns = Value::from_dict(dict_from_args(args, "namespace"));
   ns.kind = Value::Kind::Namespace;
+  r.adopt_namespace(ns.dict);
   for (const auto& [k, v] : ns.dict->entries)
     if (!k.empty() && k[0] == '_')
       throw TemplateError("Chat templates cannot store underscore-prefixed attributes on a namespace, but got '" + k +
@@ -126,7 +143,7 @@ Value namespace_fn(Renderer&, CallArgs& args) {
 
 Value raise_exception_fn(Renderer&, CallArgs& args) {
   ArgReader a("raise_exception", args, {"message"});
-  throw TemplateError(a.get(0) ? to_str(*a.get(0)) : std::string());
+  throw TemplateRaisedError(a.get(0) ? to_str(*a.get(0)) : std::string());
 }
 
 Value strftime_now_fn(Renderer& r, CallArgs& args) {

@@ -45,6 +45,8 @@ Value binary_op(Renderer& r, const std::string& op, const Value& a, const Value&
     r.check_size(s.size());
     return Value::from_string(std::move(s));
   }
+  // str % Undefined formats it (str() of it is ""); every other operator on Undefined raises.
+  if (op == "%" && a.is_string()) return Value::from_string(percent_format(r, a.text, b));
   if (a.is_undefined()) throw_undefined(a);
   if (b.is_undefined()) throw_undefined(b);
   bool ints = a.is_int() && b.is_int();
@@ -210,6 +212,8 @@ std::string percent_format(Renderer& r, const std::string& fmt, const Value& arg
         if (pad > 0) s = left ? s + std::string(static_cast<std::size_t>(pad), ' ') : std::string(static_cast<std::size_t>(pad), ' ') + s;
         out += s;
       }
+    } else if (v.is_undefined()) {  // int() / float() of it raise
+      throw_undefined(v);
     } else if (conv == 'd' || conv == 'i' || conv == 'x' || conv == 'X' || conv == 'o') {
       if (!v.is_number()) throw TemplateError("TypeError: %" + std::string(1, conv) + " format: a real number is required, not " + type_name(v));
       auto n = static_cast<long long>(v.kind == Value::Kind::Float ? std::trunc(v.number) : int_of(v));

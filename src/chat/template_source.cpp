@@ -4,12 +4,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/builtin_templates.h"
 #include "runtime/file_io.h"
 
 namespace slab::chat {
 std::string read_chat_template_file(const std::filesystem::path& file) {
   if (!std::filesystem::is_regular_file(file)) throw std::runtime_error(file.string() + ": no such chat template file");
   return read_file(file);
+}
+
+std::string read_chat_template_option(const std::string& name_or_file) {
+  if (auto builtin = builtin_chat_template(name_or_file)) return std::string(*builtin);
+  if (!std::filesystem::is_regular_file(name_or_file))
+    throw std::runtime_error("--chat-template " + name_or_file + ": no such file, and not a built-in template (" +
+                             builtin_chat_template_list() + ")");
+  return read_file(name_or_file);
 }
 
 std::optional<std::string> read_model_chat_template(const std::filesystem::path& model_dir) {

@@ -15,4 +15,8 @@ std::optional<std::string> read_model_chat_template(const std::filesystem::path&
 // Reads a template file given on the command line (--chat-template FILE).
 std::string read_chat_template_file(const std::filesystem::path& file);
 
+// What --chat-template names: a built-in template (builtin_templates.h) or else a file. Throws
+// std::runtime_error naming both possibilities when it is neither.
+std::string read_chat_template_option(const std::string& name_or_file);
+
 }  // namespace slab::chat

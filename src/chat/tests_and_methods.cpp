@@ -60,7 +60,7 @@ bool apply_test(Renderer& r, const std::string& name, const Value& v, CallArgs& 
   if (name == "float") return v.kind == K::Float;
   if (name == "iterable") return v.is_undefined() || v.is_string() || v.is_list() || v.is_mapping();
   if (name == "sequence") return v.is_undefined() || v.is_string() || v.is_list() || v.is_mapping();
-  if (name == "callable") return v.kind == K::Callable;
+  if (name == "callable") return v.kind == K::Callable || v.is_undefined();  // Undefined has __call__
   if (name == "escaped") return false;
   if (name == "lower") return cased_all(to_str(v), false);
   if (name == "upper") return cased_all(to_str(v), true);
@@ -297,10 +297,11 @@ Value pad(Renderer& r, const std::string& s, std::int64_t width, const std::stri
 }
 
 Value string_method(Renderer& r, const std::string& s, const std::string& name, CallArgs& args) {
+  // strip's chars and split's sep: a str, or None (or nothing) for whitespace.
   auto chars_arg = [&](ArgReader& a, std::string& store) -> const std::string* {
     const Value* c = a.get(0);
     if (!c || c->is_none()) return nullptr;
-    store = to_str(*c);
+    store = a.get_strict_string(0, "");
     return &store;
   };
   std::string store;
@@ -312,10 +313,15 @@ Value string_method(Renderer& r, const std::string& s, const std::string& name, 
     ArgReader a(name, args, {"sep", "maxsplit"});
     const std::string* sep = chars_arg(a, store);
     if (sep && sep->empty()) throw TemplateError("ValueError: empty separator");
-    auto parts = name == "split" ? py_split(s, sep, a.get_int(1, -1)) : py_rsplit(s, sep, a.get_int(1, -1));
+    std::int64_t maxsplit = a.get_strict_int(1, -1);
+    auto parts = name == "split" ? py_split(s, sep, maxsplit) : py_rsplit(s, sep, maxsplit);
     return Value::from_list(strings(parts));
   }
-  if (name == "splitlines") return Value::from_list(strings(py_splitlines(s)));
+  if (name == "splitlines") {
+    ArgReader a(name, args, {"keepends"});
+    if (a.get_strict_int(0, 0) != 0) throw TemplateError("splitlines(keepends=True) is not supported by this template engine");
+    return Value::from_list(strings(py_splitlines(s)));
+  }
   if (name == "startswith" || name == "endswith") {
     ArgReader a(name, args, {"prefix", "start"});
     if (!a.get(0)) throw TemplateError("TypeError: " + name + "() takes at least 1 argument (0 given)");
@@ -323,7 +329,7 @@ Value string_method(Renderer& r, const std::string& s, const std::string& name, 
   }
   if (name == "replace") {
     ArgReader a(name, args, {"old", "new", "count"});
-    std::string out = py_replace(s, a.get_string(0, ""), a.get_string(1, ""), a.get_int(2, -1));
+    std::string out = py_replace(s, a.get_strict_string(0, ""), a.get_strict_string(1, ""), a.get_strict_int(2, -1));
     r.check_size(out.size());
     return Value::from_string(std::move(out));
   }
@@ -352,13 +358,13 @@ Value string_method(Renderer& r, const std::string& s, const std::string& name, 
   }
   if (name == "find" || name == "rfind" || name == "index" || name == "rindex") {
     ArgReader a(name, args, {"sub"});
-    std::int64_t at = py_find(s, a.get_string(0, ""), name[0] == 'r');
+    std::int64_t at = py_find(s, a.get_strict_string(0, ""), name[0] == 'r');
     if (at < 0 && name.find("index") != std::string::npos) throw TemplateError("ValueError: substring not found");
     return Value::from_int(at);
   }
   if (name == "count") {
     ArgReader a(name, args, {"sub"});
-    return Value::from_int(py_count(s, a.get_string(0, "")));
+    return Value::from_int(py_count(s, a.get_strict_string(0, "")));
   }
   if (name.rfind("is", 0) == 0) {
     std::u32string cps = utf8_decode(s);
@@ -372,18 +378,20 @@ Value string_method(Renderer& r, const std::string& s, const std::string& name, 
   }
   if (name == "center" || name == "ljust" || name == "rjust") {
     ArgReader a(name, args, {"width", "fillchar"});
-    return pad(r, s, a.get_int(0, 0), a.get_string(1, " "), name == "ljust" ? -1 : name == "rjust" ? 1 : 0);
+    std::string fill = a.get_strict_string(1, " ");
+    if (utf8_length(fill) != 1) throw TemplateError("TypeError: The fill character must be exactly one character long");
+    return pad(r, s, a.get_strict_int(0, 0), fill, name == "ljust" ? -1 : name == "rjust" ? 1 : 0);
   }
   if (name == "zfill") {
     ArgReader a(name, args, {"width"});
-    std::int64_t width = a.get_int(0, 0);
+    std::int64_t width = a.get_strict_int(0, 0);
     bool sign = !s.empty() && (s[0] == '-' || s[0] == '+');
     Value padded = pad(r, sign ? s.substr(1) : s, width - (sign ? 1 : 0), "0", 1);
     return Value::from_string((sign ? s.substr(0, 1) : "") + padded.text);
   }
   if (name == "partition" || name == "rpartition") {
     ArgReader a(name, args, {"sep"});
-    std::string sep = a.get_string(0, "");
+    std::string sep = a.get_strict_string(0, "");
     if (sep.empty()) throw TemplateError("ValueError: empty separator");
     std::size_t at = name == "partition" ? s.find(sep) : s.rfind(sep);
     if (at == std::string::npos)
@@ -392,7 +400,7 @@ Value string_method(Renderer& r, const std::string& s, const std::string& name, 
   }
   if (name == "removeprefix" || name == "removesuffix") {
     ArgReader a(name, args, {"affix"});
-    std::string affix = a.get_string(0, "");
+    std::string affix = a.get_strict_string(0, "");
     if (name == "removeprefix" && s.rfind(affix, 0) == 0) return Value::from_string(s.substr(affix.size()));
     if (name == "removesuffix" && !affix.empty() && s.size() >= affix.size() &&
         s.compare(s.size() - affix.size(), affix.size(), affix) == 0)

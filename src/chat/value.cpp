@@ -24,10 +24,34 @@ void DictData::set(const std::string& key, Value value) {
   entries.emplace_back(key, std::move(value));
 }
 
+int nesting_of(const Value& v) {
+  if (v.kind == Value::Kind::List) return v.list->nesting;
+  if (v.kind == Value::Kind::Dict) return v.dict->nesting;
+  return 0;
+}
+
+namespace {
+
+int nesting_above(int deepest_child) {
+  if (deepest_child >= kMaxValueNesting)
+    throw TemplateError("a list or dict nested deeper than " + std::to_string(kMaxValueNesting) + " levels");
+  return deepest_child + 1;
+}
+
+std::shared_ptr<ListData> list_data(std::vector<Value> items) {
+  auto data = std::make_shared<ListData>();
+  int deepest = 0;
+  for (const Value& item : items) deepest = std::max(deepest, nesting_of(item));
+  data->nesting = nesting_above(deepest);
+  data->items = std::move(items);
+  return data;
+}
+
+}  // namespace
+
 Value Value::from_list(std::vector<Value> items, bool is_tuple) {
   Value v = make(Kind::List);
-  auto data = std::make_shared<ListData>();
-  data->items = std::move(items);
+  auto data = list_data(std::move(items));
   data->is_tuple = is_tuple;
   v.list = std::move(data);
   return v;
@@ -35,10 +59,18 @@ Value Value::from_list(std::vector<Value> items, bool is_tuple) {
 
 Value Value::from_view(std::vector<Value> items, const char* view) {
   Value v = make(Kind::List);
-  auto data = std::make_shared<ListData>();
-  data->items = std::move(items);
+  auto data = list_data(std::move(items));
   data->view = view;
   v.list = std::move(data);
+  return v;
+}
+
+Value Value::from_dict(std::shared_ptr<DictData> d) {
+  int deepest = 0;
+  for (const auto& entry : d->entries) deepest = std::max(deepest, nesting_of(entry.second));
+  d->nesting = nesting_above(deepest);
+  Value v = make(Kind::Dict);
+  v.dict = std::move(d);
   return v;
 }
 
@@ -147,6 +179,7 @@ std::string repr(const Value& v) {
       }
       return out + "}";
     }
+    case Value::Kind::Undefined: return "Undefined";  // repr(jinja2.Undefined()); str() of it is ""
     default: return to_str(v);
   }
 }
@@ -276,8 +309,22 @@ std::int64_t length_of(const Value& v) {
   }
 }
 
-Value from_json(const nlohmann::ordered_json& j) {
+namespace {
+
+Value from_json_at(const nlohmann::ordered_json& j, int level);
+
+}  // namespace
+
+Value from_json(const nlohmann::ordered_json& j) { return from_json_at(j, 0); }
+
+namespace {
+
+// `level` bounds the recursion before from_list / from_dict could: a deep document never gets to
+// recurse past kMaxValueNesting.
+Value from_json_at(const nlohmann::ordered_json& j, int level) {
   using T = nlohmann::ordered_json::value_t;
+  if (level > kMaxValueNesting)
+    throw TemplateError("a list or dict nested deeper than " + std::to_string(kMaxValueNesting) + " levels");
   switch (j.type()) {
     case T::null: return Value::none();
     case T::boolean: return Value::from_bool(j.get<bool>());
@@ -292,18 +339,20 @@ Value from_json(const nlohmann::ordered_json& j) {
     case T::array: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const auto& item : j) items.push_back(from_json(item));
+      for (const auto& item : j) items.push_back(from_json_at(item, level + 1));
       return Value::from_list(std::move(items));
     }
     case T::object: {
       auto d = std::make_shared<DictData>();
       d->entries.reserve(j.size());
-      for (const auto& [k, item] : j.items()) d->entries.emplace_back(k, from_json(item));
+      for (const auto& [k, item] : j.items()) d->entries.emplace_back(k, from_json_at(item, level + 1));
       return Value::from_dict(std::move(d));
     }
     default: return Value::none();
   }
 }
+
+}  // namespace
 
 static void dump_json_string(std::string& out, const std::string& s, bool ensure_ascii) {
   out += '"';

@@ -14,9 +14,16 @@ namespace slab::chat {
 struct Value;
 class Renderer;
 
+// How deeply lists and dicts may nest inside one another. Printing, comparing, serialising and
+// destroying a value recurse once per level, so a bound here keeps all of them off the end of the
+// stack. Namespaces are not counted: nothing looks inside them recursively, and the renderer
+// breaks their links itself when it ends (see Renderer::adopt_namespace).
+inline constexpr int kMaxValueNesting = 512;
+
 // Lists are never mutated once built (the sandbox forbids it), so copies share them.
 struct ListData {
   std::vector<Value> items;
+  int nesting = 1;  // 1 + the deepest list or dict among the items
   bool is_tuple = false;
   const char* view = nullptr;  // "dict_items" etc.: dict.items() prints as dict_items([...])
 };
@@ -24,6 +31,7 @@ struct ListData {
 // Keys are strings (JSON objects; templates rarely build other keys). Insertion order kept.
 struct DictData {
   std::vector<std::pair<std::string, Value>> entries;
+  int nesting = 1;  // set by Value::from_dict (namespaces: not maintained)
   const Value* find(const std::string& key) const;
   void set(const std::string& key, Value value);
 };
@@ -80,11 +88,7 @@ struct Value {
   }
   static Value from_list(std::vector<Value> items, bool is_tuple = false);
   static Value from_view(std::vector<Value> items, const char* view);
-  static Value from_dict(std::shared_ptr<DictData> d) {
-    Value v = make(Kind::Dict);
-    v.dict = std::move(d);
-    return v;
-  }
+  static Value from_dict(std::shared_ptr<DictData> d);  // throws past kMaxValueNesting
   static Value from_callable(std::shared_ptr<const Callable> c) {
     Value v = make(Kind::Callable);
     v.callable = std::move(c);
@@ -122,7 +126,8 @@ std::string type_name(const Value& v);  // "dict", "str", ... as Python names th
 std::vector<Value> iterate(const Value& v);
 std::int64_t length_of(const Value& v);  // len(); throws when v has none
 
-Value from_json(const nlohmann::ordered_json& j);
+int nesting_of(const Value& v);  // 0 for scalars (and namespaces), 1 for a flat list or dict, ...
+Value from_json(const nlohmann::ordered_json& j);  // throws TemplateError past kMaxValueNesting
 
 // transformers' tojson: json.dumps(x, ensure_ascii, indent, separators, sort_keys).
 struct JsonDumpOptions {

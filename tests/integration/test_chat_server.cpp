@@ -53,13 +53,17 @@ TEST_CASE("tokenize with messages returns the ids of the text jinja2 renders", "
       if (!(*conversation)["tools"].is_null()) body["tools"] = (*conversation)["tools"];
       auto res = post(c, "/tokenize", body);
       REQUIRE(res);
-      if (k.contains("error")) {
+      // A request without tools that the template fails on with tools=None is rendered with
+      // `tools` undefined (chat::render_chat_request): the fixtures record that rendering too.
+      const bool falls_back = k.contains("error") && !k["raise_exception"].get<bool>() && k.contains("tools_undefined");
+      const json& want = falls_back ? k["tools_undefined"] : k;
+      if (want.contains("error")) {
         CHECK(res->status == 400);
         CHECK(json::parse(res->body)["error"]["message"].get<std::string>().find("chat template") != std::string::npos);
         continue;
       }
       REQUIRE(res->status == 200);
-      auto text = post(c, "/tokenize", {{"prompt", k["output"]}, {"add_special_tokens", false}});
+      auto text = post(c, "/tokenize", {{"prompt", want["output"]}, {"add_special_tokens", false}});
       REQUIRE(text->status == 200);
       CHECK(json::parse(res->body)["tokens"] == json::parse(text->body)["tokens"]);
       ++rendered;

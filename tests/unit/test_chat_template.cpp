@@ -126,6 +126,7 @@ TEST_CASE("real chat templates render like transformers", "[chat]") {
   std::map<std::string, const ojson*> by_name;
   for (const auto& c : convs["conversations"]) by_name[c["name"].get<std::string>()] = &c;
 
+  int fallbacks = 0;
   for (const auto& entry : std::filesystem::directory_iterator(fixtures / "expected")) {
     ojson expected = read_json(entry.path());
     std::string name = expected["template"].get<std::string>();
@@ -150,10 +151,22 @@ TEST_CASE("real chat templates render like transformers", "[chat]") {
                                        conv["kwargs"], now);
       });
       ++total;
-      passed += check_case(c, got, name + " / " + c["conversation"].get<std::string>() + " / agp=" + (agp ? "1" : "0"));
+      const std::string label = name + " / " + c["conversation"].get<std::string>() + " / agp=" + (agp ? "1" : "0");
+      passed += check_case(c, got, label);
+      // The server's render_chat_request: the same, except that a conversation without tools the
+      // template fails on (not by raise_exception) renders as jinja2 does with `tools` undefined.
+      bool falls_back = c.contains("error") && !c["raise_exception"].get<bool>() && c.contains("tools_undefined");
+      fallbacks += falls_back && c["tools_undefined"].contains("output");
+      Outcome request = run([&] {
+        return slab::chat::render_chat_request(*tmpl, conv["messages"], conv["tools"], agp, expected["special_tokens"],
+                                               conv["kwargs"], now);
+      });
+      check_case(falls_back ? c["tools_undefined"] : c, request, label + " (server request)");
     }
     WARN(name << ": " << passed << "/" << total << " match jinja2");
   }
+  // Hermes-2-Pro and Command-R tool_use templates: every conversation without tools, both ways.
+  CHECK(fallbacks == 40);
 }
 
 TEST_CASE("chat template API basics", "[chat]") {
@@ -168,6 +181,20 @@ TEST_CASE("chat template API basics", "[chat]") {
                                 nlohmann::json::object(), 0) == "<s>[user:x]True");
   CHECK_THROWS_AS(ChatTemplate("{% for %}"), TemplateError);
   CHECK_THROWS_WITH(ChatTemplate("{{ raise_exception('nope') }}").render(ojson::object()), "nope");
+  CHECK_THROWS_AS(ChatTemplate("{{ raise_exception('nope') }}").render(ojson::object()), slab::chat::TemplateRaisedError);
+  // render_chat_request retries a tool-less conversation with `tools` undefined, but never one the
+  // template refused on purpose, nor one that came with tools.
+  ChatTemplate refuses("{% if tools is none %}{{ raise_exception('needs tools') }}{% endif %}{{ tools | length }}");
+  CHECK_THROWS_WITH(slab::chat::render_chat_request(refuses, messages, nullptr, false, ojson::object(), ojson::object(), 0),
+                    "needs tools");
+  ChatTemplate loops("{% for t in tools %}{{ t }}{% endfor %}[{{ tools is defined }}]");
+  CHECK_THROWS_AS(slab::chat::render_chat(loops, messages, nullptr, false, ojson::object(), ojson::object(), 0), TemplateError);
+  CHECK(slab::chat::render_chat_request(loops, messages, nullptr, false, ojson::object(), ojson::object(), 0) == "[False]");
+  CHECK(slab::chat::render_chat_request(loops, messages, ojson::array({"a"}), false, ojson::object(), ojson::object(), 0) ==
+        "a[True]");
+  CHECK_THROWS_WITH(slab::chat::render_chat_request(ChatTemplate("{{ tools | list }}{{ nothing.x }}"), messages, nullptr,
+                                                    false, ojson::object(), ojson::object(), 0),
+                    Catch::Matchers::Contains("NoneType"));  // both attempts fail: the first error
   // Thread safety: the same parsed template rendered from several threads.
   std::vector<std::thread> threads;
   std::atomic<int> good{0};
