@@ -127,7 +127,8 @@ json parse_json_object(std::string_view body, int max_depth) {
 
 void reject_unknown_fields(const json& body, std::initializer_list<std::span<const std::string_view>> accepted,
                            std::initializer_list<UnsupportedField> unsupported) {
-  for (const auto& [key, value] : body.items()) {
+  for (const auto& item : body.items()) {
+    const std::string& key = item.key();  // a plain reference: clang 14 cannot capture bindings
     if (std::any_of(accepted.begin(), accepted.end(),
                     [&](std::span<const std::string_view> names) { return std::find(names.begin(), names.end(), key) != names.end(); })) {
       continue;

@@ -34,11 +34,11 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 int run_bench(const BenchOptions& o) {
-  const std::filesystem::path dir = o.model.empty() ? default_model_dir() : std::filesystem::path(o.model);
-  if (dir.empty()) {
-    std::fprintf(stderr, "error: pass --model DIR\n");
+  if (o.model.empty()) {
+    std::fprintf(stderr, "error: %s\n", kNoModelMessage);
     return 2;
   }
+  const std::filesystem::path dir = o.model;
   const std::optional<Placement> placement = resolve_placement_or_report(o.placement);
   if (!placement) return 2;
   const RunnerOptions ro = runner_options_for(*placement);

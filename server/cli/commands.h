@@ -16,8 +16,11 @@ Command add_bench_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
 Command add_topology_command(CLI::App& app);
 
-// The model folder to use when --model is not given: the tiny real model in the shared test data
-// beside the checkout, if it is there. Empty when it is not.
-std::filesystem::path default_model_dir();
+// What serve, generate and bench say when --model is missing. The binary has no default model:
+// scripts/serve.sh picks one for the quick start.
+inline constexpr const char* kNoModelMessage =
+    "no --model given: pass --model DIR, a Hugging Face model folder (config.json, *.safetensors, "
+    "tokenizer.json or tokenizer.model); scripts/serve.sh serves the tiny test model "
+    "../shared/testdata/models/stories260K when it is given no --model";
 
 }  // namespace slab::cli

@@ -42,12 +42,11 @@ SamplingParams sampling_for(const GenerateOptions& o, const GenerationConfig& de
 }
 
 int run_generate(const GenerateOptions& o) {
-  std::filesystem::path dir = o.model.empty() ? default_model_dir() : std::filesystem::path(o.model);
-  if (dir.empty()) {
-    std::cerr << "error: no --model given and no default model found; pass --model DIR "
-                 "(a Hugging Face folder with config.json, safetensors and a tokenizer)\n";
+  if (o.model.empty()) {
+    std::cerr << "error: " << kNoModelMessage << "\n";
     return 2;
   }
+  const std::filesystem::path dir = o.model;
   const std::optional<Placement> placement = resolve_placement_or_report(o.placement);
   if (!placement) return 2;
   const Model model = load_model_metadata(dir);

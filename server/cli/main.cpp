@@ -8,20 +8,6 @@
 
 #include "commands.h"
 
-namespace slab::cli {
-
-std::filesystem::path default_model_dir() {
-  // Next to the checkout, as the README's serve command expects; also relative to the binary's
-  // usual place in build/.
-  for (const char* candidate : {"../shared/testdata/models/stories260K",
-                                "../../shared/testdata/models/stories260K"}) {
-    if (std::filesystem::exists(std::filesystem::path(candidate) / "config.json")) return candidate;
-  }
-  return {};
-}
-
-}  // namespace slab::cli
-
 int main(int argc, char** argv) {
   CLI::App app{"slabserve: LLM inference server for CPUs"};
   app.require_subcommand(1);

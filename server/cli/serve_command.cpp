@@ -112,12 +112,11 @@ void raise_open_files_limit(server::ServerOptions& options) {
 }
 
 int run_serve(ServeOptions o) {
-  std::filesystem::path dir = o.model.empty() ? default_model_dir() : std::filesystem::path(o.model);
-  if (dir.empty()) {
-    spdlog::error("no --model given and no default model found; pass --model DIR "
-                  "(a Hugging Face folder with config.json, safetensors and a tokenizer)");
+  if (o.model.empty()) {
+    spdlog::error(kNoModelMessage);
     return 2;
   }
+  const std::filesystem::path dir = o.model;
   if (o.dtype != "auto" && o.dtype != "bfloat16" && o.dtype != "float32") {
     spdlog::error("--dtype {}: expected auto, bfloat16 (the fastest kernels the CPU runs) or float32 (the scalar reference)",
                   o.dtype);
