@@ -67,7 +67,7 @@ std::unique_ptr<server::LoadedModel> load_for_serving(const std::filesystem::pat
     runner_options.max_batched_tokens = o.server.engine.scheduler.max_num_batched_tokens;
     LoadProgressBar progress;
     runner_options.on_load_progress = progress.callback();
-    const auto checkpoint = open_safetensors_checkpoint(dir);
+    const auto checkpoint = open_model_checkpoint(dir);
     loaded->runner = std::make_unique<ModelRunner>(loaded->model, *checkpoint, runner_options);
   }
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();

@@ -3,6 +3,7 @@
 // reader allocate more than a small multiple of the file's size.
 #include "runtime/gguf_file.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -355,6 +356,22 @@ const GgufValue* GgufFile::get_array(const std::string& key, std::initializer_li
   std::string names;
   for (GgufValueType t : allowed) names += (names.empty() ? "" : " or ") + std::string(gguf_value_type_name(t));
   fail_key(key, "expected an array of " + names + ", found an array of " + gguf_value_type_name(v->element_type));
+}
+
+std::optional<std::filesystem::path> gguf_model_file(const std::filesystem::path& model) {
+  namespace fs = std::filesystem;
+  if (fs::is_regular_file(model)) return model;
+  if (!fs::is_directory(model) || fs::exists(model / "config.json")) return std::nullopt;
+  std::vector<fs::path> found;
+  for (const auto& entry : fs::directory_iterator(model)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".gguf") found.push_back(entry.path());
+  }
+  if (found.size() <= 1) return found.empty() ? std::nullopt : std::optional<fs::path>(found[0]);
+  std::sort(found.begin(), found.end());
+  std::string names;
+  for (const auto& p : found) names += (names.empty() ? "" : ", ") + p.filename().string();
+  throw std::runtime_error(model.string() + ": holds several .gguf files (" + names +
+                           ") and no config.json; pass the one to serve as --model FILE");
 }
 
 }  // namespace slab

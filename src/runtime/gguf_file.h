@@ -107,4 +107,10 @@ class GgufFile {
   std::map<std::string, size_t> tensor_index_;
 };
 
+// The GGUF file a --model argument names: the argument itself when it is a regular file (of any
+// name; the magic is checked when it is read), or the one *.gguf file in a folder without
+// config.json. nullopt for a Hugging Face folder (or a path that does not exist). Throws naming
+// the folder when it holds no config.json and several .gguf files.
+std::optional<std::filesystem::path> gguf_model_file(const std::filesystem::path& model);
+
 }  // namespace slab

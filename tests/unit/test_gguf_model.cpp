@@ -1,0 +1,249 @@
+// GGUF models: architecture metadata to ModelConfig, GGUF tensor names to Hugging Face ones,
+// llama's interleaved Q/K rows put back, and the stories260K GGUF computing what its safetensors
+// twin computes.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "gguf_writer.h"
+#include "kv/contiguous_kv_cache.h"
+#include "model/gguf_model.h"
+#include "model/model.h"
+#include "safetensors_writer.h"
+#include "test_paths.h"
+
+using Catch::Contains;
+using namespace slab;
+using namespace slab::test;
+
+namespace {
+
+std::vector<float> random_values(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// What the GGUF converter does to a llama Q or K matrix [heads*D, in]: within each head, row
+// (half i, pair j) moves to position 2*j + i. Written from the description of the format, as the
+// independent counterpart of the loader's inverse.
+std::vector<float> interleave_rows(const std::vector<float>& w, int heads, int in) {
+  const int rows = static_cast<int>(w.size()) / in, d = rows / heads, half = d / 2;
+  std::vector<float> out(w.size());
+  for (int h = 0; h < heads; ++h)
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < half; ++j)
+        std::memcpy(&out[static_cast<size_t>(h * d + 2 * j + i) * in], &w[static_cast<size_t>(h * d + i * half + j) * in],
+                    sizeof(float) * in);
+  return out;
+}
+
+// A tiny llama (vocab 16, hidden 8, 2 heads of 4, 1 KV head, 2 layers, MLP 12) as a Hugging Face
+// folder and as a GGUF file with the same weights, Q/K rows interleaved as the converter does.
+struct TinyPair {
+  std::vector<TestTensor> hf;
+  GgufBuilder gguf;
+};
+
+TinyPair tiny_llama_pair(bool tied) {
+  TinyPair p;
+  p.gguf.kv_str("general.architecture", "llama")
+      .kv_u32("llama.block_count", 2)
+      .kv_u32("llama.embedding_length", 8)
+      .kv_u32("llama.feed_forward_length", 12)
+      .kv_u32("llama.attention.head_count", 2)
+      .kv_u32("llama.attention.head_count_kv", 1)
+      .kv_u32("llama.context_length", 64)
+      .kv_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f)
+      .kv_f32("llama.rope.freq_base", 10000.0f)
+      .kv_u32("tokenizer.ggml.bos_token_id", 1)
+      .kv_u32("tokenizer.ggml.eos_token_id", 2);
+  uint32_t seed = 100;
+  auto add = [&](const std::string& hf, const std::string& gg, std::vector<int64_t> shape, int interleave_heads = 0) {
+    size_t n = 1;
+    for (int64_t d : shape) n *= static_cast<size_t>(d);
+    std::vector<float> v = random_values(n, seed++);
+    p.hf.push_back({hf, "F32", shape, f32_bytes(v)});
+    std::vector<uint64_t> dims(shape.rbegin(), shape.rend());
+    p.gguf.tensor_f32(gg, dims, interleave_heads ? interleave_rows(v, interleave_heads, static_cast<int>(shape.back())) : v);
+  };
+  add("model.embed_tokens.weight", "token_embd.weight", {16, 8});
+  for (int i = 0; i < 2; ++i) {
+    const std::string h = "model.layers." + std::to_string(i) + ".", g = "blk." + std::to_string(i) + ".";
+    add(h + "input_layernorm.weight", g + "attn_norm.weight", {8});
+    add(h + "self_attn.q_proj.weight", g + "attn_q.weight", {8, 8}, 2);
+    add(h + "self_attn.k_proj.weight", g + "attn_k.weight", {4, 8}, 1);
+    add(h + "self_attn.v_proj.weight", g + "attn_v.weight", {4, 8});
+    add(h + "self_attn.o_proj.weight", g + "attn_output.weight", {8, 8});
+    add(h + "post_attention_layernorm.weight", g + "ffn_norm.weight", {8});
+    add(h + "mlp.gate_proj.weight", g + "ffn_gate.weight", {12, 8});
+    add(h + "mlp.up_proj.weight", g + "ffn_up.weight", {12, 8});
+    add(h + "mlp.down_proj.weight", g + "ffn_down.weight", {8, 12});
+  }
+  add("model.norm.weight", "output_norm.weight", {8});
+  if (!tied) add("lm_head.weight", "output.weight", {16, 8});
+  return p;
+}
+
+ContiguousKvCache make_cache(const Model& m, int max_tokens) {
+  KvGeometry g;
+  g.num_layers = m.config.num_layers;
+  g.num_kv_heads = m.config.num_kv_heads;
+  g.head_dim = m.config.head_dim;
+  g.block_size = 16;
+  return ContiguousKvCache(g, 1, max_tokens);
+}
+
+std::vector<float> all_logits(const Model& m, const std::vector<int>& prompt) {
+  ContiguousKvCache cache = make_cache(m, 256);
+  ForwardBatch b{prompt, {{0, 0, static_cast<int>(prompt.size())}}, true};
+  return forward(m, b, cache);
+}
+
+std::vector<int> greedy(const Model& m, int first, int n) {
+  ContiguousKvCache cache = make_cache(m, 256);
+  std::vector<int> out{first};
+  for (int i = 0; i < n; ++i) {
+    ForwardBatch b{{out.back()}, {{0, i, 1}}, false};
+    const std::vector<float> logits = forward(m, b, cache);
+    out.push_back(static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("gguf: tensor names map to the Hugging Face names the loader asks for", "[gguf]") {
+  CHECK(gguf_to_hf_tensor_name("token_embd.weight") == "model.embed_tokens.weight");
+  CHECK(gguf_to_hf_tensor_name("output.weight") == "lm_head.weight");
+  CHECK(gguf_to_hf_tensor_name("output_norm.weight") == "model.norm.weight");
+  CHECK(gguf_to_hf_tensor_name("blk.17.attn_q.bias") == "model.layers.17.self_attn.q_proj.bias");
+  CHECK(gguf_to_hf_tensor_name("blk.0.attn_output.weight") == "model.layers.0.self_attn.o_proj.weight");
+  CHECK(gguf_to_hf_tensor_name("blk.3.attn_k_norm.weight") == "model.layers.3.self_attn.k_norm.weight");
+  CHECK(gguf_to_hf_tensor_name("blk.3.ffn_norm.weight") == "model.layers.3.post_attention_layernorm.weight");
+  CHECK(gguf_to_hf_tensor_name("blk.2.ffn_down.weight") == "model.layers.2.mlp.down_proj.weight");
+  CHECK(gguf_to_hf_tensor_name("rope_freqs.weight").empty());
+  CHECK(gguf_to_hf_tensor_name("blk.x.attn_q.weight").empty());
+  CHECK(gguf_to_hf_tensor_name("blk..attn_q.weight").empty());
+  CHECK(gguf_to_hf_tensor_name("blk.1.attn_qkv.weight").empty());
+}
+
+TEST_CASE("gguf: a llama file loads to the same config and weights as its Hugging Face twin", "[gguf]") {
+  for (bool tied : {false, true}) {
+    DYNAMIC_SECTION((tied ? "tied" : "untied")) {
+      TinyPair p = tiny_llama_pair(tied);
+      TempDir tmp;
+      nlohmann::json config = {{"model_type", "llama"},        {"vocab_size", 16},          {"hidden_size", 8},
+                               {"intermediate_size", 12},     {"num_hidden_layers", 2},     {"num_attention_heads", 2},
+                               {"num_key_value_heads", 1},    {"rms_norm_eps", 1e-5},       {"rope_theta", 10000.0},
+                               {"max_position_embeddings", 64}, {"tie_word_embeddings", tied}, {"eos_token_id", 2},
+                               {"bos_token_id", 1}};
+      write_file(tmp / "hf" / "config.json", config.dump());
+      write_file(tmp / "hf" / "model.safetensors", safetensors_bytes(p.hf));
+      write_file(tmp / "gguf" / "tiny.gguf", p.gguf.bytes());
+
+      const Model hf = load_model(tmp / "hf");
+      // The folder holding one .gguf and the file itself both name the model.
+      const Model gg = load_model(tmp / "gguf");
+      const Model gg_file = load_model(tmp / "gguf" / "tiny.gguf");
+      CHECK(gg.config.model_type == "llama");
+      CHECK(gg.config.tie_word_embeddings == tied);
+      CHECK(gg.config.num_kv_heads == 1);
+      CHECK(gg.config.head_dim == 4);
+      CHECK(gg.config.max_position_embeddings == 64);
+      CHECK(gg.config.eos_token_ids == std::vector<int>{2});
+      CHECK(gg.config.bos_token_id == 1);
+      CHECK(gg.weights.layers[1].wq == hf.weights.layers[1].wq);  // interleaving undone exactly
+      CHECK(gg.weights.layers[0].wk == hf.weights.layers[0].wk);
+      CHECK(gg.weights.layers[0].w_down == hf.weights.layers[0].w_down);
+      CHECK(gg.weights.lm_head == hf.weights.lm_head);
+      const std::vector<int> prompt{1, 5, 9, 3, 12, 7};
+      CHECK(all_logits(gg, prompt) == all_logits(hf, prompt));
+      CHECK(all_logits(gg_file, prompt) == all_logits(hf, prompt));
+    }
+  }
+}
+
+TEST_CASE("gguf: metadata the engine cannot honour is refused naming the key", "[gguf]") {
+  auto with = [](auto&& edit) {
+    TinyPair p = tiny_llama_pair(false);
+    edit(p.gguf);
+    const std::string bytes = p.gguf.bytes();
+    return GgufFile::parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "t.gguf");
+  };
+  // Later duplicate keys are refused by the reader, so each case builds its own file.
+  SECTION("an unknown architecture") {
+    GgufBuilder g;
+    g.kv_str("general.architecture", "gemma2");
+    const std::string b = g.bytes();
+    REQUIRE_THROWS_WITH(gguf_model_config(GgufFile::parse(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.gguf")),
+                        Contains("t.gguf") && Contains("'general.architecture'") && Contains("gemma2"));
+  }
+  SECTION("a mistyped key") {
+    GgufBuilder g;
+    g.kv_str("general.architecture", "qwen2").kv_str("qwen2.embedding_length", "eight");
+    g.tensor_f32("token_embd.weight", {8, 16}, std::vector<float>(128));
+    const std::string b = g.bytes();
+    REQUIRE_THROWS_WITH(gguf_model_config(GgufFile::parse(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.gguf")),
+                        Contains("'qwen2.embedding_length'") && Contains("integer") && Contains("string"));
+  }
+  SECTION("partial rotary") {
+    REQUIRE_THROWS_WITH(gguf_model_config(with([](GgufBuilder& g) { g.kv_u32("llama.rope.dimension_count", 2); })),
+                        Contains("'llama.rope.dimension_count'") && Contains("partial rotary"));
+  }
+  SECTION("YaRN") {
+    REQUIRE_THROWS_WITH(gguf_model_config(with([](GgufBuilder& g) { g.kv_str("llama.rope.scaling.type", "yarn"); })),
+                        Contains("'llama.rope.scaling.type'") && Contains("yarn"));
+  }
+  SECTION("Llama 3.1 frequency factors") {
+    REQUIRE_THROWS_WITH(gguf_model_config(with([](GgufBuilder& g) { g.tensor_f32("rope_freqs.weight", {2}, {1, 1}); })),
+                        Contains("'rope_freqs.weight'"));
+  }
+  SECTION("linear scaling and a sliding window are read") {
+    const ModelConfig c = gguf_model_config(with([](GgufBuilder& g) {
+      g.kv_str("llama.rope.scaling.type", "linear").kv_f32("llama.rope.scaling.factor", 4.0f);
+      g.kv_u32("llama.attention.sliding_window", 32);
+    }));
+    CHECK(c.rope_scaling.type == RopeScalingType::linear);
+    CHECK(c.rope_scaling.factor == 4.0f);
+    CHECK(c.model_type == "mistral");
+    CHECK(c.sliding_window == 32);
+  }
+}
+
+TEST_CASE("gguf: a folder with several .gguf files and no config.json is refused naming them", "[gguf]") {
+  TempDir tmp;
+  write_file(tmp / "a.gguf", "x");
+  write_file(tmp / "b.gguf", "y");
+  REQUIRE_THROWS_WITH(load_model_metadata(tmp.path()), Contains("a.gguf, b.gguf") && Contains("--model FILE"));
+}
+
+TEST_CASE("stories260K: the GGUF file computes the safetensors folder's logits and greedy text", "[gguf][logits]") {
+  const auto folder = testdata_or_skip("models/stories260K");
+  const auto gguf = testdata_or_skip("models/stories260K-gguf/stories260K.gguf");
+  if (folder.empty() || gguf.empty()) return;
+  const Model hf = load_model(folder);
+  const Model gg = load_model(gguf);
+  CHECK(gg.config.num_layers == hf.config.num_layers);
+  CHECK(gg.config.num_kv_heads == hf.config.num_kv_heads);
+  CHECK(gg.config.head_dim == hf.config.head_dim);
+  CHECK(gg.config.vocab_size == hf.config.vocab_size);
+  CHECK(gg.config.rms_norm_eps == hf.config.rms_norm_eps);
+  CHECK(gg.config.eos_token_ids == hf.config.eos_token_ids);
+  const std::vector<std::vector<int>> prompts = {
+      {1}, {1, 403, 407, 261, 378, 296}, {1, 29, 300, 418, 271, 260, 506, 305, 269, 400, 336, 299, 271, 309},
+      {1, 511, 3, 100, 200, 300, 400, 500, 2, 1, 7}};
+  for (const auto& prompt : prompts) {
+    const std::vector<float> want = all_logits(hf, prompt), got = all_logits(gg, prompt);
+    REQUIRE(got.size() == want.size());
+    float worst = 0.0f;
+    for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]) / (1.0f + std::fabs(want[i])));
+    INFO("prompt of " << prompt.size() << " tokens");
+    CHECK(worst <= 1e-5f);
+  }
+  CHECK(greedy(gg, 1, 100) == greedy(hf, 1, 100));
+}
