@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kv/kv_cache.h"
@@ -26,6 +27,9 @@ Model load_model(const std::filesystem::path& model_dir);
 Model load_model_metadata(const std::filesystem::path& model_dir);
 // The weights of either kind of model path, behind the Checkpoint interface.
 std::unique_ptr<Checkpoint> open_model_checkpoint(const std::filesystem::path& model);
+// The container and tensor types of a model path, for logs and /v1/models:
+// "GGUF v3: Q4_K x 97, F32 x 65" or "safetensors: BF16 x 201". Reads headers only.
+std::string describe_model_weights(const std::filesystem::path& model);
 
 // One sequence's share of a forward batch: `num_tokens` new tokens at positions
 // start_pos .. start_pos + num_tokens - 1 (start_pos = tokens already in its cache).
