@@ -11,6 +11,7 @@
 #include "kv/contiguous_kv_cache.h"
 #include "model/gguf_model.h"
 #include "model/model.h"
+#include "runtime/file_io.h"
 #include "safetensors_writer.h"
 #include "test_paths.h"
 
@@ -246,4 +247,101 @@ TEST_CASE("stories260K: the GGUF file computes the safetensors folder's logits a
     CHECK(worst <= 1e-5f);
   }
   CHECK(greedy(gg, 1, 100) == greedy(hf, 1, 100));
+}
+
+namespace {
+
+// Hugging Face names back to GGUF ones, the test's own table (the loader maps the other way).
+std::string hf_to_gguf(const std::string& hf) {
+  static const std::vector<std::pair<std::string, std::string>> kSuffixes = {
+      {"input_layernorm.weight", "attn_norm.weight"},          {"post_attention_layernorm.weight", "ffn_norm.weight"},
+      {"self_attn.q_proj.", "attn_q."},                        {"self_attn.k_proj.", "attn_k."},
+      {"self_attn.v_proj.", "attn_v."},                        {"self_attn.o_proj.", "attn_output."},
+      {"self_attn.q_norm.weight", "attn_q_norm.weight"},       {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+      {"mlp.gate_proj.", "ffn_gate."},                         {"mlp.up_proj.", "ffn_up."},
+      {"mlp.down_proj.", "ffn_down."}};
+  if (hf == "model.embed_tokens.weight") return "token_embd.weight";
+  if (hf == "model.norm.weight") return "output_norm.weight";
+  if (hf == "lm_head.weight") return "output.weight";
+  const std::string prefix = "model.layers.";
+  REQUIRE(hf.rfind(prefix, 0) == 0);
+  const size_t dot = hf.find('.', prefix.size());
+  const std::string layer = hf.substr(prefix.size(), dot - prefix.size()), rest = hf.substr(dot + 1);
+  for (const auto& [from, to] : kSuffixes) {
+    if (rest.rfind(from, 0) == 0) return "blk." + layer + "." + to + rest.substr(from.size());
+  }
+  FAIL("no GGUF name for " << hf);
+  return {};
+}
+
+// A Hugging Face fixture folder written as the GGUF converter would write it.
+std::string gguf_from_hf_folder(const std::filesystem::path& dir) {
+  const ModelConfig c = load_model_config(dir / "config.json");
+  const std::string arch = c.model_type == "mistral" ? "llama" : c.model_type;
+  const std::string a = arch + ".";
+  GgufBuilder g;
+  g.kv_str("general.architecture", arch)
+      .kv_u32(a + "block_count", static_cast<uint32_t>(c.num_layers))
+      .kv_u32(a + "context_length", static_cast<uint32_t>(c.max_position_embeddings))
+      .kv_u32(a + "embedding_length", static_cast<uint32_t>(c.hidden_size))
+      .kv_u32(a + "feed_forward_length", static_cast<uint32_t>(c.intermediate_size))
+      .kv_u32(a + "attention.head_count", static_cast<uint32_t>(c.num_heads))
+      .kv_u32(a + "attention.head_count_kv", static_cast<uint32_t>(c.num_kv_heads))
+      .kv_u32(a + "attention.key_length", static_cast<uint32_t>(c.head_dim))
+      .kv_u32(a + "attention.value_length", static_cast<uint32_t>(c.head_dim))
+      .kv_u32(a + "rope.dimension_count", static_cast<uint32_t>(c.head_dim))
+      .kv_f32(a + "rope.freq_base", c.rope_theta)
+      .kv_f32(a + "attention.layer_norm_rms_epsilon", c.rms_norm_eps);
+  if (c.sliding_window > 0) g.kv_u32(a + "attention.sliding_window", static_cast<uint32_t>(c.sliding_window));
+  if (!c.eos_token_ids.empty()) g.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
+  if (c.bos_token_id >= 0) g.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(c.bos_token_id));
+  const auto checkpoint = open_safetensors_checkpoint(dir);
+  for (const std::string& name : checkpoint->tensor_names()) {
+    const TensorView v = checkpoint->tensor(name);
+    std::vector<float> values(static_cast<size_t>(v.numel()));
+    convert_to_f32(v, values.data());
+    const int in = v.shape.size() == 2 ? static_cast<int>(v.shape[1]) : 1;
+    if (arch == "llama" && name.find("q_proj") != std::string::npos) values = interleave_rows(values, c.num_heads, in);
+    if (arch == "llama" && name.find("k_proj") != std::string::npos) values = interleave_rows(values, c.num_kv_heads, in);
+    g.tensor_f32(hf_to_gguf(name), std::vector<uint64_t>(v.shape.rbegin(), v.shape.rend()), values);
+  }
+  return g.bytes();
+}
+
+}  // namespace
+
+TEST_CASE("gguf: every fixture architecture written as GGUF computes transformers' logits", "[gguf][logits]") {
+  // llama3_rope_scaling is left out: GGUF carries Llama 3.1 scaling as rope_freqs.weight, which is
+  // refused for now.
+  for (const char* name : {"llama_gqa", "llama_tied", "llama_bias", "mistral_sliding_window", "qwen2_bias", "qwen3_qk_norm"}) {
+    DYNAMIC_SECTION(name) {
+      const auto dir = fixtures_dir() / "models" / name;
+      TempDir tmp;
+      write_file(tmp / "model.gguf", gguf_from_hf_folder(dir));
+      const Model m = load_model(tmp / "model.gguf");
+      const Model hf = load_model(dir);
+      CHECK(m.config.model_type == hf.config.model_type);
+      CHECK(m.config.qkv_bias == hf.config.qkv_bias);
+      CHECK(m.config.o_bias == hf.config.o_bias);
+      CHECK(m.config.mlp_bias == hf.config.mlp_bias);
+      CHECK(m.config.qk_norm == hf.config.qk_norm);
+      CHECK(m.config.sliding_window == hf.config.sliding_window);
+      CHECK(m.config.tie_word_embeddings == hf.config.tie_word_embeddings);
+      const auto expected = read_json_file(dir / "expected_logits.json");
+      const auto prompt = expected.at("prompt").get<std::vector<int>>();
+      const auto want = expected.at("logits").get<std::vector<std::vector<float>>>();
+      const std::vector<float> got = all_logits(m, prompt);
+      const size_t vocab = static_cast<size_t>(m.config.vocab_size);
+      REQUIRE(got.size() == want.size() * vocab);
+      float worst_excess = -1.0f;
+      for (size_t t = 0; t < want.size(); ++t) {
+        for (size_t i = 0; i < vocab; ++i) {
+          // test_model_logits.cpp's tolerance for the FP32 path against transformers.
+          const float diff = std::fabs(got[t * vocab + i] - want[t][i]);
+          worst_excess = std::max(worst_excess, diff - (1e-4f + 1e-3f * std::fabs(want[t][i])));
+        }
+      }
+      CHECK(worst_excess <= 0.0f);
+    }
+  }
 }
