@@ -4,6 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/sentencepiece_tokenizer.h"
 #include "tokenizer/tokenizer_config.h"
 
@@ -166,13 +167,91 @@ std::unique_ptr<Tokenizer> load_llama(const GgufFile& f) {
   return load_sentencepiece_tokenizer(model.bytes(), f.source() + " (tokenizer.ggml.*)", config);
 }
 
+// The pre-tokeniser split of each tokenizer.ggml.pre this loader knows, as the regex of the
+// model's tokenizer.json (they differ in how many digits make one piece).
+const char* pre_tokenizer_regex(const std::string& pre) {
+  if (pre == "llama-bpe" || pre == "llama3") {
+    return R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  }
+  if (pre == "qwen2") {
+    return R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  }
+  return nullptr;
+}
+
+// Byte-level BPE: the pieces, tokenizer.ggml.merges ("left right", rank order) and the
+// pre-tokeniser that tokenizer.ggml.pre names, assembled as the tokenizer.json the existing
+// Hugging Face tokenizer reads. Control tokens are its special added tokens, user-defined ones
+// its other added tokens.
+std::unique_ptr<Tokenizer> load_gpt2(const GgufFile& f) {
+  const Vocabulary v = read_vocabulary(f);
+  const size_t n = v.tokens.size();
+  TokenizerJson parsed;
+  parsed.has_vocab = parsed.has_merges = true;
+  parsed.vocab.reserve(n);
+  nlohmann::json added = nlohmann::json::array();
+  for (size_t i = 0; i < n; ++i) {
+    const int type = v.types[i];
+    if (type == 3 || type == 4) {
+      added.push_back({{"id", i}, {"content", v.tokens[i]}, {"special", type == 3}, {"normalized", false},
+                       {"lstrip", false}, {"rstrip", false}, {"single_word", false}});
+    } else {
+      parsed.vocab.emplace_back(v.tokens[i], static_cast<int32_t>(i));
+    }
+  }
+  const GgufValue* merges = f.get_array("tokenizer.ggml.merges", {GgufValueType::string});
+  if (merges == nullptr) f.fail_key("tokenizer.ggml.merges", "missing (a gpt2 tokenizer needs its merges)");
+  parsed.merges.reserve(merges->items.size());
+  for (size_t i = 0; i < merges->items.size(); ++i) {
+    const std::string& m = merges->items[i].text;
+    const size_t space = m.find(' ', 1);
+    if (space == std::string::npos || space + 1 >= m.size()) {
+      f.fail_key("tokenizer.ggml.merges", "entry " + std::to_string(i) + " is not two tokens separated by a space");
+    }
+    parsed.merges.emplace_back(m.substr(0, space), m.substr(space + 1));
+  }
+
+  const std::string pre = f.get_string("tokenizer.ggml.pre").value_or("default");
+  const nlohmann::json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}};
+  nlohmann::json pre_tokenizer;
+  nlohmann::json normalizer = nullptr;
+  if (const char* regex = pre_tokenizer_regex(pre)) {
+    nlohmann::json level = byte_level;
+    level["use_regex"] = false;
+    pre_tokenizer = {{"type", "Sequence"},
+                     {"pretokenizers", {{{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}},
+                                        level}}};
+    if (pre == "qwen2") normalizer = {{"type", "NFC"}};
+  } else if (pre == "default" || pre == "gpt2") {
+    pre_tokenizer = byte_level;
+    pre_tokenizer["use_regex"] = true;
+  } else {
+    f.fail_key("tokenizer.ggml.pre", "unsupported pre-tokenizer '" + pre + "' (supported: llama-bpe, qwen2, default)");
+  }
+  parsed.document = {{"model", {{"type", "BPE"}, {"byte_fallback", false}, {"ignore_merges", pre == "llama-bpe" || pre == "llama3"}}},
+                     {"normalizer", normalizer},
+                     {"pre_tokenizer", pre_tokenizer},
+                     {"post_processor", nullptr},
+                     {"decoder", {{"type", "ByteLevel"}}},
+                     {"added_tokens", added}};
+
+  TokenizerConfig config;
+  // BOS/EOS only where the metadata asks for them (the post-processor above adds nothing).
+  config.add_bos_token = f.get_bool("tokenizer.ggml.add_bos_token").value_or(false);
+  config.add_eos_token = f.get_bool("tokenizer.ggml.add_eos_token").value_or(false);
+  if (const auto bos = token_id(f, "tokenizer.ggml.bos_token_id", n)) config.bos_token = v.tokens[static_cast<size_t>(*bos)];
+  if (const auto eos = token_id(f, "tokenizer.ggml.eos_token_id", n)) config.eos_token = v.tokens[static_cast<size_t>(*eos)];
+  return HfTokenizer::build(std::move(parsed), f.source() + " (tokenizer.ggml.*)", config);
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufFile& f) {
   const std::optional<std::string> model = f.get_string("tokenizer.ggml.model");
   if (!model) f.fail_key("tokenizer.ggml.model", "missing (the file carries no tokenizer)");
   if (*model == "llama") return load_llama(f);
-  f.fail_key("tokenizer.ggml.model", "unsupported tokenizer model '" + *model + "' (supported: llama)");
+  if (*model == "gpt2") return load_gpt2(f);
+  f.fail_key("tokenizer.ggml.model", "unsupported tokenizer model '" + *model + "' (supported: llama, gpt2)");
 }
 
 }  // namespace slab::tok

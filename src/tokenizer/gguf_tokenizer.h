@@ -2,7 +2,9 @@
 // A tokenizer from GGUF metadata alone (tokenizer.ggml.*), built on the tokenizers the project
 // already has rather than a third implementation:
 //  - model "llama": SentencePiece pieces, scores and types, handed to libsentencepiece as the
-//    ModelProto a tokenizer.model file would hold (BPE with byte fallback, identity normaliser).
+//    ModelProto a tokenizer.model file would hold (BPE with byte fallback, identity normaliser);
+//  - model "gpt2": byte-level BPE vocabulary and merges, with the pre-tokeniser that
+//    tokenizer.ggml.pre names (llama-bpe, qwen2, default), handed to the tokenizer.json tokenizer.
 #include <memory>
 
 #include "runtime/gguf_file.h"

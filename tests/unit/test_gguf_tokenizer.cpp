@@ -3,7 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -82,6 +84,17 @@ TEST_CASE("gguf tokenizer: broken vocabularies are refused naming the key", "[gg
     g.kv_u32("tokenizer.ggml.bos_token_id", 9);
     REQUIRE_THROWS_WITH(tok::load_gguf_tokenizer(parse(g.bytes())), Contains("'tokenizer.ggml.bos_token_id'") && Contains("outside"));
   }
+  SECTION("a gpt2 vocabulary with an unknown pre-tokenizer or a malformed merge") {
+    GgufBuilder unknown_pre, bad_merge;
+    unknown_pre.kv_str("tokenizer.ggml.model", "gpt2").kv_str("tokenizer.ggml.pre", "deepseek-coder")
+        .kv_str_array("tokenizer.ggml.tokens", {"a", "b", "ab"}).kv_str_array("tokenizer.ggml.merges", {"a b"});
+    bad_merge.kv_str("tokenizer.ggml.model", "gpt2")
+        .kv_str_array("tokenizer.ggml.tokens", {"a", "b", "ab"}).kv_str_array("tokenizer.ggml.merges", {"ab"});
+    REQUIRE_THROWS_WITH(tok::load_gguf_tokenizer(parse(unknown_pre.bytes())),
+                        Contains("'tokenizer.ggml.pre'") && Contains("deepseek-coder"));
+    REQUIRE_THROWS_WITH(tok::load_gguf_tokenizer(parse(bad_merge.bytes())),
+                        Contains("'tokenizer.ggml.merges'") && Contains("entry 0"));
+  }
   SECTION("tokens that are not strings") {
     GgufBuilder g;
     g.kv_str("tokenizer.ggml.model", "llama").kv_pod_array<int32_t>("tokenizer.ggml.tokens", 5, {1, 2});
@@ -132,4 +145,82 @@ TEST_CASE("gguf: the chat template comes from tokenizer.chat_template", "[gguf]"
   CHECK(chat::read_model_chat_template(tmp / "with") == "{{ messages[0]['content'] }}");
   CHECK(chat::read_model_chat_template(tmp / "with" / "m.gguf") == "{{ messages[0]['content'] }}");
   CHECK_FALSE(chat::read_model_chat_template(tmp / "without").has_value());
+}
+
+namespace {
+
+// A Hugging Face tokenizer.json as the GGUF converter stores it: every token by id (special
+// added tokens typed control, other added tokens user-defined), merges as "left right".
+std::string gguf_from_tokenizer_json(const nlohmann::json& t, const std::string& pre, bool add_bos,
+                                     const std::string& bos, const std::string& eos) {
+  std::map<int64_t, std::pair<std::string, int32_t>> by_id;  // id -> (text, type)
+  for (const auto& [text, id] : t["model"]["vocab"].items()) by_id[id.get<int64_t>()] = {text, 1};
+  for (const auto& a : t["added_tokens"]) by_id[a["id"].get<int64_t>()] = {a["content"].get<std::string>(), a["special"].get<bool>() ? 3 : 4};
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  for (const auto& [id, entry] : by_id) {
+    if (id != static_cast<int64_t>(tokens.size())) FAIL("token ids are not contiguous at " << id);
+    tokens.push_back(entry.first);
+    types.push_back(entry.second);
+  }
+  std::vector<std::string> merges;
+  for (const auto& m : t["model"]["merges"]) {
+    merges.push_back(m.is_string() ? m.get<std::string>() : m[0].get<std::string>() + " " + m[1].get<std::string>());
+  }
+  auto id_of = [&](const std::string& text) {
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      if (tokens[i] == text) return static_cast<uint32_t>(i);
+    }
+    FAIL("no token " << text);
+    return 0u;
+  };
+  GgufBuilder g;
+  g.kv_str("tokenizer.ggml.model", "gpt2")
+      .kv_str("tokenizer.ggml.pre", pre)
+      .kv_str_array("tokenizer.ggml.tokens", tokens)
+      .kv_pod_array<int32_t>("tokenizer.ggml.token_type", 5, types)
+      .kv_str_array("tokenizer.ggml.merges", merges)
+      .kv_u32("tokenizer.ggml.eos_token_id", id_of(eos))
+      .kv_bool("tokenizer.ggml.add_bos_token", add_bos);
+  if (!bos.empty()) g.kv_u32("tokenizer.ggml.bos_token_id", id_of(bos));
+  return g.bytes();
+}
+
+}  // namespace
+
+TEST_CASE("gguf tokenizer: gpt2 vocabularies of llama-bpe and qwen2 tokenize the corpus as Hugging Face does", "[gguf][tokenizer]") {
+  struct Case {
+    const char* name;
+    const char* pre;
+    bool add_bos;
+    const char* bos;
+    const char* eos;
+  };
+  for (const Case c : {Case{"llama3.1", "llama-bpe", true, "<|begin_of_text|>", "<|eot_id|>"},
+                       Case{"qwen3", "qwen2", false, "", "<|im_end|>"}}) {
+    DYNAMIC_SECTION(c.name) {
+      const auto folder = testdata_or_skip(std::string("tokenizers/") + c.name);
+      if (folder.empty()) return;
+      TempDir tmp;
+      const std::string command = "xz -dc '" + (folder / "tokenizer.json.xz").string() + "' > '" + (tmp / "t.json").string() + "'";
+      REQUIRE(std::system(command.c_str()) == 0);
+      const nlohmann::json t = nlohmann::json::parse(read_file(tmp / "t.json"));
+      write_file(tmp / "t.gguf", gguf_from_tokenizer_json(t, c.pre, c.add_bos, c.bos, c.eos));
+      const auto tokenizer = load_tokenizer(tmp / "t.gguf");
+      CHECK(tokenizer->eos_token() == c.eos);
+
+      std::ifstream in(fixtures_dir() / "tokenizer" / (std::string(c.name) + ".json"));
+      const nlohmann::json fixture = nlohmann::json::parse(in);
+      REQUIRE(fixture["cases"].size() > 40);
+      for (const auto& item : fixture["cases"]) {
+        const std::string text = item["text"].get<std::string>();
+        INFO("text: " << nlohmann::json(text).dump());
+        const auto ids = item["ids"].get<std::vector<int32_t>>();
+        CHECK(tokenizer->encode(text, true) == ids);
+        CHECK(tokenizer->encode(text, false) == item["ids_no_special"].get<std::vector<int32_t>>());
+        CHECK(tokenizer->decode(ids, false) == item["decoded"].get<std::string>());
+        CHECK(tokenizer->decode(ids, true) == item["decoded_skip_special"].get<std::string>());
+      }
+    }
+  }
 }
