@@ -183,6 +183,8 @@ std::unique_ptr<Checkpoint> open_gguf_checkpoint(const std::filesystem::path& fi
   return std::make_unique<GgufCheckpoint>(GgufFile::open(file));
 }
 
+std::unique_ptr<Checkpoint> open_gguf_checkpoint(GgufFile file) { return std::make_unique<GgufCheckpoint>(std::move(file)); }
+
 std::string describe_gguf_tensor_types(const GgufFile& file) {
   std::map<std::string, size_t> counts;
   for (const GgufTensorInfo& t : file.tensors()) ++counts[ggml_type_name(static_cast<uint32_t>(t.type))];

@@ -21,6 +21,7 @@ ModelConfig gguf_model_config(const GgufFile& file);
 // dequantized to BF16 at open, with one warning naming their types. llama's Q and K rows, which
 // the GGUF converter interleaves for ggml's RoPE, are put back in Hugging Face's rotate-half order.
 std::unique_ptr<Checkpoint> open_gguf_checkpoint(const std::filesystem::path& file);
+std::unique_ptr<Checkpoint> open_gguf_checkpoint(GgufFile file);
 
 // The Hugging Face name of a GGUF tensor (empty for a tensor the loader has no use for).
 std::string gguf_to_hf_tensor_name(const std::string& gguf_name);

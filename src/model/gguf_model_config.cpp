@@ -4,6 +4,7 @@
 // twin; what config.json states as flags, GGUF states by which tensors exist (biases, q/k norms,
 // the output matrix).
 #include <climits>
+#include <cstdint>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -93,12 +94,13 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   json eos = json::array();
   for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
     if (auto id = f.get_int(key)) {
+      if (*id == -1 || *id == UINT32_MAX) continue;  // how writers say "none"
       if (*id < 0 || *id > INT_MAX) f.fail_key(key, "expected a token id, found " + std::to_string(*id));
       eos.push_back(*id);
     }
   }
   j["eos_token_id"] = eos;
-  if (auto bos = f.get_int("tokenizer.ggml.bos_token_id")) {
+  if (auto bos = f.get_int("tokenizer.ggml.bos_token_id"); bos && *bos != -1 && *bos != UINT32_MAX) {
     if (*bos < 0 || *bos > INT_MAX) f.fail_key("tokenizer.ggml.bos_token_id", "expected a token id, found " + std::to_string(*bos));
     j["bos_token_id"] = *bos;
   }
