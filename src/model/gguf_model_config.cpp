@@ -37,6 +37,10 @@ ModelConfig gguf_model_config(const GgufFile& f) {
                "unsupported architecture '" + arch + "' (supported: llama, which includes Mistral, qwen2, qwen3)");
   }
   const std::string a = arch + ".";
+  if (const auto parts = f.get_int("split.count"); parts && *parts > 1) {
+    f.fail_key("split.count", "the model is split over " + std::to_string(*parts) +
+                                  " files, which is not supported yet (merge them into one file first)");
+  }
   const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
   if (embd == nullptr) f.fail_tensor("token_embd.weight", "missing");
   if (embd->dims.size() != 2) f.fail_tensor("token_embd.weight", "expected 2 dimensions");

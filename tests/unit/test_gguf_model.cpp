@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 
 #include "gguf_writer.h"
 #include "kv/contiguous_kv_cache.h"
@@ -214,6 +215,55 @@ TEST_CASE("gguf: metadata the engine cannot honour is refused naming the key", "
     CHECK(c.model_type == "mistral");
     CHECK(c.sliding_window == 32);
   }
+}
+
+namespace {
+
+// IEEE half bits of a value that is 0 or a normal half with at most 10 mantissa bits.
+uint16_t exact_f16_bits(float v) {
+  if (v == 0.0f) return 0;
+  const float a = std::fabs(v);
+  const int e = static_cast<int>(std::floor(std::log2(a)));
+  const auto mant = static_cast<uint16_t>(std::lround((a / std::ldexp(1.0f, e) - 1.0f) * 1024.0f));
+  return static_cast<uint16_t>((v < 0 ? 0x8000 : 0) | ((e + 15) << 10) | mant);
+}
+
+}  // namespace
+
+TEST_CASE("gguf: F16 and BF16 tensors are read as such, Q/K rows reordered in their own dtype", "[gguf]") {
+  // One Q matrix of 2 heads of 4 rows (8 columns), stored interleaved as F16 and as BF16.
+  std::vector<float> hf(64);
+  for (size_t i = 0; i < hf.size(); ++i) hf[i] = static_cast<float>(i) * 0.25f - 4.0f;  // exact in F16 and BF16
+  std::string f16, bf16;
+  for (float v : interleave_rows(hf, 2, 8)) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    f16 += GgufBuilder::pod(exact_f16_bits(v));
+    bf16 += GgufBuilder::pod(static_cast<uint16_t>(bits >> 16));
+  }
+  for (const auto& [type, bytes, dtype] : {std::tuple{1u, f16, DType::f16}, std::tuple{30u, bf16, DType::bf16}}) {
+    GgufBuilder g;
+    g.kv_str("general.architecture", "llama").kv_u32("llama.block_count", 1).kv_u32("llama.embedding_length", 8)
+        .kv_u32("llama.feed_forward_length", 8).kv_u32("llama.attention.head_count", 2);
+    g.tensor_f32("token_embd.weight", {8, 4}, std::vector<float>(32, 1.0f));
+    g.tensor("blk.0.attn_q.weight", {8, 8}, type, bytes);
+    const std::string file = g.bytes();
+    const auto checkpoint = open_gguf_checkpoint(GgufFile::parse(reinterpret_cast<const uint8_t*>(file.data()), file.size(), "t.gguf"));
+    const TensorView q = checkpoint->tensor("model.layers.0.self_attn.q_proj.weight");
+    CHECK(q.dtype == dtype);
+    CHECK(q.shape == std::vector<int64_t>{8, 8});
+    std::vector<float> got(64);
+    convert_to_f32(q, got.data());
+    CHECK(got == hf);
+  }
+}
+
+TEST_CASE("gguf: a split model names split.count", "[gguf]") {
+  GgufBuilder g;
+  g.kv_str("general.architecture", "llama").kv_u32("split.count", 3);
+  const std::string b = g.bytes();
+  REQUIRE_THROWS_WITH(gguf_model_config(GgufFile::parse(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.gguf")),
+                      Contains("'split.count'") && Contains("3 files"));
 }
 
 TEST_CASE("gguf: a folder with several .gguf files and no config.json is refused naming them", "[gguf]") {
