@@ -14,7 +14,8 @@ namespace slab {
 
 // general.architecture llama (Llama and Mistral), qwen2 or qwen3. Throws naming the file and
 // the key (or tensor) at fault: an unknown architecture, a missing or mistyped key, an option
-// the engine does not implement (partial rotary, YaRN, per-dimension RoPE factors).
+// the engine does not implement (partial rotary, YaRN, RoPE divisors in rope_freqs.weight that
+// no Llama 3 scaling produces). Llama 3.1's scaling parameters are recovered from those divisors.
 ModelConfig gguf_model_config(const GgufFile& file);
 
 // Opens the file's weights. F32/F16/BF16 tensors are read from the memory map; quantized ones are

@@ -4,11 +4,15 @@
 // twin; what config.json states as flags, GGUF states by which tensors exist (biases, q/k norms,
 // the output matrix).
 #include <climits>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <map>
+#include <numbers>
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/reference.h"
 #include "model/gguf_model.h"
 
 namespace slab {
@@ -24,6 +28,83 @@ int positive_int(const GgufFile& f, const std::string& key, std::optional<int> f
   }
   if (*v <= 0 || *v > INT_MAX) f.fail_key(key, "expected a positive integer, found " + std::to_string(*v));
   return static_cast<int>(*v);
+}
+
+// Llama 3.1-style RoPE scaling arrives as rope_freqs.weight: for each of the head_dim / 2
+// frequencies, the divisor the converter computed from (factor, low_freq_factor,
+// high_freq_factor, original_max_position_embeddings). The engine takes those four parameters,
+// so they are recovered: `factor` is the largest divisor; each frequency in the blended band
+// gives smooth = (1/r - 1/factor) / (1 - 1/factor) = (orig / wavelength - low) / (high - low),
+// a line in 1 / wavelength. Two or more band frequencies fix the line; with fewer, Llama 3's own
+// low = 1, high = 4 are assumed. Whatever is recovered must reproduce every divisor through the
+// engine's own frequency computation, or the file is refused.
+json llama3_scaling_from_divisors(const GgufFile& f, double theta, int head_dim) {
+  const std::string name = "rope_freqs.weight";
+  const GgufTensorInfo* t = f.find_tensor(name);
+  const size_t half = static_cast<size_t>(head_dim / 2);
+  if (t->type != GgmlType::f32 || static_cast<size_t>(t->numel()) != half) {
+    f.fail_tensor(name, "expected " + std::to_string(half) + " F32 frequency divisors");
+  }
+  std::vector<float> divisors(half);
+  std::memcpy(divisors.data(), t->data, half * sizeof(float));
+  ref::RopeFrequencyParams base;
+  base.theta = static_cast<float>(theta);
+  std::vector<float> inv_freq(half);
+  ref::rope_inverse_frequencies(inv_freq.data(), head_dim, base);
+  float factor = 0.0f;
+  for (float r : divisors) {
+    if (!std::isfinite(r) || r <= 0.0f) f.fail_tensor(name, "holds a divisor that is not a positive number");
+    factor = std::max(factor, r);
+  }
+  if (factor <= 1.0f + 1e-6f) return nullptr;  // nothing is scaled
+  // (1 / wavelength, smooth) of the band frequencies.
+  std::vector<std::pair<double, double>> band;
+  for (size_t i = 0; i < half; ++i) {
+    const double r = divisors[i];
+    if (std::fabs(r - 1.0) > 1e-6 && std::fabs(r - factor) > 1e-6 * factor) {
+      band.emplace_back(inv_freq[i] / (2.0 * std::numbers::pi), (1.0 / r - 1.0 / factor) / (1.0 - 1.0 / factor));
+    }
+  }
+  double low = 1.0, high = 4.0, orig = 8192.0;
+  if (band.size() >= 2) {
+    // smooth = a / wavelength - b through the two band ends; orig / (high - low) = a, low / (high - low) = b.
+    const auto& [x0, s0] = band.front();
+    const auto& [x1, s1] = band.back();
+    const double a = (s1 - s0) / (x1 - x0), b = a * x0 - s0;
+    if (!(a > 0.0) || !(b > 0.0)) f.fail_tensor(name, "frequency divisors that no Llama 3 scaling produces");
+    orig = std::round(a / b);
+    low = b * orig / a;
+    high = low + orig / a;
+  } else if (band.size() == 1) {
+    const auto& [x, s] = band.front();
+    orig = std::round((low + s * (high - low)) / x);
+  } else {
+    // No band: any orig between the unscaled and the scaled wavelengths will do.
+    double longest_kept = 0.0, shortest_scaled = INFINITY;
+    for (size_t i = 0; i < half; ++i) {
+      const double wavelength = 2.0 * std::numbers::pi / inv_freq[i];
+      if (divisors[i] == 1.0f) longest_kept = std::max(longest_kept, wavelength);
+      else shortest_scaled = std::min(shortest_scaled, wavelength);
+    }
+    orig = std::floor(std::min(shortest_scaled - 1.0, std::max(longest_kept * high, 1.0)));
+  }
+  ref::RopeFrequencyParams scaled = base;
+  scaled.scaling = ref::RopeScalingKind::llama3;
+  scaled.factor = factor;
+  scaled.low_freq_factor = static_cast<float>(low);
+  scaled.high_freq_factor = static_cast<float>(high);
+  scaled.original_max_position_embeddings = orig >= 1.0 && orig <= INT_MAX ? static_cast<int>(orig) : 1;
+  std::vector<float> got(half);
+  ref::rope_inverse_frequencies(got.data(), head_dim, scaled);
+  for (size_t i = 0; i < half; ++i) {
+    const float want = inv_freq[i] / divisors[i];
+    if (!(std::fabs(got[i] - want) <= 1e-5f * want)) {
+      f.fail_tensor(name, "frequency " + std::to_string(i) + ": no Llama 3 scaling reproduces its divisor " +
+                              std::to_string(divisors[i]) + " (per-dimension factors are not supported otherwise)");
+    }
+  }
+  return {{"rope_type", "llama3"}, {"factor", factor}, {"low_freq_factor", low}, {"high_freq_factor", high},
+          {"original_max_position_embeddings", scaled.original_max_position_embeddings}};
 }
 
 }  // namespace
@@ -44,10 +125,6 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
   if (embd == nullptr) f.fail_tensor("token_embd.weight", "missing");
   if (embd->dims.size() != 2) f.fail_tensor("token_embd.weight", "expected 2 dimensions");
-  if (f.find_tensor("rope_freqs.weight") != nullptr) {
-    f.fail_tensor("rope_freqs.weight",
-                  "per-dimension RoPE frequency factors (Llama 3.1-style scaling) are not supported yet");
-  }
 
   json j;
   j["model_type"] = arch;
@@ -78,6 +155,11 @@ ModelConfig gguf_model_config(const GgufFile& f) {
     j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", scaling == "linear" ? factor.value_or(1.0) : *legacy_linear}};
   } else if (scaling != "none") {
     f.fail_key(a + "rope.scaling.type", "unsupported RoPE scaling type '" + scaling + "' (supported: none, linear)");
+  }
+  if (f.find_tensor("rope_freqs.weight") != nullptr) {
+    if (j.contains("rope_scaling")) f.fail_tensor("rope_freqs.weight", "given together with linear RoPE scaling");
+    json llama3 = llama3_scaling_from_divisors(f, j["rope_theta"].get<double>(), head_dim);
+    if (!llama3.is_null()) j["rope_scaling"] = std::move(llama3);
   }
   j["hidden_act"] = "silu";
   j["tie_word_embeddings"] = f.find_tensor("output.weight") == nullptr;

@@ -201,9 +201,9 @@ TEST_CASE("gguf: metadata the engine cannot honour is refused naming the key", "
     REQUIRE_THROWS_WITH(gguf_model_config(with([](GgufBuilder& g) { g.kv_str("llama.rope.scaling.type", "yarn"); })),
                         Contains("'llama.rope.scaling.type'") && Contains("yarn"));
   }
-  SECTION("Llama 3.1 frequency factors") {
-    REQUIRE_THROWS_WITH(gguf_model_config(with([](GgufBuilder& g) { g.tensor_f32("rope_freqs.weight", {2}, {1, 1}); })),
-                        Contains("'rope_freqs.weight'"));
+  SECTION("RoPE divisors of the wrong size") {
+    REQUIRE_THROWS_WITH(gguf_model_config(with([](GgufBuilder& g) { g.tensor_f32("rope_freqs.weight", {3}, {1, 2, 4}); })),
+                        Contains("'rope_freqs.weight'") && Contains("2 F32 frequency divisors"));
   }
   SECTION("linear scaling and a sliding window are read") {
     const ModelConfig c = gguf_model_config(with([](GgufBuilder& g) {
@@ -324,6 +324,29 @@ std::string hf_to_gguf(const std::string& hf) {
   return {};
 }
 
+// Llama 3.1 scaling as the GGUF converter stores it: per frequency, the divisor of the base
+// frequency (1 for short wavelengths, `factor` for long ones, blended between), in double.
+std::vector<float> llama3_divisors(const ModelConfig& c) {
+  const RopeScaling& s = c.rope_scaling;
+  const double low_wavelength = s.original_max_position_embeddings / s.low_freq_factor;
+  const double high_wavelength = s.original_max_position_embeddings / s.high_freq_factor;
+  std::vector<float> out;
+  for (int i = 0; i < c.head_dim / 2; ++i) {
+    const double freq = 1.0 / std::pow(static_cast<double>(c.rope_theta), 2.0 * i / c.head_dim);
+    const double wavelength = 2.0 * M_PI / freq;
+    if (wavelength < high_wavelength) {
+      out.push_back(1.0f);
+    } else if (wavelength > low_wavelength) {
+      out.push_back(s.factor);
+    } else {
+      const double smooth = (s.original_max_position_embeddings / wavelength - s.low_freq_factor) /
+                            (s.high_freq_factor - s.low_freq_factor);
+      out.push_back(static_cast<float>(1.0 / ((1.0 - smooth) / s.factor + smooth)));
+    }
+  }
+  return out;
+}
+
 // A Hugging Face fixture folder written as the GGUF converter would write it.
 std::string gguf_from_hf_folder(const std::filesystem::path& dir) {
   const ModelConfig c = load_model_config(dir / "config.json");
@@ -345,6 +368,7 @@ std::string gguf_from_hf_folder(const std::filesystem::path& dir) {
   if (c.sliding_window > 0) g.kv_u32(a + "attention.sliding_window", static_cast<uint32_t>(c.sliding_window));
   if (!c.eos_token_ids.empty()) g.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
   if (c.bos_token_id >= 0) g.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(c.bos_token_id));
+  if (c.rope_scaling.type == RopeScalingType::llama3) g.tensor_f32("rope_freqs.weight", {uint64_t(c.head_dim / 2)}, llama3_divisors(c));
   const auto checkpoint = open_safetensors_checkpoint(dir);
   for (const std::string& name : checkpoint->tensor_names()) {
     const TensorView v = checkpoint->tensor(name);
@@ -361,9 +385,8 @@ std::string gguf_from_hf_folder(const std::filesystem::path& dir) {
 }  // namespace
 
 TEST_CASE("gguf: every fixture architecture written as GGUF computes transformers' logits", "[gguf][logits]") {
-  // llama3_rope_scaling is left out: GGUF carries Llama 3.1 scaling as rope_freqs.weight, which is
-  // refused for now.
-  for (const char* name : {"llama_gqa", "llama_tied", "llama_bias", "mistral_sliding_window", "qwen2_bias", "qwen3_qk_norm"}) {
+  for (const char* name : {"llama_gqa", "llama_tied", "llama_bias", "mistral_sliding_window", "qwen2_bias", "qwen3_qk_norm",
+                           "llama3_rope_scaling"}) {
     DYNAMIC_SECTION(name) {
       const auto dir = fixtures_dir() / "models" / name;
       TempDir tmp;
@@ -377,6 +400,7 @@ TEST_CASE("gguf: every fixture architecture written as GGUF computes transformer
       CHECK(m.config.qk_norm == hf.config.qk_norm);
       CHECK(m.config.sliding_window == hf.config.sliding_window);
       CHECK(m.config.tie_word_embeddings == hf.config.tie_word_embeddings);
+      CHECK(m.config.rope_scaling.type == hf.config.rope_scaling.type);
       const auto expected = read_json_file(dir / "expected_logits.json");
       const auto prompt = expected.at("prompt").get<std::vector<int>>();
       const auto want = expected.at("logits").get<std::vector<std::vector<float>>>();
@@ -393,5 +417,53 @@ TEST_CASE("gguf: every fixture architecture written as GGUF computes transformer
       }
       CHECK(worst_excess <= 0.0f);
     }
+  }
+}
+
+TEST_CASE("gguf: Llama 3.1 and 3.2 scaling parameters are recovered from rope_freqs.weight", "[gguf]") {
+  struct Case {
+    float factor, low, high;
+    int orig, head_dim;
+    float theta;
+  };
+  for (const Case k : {Case{8.0f, 1.0f, 4.0f, 8192, 128, 500000.0f}, Case{32.0f, 1.0f, 4.0f, 8192, 64, 500000.0f},
+                       Case{4.0f, 2.0f, 8.0f, 4096, 128, 10000.0f}}) {
+    ModelConfig c;
+    c.head_dim = k.head_dim;
+    c.rope_theta = k.theta;
+    c.rope_scaling = {RopeScalingType::llama3, k.factor, k.low, k.high, k.orig};
+    const std::vector<float> divisors = llama3_divisors(c);
+    GgufBuilder g;
+    g.kv_str("general.architecture", "llama").kv_u32("llama.block_count", 1).kv_u32("llama.embedding_length", 2 * k.head_dim)
+        .kv_u32("llama.feed_forward_length", 8).kv_u32("llama.attention.head_count", 2).kv_f32("llama.rope.freq_base", k.theta);
+    g.tensor_f32("token_embd.weight", {uint64_t(2 * k.head_dim), 4}, std::vector<float>(8 * k.head_dim, 1.0f));
+    g.tensor_f32("rope_freqs.weight", {uint64_t(k.head_dim / 2)}, divisors);
+    const std::string b = g.bytes();
+    const ModelConfig got = gguf_model_config(GgufFile::parse(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.gguf"));
+    INFO("factor " << k.factor << ", low " << k.low << ", high " << k.high << ", orig " << k.orig);
+    CHECK(got.rope_scaling.type == RopeScalingType::llama3);
+    CHECK(got.rope_scaling.factor == k.factor);
+    // The divisors fix only the two wavelengths orig / low and orig / high (the engine uses nothing
+    // else); Llama's own low = 1, high = 4 come back as they were.
+    const RopeScaling& r = got.rope_scaling;
+    CHECK(r.original_max_position_embeddings / r.low_freq_factor == Approx(k.orig / k.low).epsilon(1e-5));
+    CHECK(r.original_max_position_embeddings / r.high_freq_factor == Approx(k.orig / k.high).epsilon(1e-5));
+    if (k.low == 1.0f && k.high == 4.0f) {
+      CHECK(r.original_max_position_embeddings == k.orig);
+      CHECK(r.low_freq_factor == Approx(1.0f).epsilon(1e-5));
+      CHECK(r.high_freq_factor == Approx(4.0f).epsilon(1e-5));
+    }
+
+    // Divisors no Llama 3 scaling makes are refused.
+    std::vector<float> odd = divisors;
+    odd[1] = 3.0f;
+    GgufBuilder bad;
+    bad.kv_str("general.architecture", "llama").kv_u32("llama.block_count", 1).kv_u32("llama.embedding_length", 2 * k.head_dim)
+        .kv_u32("llama.feed_forward_length", 8).kv_u32("llama.attention.head_count", 2).kv_f32("llama.rope.freq_base", k.theta);
+    bad.tensor_f32("token_embd.weight", {uint64_t(2 * k.head_dim), 4}, std::vector<float>(8 * k.head_dim, 1.0f));
+    bad.tensor_f32("rope_freqs.weight", {uint64_t(k.head_dim / 2)}, odd);
+    const std::string bb = bad.bytes();
+    REQUIRE_THROWS_WITH(gguf_model_config(GgufFile::parse(reinterpret_cast<const uint8_t*>(bb.data()), bb.size(), "t.gguf")),
+                        Contains("'rope_freqs.weight'"));
   }
 }
