@@ -86,7 +86,8 @@ json llama3_scaling_from_divisors(const GgufFile& f, double theta, int head_dim)
       if (divisors[i] == 1.0f) longest_kept = std::max(longest_kept, wavelength);
       else shortest_scaled = std::min(shortest_scaled, wavelength);
     }
-    orig = std::floor(std::min(shortest_scaled - 1.0, std::max(longest_kept * high, 1.0)));
+    // kept: wavelength < orig / high; scaled: wavelength > orig / low. Halfway between the bounds.
+    orig = std::floor((std::max(longest_kept * high, 1.0) + std::min(shortest_scaled * low, 1e9)) / 2.0);
   }
   ref::RopeFrequencyParams scaled = base;
   scaled.scaling = ref::RopeScalingKind::llama3;

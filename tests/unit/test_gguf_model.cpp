@@ -12,6 +12,7 @@
 #include "kv/contiguous_kv_cache.h"
 #include "model/gguf_model.h"
 #include "model/model.h"
+#include "model/rope_params.h"
 #include "runtime/file_io.h"
 #include "safetensors_writer.h"
 #include "test_paths.h"
@@ -426,8 +427,9 @@ TEST_CASE("gguf: Llama 3.1 and 3.2 scaling parameters are recovered from rope_fr
     int orig, head_dim;
     float theta;
   };
+  // The last case has no frequency in the blended band (head_dim 8).
   for (const Case k : {Case{8.0f, 1.0f, 4.0f, 8192, 128, 500000.0f}, Case{32.0f, 1.0f, 4.0f, 8192, 64, 500000.0f},
-                       Case{4.0f, 2.0f, 8.0f, 4096, 128, 10000.0f}}) {
+                       Case{4.0f, 2.0f, 8.0f, 4096, 128, 10000.0f}, Case{8.0f, 1.0f, 4.0f, 1000, 8, 500000.0f}}) {
     ModelConfig c;
     c.head_dim = k.head_dim;
     c.rope_theta = k.theta;
@@ -446,9 +448,20 @@ TEST_CASE("gguf: Llama 3.1 and 3.2 scaling parameters are recovered from rope_fr
     // The divisors fix only the two wavelengths orig / low and orig / high (the engine uses nothing
     // else); Llama's own low = 1, high = 4 come back as they were.
     const RopeScaling& r = got.rope_scaling;
-    CHECK(r.original_max_position_embeddings / r.low_freq_factor == Approx(k.orig / k.low).epsilon(1e-5));
-    CHECK(r.original_max_position_embeddings / r.high_freq_factor == Approx(k.orig / k.high).epsilon(1e-5));
-    if (k.low == 1.0f && k.high == 4.0f) {
+    if (k.head_dim > 8) {
+      CHECK(r.original_max_position_embeddings / r.low_freq_factor == Approx(k.orig / k.low).epsilon(1e-5));
+      CHECK(r.original_max_position_embeddings / r.high_freq_factor == Approx(k.orig / k.high).epsilon(1e-5));
+    }
+    // Whatever was recovered gives the frequencies the divisors give.
+    ModelConfig recovered = c;
+    recovered.rope_scaling = r;
+    std::vector<float> want(static_cast<size_t>(k.head_dim / 2)), base(want.size()), have(want.size());
+    ModelConfig plain = c;
+    plain.rope_scaling = {};
+    ref::rope_inverse_frequencies(base.data(), k.head_dim, rope_frequency_params(plain));
+    ref::rope_inverse_frequencies(have.data(), k.head_dim, rope_frequency_params(recovered));
+    for (size_t i = 0; i < want.size(); ++i) CHECK(have[i] == Approx(base[i] / divisors[i]).epsilon(1e-5));
+    if (k.low == 1.0f && k.high == 4.0f && k.head_dim > 8) {
       CHECK(r.original_max_position_embeddings == k.orig);
       CHECK(r.low_freq_factor == Approx(1.0f).epsilon(1e-5));
       CHECK(r.high_freq_factor == Approx(4.0f).epsilon(1e-5));
