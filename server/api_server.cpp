@@ -147,7 +147,8 @@ http::Router ApiServer::routes() {
   };
   auto model_card = [this](const LoadedModel& m) {
     return json{{"id", options_.served_model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "slabserve"},
-                {"root", options_.served_model_name}, {"max_model_len", m.engine->max_model_len()}};
+                {"root", options_.served_model_name}, {"max_model_len", m.engine->max_model_len()},
+                {"architecture", m.model.config.model_type}, {"weights", m.weights}};
   };
 
   r.add("GET", "/health", RouteKind::light, api_route(o, Auth::open, [this](Exchange& exchange) {

@@ -50,6 +50,7 @@ struct LoadedModel {
   std::unique_ptr<Tokenizer> tokenizer;
   std::optional<chat::ChatTemplate> chat_template;  // the checkpoint's, or --chat-template
   std::vector<int32_t> eos_token_ids;               // config, generation_config and tokenizer
+  std::string weights;                              // describe_model_weights(): container and tensor types
   std::unique_ptr<ModelRunner> runner;
   std::unique_ptr<Engine> engine;  // last: stops before the runner, model and tokenizer go
 };

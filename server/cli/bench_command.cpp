@@ -47,8 +47,8 @@ int run_bench(const BenchOptions& o) {
   const double load_s = seconds_since(t0);
   const ModelConfig& c = runner->config();
   ThreadPool& pool = runner->thread_pool();  // created here, on this (the dispatching) thread
-  std::printf("model %s (%s): %d layers, hidden %d, vocab %d | %s | %s | loaded and packed in %.1f s\n", dir.c_str(),
-              c.model_type.c_str(), c.num_layers, c.hidden_size, c.vocab_size, runner->describe().c_str(),
+  std::printf("model %s (%s; %s): %d layers, hidden %d, vocab %d | %s | %s | loaded and packed in %.1f s\n", dir.c_str(),
+              c.model_type.c_str(), describe_model_weights(dir).c_str(), c.num_layers, c.hidden_size, c.vocab_size, runner->describe().c_str(),
               describe_thread_bindings(pool.bindings()).c_str(), load_s);
 
   const int B = o.batch, P = o.prompt_len, D = o.decode_tokens;
@@ -135,7 +135,7 @@ int run_bench(const BenchOptions& o) {
 Command add_bench_command(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* cmd = app.add_subcommand("bench", "Prefill and decode speed of the model runner on random token ids");
-  cmd->add_option("--model,-m", o->model, "Hugging Face model folder (config.json, safetensors; no tokenizer needed)");
+  cmd->add_option("--model,-m", o->model, "Hugging Face model folder (config.json, safetensors; no tokenizer needed), or a GGUF file");
   cmd->add_option("--prompt-len", o->prompt_len, "Prompt tokens per sequence")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--decode-tokens", o->decode_tokens, "Decode steps")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--batch", o->batch, "Sequences decoded together")->check(CLI::PositiveNumber)->capture_default_str();

@@ -20,7 +20,7 @@ Command add_topology_command(CLI::App& app);
 // scripts/serve.sh picks one for the quick start.
 inline constexpr const char* kNoModelMessage =
     "no --model given: pass --model DIR, a Hugging Face model folder (config.json, *.safetensors, "
-    "tokenizer.json or tokenizer.model); scripts/serve.sh serves the tiny test model "
+    "tokenizer.json or tokenizer.model), or --model FILE.gguf; scripts/serve.sh serves the tiny test model "
     "../shared/testdata/models/stories260K when it is given no --model";
 
 }  // namespace slab::cli

@@ -111,7 +111,7 @@ int run_generate(const GenerateOptions& o) {
 Command add_generate_command(CLI::App& app) {
   auto options = std::make_shared<GenerateOptions>();
   CLI::App* cmd = app.add_subcommand("generate", "Continue one prompt and print the text and speed");
-  cmd->add_option("--model,-m", options->model, "Hugging Face model folder (config.json, safetensors, tokenizer)");
+  cmd->add_option("--model,-m", options->model, "Hugging Face model folder (config.json, safetensors, tokenizer), or a GGUF file (or a folder holding one)");
   cmd->add_option("--prompt,-p", options->prompt, "Prompt text; empty starts from BOS");
   cmd->add_option("-n,--max-tokens", options->max_tokens, "Tokens to generate")->check(CLI::NonNegativeNumber);
   cmd->add_option("--temperature", options->temperature, "Sampling temperature; 0 is greedy (default: the model's generation_config, else greedy)")

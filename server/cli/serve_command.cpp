@@ -47,6 +47,7 @@ std::unique_ptr<server::LoadedModel> load_for_serving(const std::filesystem::pat
   const auto load_start = std::chrono::steady_clock::now();
   auto loaded = std::make_unique<server::LoadedModel>();
   loaded->model = load_model_metadata(dir);
+  loaded->weights = describe_model_weights(dir);
   // The cheap parts that can fail first: a folder without a tokenizer, or with a template that
   // does not parse, is refused before minutes of weight loading.
   loaded->tokenizer = load_tokenizer(dir);
@@ -70,7 +71,7 @@ std::unique_ptr<server::LoadedModel> load_for_serving(const std::filesystem::pat
     runner_options.max_batched_tokens = o.server.engine.scheduler.max_num_batched_tokens;
     LoadProgressBar progress;
     runner_options.on_load_progress = progress.callback();
-    const auto checkpoint = open_safetensors_checkpoint(dir);
+    const auto checkpoint = open_model_checkpoint(dir);
     loaded->runner = std::make_unique<ModelRunner>(loaded->model, *checkpoint, runner_options);
   }
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
@@ -80,8 +81,8 @@ std::unique_ptr<server::LoadedModel> load_for_serving(const std::filesystem::pat
 
   const ModelConfig& c = loaded->model.config;
   const Engine& e = *loaded->engine;
-  spdlog::info("model {} ({}): {} layers, hidden {}, {} heads / {} KV heads, vocab {}, context {}, compute: {}",
-               o.server.served_model_name, c.model_type, c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads,
+  spdlog::info("model {} ({}; {}): {} layers, hidden {}, {} heads / {} KV heads, vocab {}, context {}, compute: {}",
+               o.server.served_model_name, c.model_type, loaded->weights, c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads,
                c.vocab_size, e.max_model_len(), loaded->runner->describe());
   spdlog::info("placement: {}; weights {:.1f} MiB, loaded in {:.1f} s", placement_summary(*loaded->runner),
                loaded->runner->weight_bytes() / double(1 << 20), load_s);
@@ -123,7 +124,9 @@ int run_serve(ServeOptions o) {
     return 2;
   }
   if (o.server.served_model_name.empty()) {
-    o.server.served_model_name = std::filesystem::absolute(dir).lexically_normal().filename().string();
+    // The folder's name, or a model file's name without its extension.
+    const std::filesystem::path path = std::filesystem::absolute(dir).lexically_normal();
+    o.server.served_model_name = (std::filesystem::is_regular_file(path) ? path.stem() : path.filename()).string();
   }
   EngineConfig& engine = o.server.engine;
   if (engine.block_size <= 0 || engine.block_size % 16 != 0) {
@@ -195,7 +198,7 @@ Command add_serve_command(CLI::App& app) {
   // --config belongs to the main app (CLI11 reads config files there); fallthrough lets it be
   // written after `serve` as users expect.
   cmd->fallthrough();
-  cmd->add_option("--model,-m", options->model, "Hugging Face model folder (config.json, safetensors, tokenizer)");
+  cmd->add_option("--model,-m", options->model, "Hugging Face model folder (config.json, safetensors, tokenizer), or a GGUF file (or a folder holding one)");
   cmd->add_option("--host", options->server.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", options->server.port, "Port to listen on")->capture_default_str()->check(CLI::Range(1, 65535));
   cmd->add_option("--served-model-name", options->server.served_model_name, "Model name clients use (default: the folder name)");

@@ -6,6 +6,7 @@
 
 #include "chat/builtin_templates.h"
 #include "runtime/file_io.h"
+#include "runtime/gguf_file.h"
 
 namespace slab::chat {
 std::string read_chat_template_file(const std::filesystem::path& file) {
@@ -22,6 +23,9 @@ std::string read_chat_template_option(const std::string& name_or_file) {
 }
 
 std::optional<std::string> read_model_chat_template(const std::filesystem::path& model_dir) {
+  if (const std::optional<std::filesystem::path> gguf = gguf_model_file(model_dir)) {
+    return GgufFile::open(*gguf).get_string("tokenizer.chat_template");
+  }
   const auto jinja = model_dir / "chat_template.jinja";
   if (std::filesystem::is_regular_file(jinja)) return read_file(jinja);
 

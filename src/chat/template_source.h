@@ -1,7 +1,7 @@
 #pragma once
 // Where a checkpoint keeps its chat template: chat_template.jinja beside the weights, or the
 // chat_template field of tokenizer_config.json (a string, or a list of named templates of which
-// "default" is used).
+// "default" is used); in a GGUF model, its tokenizer.chat_template key.
 #include <filesystem>
 #include <optional>
 #include <string>

@@ -38,6 +38,8 @@ float bits_to_f32(uint32_t bits) {
   return f;
 }
 
+}  // namespace
+
 // IEEE half -> single, exact for every input: normals, subnormals, zeros, infinities, NaNs
 // (payload kept, quiet bit as in the source).
 float f16_to_f32(uint16_t h) {
@@ -56,8 +58,6 @@ float f16_to_f32(uint16_t h) {
   mant &= 0x3ffu;
   return bits_to_f32(sign | (e << 23) | (mant << 13));
 }
-
-}  // namespace
 
 void convert_to_f32(const TensorView& view, float* out) {
   const size_t n = static_cast<size_t>(view.numel());

@@ -45,6 +45,9 @@ class Checkpoint {
 // shapes); every error names the file and, where there is one, the tensor.
 std::unique_ptr<Checkpoint> open_safetensors_checkpoint(const std::filesystem::path& model_dir);
 
+// IEEE half bits to single, exact for every input (subnormals, infinities, NaN payloads).
+float f16_to_f32(uint16_t half_bits);
+
 // Converts any supported dtype to FP32 (out must hold view.numel() floats).
 void convert_to_f32(const TensorView& view, float* out);
 

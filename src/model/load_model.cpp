@@ -1,13 +1,22 @@
-// load_model: a Hugging Face folder (config.json, generation_config.json, safetensors) to a Model.
+// load_model: a Hugging Face folder (config.json, generation_config.json, safetensors) or a GGUF
+// file to a Model.
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 
+#include "model/gguf_model.h"
 #include "model/model.h"
 
 namespace slab {
 
 Model load_model_metadata(const std::filesystem::path& model_dir) {
   namespace fs = std::filesystem;
+  if (const std::optional<fs::path> gguf = gguf_model_file(model_dir)) {
+    // GGUF has no generation_config.json: greedy defaults, end tokens from its metadata.
+    Model model;
+    model.config = gguf_model_config(GgufFile::open(*gguf));
+    return model;
+  }
   if (!fs::is_directory(model_dir)) {
     throw std::runtime_error(model_dir.string() + ": not a directory (expected a Hugging Face model folder)");
   }
@@ -38,9 +47,27 @@ Model load_model_metadata(const std::filesystem::path& model_dir) {
   return model;
 }
 
+std::unique_ptr<Checkpoint> open_model_checkpoint(const std::filesystem::path& model) {
+  if (const std::optional<std::filesystem::path> gguf = gguf_model_file(model)) return open_gguf_checkpoint(*gguf);
+  return open_safetensors_checkpoint(model);
+}
+
+std::string describe_model_weights(const std::filesystem::path& model) {
+  if (const std::optional<std::filesystem::path> gguf = gguf_model_file(model)) {
+    const GgufFile file = GgufFile::open(*gguf);
+    return "GGUF v" + std::to_string(file.version()) + ": " + describe_gguf_tensor_types(file);
+  }
+  const auto checkpoint = open_safetensors_checkpoint(model);
+  std::map<std::string, size_t> counts;
+  for (const std::string& name : checkpoint->tensor_names()) ++counts[dtype_name(checkpoint->tensor(name).dtype)];
+  std::string out;
+  for (const auto& [type, count] : counts) out += (out.empty() ? "" : ", ") + type + " x " + std::to_string(count);
+  return "safetensors: " + out;
+}
+
 Model load_model(const std::filesystem::path& model_dir) {
   Model model = load_model_metadata(model_dir);
-  const auto checkpoint = open_safetensors_checkpoint(model_dir);
+  const auto checkpoint = open_model_checkpoint(model_dir);
   model.weights = load_model_weights(model.config, *checkpoint);
   return model;
 }

@@ -1,8 +1,11 @@
 #pragma once
 // A loaded model: its config, generation defaults and weights. Loading from a Hugging Face folder
-// (config.json, generation_config.json, safetensors) is the one entry point callers use.
+// (config.json, generation_config.json, safetensors) or a GGUF file (the path of the file, or a
+// folder holding exactly one .gguf and no config.json) is the one entry point callers use.
 #include <cstdint>
 #include <filesystem>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "kv/kv_cache.h"
@@ -22,6 +25,11 @@ Model load_model(const std::filesystem::path& model_dir);
 // config.json and generation_config.json only: a Model with empty weights (the runner packs its
 // own from the checkpoint).
 Model load_model_metadata(const std::filesystem::path& model_dir);
+// The weights of either kind of model path, behind the Checkpoint interface.
+std::unique_ptr<Checkpoint> open_model_checkpoint(const std::filesystem::path& model);
+// The container and tensor types of a model path, for logs and /v1/models:
+// "GGUF v3: Q4_K x 97, F32 x 65" or "safetensors: BF16 x 201". Reads headers only.
+std::string describe_model_weights(const std::filesystem::path& model);
 
 // One sequence's share of a forward batch: `num_tokens` new tokens at positions
 // start_pos .. start_pos + num_tokens - 1 (start_pos = tokens already in its cache).

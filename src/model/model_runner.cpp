@@ -126,7 +126,7 @@ namespace slab {
 
 std::unique_ptr<ModelRunner> load_model_runner(const std::filesystem::path& model_dir, const RunnerOptions& options) {
   const Model meta = load_model_metadata(model_dir);
-  const auto checkpoint = open_safetensors_checkpoint(model_dir);
+  const auto checkpoint = open_model_checkpoint(model_dir);
   return std::make_unique<ModelRunner>(meta, *checkpoint, options);
 }
 

@@ -13,6 +13,7 @@
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_config.h"
+#include "tokenizer/tokenizer_json_reader.h"
 
 namespace slab::tok {
 
@@ -21,6 +22,9 @@ class HfTokenizer final : public Tokenizer {
   // Reads tokenizer.json; `config` (from tokenizer_config.json) names BOS/EOS and may override
   // whether they are added. Throws std::runtime_error naming the file and field at fault.
   static std::unique_ptr<HfTokenizer> load(const std::filesystem::path& tokenizer_json, const TokenizerConfig& config);
+  // The same from a tokenizer.json already split as read_tokenizer_json() does (or assembled from
+  // another source, such as GGUF metadata); `file` names it in errors.
+  static std::unique_ptr<HfTokenizer> build(TokenizerJson parsed, const std::string& file, const TokenizerConfig& config);
 
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const override;
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const override;

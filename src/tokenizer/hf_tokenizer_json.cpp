@@ -60,8 +60,10 @@ void apply_flag(std::vector<int32_t>& ids, std::optional<bool> wanted, std::opti
 }  // namespace
 
 std::unique_ptr<HfTokenizer> HfTokenizer::load(const std::filesystem::path& tokenizer_json, const TokenizerConfig& config) {
-  const std::string file = tokenizer_json.string();
-  TokenizerJson parsed = read_tokenizer_json(tokenizer_json);
+  return build(read_tokenizer_json(tokenizer_json), tokenizer_json.string(), config);
+}
+
+std::unique_ptr<HfTokenizer> HfTokenizer::build(TokenizerJson parsed, const std::string& file, const TokenizerConfig& config) {
   const nlohmann::json& json = parsed.document;
   if (!json.is_object()) fail(file, "(top level)", "expected an object");
   for (const auto& [key, value] : json.items()) {

@@ -1,5 +1,7 @@
 #include <stdexcept>
 
+#include "runtime/gguf_file.h"
+#include "tokenizer/gguf_tokenizer.h"
 #include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/sentencepiece_tokenizer.h"
 #include "tokenizer/tokenizer.h"
@@ -8,6 +10,9 @@
 namespace slab {
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& model_dir) {
+  if (const std::optional<std::filesystem::path> gguf = gguf_model_file(model_dir)) {
+    return tok::load_gguf_tokenizer(GgufFile::open(*gguf));
+  }
   if (!std::filesystem::is_directory(model_dir)) {
     throw std::runtime_error(model_dir.string() + ": not a directory");
   }

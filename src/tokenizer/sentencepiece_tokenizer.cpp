@@ -14,6 +14,17 @@ class SentencePieceTokenizer final : public Tokenizer {
   SentencePieceTokenizer(const std::filesystem::path& model_file, const TokenizerConfig& config) {
     const auto status = processor_.Load(model_file.string());
     if (!status.ok()) throw std::runtime_error(model_file.string() + ": cannot load SentencePiece model: " + status.ToString());
+    init(config);
+  }
+
+  SentencePieceTokenizer(std::string_view serialized_model, const std::string& source, const TokenizerConfig& config) {
+    const auto status = processor_.LoadFromSerializedProto(serialized_model);
+    if (!status.ok()) throw std::runtime_error(source + ": cannot load SentencePiece model: " + status.ToString());
+    init(config);
+  }
+
+  // Special pieces and BOS/EOS, once the processor holds the model.
+  void init(const TokenizerConfig& config) {
     const int size = processor_.GetPieceSize();
     special_.assign(static_cast<size_t>(size), false);
     std::vector<AddedToken> special_text;
@@ -114,6 +125,11 @@ class SentencePieceTokenizer final : public Tokenizer {
 std::unique_ptr<Tokenizer> load_sentencepiece_tokenizer(const std::filesystem::path& model_file,
                                                         const TokenizerConfig& config) {
   return std::make_unique<SentencePieceTokenizer>(model_file, config);
+}
+
+std::unique_ptr<Tokenizer> load_sentencepiece_tokenizer(std::string_view serialized_model, const std::string& source,
+                                                        const TokenizerConfig& config) {
+  return std::make_unique<SentencePieceTokenizer>(serialized_model, source, config);
 }
 
 }  // namespace slab::tok

@@ -4,6 +4,8 @@
 // encoding, BOS/EOS from tokenizer_config.json.
 #include <filesystem>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_config.h"
@@ -11,6 +13,10 @@
 namespace slab::tok {
 
 std::unique_ptr<Tokenizer> load_sentencepiece_tokenizer(const std::filesystem::path& model_file,
+                                                        const TokenizerConfig& config);
+// The same from a serialized ModelProto (what a tokenizer.model file holds); `source` names it in
+// errors.
+std::unique_ptr<Tokenizer> load_sentencepiece_tokenizer(std::string_view serialized_model, const std::string& source,
                                                         const TokenizerConfig& config);
 
 }  // namespace slab::tok

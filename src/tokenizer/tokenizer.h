@@ -39,7 +39,8 @@ class Tokenizer {
 };
 
 // Loads the tokenizer of a Hugging Face folder: tokenizer.json when present, else tokenizer.model,
-// with tokenizer_config.json's special tokens and BOS/EOS rules. Throws std::runtime_error naming
+// with tokenizer_config.json's special tokens and BOS/EOS rules; or of a GGUF model path (the
+// file, or a folder with one .gguf and no config.json) from its tokenizer.ggml.* metadata. Throws std::runtime_error naming
 // the file and field at fault.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& model_dir);
 

@@ -1,0 +1,153 @@
+// ggml block formats to FP32 (layouts in gguf_blocks.h). Plain scalar code: it runs once per
+// weight at load, and its speed is the memory's.
+#include "model/gguf_blocks.h"
+
+#include <cstring>
+
+#include "model/checkpoint.h"
+
+namespace slab::gguf {
+namespace {
+
+float half_at(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return f16_to_f32(h);
+}
+
+uint32_t u32_at(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// The 32-element formats differ only in the fifth bit, the offset and the additive minimum.
+// `has_high` is false for the 4-bit formats; `min` is added after scaling (0 for the _0 formats,
+// whose `offset` is subtracted from the quant instead).
+void dequantize_32(const uint8_t* nibbles, uint32_t high_bits, bool has_high, float d, float min, int offset, float* y) {
+  for (int j = 0; j < 16; ++j) {
+    int lo = nibbles[j] & 0x0f;
+    int hi = nibbles[j] >> 4;
+    if (has_high) {
+      lo |= static_cast<int>((high_bits >> j) & 1u) << 4;
+      hi |= static_cast<int>((high_bits >> (j + 16)) & 1u) << 4;
+    }
+    y[j] = d * static_cast<float>(lo - offset) + min;
+    y[j + 16] = d * static_cast<float>(hi - offset) + min;
+  }
+}
+
+// Q4_K/Q5_K pack eight 6-bit (scale, min) pairs into 12 bytes: pairs 0-3 sit in the low six bits
+// of bytes 0-3 (scales) and 4-7 (mins); pairs 4-7 take their low four bits from the nibbles of
+// bytes 8-11 and their top two bits from the spare high bits of bytes 0-3 (scales) and 4-7 (mins).
+void k_scale_min(const uint8_t* packed, int group, int& scale, int& min) {
+  if (group < 4) {
+    scale = packed[group] & 63;
+    min = packed[group + 4] & 63;
+  } else {
+    scale = (packed[group + 4] & 0x0f) | ((packed[group - 4] >> 6) << 4);
+    min = (packed[group + 4] >> 4) | ((packed[group] >> 6) << 4);
+  }
+}
+
+// Q4_K and Q5_K: 256 elements in four runs of 64; each run's 32 bytes of nibbles hold group 2r
+// in the low nibbles and group 2r+1 in the high ones. `fifth_bits` (Q5_K) has one byte per
+// position in a run, bit 2r for the low group and bit 2r+1 for the high group.
+void dequantize_k_block(const uint8_t* block, const uint8_t* fifth_bits, const uint8_t* nibbles, float* y) {
+  const float d = half_at(block);
+  const float dmin = half_at(block + 2);
+  const uint8_t* scales = block + 4;
+  for (int run = 0; run < 4; ++run) {
+    int sc_lo, mn_lo, sc_hi, mn_hi;
+    k_scale_min(scales, 2 * run, sc_lo, mn_lo);
+    k_scale_min(scales, 2 * run + 1, sc_hi, mn_hi);
+    const float d_lo = d * static_cast<float>(sc_lo), m_lo = dmin * static_cast<float>(mn_lo);
+    const float d_hi = d * static_cast<float>(sc_hi), m_hi = dmin * static_cast<float>(mn_hi);
+    const uint8_t* q = nibbles + 32 * run;
+    for (int l = 0; l < 32; ++l) {
+      int lo = q[l] & 0x0f;
+      int hi = q[l] >> 4;
+      if (fifth_bits != nullptr) {
+        lo += (fifth_bits[l] >> (2 * run)) & 1 ? 16 : 0;
+        hi += (fifth_bits[l] >> (2 * run + 1)) & 1 ? 16 : 0;
+      }
+      y[64 * run + l] = d_lo * static_cast<float>(lo) - m_lo;
+      y[64 * run + 32 + l] = d_hi * static_cast<float>(hi) - m_hi;
+    }
+  }
+}
+
+}  // namespace
+
+void dequantize_q8_0(const uint8_t* blocks, size_t block_count, float* out) {
+  for (size_t b = 0; b < block_count; ++b, blocks += 34, out += 32) {
+    const float d = half_at(blocks);
+    for (int j = 0; j < 32; ++j) out[j] = d * static_cast<float>(static_cast<int8_t>(blocks[2 + j]));
+  }
+}
+
+void dequantize_q4_0(const uint8_t* blocks, size_t block_count, float* out) {
+  for (size_t b = 0; b < block_count; ++b, blocks += 18, out += 32) {
+    dequantize_32(blocks + 2, 0, false, half_at(blocks), 0.0f, 8, out);
+  }
+}
+
+void dequantize_q4_1(const uint8_t* blocks, size_t block_count, float* out) {
+  for (size_t b = 0; b < block_count; ++b, blocks += 20, out += 32) {
+    dequantize_32(blocks + 4, 0, false, half_at(blocks), half_at(blocks + 2), 0, out);
+  }
+}
+
+void dequantize_q5_0(const uint8_t* blocks, size_t block_count, float* out) {
+  for (size_t b = 0; b < block_count; ++b, blocks += 22, out += 32) {
+    dequantize_32(blocks + 6, u32_at(blocks + 2), true, half_at(blocks), 0.0f, 16, out);
+  }
+}
+
+void dequantize_q5_1(const uint8_t* blocks, size_t block_count, float* out) {
+  for (size_t b = 0; b < block_count; ++b, blocks += 24, out += 32) {
+    dequantize_32(blocks + 8, u32_at(blocks + 4), true, half_at(blocks), half_at(blocks + 2), 0, out);
+  }
+}
+
+void dequantize_q4_k(const uint8_t* blocks, size_t block_count, float* out) {
+  for (size_t b = 0; b < block_count; ++b, blocks += 144, out += 256) {
+    dequantize_k_block(blocks, nullptr, blocks + 16, out);
+  }
+}
+
+void dequantize_q5_k(const uint8_t* blocks, size_t block_count, float* out) {
+  for (size_t b = 0; b < block_count; ++b, blocks += 176, out += 256) {
+    dequantize_k_block(blocks, blocks + 16, blocks + 48, out);
+  }
+}
+
+// Q6_K: two halves of 128 elements. In half h, low-nibble bytes ql[0..63] and 2-bit bytes
+// qh[0..31] give four runs of 32: element 32*r + l takes its low four bits from ql[l] (r = 0, 2:
+// low / high nibble) or ql[l + 32] (r = 1, 3), and its top two bits from bits 2r..2r+1 of qh[l].
+// Each run of 32 has two scales, one per 16 elements.
+void dequantize_q6_k(const uint8_t* blocks, size_t block_count, float* out) {
+  for (size_t b = 0; b < block_count; ++b, blocks += 210, out += 256) {
+    const float d = half_at(blocks + 208);
+    const auto* scales = reinterpret_cast<const int8_t*>(blocks + 192);
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* ql = blocks + 64 * half;
+      const uint8_t* qh = blocks + 128 + 32 * half;
+      const int8_t* sc = scales + 8 * half;
+      float* y = out + 128 * half;
+      for (int l = 0; l < 32; ++l) {
+        const int g = l / 16;
+        const int q0 = ((ql[l] & 0x0f) | (((qh[l] >> 0) & 3) << 4)) - 32;
+        const int q1 = ((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) - 32;
+        const int q2 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+        const int q3 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+        y[l] = d * static_cast<float>(sc[g]) * static_cast<float>(q0);
+        y[l + 32] = d * static_cast<float>(sc[g + 2]) * static_cast<float>(q1);
+        y[l + 64] = d * static_cast<float>(sc[g + 4]) * static_cast<float>(q2);
+        y[l + 96] = d * static_cast<float>(sc[g + 6]) * static_cast<float>(q3);
+      }
+    }
+  }
+}
+
+}  // namespace slab::gguf

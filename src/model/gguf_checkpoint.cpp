@@ -1,0 +1,198 @@
+// GGUF tensors behind the Checkpoint interface: Hugging Face names, row-major shapes (GGUF lists
+// dims innermost first), llama's Q/K rows back in rotate-half order, quantized blocks decoded.
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <spdlog/spdlog.h>
+
+#include "kernels/bf16.h"
+#include "model/gguf_blocks.h"
+#include "model/gguf_model.h"
+
+namespace slab {
+namespace {
+
+using DequantizeFn = void (*)(const uint8_t*, size_t, float*);
+
+DequantizeFn dequantizer(GgmlType type) {
+  switch (type) {
+    case GgmlType::q8_0: return gguf::dequantize_q8_0;
+    case GgmlType::q4_0: return gguf::dequantize_q4_0;
+    case GgmlType::q4_1: return gguf::dequantize_q4_1;
+    case GgmlType::q5_0: return gguf::dequantize_q5_0;
+    case GgmlType::q5_1: return gguf::dequantize_q5_1;
+    case GgmlType::q4_k: return gguf::dequantize_q4_k;
+    case GgmlType::q5_k: return gguf::dequantize_q5_k;
+    case GgmlType::q6_k: return gguf::dequantize_q6_k;
+    default: return nullptr;
+  }
+}
+
+bool plain_dtype(GgmlType type, DType& out) {
+  switch (type) {
+    case GgmlType::f32: out = DType::f32; return true;
+    case GgmlType::f16: out = DType::f16; return true;
+    case GgmlType::bf16: out = DType::bf16; return true;
+    default: return false;
+  }
+}
+
+// The GGUF converter stores each llama head's rows as (pair index, half) where Hugging Face has
+// (half, pair index): HF row h*D + i*D/2 + j is GGUF row h*D + 2*j + i. Returns, for each HF
+// row, the GGUF row it comes from.
+std::vector<size_t> rotate_half_row_order(size_t rows, size_t heads) {
+  const size_t head_dim = rows / heads, half = head_dim / 2;
+  std::vector<size_t> from(rows);
+  for (size_t h = 0; h < heads; ++h) {
+    for (size_t i = 0; i < 2; ++i) {
+      for (size_t j = 0; j < half; ++j) from[h * head_dim + i * half + j] = h * head_dim + 2 * j + i;
+    }
+  }
+  return from;
+}
+
+class GgufCheckpoint final : public Checkpoint {
+ public:
+  explicit GgufCheckpoint(GgufFile file) : file_(std::move(file)) {
+    const ModelConfig config = gguf_model_config(file_);  // checks the metadata before any copy
+    const bool interleaved_qk = file_.get_string("general.architecture") == "llama";
+    std::map<std::string, size_t> dequantized;  // type name -> tensors
+    size_t dequantized_bytes = 0;
+    for (const GgufTensorInfo& t : file_.tensors()) {
+      const std::string name = gguf_to_hf_tensor_name(t.name);
+      if (name.empty()) continue;
+      size_t heads = 0;
+      if (interleaved_qk && t.name.find(".attn_q.") != std::string::npos) heads = static_cast<size_t>(config.num_heads);
+      if (interleaved_qk && t.name.find(".attn_k.") != std::string::npos) heads = static_cast<size_t>(config.num_kv_heads);
+      TensorView view = make_view(t, name, heads);
+      if (dequantizer(t.type) != nullptr) {
+        ++dequantized[ggml_type_name(static_cast<uint32_t>(t.type))];
+        dequantized_bytes += view.bytes();
+      }
+      tensors_.emplace(name, std::move(view));
+    }
+    if (!dequantized.empty()) {
+      std::string types;
+      for (const auto& [type, count] : dequantized) types += (types.empty() ? "" : ", ") + type + " x " + std::to_string(count);
+      spdlog::warn("{}: quantized tensors ({}) dequantized to BF16 at load ({:.1f} MiB): quantized kernels are not "
+                   "implemented yet", file_.source(), types, dequantized_bytes / double(1 << 20));
+    }
+  }
+
+  bool has(const std::string& name) const override { return tensors_.count(name) != 0; }
+
+  TensorView tensor(const std::string& name) const override {
+    auto it = tensors_.find(name);
+    if (it == tensors_.end()) throw std::runtime_error(file_.source() + ": tensor '" + name + "' not found");
+    return it->second;
+  }
+
+  std::vector<std::string> tensor_names() const override {
+    std::vector<std::string> names;
+    for (const auto& kv : tensors_) names.push_back(kv.first);
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+ private:
+  // A view of `t` under its HF name: straight from the map when it can be, else an owned copy
+  // (rows reordered when `heads` is nonzero, blocks decoded to BF16 when quantized).
+  TensorView make_view(const GgufTensorInfo& t, const std::string& name, size_t heads) {
+    TensorView view;
+    view.name = name;
+    view.file = file_.source();
+    view.shape = t.shape();
+    const size_t row_elems = t.dims.size() == 1 ? 1 : static_cast<size_t>(t.dims[0]);
+    const size_t rows = static_cast<size_t>(t.numel()) / row_elems;
+    std::vector<size_t> from;
+    if (heads != 0) {
+      if (rows % heads != 0 || (rows / heads) % 2 != 0) {
+        file_.fail_tensor(t.name, std::to_string(rows) + " rows do not split into " + std::to_string(heads) +
+                                      " heads of an even size");
+      }
+      from = rotate_half_row_order(rows, heads);
+    }
+    if (plain_dtype(t.type, view.dtype)) {
+      if (from.empty()) {
+        view.data = t.data;
+        return view;
+      }
+      const size_t row_bytes = row_elems * dtype_size(view.dtype);
+      std::vector<uint8_t>& buf = owned_.emplace_back(t.bytes);
+      for (size_t r = 0; r < rows; ++r) std::copy_n(t.data + from[r] * row_bytes, row_bytes, buf.data() + r * row_bytes);
+      view.data = buf.data();
+      return view;
+    }
+    // Quantized: rows are whole blocks (the reader checked), so each decodes on its own.
+    const GgmlTypeInfo* info = ggml_type_info(static_cast<uint32_t>(t.type));
+    const DequantizeFn decode = dequantizer(t.type);
+    if (info == nullptr || decode == nullptr) file_.fail_tensor(t.name, "no decoder for type " + ggml_type_name(static_cast<uint32_t>(t.type)));
+    const size_t blocks_per_row = row_elems / info->block_elems;
+    const size_t row_bytes = blocks_per_row * info->block_bytes;
+    view.dtype = DType::bf16;
+    std::vector<uint8_t>& buf = owned_.emplace_back(rows * row_elems * sizeof(kern::bf16_t));
+    auto* out = reinterpret_cast<kern::bf16_t*>(buf.data());
+    std::vector<float> row(row_elems);
+    for (size_t r = 0; r < rows; ++r) {
+      decode(t.data + (from.empty() ? r : from[r]) * row_bytes, blocks_per_row, row.data());
+      for (size_t c = 0; c < row_elems; ++c) out[r * row_elems + c] = kern::f32_to_bf16(row[c]);
+    }
+    view.data = buf.data();
+    return view;
+  }
+
+  GgufFile file_;
+  std::unordered_map<std::string, TensorView> tensors_;
+  std::vector<std::vector<uint8_t>> owned_;  // reordered or decoded tensors; vectors' data stays put
+};
+
+}  // namespace
+
+std::string gguf_to_hf_tensor_name(const std::string& gguf_name) {
+  static const std::map<std::string, std::string> kTopLevel = {
+      {"token_embd.weight", "model.embed_tokens.weight"},
+      {"output_norm.weight", "model.norm.weight"},
+      {"output.weight", "lm_head.weight"},
+  };
+  static const std::map<std::string, std::string> kPerLayer = {
+      {"attn_norm.weight", "input_layernorm.weight"},
+      {"attn_q.weight", "self_attn.q_proj.weight"},       {"attn_q.bias", "self_attn.q_proj.bias"},
+      {"attn_k.weight", "self_attn.k_proj.weight"},       {"attn_k.bias", "self_attn.k_proj.bias"},
+      {"attn_v.weight", "self_attn.v_proj.weight"},       {"attn_v.bias", "self_attn.v_proj.bias"},
+      {"attn_output.weight", "self_attn.o_proj.weight"},  {"attn_output.bias", "self_attn.o_proj.bias"},
+      {"attn_q_norm.weight", "self_attn.q_norm.weight"},  {"attn_k_norm.weight", "self_attn.k_norm.weight"},
+      {"ffn_norm.weight", "post_attention_layernorm.weight"},
+      {"ffn_gate.weight", "mlp.gate_proj.weight"},        {"ffn_gate.bias", "mlp.gate_proj.bias"},
+      {"ffn_up.weight", "mlp.up_proj.weight"},            {"ffn_up.bias", "mlp.up_proj.bias"},
+      {"ffn_down.weight", "mlp.down_proj.weight"},        {"ffn_down.bias", "mlp.down_proj.bias"},
+  };
+  if (auto it = kTopLevel.find(gguf_name); it != kTopLevel.end()) return it->second;
+  if (gguf_name.rfind("blk.", 0) != 0) return {};
+  const size_t dot = gguf_name.find('.', 4);
+  if (dot == std::string::npos || dot == 4) return {};
+  const std::string layer = gguf_name.substr(4, dot - 4);
+  if (!std::all_of(layer.begin(), layer.end(), [](char c) { return c >= '0' && c <= '9'; })) return {};
+  auto it = kPerLayer.find(gguf_name.substr(dot + 1));
+  if (it == kPerLayer.end()) return {};
+  return "model.layers." + layer + "." + it->second;
+}
+
+std::unique_ptr<Checkpoint> open_gguf_checkpoint(const std::filesystem::path& file) {
+  return std::make_unique<GgufCheckpoint>(GgufFile::open(file));
+}
+
+std::unique_ptr<Checkpoint> open_gguf_checkpoint(GgufFile file) { return std::make_unique<GgufCheckpoint>(std::move(file)); }
+
+std::string describe_gguf_tensor_types(const GgufFile& file) {
+  std::map<std::string, size_t> counts;
+  for (const GgufTensorInfo& t : file.tensors()) ++counts[ggml_type_name(static_cast<uint32_t>(t.type))];
+  std::vector<std::pair<std::string, size_t>> sorted(counts.begin(), counts.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+  std::string out;
+  for (const auto& [type, count] : sorted) out += (out.empty() ? "" : ", ") + type + " x " + std::to_string(count);
+  return out;
+}
+
+}  // namespace slab

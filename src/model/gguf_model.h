@@ -1,0 +1,33 @@
+#pragma once
+// Serving a GGUF file: its architecture metadata as a ModelConfig, and its tensors behind the
+// Checkpoint interface under the Hugging Face names the loader asks for (token_embd.weight is
+// model.embed_tokens.weight, blk.N.attn_q.weight is model.layers.N.self_attn.q_proj.weight, ...).
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "model/checkpoint.h"
+#include "model/model_config.h"
+#include "runtime/gguf_file.h"
+
+namespace slab {
+
+// general.architecture llama (Llama and Mistral), qwen2 or qwen3. Throws naming the file and
+// the key (or tensor) at fault: an unknown architecture, a missing or mistyped key, an option
+// the engine does not implement (partial rotary, YaRN, RoPE divisors in rope_freqs.weight that
+// no Llama 3 scaling produces). Llama 3.1's scaling parameters are recovered from those divisors.
+ModelConfig gguf_model_config(const GgufFile& file);
+
+// Opens the file's weights. F32/F16/BF16 tensors are read from the memory map; quantized ones are
+// dequantized to BF16 at open, with one warning naming their types. llama's Q and K rows, which
+// the GGUF converter interleaves for ggml's RoPE, are put back in Hugging Face's rotate-half order.
+std::unique_ptr<Checkpoint> open_gguf_checkpoint(const std::filesystem::path& file);
+std::unique_ptr<Checkpoint> open_gguf_checkpoint(GgufFile file);
+
+// The Hugging Face name of a GGUF tensor (empty for a tensor the loader has no use for).
+std::string gguf_to_hf_tensor_name(const std::string& gguf_name);
+
+// The tensor types of the file with their counts, most frequent first: "Q4_K x 97, F32 x 65".
+std::string describe_gguf_tensor_types(const GgufFile& file);
+
+}  // namespace slab
