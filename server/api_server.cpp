@@ -97,6 +97,7 @@ ApiServer::ApiServer(ServerOptions options) : options_(std::move(options)), metr
   h.idle_timeout = std::chrono::seconds(options_.http_idle_timeout_s);
   h.request_timeout = std::chrono::seconds(options_.http_request_timeout_s);
   h.limits.max_body_bytes = options_.max_request_bytes;
+  h.on_quiet = options_.on_quiet;
   h.error_body = [](int status, const std::string& message) { return error_body(status, message).dump(); };
   http_ = std::make_unique<http::HttpServer>(std::move(h), routes());
 }

@@ -3,6 +3,7 @@
 // errors, the model being served, and the drain on shutdown. Handlers turn requests into token
 // ids and generation calls; nothing here touches tensors.
 #include <atomic>
+#include <functional>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -26,6 +27,7 @@ struct ServerOptions {
   std::string served_model_name;
   std::string api_key;           // empty: no authentication
   bool metrics_without_key = false;  // /metrics open to scrapers that have no key
+  std::function<void()> on_quiet;    // see http::HttpServerOptions::on_quiet
   size_t max_request_bytes = 8 << 20;
   int max_json_depth = kDefaultMaxJsonDepth;
   // Sequences one request may create (prompts x n): one request of 2,000 prompts x 16 held

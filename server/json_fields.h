@@ -18,7 +18,8 @@ using json = nlohmann::ordered_json;
 // Parses a request body that must be a JSON object, in time linear in its size: keys are
 // indexed while an object is built (ordered_json's own insert scans every key, so 100k keys took
 // 20 s), nesting deeper than `max_depth` is refused before anything recursive sees it, and a
-// repeated key keeps its first position and its last value, as Python's json does.
+// repeated key keeps its first position and its last value, as Python's json does. The body may
+// have at most 256 fields and any object inside it at most 4096 members.
 json parse_json_object(std::string_view body, int max_depth);
 inline constexpr int kDefaultMaxJsonDepth = 64;
 

@@ -40,6 +40,10 @@ struct HttpServerOptions {
   std::chrono::milliseconds request_timeout{30000};  // from a request's first byte to its last
   std::chrono::milliseconds write_timeout{30000};    // a response write that makes no progress
   ParserLimits limits;
+  // Called on the reactor thread once the server has been quiet (no socket event, no request
+  // running) for `quiet_after` following activity: the place to give memory back after a burst.
+  std::function<void()> on_quiet;
+  std::chrono::milliseconds quiet_after{2000};
   // The body of an error the layer answers itself (malformed request, 404, 405, 408, 413, 503):
   // a JSON error for an API server. Gets the status and a message.
   std::function<std::string(int, const std::string&)> error_body;
@@ -85,6 +89,7 @@ class HttpServer {
   void answer_and_close(const std::shared_ptr<Connection>& c, int status, const std::string& message,
                         const std::string& extra_headers = {});
   void sweep_deadlines();
+  void report_quiet();
   void take_returned();
   void close_connection(const std::shared_ptr<Connection>& c);
   void watch(Connection& c);
@@ -108,6 +113,8 @@ class HttpServer {
   std::vector<std::shared_ptr<Connection>> returned_;
   bool stop_requested_ = false;  // under returned_mutex_
   bool stopping_ = false;        // reactor thread only
+  std::chrono::steady_clock::time_point last_event_;  // reactor thread only
+  bool quiet_reported_ = true;   // reactor thread only: on_quiet called since the last event
 
   WorkerPool work_pool_;
   WorkerPool light_pool_;

@@ -90,7 +90,7 @@ class HardeningTest(unittest.TestCase):
         start = time.time()
         status, _, raw = request(self.port, "POST", "/v1/completions", ('{"prompt":"a",%s}' % keys).encode(), timeout=60)
         self.assertEqual(status, 400)
-        self.assertIn("Unrecognized request argument", raw.decode())
+        self.assertIn("more than 256 fields", raw.decode())
         bias = ",".join('"%d":1' % (i % 500) for i in range(300000))
         status, _, raw = request(self.port, "POST", "/v1/completions", ('{"prompt":"a","logit_bias":{%s}}' % bias).encode(),
                                  timeout=60)
