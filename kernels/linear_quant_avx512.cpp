@@ -1,11 +1,324 @@
-// Placeholder: AVX-512 tiles forward to the scalar ones until the VNNI/BF16 tiles land.
+// AVX-512 tiles of the quantized linear: decode (weight-only: codes expanded to BF16 in
+// registers, vdpbf16ps) and batched (INT8 activations, vpdpbusd), and the INT8 activation rows.
+// Target attributes per function, as in linear_bf16_avx512.cpp; only called after cpuid said
+// avx512 bf16 + vnni (CpuFeatures::has_avx512_quant_kernels()).
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
 #include "kernels/linear_quant_tile.h"
 
+// GCC 12's unmasked shift/convert/permute intrinsics pass an undefined vector as the merge
+// source, which -W(maybe-)uninitialized reports once inlined (a false positive: all lanes are
+// written), as in rowwise_bf16_avx512.cpp.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+#define SLAB_AVX512_QUANT \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni")))
+
 namespace slab::kern::detail {
-void quant_decode_tile_avx512(const QuantTile& t) { quant_decode_tile_scalar(t); }
-void quant_batch_tile_avx512(const QuantTile& t) { quant_batch_tile_scalar(t); }
-void quantize_row_avx512(int8_t* xq, float* scale, int32_t* sums, const bf16_t* x, int k, int kp,
-                         int group_size) {
-  quantize_row_scalar(xq, scale, sums, x, k, kp, group_size);
+namespace {
+
+inline uint32_t load_u32(const void* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
 }
+inline uint64_t load_u64(const void* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// 16 BF16 values as FP32.
+SLAB_AVX512_QUANT inline __m512 load_bf16x16(const bf16_t* p) {
+  const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+
+// ---- decode: weight-only, vdpbf16ps ----
+//
+// A step's codes become two BF16 vectors of 16 lanes, each lane one column's pair of
+// consecutive k ("phase" 0 and 1 of the four k a lane's x broadcast covers):
+//   W4: the bytes of (codes & 0x0f) and (codes >> 4) interleaved with 0x43 (vpunpck[lh]bw) are
+//       the BF16 bit patterns 0x43cc = 128 + code, exact; unpacklo takes columns 4L, 4L+1 of
+//       each 128-bit lane L, unpackhi columns 4L+2, 4L+3. The 128 is taken back with the zero:
+//       Σ x·(128 + code) − (128 + zero)·Σx.
+//   W8: codes -> FP32 (vpmovzxbd, vcvtdq2ps) -> BF16 (vcvtne2ps2bf16), exact for 0..255;
+//       vector 0 holds columns 0..7, vector 1 columns 8..15.
+// Lanes 2c' and 2c'+1 of a vector belong to one column, so the FP32 group sums are scaled per
+// lane and the two phases added at the end.
+
+template <int BITS>
+struct DecodeLanes {
+  // Column of each lane of vector 0 and vector 1.
+  static constexpr int col(int vec, int lane) {
+    if (BITS == 8) return 8 * vec + lane / 2;
+    return 4 * (lane / 4) + 2 * vec + (lane % 4) / 2;
+  }
+};
+
+template <int BITS>
+SLAB_AVX512_QUANT inline __m512i lane_columns(int vec) {
+  alignas(64) int32_t idx[16];
+  for (int l = 0; l < 16; ++l) idx[l] = DecodeLanes<BITS>::col(vec, l);
+  return _mm512_load_si512(idx);
+}
+
+// Natural column c <- the even lane (phase 0 + phase 1 sum) holding it, in vector 0 (lanes
+// 0..15) or vector 1 (lanes 16..31) of a permutex2var.
+template <int BITS>
+SLAB_AVX512_QUANT inline __m512i column_lanes() {
+  alignas(64) int32_t idx[16];
+  for (int c = 0; c < 16; ++c) {
+    for (int vec = 0; vec < 2; ++vec) {
+      for (int l = 0; l < 16; l += 2) {
+        if (DecodeLanes<BITS>::col(vec, l) == c) idx[c] = 16 * vec + l;
+      }
+    }
+  }
+  return _mm512_load_si512(idx);
+}
+
+template <int MR, int NP, int BITS>
+SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
+  __m512 total[MR][NP][2], acc[MR][NP][2];
+  for (int r = 0; r < MR; ++r) {
+    for (int q = 0; q < NP; ++q) total[r][q][0] = total[r][q][1] = _mm512_setzero_ps();
+  }
+  const __m512i lanes0 = lane_columns<BITS>(0), lanes1 = lane_columns<BITS>(1);
+  const __m512i nibble = _mm512_set1_epi8(0x0f), bf16_128 = _mm512_set1_epi8(0x43);
+  const __m512 code_bias = _mm512_set1_ps(BITS == 4 ? 128.0f : 0.0f);
+  const __m512 implied = _mm512_set1_ps(static_cast<float>(implied_zero(BITS)));
+  constexpr int kStepK = BITS == 8 ? 4 : 8;
+  for (int g = 0; g < t.groups; ++g) {
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 2
+      for (int q = 0; q < NP; ++q) acc[r][q][0] = acc[r][q][1] = _mm512_setzero_ps();
+    }
+    const int s0 = g * t.group_steps, s1 = s0 + t.group_steps;
+    for (int s = s0; s < s1; ++s) {
+      const bf16_t* xk = t.x + static_cast<size_t>(s) * kStepK;
+#pragma GCC unroll 2
+      for (int q = 0; q < NP; ++q) {
+        const uint8_t* codes = t.panel + static_cast<size_t>(q) * t.panel_bytes + 64 * static_cast<size_t>(s);
+        if constexpr (BITS == 4) {
+          const __m512i v = _mm512_loadu_si512(codes);
+          const __m512i lo = _mm512_and_si512(v, nibble);
+          const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(v, 4), nibble);
+          const __m512bh a_lo = (__m512bh)_mm512_unpacklo_epi8(lo, bf16_128);
+          const __m512bh b_lo = (__m512bh)_mm512_unpackhi_epi8(lo, bf16_128);
+          const __m512bh a_hi = (__m512bh)_mm512_unpacklo_epi8(hi, bf16_128);
+          const __m512bh b_hi = (__m512bh)_mm512_unpackhi_epi8(hi, bf16_128);
+#pragma GCC unroll 4
+          for (int r = 0; r < MR; ++r) {
+            const bf16_t* xr = xk + static_cast<size_t>(r) * t.ldx;
+            const __m512bh x_lo = (__m512bh)_mm512_set1_epi64(static_cast<long long>(load_u64(xr)));
+            const __m512bh x_hi = (__m512bh)_mm512_set1_epi64(static_cast<long long>(load_u64(xr + 4)));
+            acc[r][q][0] = _mm512_dpbf16_ps(acc[r][q][0], a_lo, x_lo);
+            acc[r][q][1] = _mm512_dpbf16_ps(acc[r][q][1], b_lo, x_lo);
+            acc[r][q][0] = _mm512_dpbf16_ps(acc[r][q][0], a_hi, x_hi);
+            acc[r][q][1] = _mm512_dpbf16_ps(acc[r][q][1], b_hi, x_hi);
+          }
+        } else {
+          __m512 f[4];
+#pragma GCC unroll 4
+          for (int i = 0; i < 4; ++i) {
+            f[i] = _mm512_cvtepi32_ps(
+                _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + 16 * i))));
+          }
+          const __m512bh w0 = _mm512_cvtne2ps_pbh(f[1], f[0]);
+          const __m512bh w1 = _mm512_cvtne2ps_pbh(f[3], f[2]);
+#pragma GCC unroll 4
+          for (int r = 0; r < MR; ++r) {
+            const __m512bh xv = (__m512bh)_mm512_set1_epi64(
+                static_cast<long long>(load_u64(xk + static_cast<size_t>(r) * t.ldx)));
+            acc[r][q][0] = _mm512_dpbf16_ps(acc[r][q][0], w0, xv);
+            acc[r][q][1] = _mm512_dpbf16_ps(acc[r][q][1], w1, xv);
+          }
+        }
+      }
+    }
+    // total += scale · acc − scale · (code_bias + zero) · Σx, the second term on phase 0 only.
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; ++q) {
+      const __m512 scale = load_bf16x16(tile_scales(t, q, g));
+      const __m512 zero = t.zero_point ? load_bf16x16(tile_zeros(t, q, g)) : implied;
+      const __m512 offset = _mm512_mul_ps(scale, _mm512_add_ps(zero, code_bias));
+      const __m512 s0v = _mm512_permutexvar_ps(lanes0, scale), s1v = _mm512_permutexvar_ps(lanes1, scale);
+      const __m512 o0 = _mm512_maskz_permutexvar_ps(0x5555, lanes0, offset);
+      const __m512 o1 = _mm512_maskz_permutexvar_ps(0x5555, lanes1, offset);
+#pragma GCC unroll 4
+      for (int r = 0; r < MR; ++r) {
+        const __m512 xs = _mm512_set1_ps(t.xsum[static_cast<size_t>(r) * t.groups + g]);
+        total[r][q][0] = _mm512_fnmadd_ps(o0, xs, _mm512_fmadd_ps(s0v, acc[r][q][0], total[r][q][0]));
+        total[r][q][1] = _mm512_fnmadd_ps(o1, xs, _mm512_fmadd_ps(s1v, acc[r][q][1], total[r][q][1]));
+      }
+    }
+  }
+  const __m512i cols = column_lanes<BITS>();
+  for (int r = 0; r < MR; ++r) {
+    for (int q = 0; q < NP; ++q) {
+      // Even lanes: phase 0 + phase 1 of a column.
+      const __m512 v0 = _mm512_add_ps(total[r][q][0], _mm512_permute_ps(total[r][q][0], 0xb1));
+      const __m512 v1 = _mm512_add_ps(total[r][q][1], _mm512_permute_ps(total[r][q][1], 0xb1));
+      _mm512_storeu_ps(t.out + static_cast<size_t>(r) * kQuantTileCols + 16 * q,
+                       _mm512_permutex2var_ps(v0, cols, v1));
+    }
+  }
+}
+
+// ---- batched: INT8 activations, vpdpbusd (codes unsigned, activations signed) ----
+
+template <int MR, int NP, int BITS>
+SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
+  __m512i acc[MR][NP];
+  __m512 total[MR][NP];
+  for (int r = 0; r < MR; ++r) {
+    for (int q = 0; q < NP; ++q) total[r][q] = _mm512_setzero_ps();
+  }
+  const __m512i nibble = _mm512_set1_epi8(0x0f);
+  const __m512i implied = _mm512_set1_epi32(implied_zero(BITS));
+  constexpr int kStepK = BITS == 8 ? 4 : 8;
+  for (int g = 0; g < t.groups; ++g) {
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 2
+      for (int q = 0; q < NP; ++q) acc[r][q] = _mm512_setzero_si512();
+    }
+    const int s0 = g * t.group_steps, s1 = s0 + t.group_steps;
+    for (int s = s0; s < s1; ++s) {
+      const int8_t* xk = t.xq + static_cast<size_t>(s) * kStepK;
+      if constexpr (BITS == 8) {
+        __m512i w[NP];
+#pragma GCC unroll 2
+        for (int q = 0; q < NP; ++q) {
+          w[q] = _mm512_loadu_si512(t.panel + static_cast<size_t>(q) * t.panel_bytes + 64 * static_cast<size_t>(s));
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < MR; ++r) {
+          const __m512i xv = _mm512_set1_epi32(static_cast<int>(load_u32(xk + static_cast<size_t>(r) * t.ldxq)));
+#pragma GCC unroll 2
+          for (int q = 0; q < NP; ++q) acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], w[q], xv);
+        }
+      } else {
+        __m512i lo[NP], hi[NP];
+#pragma GCC unroll 2
+        for (int q = 0; q < NP; ++q) {
+          const __m512i v =
+              _mm512_loadu_si512(t.panel + static_cast<size_t>(q) * t.panel_bytes + 64 * static_cast<size_t>(s));
+          lo[q] = _mm512_and_si512(v, nibble);
+          hi[q] = _mm512_and_si512(_mm512_srli_epi32(v, 4), nibble);
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < MR; ++r) {
+          const int8_t* xr = xk + static_cast<size_t>(r) * t.ldxq;
+          const __m512i x_lo = _mm512_set1_epi32(static_cast<int>(load_u32(xr)));
+          const __m512i x_hi = _mm512_set1_epi32(static_cast<int>(load_u32(xr + 4)));
+#pragma GCC unroll 2
+          for (int q = 0; q < NP; ++q) {
+            acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], lo[q], x_lo);
+            acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], hi[q], x_hi);
+          }
+        }
+      }
+    }
+    // d = acc − zero · Σxq (exact), total = fma(scale, float(d), total): the scalar tile's order.
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; ++q) {
+      const __m512 scale = load_bf16x16(tile_scales(t, q, g));
+      const __m512i zero = t.zero_point ? _mm512_cvttps_epi32(load_bf16x16(tile_zeros(t, q, g))) : implied;
+#pragma GCC unroll 4
+      for (int r = 0; r < MR; ++r) {
+        const __m512i xs = _mm512_set1_epi32(t.xqsum[static_cast<size_t>(r) * t.groups + g]);
+        const __m512i d = _mm512_sub_epi32(acc[r][q], _mm512_mullo_epi32(zero, xs));
+        total[r][q] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(d), total[r][q]);
+      }
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    const __m512 xscale = _mm512_set1_ps(t.xscale[r]);
+    for (int q = 0; q < NP; ++q) {
+      _mm512_storeu_ps(t.out + static_cast<size_t>(r) * kQuantTileCols + 16 * q, _mm512_mul_ps(total[r][q], xscale));
+    }
+  }
+}
+
+using TileFn = void (*)(const QuantTile&);
+
+// [bits == 4][np - 1][mr - 1]
+constexpr TileFn kDecodeTiles[2][2][4] = {
+    {{decode_tile<1, 1, 8>, decode_tile<2, 1, 8>, decode_tile<3, 1, 8>, decode_tile<4, 1, 8>},
+     {decode_tile<1, 2, 8>, decode_tile<2, 2, 8>, decode_tile<3, 2, 8>, decode_tile<4, 2, 8>}},
+    {{decode_tile<1, 1, 4>, decode_tile<2, 1, 4>, decode_tile<3, 1, 4>, decode_tile<4, 1, 4>},
+     {decode_tile<1, 2, 4>, decode_tile<2, 2, 4>, decode_tile<3, 2, 4>, decode_tile<4, 2, 4>}}};
+constexpr TileFn kBatchTiles[2][2][4] = {
+    {{batch_tile<1, 1, 8>, batch_tile<2, 1, 8>, batch_tile<3, 1, 8>, batch_tile<4, 1, 8>},
+     {batch_tile<1, 2, 8>, batch_tile<2, 2, 8>, batch_tile<3, 2, 8>, batch_tile<4, 2, 8>}},
+    {{batch_tile<1, 1, 4>, batch_tile<2, 1, 4>, batch_tile<3, 1, 4>, batch_tile<4, 1, 4>},
+     {batch_tile<1, 2, 4>, batch_tile<2, 2, 4>, batch_tile<3, 2, 4>, batch_tile<4, 2, 4>}}};
+
+// Horizontal reductions through memory (see machine_limits.cpp: GCC 12's reduce intrinsics warn).
+SLAB_AVX512_QUANT float hmax(__m512 v) {
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, v);
+  float m = lanes[0];
+  for (float l : lanes) m = l > m ? l : m;
+  return m;
+}
+SLAB_AVX512_QUANT int32_t hsum(__m512i v) {
+  alignas(64) int32_t lanes[16];
+  _mm512_store_si512(lanes, v);
+  int32_t s = 0;
+  for (int32_t l : lanes) s += l;
+  return s;
+}
+
+SLAB_AVX512_QUANT inline __mmask16 first_lanes(int valid) {
+  if (valid <= 0) return 0;
+  return valid >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << valid) - 1u);
+}
+
+SLAB_AVX512_QUANT inline __m512 load_x(const bf16_t* x, int i, int k) {
+  const __mmask16 m = first_lanes(k - i);
+  const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, x + i));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+
+}  // namespace
+
+void quant_decode_tile_avx512(const QuantTile& t) {
+  kDecodeTiles[t.bits == 4][t.np - 1][t.mr - 1](t);
+}
+void quant_batch_tile_avx512(const QuantTile& t) { kBatchTiles[t.bits == 4][t.np - 1][t.mr - 1](t); }
+
+// Same operations as quantize_row_scalar: max|x| exactly, v = x · (127 / max), round to nearest
+// even (vcvtps2dq under the default MXCSR = std::nearbyint), clamp to ±127.
+SLAB_AVX512_QUANT void quantize_row_avx512(int8_t* xq, float* scale, int32_t* sums, const bf16_t* x, int k,
+                                           int kp, int group_size) {
+  const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+  __m512 amax = _mm512_setzero_ps();
+  for (int i = 0; i < k; i += 16) amax = _mm512_max_ps(amax, _mm512_and_ps(load_x(x, i, k), abs_mask));
+  const float m = hmax(amax);
+  const float inv = m > 0.0f ? 127.0f / m : 0.0f;
+  *scale = m / 127.0f;
+  const __m512 vinv = _mm512_set1_ps(inv);
+  const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+  for (int g = 0; g * group_size < kp; ++g) {
+    __m512i sum = _mm512_setzero_si512();
+    for (int i = g * group_size; i < (g + 1) * group_size; i += 16) {
+      const __m512 v = _mm512_mul_ps(load_x(x, i, k), vinv);  // past k: zero
+      const __m512i q = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(v), lo), hi);
+      sum = _mm512_add_epi32(sum, q);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(xq + i), _mm512_cvtepi32_epi8(q));
+    }
+    sums[g] = hsum(sum);
+  }
+}
+
 }  // namespace slab::kern::detail
