@@ -113,7 +113,7 @@ void quant_linear_compute(const QuantLinearArgs& args, int thread, int n_threads
 
 // Both phases through the caller's pool (see linear_bf16 for the run_on_all contract).
 template <typename RunOnAll>
-void quant_linear(const QuantLinearArgs& args, int n_threads, RunOnAll&& run_on_all) {
+void quant_linear(const QuantLinearArgs& args, RunOnAll&& run_on_all) {
   if (quant_linear_needs_prepare(args.m)) {
     run_on_all([&args](int thread, int threads) { quant_linear_prepare(args, thread, threads); });
   }
