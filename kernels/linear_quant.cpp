@@ -4,6 +4,7 @@
 #include "kernels/linear_quant.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -16,6 +17,10 @@ namespace slab::kern {
 namespace {
 
 using detail::QuantTile;
+
+// Dynamic decode share: 8 panels of 16 columns (about 140 KB of W4 at K = 2048), as in
+// linear_bf16: a thread the OS or another process slows down costs at most one run at the end.
+constexpr int kDecodeRunPanels = 8;
 
 size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 
@@ -375,10 +380,21 @@ void quant_linear_compute(const QuantLinearArgs& a, int thread, int n_threads) {
   const Workspace ws = workspace_of(a, thread);
   const int panels = quant_panels(a.w.n);
   if (a.m <= kQuantDecodeMaxM) {
-    const Range r = chunk(panels, n_threads, thread);
-    if (r.hi == r.lo) return;
-    prepare_decode_rows(a, ws);
-    decode_panels(a, ws, r.lo, r.hi);
+    if (!a.decode_cursor) {
+      const Range r = chunk(panels, n_threads, thread);
+      if (r.hi == r.lo) return;
+      prepare_decode_rows(a, ws);
+      decode_panels(a, ws, r.lo, r.hi);
+      return;
+    }
+    std::atomic_ref<int> cursor(*a.decode_cursor);
+    bool prepared = false;
+    for (int lo = cursor.fetch_add(kDecodeRunPanels, std::memory_order_relaxed); lo < panels;
+         lo = cursor.fetch_add(kDecodeRunPanels, std::memory_order_relaxed)) {
+      if (!prepared) prepare_decode_rows(a, ws);
+      prepared = true;
+      decode_panels(a, ws, lo, std::min(panels, lo + kDecodeRunPanels));
+    }
     return;
   }
   const Range r = chunk((panels + 1) / 2, n_threads, thread);

@@ -98,6 +98,9 @@ struct QuantLinearArgs {
   size_t ldr = 0;
   void* workspace = nullptr;  // quant_linear_workspace_bytes(...) bytes, 64-byte aligned
   Isa isa = Isa::scalar;
+  // M <= 8: when set (to 0 before phase 2), threads take runs of panels from this shared counter
+  // instead of a fixed contiguous share, as linear_bf16 does. quant_linear() below sets it.
+  int* decode_cursor = nullptr;
 };
 
 // Scratch a call needs: the activations in the kernels' form (decode: a K-padded BF16 copy and
@@ -117,7 +120,10 @@ void quant_linear(const QuantLinearArgs& args, RunOnAll&& run_on_all) {
   if (quant_linear_needs_prepare(args.m)) {
     run_on_all([&args](int thread, int threads) { quant_linear_prepare(args, thread, threads); });
   }
-  run_on_all([&args](int thread, int threads) { quant_linear_compute(args, thread, threads); });
+  int cursor = 0;
+  QuantLinearArgs a = args;
+  a.decode_cursor = &cursor;
+  run_on_all([&a](int thread, int threads) { quant_linear_compute(a, thread, threads); });
 }
 
 }  // namespace slab::kern

@@ -20,6 +20,7 @@
 
 #include "kernels/linear_quant.h"
 #include "runtime/cpu_features.h"
+#include "runtime/thread_pool.h"
 
 using namespace slab;
 using namespace slab::kern;
@@ -445,6 +446,45 @@ TEST_CASE("batched integer math is exact: unit scales give the integer dot produ
             break;
           }
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("quantized linear through a thread pool gives the single-thread bits", "[quant]") {
+  std::mt19937 rng(17);
+  ThreadPool pool({.n_threads = 3});
+  for (Isa isa : quant_isas()) {
+    for (const QuantFormat& f : {QuantFormat{8, 0, false}, QuantFormat{4, 32, false}, QuantFormat{4, 128, true}}) {
+      const QuantMatrix q = make_matrix(f, 300, 256, rng);  // 19 panels: runs of 8 and a ragged end
+      for (int m : {1, 3, 8, 20}) {
+        const Inputs in = make_inputs(m, 300, 256, rng);
+        const std::vector<float> single = run(q, in, Options{true, true, false, false}, isa, 1);
+        std::vector<float> out(static_cast<size_t>(m) * in.ldo, 0.0f);
+        QuantLinearArgs a;
+        a.x = in.x.data();
+        a.ldx = in.ldx;
+        a.w = {q.packed.data(), f, q.n, q.k};
+        a.m = m;
+        a.out_f32 = out.data();
+        a.ldo = in.ldo;
+        a.bias = in.bias.data();
+        a.residual = in.residual.data();
+        a.ldr = in.ldr;
+        std::vector<uint64_t> ws(quant_linear_workspace_bytes(m, a.w, pool.size()) / 8 + 8);
+        a.workspace = ws.data();
+        a.isa = isa;
+        quant_linear(a, [&pool](auto&& fn) { pool.run_on_all(fn); });
+        for (int r = 0; r < m; ++r) {
+          for (int c = 0; c < q.n; ++c) {
+            if (out[static_cast<size_t>(r) * in.ldo + c] != single[static_cast<size_t>(r) * q.n + c]) {
+              FAIL_CHECK(isa_name(isa) << " " << describe(f) << " m=" << m << " row " << r << " col " << c);
+              r = m;
+              break;
+            }
+          }
+        }
+        check_against_reference(q, in, Options{true, true, false, false}, single, isa_name(isa));
       }
     }
   }
