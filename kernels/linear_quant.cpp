@@ -256,12 +256,13 @@ void decode_panels(const QuantLinearArgs& a, const Workspace& ws, int p0, int p1
 void batch_panels(const QuantLinearArgs& a, const Workspace& ws, int u0, int u1) {
   const int kp = quant_padded_k(a.w.format, a.w.k), groups = quant_groups(a.w.format, a.w.k);
   const int panels = quant_panels(a.w.n);
-  alignas(64) float sums[detail::kQuantTileRows * detail::kQuantTileCols];
+  alignas(64) float sums[detail::kQuantBatchTileRows * detail::kQuantTileCols];
   for (int u = u0; u < u1; ++u) {
     const int p = 2 * u, np = std::min(2, panels - p);
-    for (int row = 0; row < a.m; row += detail::kQuantTileRows) {
+    const int tile_rows = detail::batch_tile_rows(a.w.format.bits);
+    for (int row = 0; row < a.m; row += tile_rows) {
       QuantTile t = weight_tile(a, p, np);
-      t.mr = std::min(detail::kQuantTileRows, a.m - row);
+      t.mr = std::min(tile_rows, a.m - row);
       t.xq = ws.xq + static_cast<size_t>(row) * kp;
       t.ldxq = static_cast<size_t>(kp);
       t.xscale = ws.xscale + row;

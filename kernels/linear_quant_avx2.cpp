@@ -184,7 +184,17 @@ void quant_decode_tile_avx2(const QuantTile& t) {
 }
 
 void quant_batch_tile_avx2(const QuantTile& t) {
-  for (int q = 0; q < t.np; ++q) kBatchPanels[t.bits == 4][t.mr - 1](t, q, t.out + 16 * q);
+  // 16 ymm hold 4 rows: taller tiles go 4 rows at a time.
+  for (int row = 0; row < t.mr; row += 4) {
+    QuantTile part = t;
+    part.mr = t.mr - row < 4 ? t.mr - row : 4;
+    part.xq = t.xq + static_cast<size_t>(row) * t.ldxq;
+    part.xscale = t.xscale + row;
+    part.xqsum = t.xqsum + static_cast<size_t>(row) * t.groups;
+    for (int q = 0; q < t.np; ++q) {
+      kBatchPanels[t.bits == 4][part.mr - 1](part, q, t.out + static_cast<size_t>(row) * kQuantTileCols + 16 * q);
+    }
+  }
 }
 
 }  // namespace slab::kern::detail

@@ -183,6 +183,14 @@ SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
 
 // ---- batched: INT8 activations, vpdpbusd (codes unsigned, activations signed) ----
 
+// acc += Σ4 u8(codes) · s8(x) per lane. In asm because GCC 12 does not tie the intrinsic's
+// accumulator to its register: it copied every accumulator in and out of each instruction (two
+// zmm moves per vpdpbusd).
+SLAB_AVX512_QUANT inline __m512i dpbusd(__m512i acc, __m512i codes, __m512i x) {
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(codes), "v"(x));
+  return acc;
+}
+
 template <int MR, int NP, int BITS>
 SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
   __m512i acc[MR][NP];
@@ -191,13 +199,24 @@ SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
     for (int q = 0; q < NP; ++q) total[r][q] = _mm512_setzero_ps();
   }
   const __m512i nibble = _mm512_set1_epi8(0x0f);
-  const __m512i implied = _mm512_set1_epi32(implied_zero(BITS));
   constexpr int kStepK = BITS == 8 ? 4 : 8;
   for (int g = 0; g < t.groups; ++g) {
-#pragma GCC unroll 4
+    // The sums start at −zero · Σxq, so that they end as d (exact either way). Symmetric
+    // formats: one scalar product per row; with zero points, a vector per panel.
+#pragma GCC unroll 6
     for (int r = 0; r < MR; ++r) {
+      const int32_t xs = t.xqsum[static_cast<size_t>(r) * t.groups + g];
+      if (!t.zero_point) {
+        const __m512i start = _mm512_set1_epi32(-implied_zero(BITS) * xs);
 #pragma GCC unroll 2
-      for (int q = 0; q < NP; ++q) acc[r][q] = _mm512_setzero_si512();
+        for (int q = 0; q < NP; ++q) acc[r][q] = start;
+      } else {
+#pragma GCC unroll 2
+        for (int q = 0; q < NP; ++q) {
+          const __m512i zero = _mm512_cvttps_epi32(load_bf16x16(tile_zeros(t, q, g)));
+          acc[r][q] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_mullo_epi32(zero, _mm512_set1_epi32(xs)));
+        }
+      }
     }
     const int s0 = g * t.group_steps, s1 = s0 + t.group_steps;
     for (int s = s0; s < s1; ++s) {
@@ -208,11 +227,11 @@ SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
         for (int q = 0; q < NP; ++q) {
           w[q] = _mm512_loadu_si512(t.panel + static_cast<size_t>(q) * t.panel_bytes + 64 * static_cast<size_t>(s));
         }
-#pragma GCC unroll 4
+#pragma GCC unroll 6
         for (int r = 0; r < MR; ++r) {
           const __m512i xv = _mm512_set1_epi32(static_cast<int>(load_u32(xk + static_cast<size_t>(r) * t.ldxq)));
 #pragma GCC unroll 2
-          for (int q = 0; q < NP; ++q) acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], w[q], xv);
+          for (int q = 0; q < NP; ++q) acc[r][q] = dpbusd(acc[r][q], w[q], xv);
         }
       } else {
         __m512i lo[NP], hi[NP];
@@ -223,30 +242,25 @@ SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
           lo[q] = _mm512_and_si512(v, nibble);
           hi[q] = _mm512_and_si512(_mm512_srli_epi32(v, 4), nibble);
         }
-#pragma GCC unroll 4
+#pragma GCC unroll 6
         for (int r = 0; r < MR; ++r) {
           const int8_t* xr = xk + static_cast<size_t>(r) * t.ldxq;
           const __m512i x_lo = _mm512_set1_epi32(static_cast<int>(load_u32(xr)));
           const __m512i x_hi = _mm512_set1_epi32(static_cast<int>(load_u32(xr + 4)));
 #pragma GCC unroll 2
           for (int q = 0; q < NP; ++q) {
-            acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], lo[q], x_lo);
-            acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], hi[q], x_hi);
+            acc[r][q] = dpbusd(acc[r][q], lo[q], x_lo);
+            acc[r][q] = dpbusd(acc[r][q], hi[q], x_hi);
           }
         }
       }
     }
-    // d = acc − zero · Σxq (exact), total = fma(scale, float(d), total): the scalar tile's order.
+    // total = fma(scale, float(d), total): the scalar tile's order.
 #pragma GCC unroll 2
     for (int q = 0; q < NP; ++q) {
       const __m512 scale = load_bf16x16(tile_scales(t, q, g));
-      const __m512i zero = t.zero_point ? _mm512_cvttps_epi32(load_bf16x16(tile_zeros(t, q, g))) : implied;
-#pragma GCC unroll 4
-      for (int r = 0; r < MR; ++r) {
-        const __m512i xs = _mm512_set1_epi32(t.xqsum[static_cast<size_t>(r) * t.groups + g]);
-        const __m512i d = _mm512_sub_epi32(acc[r][q], _mm512_mullo_epi32(zero, xs));
-        total[r][q] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(d), total[r][q]);
-      }
+#pragma GCC unroll 6
+      for (int r = 0; r < MR; ++r) total[r][q] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(acc[r][q]), total[r][q]);
     }
   }
   for (int r = 0; r < MR; ++r) {
@@ -265,27 +279,14 @@ constexpr TileFn kDecodeTiles[2][2][4] = {
      {decode_tile<1, 2, 8>, decode_tile<2, 2, 8>, decode_tile<3, 2, 8>, decode_tile<4, 2, 8>}},
     {{decode_tile<1, 1, 4>, decode_tile<2, 1, 4>, decode_tile<3, 1, 4>, decode_tile<4, 1, 4>},
      {decode_tile<1, 2, 4>, decode_tile<2, 2, 4>, decode_tile<3, 2, 4>, decode_tile<4, 2, 4>}}};
-constexpr TileFn kBatchTiles[2][2][4] = {
-    {{batch_tile<1, 1, 8>, batch_tile<2, 1, 8>, batch_tile<3, 1, 8>, batch_tile<4, 1, 8>},
-     {batch_tile<1, 2, 8>, batch_tile<2, 2, 8>, batch_tile<3, 2, 8>, batch_tile<4, 2, 8>}},
-    {{batch_tile<1, 1, 4>, batch_tile<2, 1, 4>, batch_tile<3, 1, 4>, batch_tile<4, 1, 4>},
-     {batch_tile<1, 2, 4>, batch_tile<2, 2, 4>, batch_tile<3, 2, 4>, batch_tile<4, 2, 4>}}};
-
-// Horizontal reductions through memory (see machine_limits.cpp: GCC 12's reduce intrinsics warn).
-SLAB_AVX512_QUANT float hmax(__m512 v) {
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, v);
-  float m = lanes[0];
-  for (float l : lanes) m = l > m ? l : m;
-  return m;
-}
-SLAB_AVX512_QUANT int32_t hsum(__m512i v) {
-  alignas(64) int32_t lanes[16];
-  _mm512_store_si512(lanes, v);
-  int32_t s = 0;
-  for (int32_t l : lanes) s += l;
-  return s;
-}
+// W4 tiles stop at 4 rows (batch_tile_rows): 6 x 2 spilled (12 + 12 sums, 4 nibble vectors, 2 x).
+constexpr TileFn kBatchTiles[2][2][kQuantBatchTileRows] = {
+    {{batch_tile<1, 1, 8>, batch_tile<2, 1, 8>, batch_tile<3, 1, 8>, batch_tile<4, 1, 8>, batch_tile<5, 1, 8>,
+      batch_tile<6, 1, 8>},
+     {batch_tile<1, 2, 8>, batch_tile<2, 2, 8>, batch_tile<3, 2, 8>, batch_tile<4, 2, 8>, batch_tile<5, 2, 8>,
+      batch_tile<6, 2, 8>}},
+    {{batch_tile<1, 1, 4>, batch_tile<2, 1, 4>, batch_tile<3, 1, 4>, batch_tile<4, 1, 4>, nullptr, nullptr},
+     {batch_tile<1, 2, 4>, batch_tile<2, 2, 4>, batch_tile<3, 2, 4>, batch_tile<4, 2, 4>, nullptr, nullptr}}};
 
 SLAB_AVX512_QUANT inline __mmask16 first_lanes(int valid) {
   if (valid <= 0) return 0;
@@ -312,7 +313,7 @@ SLAB_AVX512_QUANT void quantize_row_avx512(int8_t* xq, float* scale, int32_t* su
   const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
   __m512 amax = _mm512_setzero_ps();
   for (int i = 0; i < k; i += 16) amax = _mm512_max_ps(amax, _mm512_and_ps(load_x(x, i, k), abs_mask));
-  const float m = hmax(amax);
+  const float m = _mm512_reduce_max_ps(amax);
   const float inv = m > 0.0f ? 127.0f / m : 0.0f;
   *scale = m / 127.0f;
   const __m512 vinv = _mm512_set1_ps(inv);
@@ -325,7 +326,7 @@ SLAB_AVX512_QUANT void quantize_row_avx512(int8_t* xq, float* scale, int32_t* su
       sum = _mm512_add_epi32(sum, q);
       _mm_storeu_si128(reinterpret_cast<__m128i*>(xq + i), _mm512_cvtepi32_epi8(q));
     }
-    sums[g] = hsum(sum);
+    sums[g] = _mm512_reduce_add_epi32(sum);
   }
 }
 
