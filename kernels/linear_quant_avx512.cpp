@@ -93,7 +93,10 @@ constexpr int kDecodePrefetchBytes = 4096;
 
 template <int MR, int NP, int BITS>
 SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
-  __m512 total[MR][NP][2], acc[MR][NP][2];
+  // W4, one row: the high nibbles get their own sums, so that each chain takes one vdpbf16ps
+  // per step (latency 6) and the loop streams ~2x faster.
+  constexpr bool kSplitHigh = BITS == 4 && MR == 1;
+  __m512 total[MR][NP][2], acc[MR][NP][2], acc_high[kSplitHigh ? NP : 1][2];
   for (int r = 0; r < MR; ++r) {
     for (int q = 0; q < NP; ++q) total[r][q][0] = total[r][q][1] = _mm512_setzero_ps();
   }
@@ -108,6 +111,7 @@ SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
 #pragma GCC unroll 2
       for (int q = 0; q < NP; ++q) acc[r][q][0] = acc[r][q][1] = _mm512_setzero_ps();
     }
+    for (auto& a : acc_high) a[0] = a[1] = _mm512_setzero_ps();
     const int s0 = g * t.group_steps, s1 = s0 + t.group_steps;
     for (int s = s0; s < s1; ++s) {
       const bf16_t* xk = t.x + static_cast<size_t>(s) * kStepK;
@@ -130,8 +134,9 @@ SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
             const __m512bh x_hi = (__m512bh)_mm512_set1_epi64(static_cast<long long>(load_u64(xr + 4)));
             acc[r][q][0] = _mm512_dpbf16_ps(acc[r][q][0], a_lo, x_lo);
             acc[r][q][1] = _mm512_dpbf16_ps(acc[r][q][1], b_lo, x_lo);
-            acc[r][q][0] = _mm512_dpbf16_ps(acc[r][q][0], a_hi, x_hi);
-            acc[r][q][1] = _mm512_dpbf16_ps(acc[r][q][1], b_hi, x_hi);
+            __m512* high = kSplitHigh ? acc_high[q] : acc[r][q];
+            high[0] = _mm512_dpbf16_ps(high[0], a_hi, x_hi);
+            high[1] = _mm512_dpbf16_ps(high[1], b_hi, x_hi);
           }
         } else {
           __m512 f[4];
@@ -150,6 +155,12 @@ SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
             acc[r][q][1] = _mm512_dpbf16_ps(acc[r][q][1], w1, xv);
           }
         }
+      }
+    }
+    if constexpr (kSplitHigh) {
+      for (int q = 0; q < NP; ++q) {
+        acc[0][q][0] = _mm512_add_ps(acc[0][q][0], acc_high[q][0]);
+        acc[0][q][1] = _mm512_add_ps(acc[0][q][1], acc_high[q][1]);
       }
     }
     // total += scale · acc − scale · (code_bias + zero) · Σx, the second term on phase 0 only.
