@@ -93,12 +93,19 @@ constexpr int kDecodePrefetchBytes = 4096;
 
 template <int MR, int NP, int BITS>
 SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
-  // W4, one row: the high nibbles get their own sums, so that each chain takes one vdpbf16ps
-  // per step (latency 6) and the loop streams ~2x faster.
-  constexpr bool kSplitHigh = BITS == 4 && MR == 1;
-  __m512 total[MR][NP][2], acc[MR][NP][2], acc_high[kSplitHigh ? NP : 1][2];
-  for (int r = 0; r < MR; ++r) {
-    for (int q = 0; q < NP; ++q) total[r][q][0] = total[r][q][1] = _mm512_setzero_ps();
+  // W4: the high nibbles get their own group sums, so that each chain takes one vdpbf16ps
+  // (latency 6) per step instead of two. From two rows on, the registers then no longer hold the
+  // running totals as well: those stay in L1 (one load and store per group).
+  constexpr bool kSplitHigh = BITS == 4;
+  constexpr bool kTotalsInL1 = BITS == 4 && MR >= 2;
+  __m512 total[kTotalsInL1 ? 1 : MR][NP][2], acc[MR][NP][2], acc_high[kSplitHigh ? MR : 1][NP][2];
+  alignas(64) float total_l1[kTotalsInL1 ? MR : 1][NP][2][16];
+  if constexpr (kTotalsInL1) {
+    std::memset(total_l1, 0, sizeof(total_l1));
+  } else {
+    for (int r = 0; r < MR; ++r) {
+      for (int q = 0; q < NP; ++q) total[r][q][0] = total[r][q][1] = _mm512_setzero_ps();
+    }
   }
   const __m512i lanes0 = lane_columns<BITS>(0), lanes1 = lane_columns<BITS>(1);
   const __m512i nibble = _mm512_set1_epi8(0x0f), bf16_128 = _mm512_set1_epi8(0x43);
@@ -111,7 +118,9 @@ SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
 #pragma GCC unroll 2
       for (int q = 0; q < NP; ++q) acc[r][q][0] = acc[r][q][1] = _mm512_setzero_ps();
     }
-    for (auto& a : acc_high) a[0] = a[1] = _mm512_setzero_ps();
+    for (auto& row : acc_high) {
+      for (auto& a : row) a[0] = a[1] = _mm512_setzero_ps();
+    }
     const int s0 = g * t.group_steps, s1 = s0 + t.group_steps;
     for (int s = s0; s < s1; ++s) {
       const bf16_t* xk = t.x + static_cast<size_t>(s) * kStepK;
@@ -134,7 +143,7 @@ SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
             const __m512bh x_hi = (__m512bh)_mm512_set1_epi64(static_cast<long long>(load_u64(xr + 4)));
             acc[r][q][0] = _mm512_dpbf16_ps(acc[r][q][0], a_lo, x_lo);
             acc[r][q][1] = _mm512_dpbf16_ps(acc[r][q][1], b_lo, x_lo);
-            __m512* high = kSplitHigh ? acc_high[q] : acc[r][q];
+            __m512* high = kSplitHigh ? acc_high[r][q] : acc[r][q];
             high[0] = _mm512_dpbf16_ps(high[0], a_hi, x_hi);
             high[1] = _mm512_dpbf16_ps(high[1], b_hi, x_hi);
           }
@@ -158,9 +167,11 @@ SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
       }
     }
     if constexpr (kSplitHigh) {
-      for (int q = 0; q < NP; ++q) {
-        acc[0][q][0] = _mm512_add_ps(acc[0][q][0], acc_high[q][0]);
-        acc[0][q][1] = _mm512_add_ps(acc[0][q][1], acc_high[q][1]);
+      for (int r = 0; r < MR; ++r) {
+        for (int q = 0; q < NP; ++q) {
+          acc[r][q][0] = _mm512_add_ps(acc[r][q][0], acc_high[r][q][0]);
+          acc[r][q][1] = _mm512_add_ps(acc[r][q][1], acc_high[r][q][1]);
+        }
       }
     }
     // total += scale · acc − scale · (code_bias + zero) · Σx, the second term on phase 0 only.
@@ -175,8 +186,15 @@ SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
 #pragma GCC unroll 4
       for (int r = 0; r < MR; ++r) {
         const __m512 xs = _mm512_set1_ps(t.xsum[static_cast<size_t>(r) * t.groups + g]);
-        total[r][q][0] = _mm512_fnmadd_ps(o0, xs, _mm512_fmadd_ps(s0v, acc[r][q][0], total[r][q][0]));
-        total[r][q][1] = _mm512_fnmadd_ps(o1, xs, _mm512_fmadd_ps(s1v, acc[r][q][1], total[r][q][1]));
+        if constexpr (kTotalsInL1) {
+          float* t0 = total_l1[r][q][0];
+          float* t1 = total_l1[r][q][1];
+          _mm512_store_ps(t0, _mm512_fnmadd_ps(o0, xs, _mm512_fmadd_ps(s0v, acc[r][q][0], _mm512_load_ps(t0))));
+          _mm512_store_ps(t1, _mm512_fnmadd_ps(o1, xs, _mm512_fmadd_ps(s1v, acc[r][q][1], _mm512_load_ps(t1))));
+        } else {
+          total[r][q][0] = _mm512_fnmadd_ps(o0, xs, _mm512_fmadd_ps(s0v, acc[r][q][0], total[r][q][0]));
+          total[r][q][1] = _mm512_fnmadd_ps(o1, xs, _mm512_fmadd_ps(s1v, acc[r][q][1], total[r][q][1]));
+        }
       }
     }
   }
@@ -184,8 +202,10 @@ SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
   for (int r = 0; r < MR; ++r) {
     for (int q = 0; q < NP; ++q) {
       // Even lanes: phase 0 + phase 1 of a column.
-      const __m512 v0 = _mm512_add_ps(total[r][q][0], _mm512_permute_ps(total[r][q][0], 0xb1));
-      const __m512 v1 = _mm512_add_ps(total[r][q][1], _mm512_permute_ps(total[r][q][1], 0xb1));
+      const __m512 sum0 = kTotalsInL1 ? _mm512_load_ps(total_l1[r][q][0]) : total[kTotalsInL1 ? 0 : r][q][0];
+      const __m512 sum1 = kTotalsInL1 ? _mm512_load_ps(total_l1[r][q][1]) : total[kTotalsInL1 ? 0 : r][q][1];
+      const __m512 v0 = _mm512_add_ps(sum0, _mm512_permute_ps(sum0, 0xb1));
+      const __m512 v1 = _mm512_add_ps(sum1, _mm512_permute_ps(sum1, 0xb1));
       _mm512_storeu_ps(t.out + static_cast<size_t>(r) * kQuantTileCols + 16 * q,
                        _mm512_permutex2var_ps(v0, cols, v1));
     }
