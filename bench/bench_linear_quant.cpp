@@ -257,12 +257,12 @@ int main(int argc, char** argv) {
               bf16_peak.min, bf16_peak.max, bf16_cpu.median);
   std::printf("M <= 8: %%bw = GB/s of packed weight bytes (+ x, out) over the adjacent bandwidth sample.\n"
               "M >= 64: %%peak = GOP/s over the int8 peak (bf16 rows: over the bf16 peak).\n"
-              "vs bf16 = the BF16 kernel's time on the same shape and M over this kernel's.\n\n");
+              "vs bf16 = the BF16 kernel's CPU time on the same shape and M over this kernel's.\n\n");
   std::printf("%-5s %-8s %3s %5s %5s %7s %9s %9s %6s %5s %5s %7s %6s %5s %7s\n", "op", "weights", "M", "N", "K",
               "W MB", "us/call", "cpu us", "GB/s", "%bw", "cpu%", "GOP/s", "%peak", "cpu%", "vs bf16");
   for (const Shape& s : kShapes) {
     if (!selected(cfg.ops, s.op)) continue;
-    std::vector<double> bf16_us(cfg.ms.size(), 0.0);
+    std::vector<double> bf16_us(cfg.ms.size(), 0.0);  // CPU time per call
     for (const Kind& kind : kKinds) {
       if (!selected(cfg.kinds, kind.name)) continue;
       const size_t bytes = weight_bytes(kind, s);
@@ -270,7 +270,7 @@ int main(int argc, char** argv) {
       for (size_t mi = 0; mi < cfg.ms.size(); ++mi) {
         const int m = cfg.ms[mi];
         const Result r = bench_one(pool, probe, kind, s, m, isa, weights, cfg);
-        if (kind.bf16) bf16_us[mi] = r.us;
+        if (kind.bf16) bf16_us[mi] = r.cpu_us;
         const double moved = static_cast<double>(bytes) + m * s.k * 2.0 + m * s.n * 4.0;
         const double gop = 2.0 * m * s.n * static_cast<double>(s.k) / (r.us * 1e3);
         const double cpu_gop = 2.0 * m * s.n * static_cast<double>(s.k) / (r.cpu_us * 1e3);
@@ -286,7 +286,7 @@ int main(int argc, char** argv) {
             std::snprintf(cpu_peak_s, sizeof cpu_peak_s, "%.0f%%", 100.0 * cpu_gop / peak_cpu.median);
           }
         }
-        if (!kind.bf16 && bf16_us[mi] > 0) std::snprintf(ratio_s, sizeof ratio_s, "%.2fx", bf16_us[mi] / r.us);
+        if (!kind.bf16 && bf16_us[mi] > 0) std::snprintf(ratio_s, sizeof ratio_s, "%.2fx", bf16_us[mi] / r.cpu_us);
         std::printf("%-5s %-8s %3d %5d %5d %7.2f %9.1f %9.1f %6.1f %5s %5s %7.0f %6s %5s %7s\n", s.op, kind.name, m,
                     s.n, s.k, static_cast<double>(bytes) / 1e6, r.us, r.cpu_us, moved / (r.us * 1e3), bw_s, cpu_bw_s,
                     gop, peak_s, cpu_peak_s, ratio_s);
