@@ -31,6 +31,15 @@
 // is exact, and out = xscale[r] · Σ_g fma(scale, float(d), ·) in the epilogue. Every ISA does
 // that same arithmetic in the same order, so batched results are bit-identical across ISAs.
 //
+// Threads: M > 8 first runs quant_linear_prepare on every thread (each quantizes a share of the
+// rows into the shared workspace), then quant_linear_compute on every thread; M <= 8 needs only
+// the second phase (each thread copies the few activation rows it reads into its own part of
+// the workspace). The template quant_linear(args, run_on_all) below does both. Work split:
+// M <= 8 runs of 8 panels from a shared counter (or fixed contiguous shares), each panel over
+// the whole of K with up to 4 rows in registers (rows 5..8: a second pass, the panel then comes
+// from L1/L2); M > 8 pairs of panels (32 columns) over the whole of K, the row tiles (6 rows W8,
+// 4 rows W4) passing over the pair while it stays in L2.
+//
 // Isa::avx512_bf16 here needs AVX-512 VNNI as well (CpuFeatures::has_avx512_quant_kernels()).
 #include <cstddef>
 #include <cstdint>

@@ -84,11 +84,11 @@ SLAB_AVX512_QUANT inline __m512i column_lanes() {
   return _mm512_load_si512(idx);
 }
 
-// Software prefetch distance of the decode tiles, per panel stream. A W4 step (64 bytes) takes
-// ~12 cycles of vdpbf16ps latency at M = 1, so the out-of-order window alone keeps only ~2 KB
-// of loads in flight (the BF16 kernel's 256-byte steps keep ~10 KB). Measured single-threaded
-// from DRAM (64 MB of W4 g128, M = 1, CPU time, shared machine): no prefetch 14-15 GB/s,
-// 1 KB 21.6, 2 KB 23-24, 4 KB 25.6, 8 KB 22-23.
+// Software prefetch distance of the decode tiles, per panel stream. A 64-byte step of one panel
+// takes several cycles of vdpbf16ps work and latency, so the out-of-order window alone keeps
+// only ~2 KB of loads in flight (the BF16 kernel's 256-byte steps keep ~10 KB). Measured
+// single-threaded from DRAM (64 MB of W4 g128, M = 1, CPU time, shared machine, before the
+// high-nibble split): no prefetch 14-15 GB/s, 1 KB 21.6, 2 KB 23-24, 4 KB 25.6, 8 KB 22-23.
 constexpr int kDecodePrefetchBytes = 4096;
 
 template <int MR, int NP, int BITS>
