@@ -234,24 +234,21 @@ void prepare_decode_rows(const QuantLinearArgs& a, const Workspace& ws) {
   }
 }
 
-// M <= 8: panels [p0, p1), every row over the whole of K. Rows go in tiles of up to 4; a second
-// row tile reads the panel again from cache, not memory (a W8 panel at K = 5632 is 90 KB).
+// M <= 8: panels [p0, p1), every row over the whole of K in one pass.
 void decode_panels(const QuantLinearArgs& a, const Workspace& ws, int p0, int p1) {
-  const int kp = quant_padded_k(a.w.format, a.w.k), groups = quant_groups(a.w.format, a.w.k);
-  alignas(64) float sums[detail::kQuantTileRows * detail::kQuantTileCols];
+  const int kp = quant_padded_k(a.w.format, a.w.k);
+  alignas(64) float sums[detail::kQuantDecodeTileRows * detail::kQuantTileCols];
   const int np_max = a.m <= 2 ? 2 : 1;  // 1-2 rows: two panels give the FMA chains more work
   for (int p = p0; p < p1;) {
     const int np = std::min(np_max, p1 - p);
-    for (int row = 0; row < a.m; row += detail::kQuantTileRows) {
-      QuantTile t = weight_tile(a, p, np);
-      t.mr = std::min(detail::kQuantTileRows, a.m - row);
-      t.x = ws.x + static_cast<size_t>(row) * kp;
-      t.ldx = static_cast<size_t>(kp);
-      t.xsum = ws.xsum + static_cast<size_t>(row) * groups;
-      t.out = sums;
-      run_decode_tile(t, a.isa);
-      finish_tile(a, sums, row, t.mr, p * kQuantPanelCols, np * kQuantPanelCols);
-    }
+    QuantTile t = weight_tile(a, p, np);
+    t.mr = a.m;
+    t.x = ws.x;
+    t.ldx = static_cast<size_t>(kp);
+    t.xsum = ws.xsum;
+    t.out = sums;
+    run_decode_tile(t, a.isa);
+    finish_tile(a, sums, 0, t.mr, p * kQuantPanelCols, np * kQuantPanelCols);
     p += np;
   }
 }

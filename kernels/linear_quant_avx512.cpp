@@ -93,11 +93,14 @@ constexpr int kDecodePrefetchBytes = 4096;
 
 template <int MR, int NP, int BITS>
 SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
-  // W4: the high nibbles get their own group sums, so that each chain takes one vdpbf16ps
-  // (latency 6) per step instead of two. From two rows on, the registers then no longer hold the
-  // running totals as well: those stay in L1 (one load and store per group).
-  constexpr bool kSplitHigh = BITS == 4;
-  constexpr bool kTotalsInL1 = BITS == 4 && MR >= 2;
+  // W4 up to 4 rows: the high nibbles get their own group sums, so that each chain takes one
+  // vdpbf16ps (latency 6) per step instead of two. When the registers then no longer hold the
+  // running totals as well (W4 from 2 rows, any format from 5), those stay in L1 (one load and
+  // store per group). All 8 rows in one pass expand the codes once: from L2, one core, W8 M = 8
+  // went from 12.9 GB/s (two passes of 4 rows) to 22.8; W4 stays at ~12.5, bound by its 32
+  // vdpbf16ps per 64-byte step.
+  constexpr bool kSplitHigh = BITS == 4 && MR <= 4;
+  constexpr bool kTotalsInL1 = (BITS == 4 && MR >= 2) || MR >= 5;
   __m512 total[kTotalsInL1 ? 1 : MR][NP][2], acc[MR][NP][2], acc_high[kSplitHigh ? MR : 1][NP][2];
   alignas(64) float total_l1[kTotalsInL1 ? MR : 1][NP][2][16];
   if constexpr (kTotalsInL1) {
@@ -113,7 +116,7 @@ SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
   const __m512 implied = _mm512_set1_ps(static_cast<float>(implied_zero(BITS)));
   constexpr int kStepK = BITS == 8 ? 4 : 8;
   for (int g = 0; g < t.groups; ++g) {
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 2
       for (int q = 0; q < NP; ++q) acc[r][q][0] = acc[r][q][1] = _mm512_setzero_ps();
@@ -136,7 +139,7 @@ SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
           const __m512bh b_lo = (__m512bh)_mm512_unpackhi_epi8(lo, bf16_128);
           const __m512bh a_hi = (__m512bh)_mm512_unpacklo_epi8(hi, bf16_128);
           const __m512bh b_hi = (__m512bh)_mm512_unpackhi_epi8(hi, bf16_128);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
           for (int r = 0; r < MR; ++r) {
             const bf16_t* xr = xk + static_cast<size_t>(r) * t.ldx;
             const __m512bh x_lo = (__m512bh)_mm512_set1_epi64(static_cast<long long>(load_u64(xr)));
@@ -149,14 +152,14 @@ SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
           }
         } else {
           __m512 f[4];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
           for (int i = 0; i < 4; ++i) {
             f[i] = _mm512_cvtepi32_ps(
                 _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + 16 * i))));
           }
           const __m512bh w0 = _mm512_cvtne2ps_pbh(f[1], f[0]);
           const __m512bh w1 = _mm512_cvtne2ps_pbh(f[3], f[2]);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
           for (int r = 0; r < MR; ++r) {
             const __m512bh xv = (__m512bh)_mm512_set1_epi64(
                 static_cast<long long>(load_u64(xk + static_cast<size_t>(r) * t.ldx)));
@@ -183,7 +186,7 @@ SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
       const __m512 s0v = _mm512_permutexvar_ps(lanes0, scale), s1v = _mm512_permutexvar_ps(lanes1, scale);
       const __m512 o0 = _mm512_maskz_permutexvar_ps(0x5555, lanes0, offset);
       const __m512 o1 = _mm512_maskz_permutexvar_ps(0x5555, lanes1, offset);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int r = 0; r < MR; ++r) {
         const __m512 xs = _mm512_set1_ps(t.xsum[static_cast<size_t>(r) * t.groups + g]);
         if constexpr (kTotalsInL1) {
@@ -304,12 +307,14 @@ SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
 
 using TileFn = void (*)(const QuantTile&);
 
-// [bits == 4][np - 1][mr - 1]
-constexpr TileFn kDecodeTiles[2][2][4] = {
-    {{decode_tile<1, 1, 8>, decode_tile<2, 1, 8>, decode_tile<3, 1, 8>, decode_tile<4, 1, 8>},
-     {decode_tile<1, 2, 8>, decode_tile<2, 2, 8>, decode_tile<3, 2, 8>, decode_tile<4, 2, 8>}},
-    {{decode_tile<1, 1, 4>, decode_tile<2, 1, 4>, decode_tile<3, 1, 4>, decode_tile<4, 1, 4>},
-     {decode_tile<1, 2, 4>, decode_tile<2, 2, 4>, decode_tile<3, 2, 4>, decode_tile<4, 2, 4>}}};
+// [bits == 4][np - 1][mr - 1]; two panels only for 1-2 rows (decode_panels).
+constexpr TileFn kDecodeTiles[2][2][kQuantDecodeTileRows] = {
+    {{decode_tile<1, 1, 8>, decode_tile<2, 1, 8>, decode_tile<3, 1, 8>, decode_tile<4, 1, 8>,
+      decode_tile<5, 1, 8>, decode_tile<6, 1, 8>, decode_tile<7, 1, 8>, decode_tile<8, 1, 8>},
+     {decode_tile<1, 2, 8>, decode_tile<2, 2, 8>, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr}},
+    {{decode_tile<1, 1, 4>, decode_tile<2, 1, 4>, decode_tile<3, 1, 4>, decode_tile<4, 1, 4>,
+      decode_tile<5, 1, 4>, decode_tile<6, 1, 4>, decode_tile<7, 1, 4>, decode_tile<8, 1, 4>},
+     {decode_tile<1, 2, 4>, decode_tile<2, 2, 4>, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr}}};
 // W4 tiles stop at 4 rows (batch_tile_rows): 6 x 2 spilled (12 + 12 sums, 4 nibble vectors, 2 x).
 constexpr TileFn kBatchTiles[2][2][kQuantBatchTileRows] = {
     {{batch_tile<1, 1, 8>, batch_tile<2, 1, 8>, batch_tile<3, 1, 8>, batch_tile<4, 1, 8>, batch_tile<5, 1, 8>,

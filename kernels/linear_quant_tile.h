@@ -1,5 +1,5 @@
 #pragma once
-// Internal to linear_quant*.cpp: one register tile of the quantized linear (up to 4 or 6 rows ×
+// Internal to linear_quant*.cpp: one register tile of the quantized linear (up to 8 or 6 rows ×
 // up to 2 panels of 16 columns over the whole of K), described with plain pointers so that the scalar,
 // AVX2 and AVX-512 implementations share the driver. A tile writes FP32 sums in natural column
 // order; the driver adds bias / residual and stores (finish_row of linear_bf16_tile.h).
@@ -10,10 +10,10 @@
 
 namespace slab::kern::detail {
 
-inline constexpr int kQuantTileRows = 4;       // decode tiles: 4 rows x (2 group + 2 total sums)
-inline constexpr int kQuantBatchTileRows = 6;  // batched tiles: 6 x 2 INT32 + 6 x 2 FP32 zmm
+inline constexpr int kQuantDecodeTileRows = 8;  // decode: every row of M <= 8 in one pass
+inline constexpr int kQuantBatchTileRows = 6;   // batched: 6 x 2 INT32 + 6 x 2 FP32 zmm
 // Rows of a batched tile: W4 needs 4 zmm of nibbles per step, so it stops at 4 rows.
-inline int batch_tile_rows(int bits) { return bits == 8 ? kQuantBatchTileRows : kQuantTileRows; }
+inline int batch_tile_rows(int bits) { return bits == 8 ? kQuantBatchTileRows : 4; }
 inline constexpr int kQuantTileCols = 32;  // out row stride of a tile
 
 struct QuantTile {
@@ -26,7 +26,7 @@ struct QuantTile {
   int groups = 1;
   int group_steps = 0;     // 64-byte code steps per group
   bool zero_point = false; // zeros stored after the scales; else implied_zero(bits)
-  int mr = 1;              // rows 1..kQuantTileRows (decode) or batch_tile_rows(bits)
+  int mr = 1;              // rows 1..kQuantDecodeTileRows (decode) or batch_tile_rows(bits)
   // Decode (weight-only): BF16 rows padded with zeros to the padded K, FP32 sums per group.
   const bf16_t* x = nullptr;
   size_t ldx = 0;
