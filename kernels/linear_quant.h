@@ -36,8 +36,7 @@
 // the second phase (each thread copies the few activation rows it reads into its own part of
 // the workspace). The template quant_linear(args, run_on_all) below does both. Work split:
 // M <= 8 runs of 8 panels from a shared counter (or fixed contiguous shares), each panel over
-// the whole of K with up to 4 rows in registers (rows 5..8: a second pass, the panel then comes
-// from L1/L2); M > 8 pairs of panels (32 columns) over the whole of K, the row tiles (6 rows W8,
+// the whole of K for all rows at once; M > 8 pairs of panels (32 columns) over the whole of K, the row tiles (6 rows W8,
 // 4 rows W4) passing over the pair while it stays in L2.
 //
 // Isa::avx512_bf16 here needs AVX-512 VNNI as well (CpuFeatures::has_avx512_quant_kernels()).
