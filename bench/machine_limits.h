@@ -1,7 +1,7 @@
 #pragma once
 // The limits a kernel figure is compared with, measured on the threads of the pool that runs
-// the kernel: streaming read bandwidth over a buffer several times the L3, the BF16 dot-product
-// peak of a register-only vdpbf16ps loop, and the cost of an empty dispatch.
+// the kernel: streaming read bandwidth over a buffer several times the L3, the BF16 and INT8
+// dot-product peaks of register-only vdpbf16ps / vpdpbusd loops, and the cost of an empty dispatch.
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -53,6 +53,9 @@ class ReadBandwidthProbe {
 // GFLOP/s of vdpbf16ps on all pool threads (one instruction = 64 flops on zmm); 0 when the CPU
 // lacks avx512_bf16.
 Stat measure_bf16_peak(ThreadPool& pool, int reps, Stat* cpu_based = nullptr);
+// GOP/s (multiply and add counted apart) of vpdpbusd on all pool threads (one instruction = 64
+// u8·s8 products summed into 16 lanes = 128 ops on zmm); 0 when the CPU lacks avx512_vnni.
+Stat measure_int8_peak(ThreadPool& pool, int reps, Stat* cpu_based = nullptr);
 // Microseconds per empty parallel_for(size(), ...) dispatch.
 Stat measure_dispatch_us(ThreadPool& pool, int reps, int calls_per_rep);
 

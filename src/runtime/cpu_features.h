@@ -36,6 +36,8 @@ struct CpuFeatures {
   bool has_avx512_bf16_kernels() const {
     return avx512f && avx512bw && avx512vl && avx512_bf16 && os_zmm;
   }
+  // The AVX-512 quantized linear kernels (kernels/linear_quant.h) need VNNI besides.
+  bool has_avx512_quant_kernels() const { return has_avx512_bf16_kernels() && avx512_vnni; }
   // The AVX2 kernels need avx2 + fma + f16c and ymm state.
   bool has_avx2_kernels() const { return avx2 && fma && f16c && os_ymm; }
 

@@ -1,0 +1,476 @@
+// Quantized linear: formats, packing (round-to-nearest and from checkpoint codes), the work
+// split over threads, activation quantization (phase 1 of M > 8) and the scalar tiles (the
+// portable path). SIMD tiles: linear_quant_avx512.cpp, linear_quant_avx2.cpp.
+#include "kernels/linear_quant.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "kernels/linear_bf16_tile.h"
+#include "kernels/linear_quant_tile.h"
+
+namespace slab::kern {
+namespace {
+
+using detail::QuantTile;
+
+// Dynamic decode share: 8 panels of 16 columns (about 140 KB of W4 at K = 2048), as in
+// linear_bf16: a thread the OS or another process slows down costs at most one run at the end.
+constexpr int kDecodeRunPanels = 8;
+
+size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
+
+struct Range {
+  int lo, hi;
+};
+Range chunk(int n, int parts, int part) {
+  const int q = n / parts, r = n % parts;
+  const int lo = part * q + std::min(part, r);
+  return {lo, lo + q + (part < r ? 1 : 0)};
+}
+
+int max_code(const QuantFormat& f) { return (1 << f.bits) - 1; }
+
+// Byte offset of (column c of a panel, k) in the panel's codes, and whether it is a high nibble.
+size_t code_offset(int bits, int c, int k, bool* high) {
+  const int step_k = detail::quant_step_k(bits);
+  const int j = k % step_k;
+  *high = bits == 4 && j >= 4;
+  return static_cast<size_t>(k / step_k) * 64 + 4 * static_cast<size_t>(c) + static_cast<size_t>(j % 4);
+}
+
+// Writes row n of W as codes (kp of them) with its scales and zeros (groups of them).
+void put_row(uint8_t* dst, const QuantFormat& f, int k, int n, const uint8_t* codes,
+             const float* scales, const uint8_t* zeros) {
+  const size_t panel_bytes = quant_panel_bytes(f, k);
+  const int kp = quant_padded_k(f, k), groups = quant_groups(f, k);
+  uint8_t* panel = dst + static_cast<size_t>(n / kQuantPanelCols) * panel_bytes;
+  const int c = n % kQuantPanelCols;
+  for (int kk = 0; kk < kp; ++kk) {
+    bool high = false;
+    uint8_t& b = panel[code_offset(f.bits, c, kk, &high)];
+    b = high ? static_cast<uint8_t>((b & 0x0f) | (codes[kk] << 4))
+             : static_cast<uint8_t>(f.bits == 4 ? ((b & 0xf0) | codes[kk]) : codes[kk]);
+  }
+  const size_t code_bytes = static_cast<size_t>(kp) * kQuantPanelCols * f.bits / 8;
+  auto* scale_out = reinterpret_cast<bf16_t*>(panel + code_bytes);
+  for (int g = 0; g < groups; ++g) {
+    scale_out[static_cast<size_t>(g) * kQuantPanelCols + c] = f32_to_bf16(scales[g]);
+    if (f.zero_point) {
+      scale_out[(static_cast<size_t>(groups) + g) * kQuantPanelCols + c] =
+          f32_to_bf16(static_cast<float>(zeros[g]));
+    }
+  }
+}
+
+// Round-to-nearest codes of one row (see pack_quant_linear).
+void quantize_weight_row(const QuantFormat& f, const float* w, int k, uint8_t* codes, float* scales,
+                         uint8_t* zeros) {
+  const int gs = quant_group_size(f, k), kp = quant_padded_k(f, k);
+  const int top = max_code(f);
+  for (int g = 0; g * gs < kp; ++g) {
+    const int lo = g * gs, hi = std::min(k, lo + gs);
+    float mn = 0.0f, mx = 0.0f;
+    for (int kk = lo; kk < hi; ++kk) {
+      mn = std::min(mn, w[kk]);
+      mx = std::max(mx, w[kk]);
+    }
+    float scale = 0.0f;
+    int zero = detail::implied_zero(f.bits);
+    if (f.zero_point) {
+      scale = round_to_bf16((mx - mn) / static_cast<float>(top));
+      zero = scale > 0.0f ? std::clamp(static_cast<int>(std::nearbyint(-mn / scale)), 0, top) : 0;
+    } else {
+      const float amax = std::max(-mn, mx);
+      scale = round_to_bf16(amax / (f.bits == 8 ? 127.0f : 7.0f));
+    }
+    scales[g] = scale;
+    zeros[g] = static_cast<uint8_t>(zero);
+    for (int kk = lo; kk < lo + gs; ++kk) {
+      int code = zero;
+      if (kk < hi && scale > 0.0f) {
+        code = std::clamp(static_cast<int>(std::nearbyint(w[kk] / scale)) + zero, 0, top);
+      }
+      codes[kk] = static_cast<uint8_t>(code);
+    }
+  }
+}
+
+template <typename Src>
+void pack_rtn(uint8_t* dst, const QuantFormat& f, const Src* w, int n, int k, size_t ldw) {
+  check_quant_format(f);
+  std::memset(dst, 0, packed_quant_bytes(f, n, k));
+  const int kp = quant_padded_k(f, k), groups = quant_groups(f, k);
+  std::vector<float> row(static_cast<size_t>(k));
+  std::vector<uint8_t> codes(static_cast<size_t>(kp)), zeros(static_cast<size_t>(groups));
+  std::vector<float> scales(static_cast<size_t>(groups));
+  for (int r = 0; r < n; ++r) {
+    for (int kk = 0; kk < k; ++kk) {
+      const Src v = w[static_cast<size_t>(r) * ldw + kk];
+      if constexpr (sizeof(Src) == 4) {
+        row[static_cast<size_t>(kk)] = v;
+      } else {
+        row[static_cast<size_t>(kk)] = bf16_to_f32(v);
+      }
+    }
+    quantize_weight_row(f, row.data(), k, codes.data(), scales.data(), zeros.data());
+    put_row(dst, f, k, r, codes.data(), scales.data(), zeros.data());
+  }
+}
+
+// ---- work split ----
+
+struct Workspace {
+  // Decode (per thread): BF16 rows [m][kp] and group sums [m][groups].
+  bf16_t* x = nullptr;
+  float* xsum = nullptr;
+  // Batched (shared): INT8 rows [m][kp], scales [m], group sums [m][groups].
+  int8_t* xq = nullptr;
+  float* xscale = nullptr;
+  int32_t* xqsum = nullptr;
+};
+
+size_t decode_region_bytes(int m, int kp, int groups) {
+  return round_up(static_cast<size_t>(m) * kp * 2, 64) + round_up(static_cast<size_t>(m) * groups * 4, 64);
+}
+
+Workspace workspace_of(const QuantLinearArgs& a, int thread) {
+  const QuantFormat& f = a.w.format;
+  const int kp = quant_padded_k(f, a.w.k), groups = quant_groups(f, a.w.k);
+  auto* base = static_cast<uint8_t*>(a.workspace);
+  Workspace ws;
+  if (a.m <= kQuantDecodeMaxM) {
+    uint8_t* mine = base + static_cast<size_t>(thread) * decode_region_bytes(a.m, kp, groups);
+    ws.x = reinterpret_cast<bf16_t*>(mine);
+    ws.xsum = reinterpret_cast<float*>(mine + round_up(static_cast<size_t>(a.m) * kp * 2, 64));
+    return ws;
+  }
+  ws.xq = reinterpret_cast<int8_t*>(base);
+  base += round_up(static_cast<size_t>(a.m) * kp, 64);
+  ws.xscale = reinterpret_cast<float*>(base);
+  base += round_up(static_cast<size_t>(a.m) * 4, 64);
+  ws.xqsum = reinterpret_cast<int32_t*>(base);
+  return ws;
+}
+
+QuantTile weight_tile(const QuantLinearArgs& a, int panel, int np) {
+  const QuantFormat& f = a.w.format;
+  const int kp = quant_padded_k(f, a.w.k);
+  QuantTile t;
+  t.panel_bytes = quant_panel_bytes(f, a.w.k);
+  t.panel = a.w.data + static_cast<size_t>(panel) * t.panel_bytes;
+  t.code_bytes = static_cast<size_t>(kp) * kQuantPanelCols * f.bits / 8;
+  t.np = np;
+  t.bits = f.bits;
+  t.groups = quant_groups(f, a.w.k);
+  t.group_steps = quant_group_size(f, a.w.k) / detail::quant_step_k(f.bits);
+  t.zero_point = f.zero_point;
+  return t;
+}
+
+// Bias, residual and the store of `rows` rows of a tile's sums at (row, col).
+void finish_tile(const QuantLinearArgs& a, const float* sums, int row, int rows, int col, int cols) {
+  const int n_valid = std::min(cols, a.w.n - col);
+  for (int r = 0; r < rows; ++r) {
+    const size_t o = static_cast<size_t>(row + r) * a.ldo + col;
+    detail::finish_row(sums + static_cast<size_t>(r) * detail::kQuantTileCols, n_valid,
+                       a.bias ? a.bias + col : nullptr,
+                       a.residual ? a.residual + static_cast<size_t>(row + r) * a.ldr + col : nullptr,
+                       a.out_f32 ? a.out_f32 + o : nullptr, a.out_bf16 ? a.out_bf16 + o : nullptr);
+  }
+}
+
+void run_decode_tile(const QuantTile& t, Isa isa) {
+  switch (isa) {
+    case Isa::avx512_bf16:
+      detail::quant_decode_tile_avx512(t);
+      return;
+    case Isa::avx2:
+      detail::quant_decode_tile_avx2(t);
+      return;
+    case Isa::scalar:
+      break;
+  }
+  detail::quant_decode_tile_scalar(t);
+}
+
+void run_batch_tile(const QuantTile& t, Isa isa) {
+  switch (isa) {
+    case Isa::avx512_bf16:
+      detail::quant_batch_tile_avx512(t);
+      return;
+    case Isa::avx2:
+      detail::quant_batch_tile_avx2(t);
+      return;
+    case Isa::scalar:
+      break;
+  }
+  detail::quant_batch_tile_scalar(t);
+}
+
+// M <= 8: this thread's copy of x padded to kp, and its group sums.
+void prepare_decode_rows(const QuantLinearArgs& a, const Workspace& ws) {
+  const QuantFormat& f = a.w.format;
+  const int kp = quant_padded_k(f, a.w.k), groups = quant_groups(f, a.w.k);
+  const int gs = quant_group_size(f, a.w.k);
+  for (int r = 0; r < a.m; ++r) {
+    bf16_t* dst = ws.x + static_cast<size_t>(r) * kp;
+    std::copy(a.x + static_cast<size_t>(r) * a.ldx, a.x + static_cast<size_t>(r) * a.ldx + a.w.k, dst);
+    std::fill(dst + a.w.k, dst + kp, bf16_t{0});
+    // Eight partial sums (groups are multiples of 32): one chain of K dependent FP32 adds took
+    // ~1.5 us per row at K = 2048, 7 % of a thread's share of an M = 1 call at N = 2048.
+    for (int g = 0; g < groups; ++g) {
+      float part[8] = {};
+      for (int kk = g * gs; kk < (g + 1) * gs; kk += 8) {
+        for (int j = 0; j < 8; ++j) part[j] += bf16_to_f32(dst[kk + j]);
+      }
+      ws.xsum[static_cast<size_t>(r) * groups + g] =
+          ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+    }
+  }
+}
+
+// M <= 8: panels [p0, p1), every row over the whole of K in one pass.
+void decode_panels(const QuantLinearArgs& a, const Workspace& ws, int p0, int p1) {
+  const int kp = quant_padded_k(a.w.format, a.w.k);
+  alignas(64) float sums[detail::kQuantDecodeTileRows * detail::kQuantTileCols];
+  const int np_max = a.m <= 2 ? 2 : 1;  // 1-2 rows: two panels give the FMA chains more work
+  for (int p = p0; p < p1;) {
+    const int np = std::min(np_max, p1 - p);
+    QuantTile t = weight_tile(a, p, np);
+    t.mr = a.m;
+    t.x = ws.x;
+    t.ldx = static_cast<size_t>(kp);
+    t.xsum = ws.xsum;
+    t.out = sums;
+    run_decode_tile(t, a.isa);
+    finish_tile(a, sums, 0, t.mr, p * kQuantPanelCols, np * kQuantPanelCols);
+    p += np;
+  }
+}
+
+// M > 8: panel pairs [u0, u1), every row tile over the whole of K (the pair, 2 x 16 columns,
+// stays in L2 while the row tiles pass over it).
+void batch_panels(const QuantLinearArgs& a, const Workspace& ws, int u0, int u1) {
+  const int kp = quant_padded_k(a.w.format, a.w.k), groups = quant_groups(a.w.format, a.w.k);
+  const int panels = quant_panels(a.w.n);
+  alignas(64) float sums[detail::kQuantBatchTileRows * detail::kQuantTileCols];
+  for (int u = u0; u < u1; ++u) {
+    const int p = 2 * u, np = std::min(2, panels - p);
+    const int tile_rows = detail::batch_tile_rows(a.w.format.bits);
+    for (int row = 0; row < a.m; row += tile_rows) {
+      QuantTile t = weight_tile(a, p, np);
+      t.mr = std::min(tile_rows, a.m - row);
+      t.xq = ws.xq + static_cast<size_t>(row) * kp;
+      t.ldxq = static_cast<size_t>(kp);
+      t.xscale = ws.xscale + row;
+      t.xqsum = ws.xqsum + static_cast<size_t>(row) * groups;
+      t.out = sums;
+      run_batch_tile(t, a.isa);
+      finish_tile(a, sums, row, t.mr, p * kQuantPanelCols, np * kQuantPanelCols);
+    }
+  }
+}
+
+void check_args(const QuantLinearArgs& a) {
+  check_quant_format(a.w.format);
+  if (a.m < 0 || a.w.n <= 0 || a.w.k <= 0 || !a.w.data || (a.m > 0 && (!a.x || !a.workspace)) ||
+      (a.out_f32 == nullptr) == (a.out_bf16 == nullptr) || a.ldx < static_cast<size_t>(a.w.k) ||
+      a.ldo < static_cast<size_t>(a.w.n) || (a.residual && a.ldr < static_cast<size_t>(a.w.n))) {
+    throw std::invalid_argument("quant_linear: bad arguments");
+  }
+}
+
+}  // namespace
+
+void check_quant_format(const QuantFormat& f) {
+  if ((f.bits != 4 && f.bits != 8) || (f.group != 0 && f.group != 32 && f.group != 128)) {
+    throw std::invalid_argument("quant format: bits must be 4 or 8, group 0, 32 or 128");
+  }
+}
+
+int quant_padded_k(const QuantFormat& f, int k) {
+  const int to = f.group ? f.group : 32;
+  return (k + to - 1) / to * to;
+}
+int quant_group_size(const QuantFormat& f, int k) { return f.group ? f.group : quant_padded_k(f, k); }
+int quant_groups(const QuantFormat& f, int k) { return quant_padded_k(f, k) / quant_group_size(f, k); }
+
+size_t quant_panel_bytes(const QuantFormat& f, int k) {
+  const size_t codes = static_cast<size_t>(quant_padded_k(f, k)) * kQuantPanelCols * f.bits / 8;
+  const size_t meta = static_cast<size_t>(quant_groups(f, k)) * kQuantPanelCols * 2 * (f.zero_point ? 2 : 1);
+  return codes + round_up(meta, 64);
+}
+
+void pack_quant_linear(uint8_t* dst, const QuantFormat& f, const float* w, int n, int k, size_t ldw) {
+  pack_rtn(dst, f, w, n, k, ldw);
+}
+void pack_quant_linear(uint8_t* dst, const QuantFormat& f, const bf16_t* w, int n, int k, size_t ldw) {
+  pack_rtn(dst, f, w, n, k, ldw);
+}
+
+void pack_quant_linear_codes(uint8_t* dst, const QuantFormat& f, const uint8_t* codes, size_t ldc,
+                             const float* scales, const uint8_t* zeros, int n, int k) {
+  check_quant_format(f);
+  if (f.zero_point && !zeros) throw std::invalid_argument("pack_quant_linear_codes: zeros needed");
+  std::memset(dst, 0, packed_quant_bytes(f, n, k));
+  const int kp = quant_padded_k(f, k), groups = quant_groups(f, k), gs = quant_group_size(f, k);
+  std::vector<uint8_t> row(static_cast<size_t>(kp)), z(static_cast<size_t>(groups));
+  for (int r = 0; r < n; ++r) {
+    for (int g = 0; g < groups; ++g) {
+      z[static_cast<size_t>(g)] = static_cast<uint8_t>(
+          f.zero_point ? zeros[static_cast<size_t>(r) * groups + g] : detail::implied_zero(f.bits));
+    }
+    for (int kk = 0; kk < kp; ++kk) {
+      const uint8_t c = kk < k ? codes[static_cast<size_t>(r) * ldc + kk] : z[static_cast<size_t>(kk / gs)];
+      if (c > max_code(f)) throw std::invalid_argument("pack_quant_linear_codes: code out of range");
+      row[static_cast<size_t>(kk)] = c;
+    }
+    put_row(dst, f, k, r, row.data(), scales + static_cast<size_t>(r) * groups, z.data());
+  }
+}
+
+void dequantize_quant_linear(float* w, size_t ldw, const uint8_t* packed, const QuantFormat& f, int n, int k) {
+  check_quant_format(f);
+  const size_t panel_bytes = quant_panel_bytes(f, k);
+  const int kp = quant_padded_k(f, k), groups = quant_groups(f, k), gs = quant_group_size(f, k);
+  const size_t code_bytes = static_cast<size_t>(kp) * kQuantPanelCols * f.bits / 8;
+  for (int r = 0; r < n; ++r) {
+    const uint8_t* panel = packed + static_cast<size_t>(r / kQuantPanelCols) * panel_bytes;
+    const int c = r % kQuantPanelCols;
+    const auto* meta = reinterpret_cast<const bf16_t*>(panel + code_bytes);
+    for (int kk = 0; kk < k; ++kk) {
+      bool high = false;
+      const uint8_t b = panel[code_offset(f.bits, c, kk, &high)];
+      const int code = f.bits == 8 ? b : (high ? b >> 4 : b & 0x0f);
+      const size_t g = static_cast<size_t>(kk / gs);
+      const float scale = bf16_to_f32(meta[g * kQuantPanelCols + c]);
+      const float zero = f.zero_point ? bf16_to_f32(meta[(groups + g) * kQuantPanelCols + c])
+                                      : static_cast<float>(detail::implied_zero(f.bits));
+      w[static_cast<size_t>(r) * ldw + kk] = scale * (static_cast<float>(code) - zero);
+    }
+  }
+}
+
+size_t quant_linear_workspace_bytes(int m, const PackedQuant& w, int n_threads) {
+  const int kp = quant_padded_k(w.format, w.k), groups = quant_groups(w.format, w.k);
+  if (m <= kQuantDecodeMaxM) return static_cast<size_t>(n_threads) * decode_region_bytes(m, kp, groups);
+  return round_up(static_cast<size_t>(m) * kp, 64) + round_up(static_cast<size_t>(m) * 4, 64) +
+         round_up(static_cast<size_t>(m) * groups * 4, 64);
+}
+
+void quant_linear_prepare(const QuantLinearArgs& a, int thread, int n_threads) {
+  check_args(a);
+  if (!quant_linear_needs_prepare(a.m)) return;
+  const Workspace ws = workspace_of(a, thread);
+  const int kp = quant_padded_k(a.w.format, a.w.k), groups = quant_groups(a.w.format, a.w.k);
+  const int gs = quant_group_size(a.w.format, a.w.k);
+  const Range rows = chunk(a.m, n_threads, thread);
+  for (int r = rows.lo; r < rows.hi; ++r) {
+    auto* quantize = a.isa == Isa::avx512_bf16 ? detail::quantize_row_avx512 : detail::quantize_row_scalar;
+    quantize(ws.xq + static_cast<size_t>(r) * kp, ws.xscale + r, ws.xqsum + static_cast<size_t>(r) * groups,
+             a.x + static_cast<size_t>(r) * a.ldx, a.w.k, kp, gs);
+  }
+}
+
+void quant_linear_compute(const QuantLinearArgs& a, int thread, int n_threads) {
+  check_args(a);
+  if (a.m == 0) return;
+  const Workspace ws = workspace_of(a, thread);
+  const int panels = quant_panels(a.w.n);
+  if (a.m <= kQuantDecodeMaxM) {
+    if (!a.decode_cursor) {
+      const Range r = chunk(panels, n_threads, thread);
+      if (r.hi == r.lo) return;
+      prepare_decode_rows(a, ws);
+      decode_panels(a, ws, r.lo, r.hi);
+      return;
+    }
+    std::atomic_ref<int> cursor(*a.decode_cursor);
+    bool prepared = false;
+    for (int lo = cursor.fetch_add(kDecodeRunPanels, std::memory_order_relaxed); lo < panels;
+         lo = cursor.fetch_add(kDecodeRunPanels, std::memory_order_relaxed)) {
+      if (!prepared) prepare_decode_rows(a, ws);
+      prepared = true;
+      decode_panels(a, ws, lo, std::min(panels, lo + kDecodeRunPanels));
+    }
+    return;
+  }
+  const Range r = chunk((panels + 1) / 2, n_threads, thread);
+  if (r.hi > r.lo) batch_panels(a, ws, r.lo, r.hi);
+}
+
+namespace detail {
+
+void quantize_row_scalar(int8_t* xq, float* scale, int32_t* sums, const bf16_t* x, int k, int kp,
+                         int group_size) {
+  float amax = 0.0f;
+  for (int i = 0; i < k; ++i) amax = std::max(amax, std::fabs(bf16_to_f32(x[i])));
+  const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+  *scale = amax / 127.0f;
+  for (int i = 0; i < kp; ++i) {
+    const float v = i < k ? bf16_to_f32(x[i]) * inv : 0.0f;
+    xq[i] = static_cast<int8_t>(std::clamp(static_cast<int>(std::nearbyint(v)), -127, 127));
+  }
+  for (int g = 0; g * group_size < kp; ++g) {
+    int32_t s = 0;
+    for (int i = g * group_size; i < (g + 1) * group_size; ++i) s += xq[i];
+    sums[g] = s;
+  }
+}
+
+namespace {
+int tile_code(const QuantTile& t, int q, int c, int kk) {
+  bool high = false;
+  const uint8_t b = t.panel[static_cast<size_t>(q) * t.panel_bytes + code_offset(t.bits, c, kk, &high)];
+  return t.bits == 8 ? b : (high ? b >> 4 : b & 0x0f);
+}
+float tile_zero(const QuantTile& t, int q, int g, int c) {
+  return t.zero_point ? bf16_to_f32(tile_zeros(t, q, g)[c]) : static_cast<float>(implied_zero(t.bits));
+}
+}  // namespace
+
+void quant_decode_tile_scalar(const QuantTile& t) {
+  const int gk = t.group_steps * quant_step_k(t.bits);
+  for (int r = 0; r < t.mr; ++r) {
+    const bf16_t* x = t.x + static_cast<size_t>(r) * t.ldx;
+    for (int q = 0; q < t.np; ++q) {
+      for (int c = 0; c < kQuantPanelCols; ++c) {
+        float total = 0.0f;
+        for (int g = 0; g < t.groups; ++g) {
+          float dot = 0.0f;
+          for (int kk = g * gk; kk < (g + 1) * gk; ++kk) dot += bf16_to_f32(x[kk]) * static_cast<float>(tile_code(t, q, c, kk));
+          const float scale = bf16_to_f32(tile_scales(t, q, g)[c]);
+          total += scale * (dot - tile_zero(t, q, g, c) * t.xsum[static_cast<size_t>(r) * t.groups + g]);
+        }
+        t.out[static_cast<size_t>(r) * kQuantTileCols + q * kQuantPanelCols + c] = total;
+      }
+    }
+  }
+}
+
+void quant_batch_tile_scalar(const QuantTile& t) {
+  const int gk = t.group_steps * quant_step_k(t.bits);
+  for (int r = 0; r < t.mr; ++r) {
+    const int8_t* xq = t.xq + static_cast<size_t>(r) * t.ldxq;
+    for (int q = 0; q < t.np; ++q) {
+      for (int c = 0; c < kQuantPanelCols; ++c) {
+        float total = 0.0f;
+        for (int g = 0; g < t.groups; ++g) {
+          int32_t dot = 0;
+          for (int kk = g * gk; kk < (g + 1) * gk; ++kk) dot += xq[kk] * tile_code(t, q, c, kk);
+          dot -= static_cast<int32_t>(tile_zero(t, q, g, c)) * t.xqsum[static_cast<size_t>(r) * t.groups + g];
+          total = std::fma(bf16_to_f32(tile_scales(t, q, g)[c]), static_cast<float>(dot), total);
+        }
+        t.out[static_cast<size_t>(r) * kQuantTileCols + q * kQuantPanelCols + c] = total * t.xscale[r];
+      }
+    }
+  }
+}
+
+}  // namespace detail
+}  // namespace slab::kern

@@ -1,0 +1,137 @@
+#pragma once
+// out[M,N] = x[M,K] · W[N,K]ᵀ (+ bias[N]) (+ residual[M,N]) with W quantized to INT8 or INT4:
+// the quantized sibling of kernels/linear_bf16.h (same activations, outputs and epilogue).
+//
+// Formats (QuantFormat): W8 = 8-bit weights, W4 = 4-bit weights; a scale per output column and
+// per group of `group` elements along K (32 or 128), or one group for the whole row (group 0,
+// per output channel); either symmetric (zero implied: 128 for W8, 8 for W4) or with a stored
+// zero point per group (AWQ-style). Every weight is held as an unsigned code, so that
+//   W[n][k] = scale[n][g] · (code[n][k] − zero[n][g]),  g = k / group,
+// W8 codes are int8 values + 128 (0..255), W4 codes 0..15. Scales and zeros are BF16 (zeros are
+// small integers, exact in BF16). The unsigned code is what makes INT8 activations cheap:
+// vpdpbusd multiplies unsigned bytes by signed ones, codes are the unsigned side and the
+// activations (symmetric INT8) the signed side, and the zero becomes zero · Σx per group.
+//
+// Packed layout: panels of 16 output columns (N padded with zero-code columns), K padded to a
+// multiple of the group (32 for per-channel) with codes equal to the zero (weight 0). A panel is
+//   codes: Kp/4 (W8) or Kp/8 (W4) steps of 64 bytes; step s holds, for column c, the 32-bit
+//          lane c: W8 bytes j = code[c][4s + j]; W4 byte j low nibble = code[c][8s + j], high
+//          nibble = code[c][8s + 4 + j] (j = 0..3). One step is one zmm, the u8 operand of
+//          vpdpbusd against a broadcast of 4 activation bytes.
+//   scales: [groups][16] BF16; then, with zero points, zeros: [groups][16] BF16;
+//   padded to 64 bytes, so every panel starts on a cache line.
+// Panels follow each other: a thread's range of panels is one linear stream, read once per call.
+//
+// Kernels: M <= 8 (decode) is weight-only: BF16 activations, codes expanded to BF16 in
+// registers (exact: W4 as the BF16 bit pattern of 128 + code, W8 through FP32) and multiplied
+// with vdpbf16ps, group sums scaled in FP32. M > 8 quantizes each activation row to INT8
+// (dynamic, symmetric: scale max|x| / 127) in a first phase, then multiplies with vpdpbusd
+// (AVX-512 VNNI; vpmaddubsw/vpmaddwd on AVX2) into INT32 group sums; the integer part
+//   d[r][n][g] = Σ_k xq[r][k] · code[n][k] − zero[n][g] · Σ_k xq[r][k]
+// is exact, and out = xscale[r] · Σ_g fma(scale, float(d), ·) in the epilogue. Every ISA does
+// that same arithmetic in the same order, so batched results are bit-identical across ISAs.
+//
+// Threads: M > 8 first runs quant_linear_prepare on every thread (each quantizes a share of the
+// rows into the shared workspace), then quant_linear_compute on every thread; M <= 8 needs only
+// the second phase (each thread copies the few activation rows it reads into its own part of
+// the workspace). The template quant_linear(args, run_on_all) below does both. Work split:
+// M <= 8 runs of 8 panels from a shared counter (or fixed contiguous shares), each panel over
+// the whole of K for all rows at once; M > 8 pairs of panels (32 columns) over the whole of K, the row tiles (6 rows W8,
+// 4 rows W4) passing over the pair while it stays in L2.
+//
+// Isa::avx512_bf16 here needs AVX-512 VNNI as well (CpuFeatures::has_avx512_quant_kernels()).
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/bf16.h"
+
+namespace slab::kern {
+
+inline constexpr int kQuantPanelCols = 16;
+inline constexpr int kQuantDecodeMaxM = 8;  // up to here: weight-only, one pass over W for all rows
+
+struct QuantFormat {
+  int bits = 8;             // 8 or 4
+  int group = 0;            // 32 or 128 along K; 0: one group per output channel
+  bool zero_point = false;  // a stored zero per group; else 128 (W8) / 8 (W4)
+};
+
+// Shape helpers of the packed form.
+int quant_padded_k(const QuantFormat& f, int k);
+int quant_groups(const QuantFormat& f, int k);
+int quant_group_size(const QuantFormat& f, int k);  // elements of K per group (padded K if 0)
+inline int quant_panels(int n) { return (n + kQuantPanelCols - 1) / kQuantPanelCols; }
+size_t quant_panel_bytes(const QuantFormat& f, int k);
+inline size_t packed_quant_bytes(const QuantFormat& f, int n, int k) {
+  return static_cast<size_t>(quant_panels(n)) * quant_panel_bytes(f, k);
+}
+// Throws std::invalid_argument unless bits is 4 or 8 and group 0, 32 or 128.
+void check_quant_format(const QuantFormat& f);
+
+// Round-to-nearest quantization of W[n][k] (row stride ldw) into dst (packed_quant_bytes,
+// 64-byte alignment recommended). Symmetric W8: scale = max|w| / 127, q = round(w / scale)
+// clamped to [-128, 127]. Symmetric W4: scale = max|w| / 7, q in [-8, 7]. With zero points:
+// scale = (max − min) / (2^bits − 1) over the group (min ≤ 0 ≤ max), zero = round(−min / scale).
+// Scales are rounded to BF16 before the codes are computed from them.
+void pack_quant_linear(uint8_t* dst, const QuantFormat& f, const float* w, int n, int k, size_t ldw);
+void pack_quant_linear(uint8_t* dst, const QuantFormat& f, const bf16_t* w, int n, int k, size_t ldw);
+
+// From already-quantized weights (a checkpoint's int values and scales). codes[n][k] (row stride
+// ldc): W8 the unsigned code (int8 value + 128), W4 0..15 one per byte. scales[n][groups] and
+// zeros[n][groups] (zeros only with f.zero_point; W8 zeros 0..255, W4 0..15). Scales are
+// rounded to BF16.
+void pack_quant_linear_codes(uint8_t* dst, const QuantFormat& f, const uint8_t* codes, size_t ldc,
+                             const float* scales, const uint8_t* zeros, int n, int k);
+
+// W[n][k] back from the packed form (row stride ldw): scale · (code − zero), in FP32.
+void dequantize_quant_linear(float* w, size_t ldw, const uint8_t* packed, const QuantFormat& f, int n, int k);
+
+struct PackedQuant {
+  const uint8_t* data = nullptr;
+  QuantFormat format;
+  int n = 0;
+  int k = 0;
+};
+
+struct QuantLinearArgs {
+  const bf16_t* x = nullptr;  // [m][k], row stride ldx elements
+  size_t ldx = 0;
+  PackedQuant w;
+  int m = 0;
+  float* out_f32 = nullptr;   // exactly one of out_f32 / out_bf16; row stride ldo elements
+  bf16_t* out_bf16 = nullptr;
+  size_t ldo = 0;
+  const float* bias = nullptr;      // [n] or null
+  const float* residual = nullptr;  // [m][n] row stride ldr, or null; may equal out_f32 (in place)
+  size_t ldr = 0;
+  void* workspace = nullptr;  // quant_linear_workspace_bytes(...) bytes, 64-byte aligned
+  Isa isa = Isa::scalar;
+  // M <= 8: when set (to 0 before phase 2), threads take runs of panels from this shared counter
+  // instead of a fixed contiguous share, as linear_bf16 does. quant_linear() below sets it.
+  int* decode_cursor = nullptr;
+};
+
+// Scratch a call needs: the activations in the kernels' form (decode: a K-padded BF16 copy and
+// group sums per thread; batched: INT8 rows, their scales and group sums, shared).
+size_t quant_linear_workspace_bytes(int m, const PackedQuant& w, int n_threads);
+// M > 8 quantizes the activations in a first phase.
+inline bool quant_linear_needs_prepare(int m) { return m > kQuantDecodeMaxM; }
+
+// Phase 1 (only when quant_linear_needs_prepare), on every thread t in [0, n_threads).
+void quant_linear_prepare(const QuantLinearArgs& args, int thread, int n_threads);
+// Phase 2, on every thread after every phase 1 finished. Writes out.
+void quant_linear_compute(const QuantLinearArgs& args, int thread, int n_threads);
+
+// Both phases through the caller's pool (see linear_bf16 for the run_on_all contract).
+template <typename RunOnAll>
+void quant_linear(const QuantLinearArgs& args, RunOnAll&& run_on_all) {
+  if (quant_linear_needs_prepare(args.m)) {
+    run_on_all([&args](int thread, int threads) { quant_linear_prepare(args, thread, threads); });
+  }
+  int cursor = 0;
+  QuantLinearArgs a = args;
+  a.decode_cursor = &cursor;
+  run_on_all([&a](int thread, int threads) { quant_linear_compute(a, thread, threads); });
+}
+
+}  // namespace slab::kern

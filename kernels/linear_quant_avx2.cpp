@@ -1,0 +1,200 @@
+// AVX2+FMA tiles of the quantized linear for x86-64 CPUs without AVX-512 (same packed layout).
+//
+// Batched: vpmaddubsw (u8 × s8 -> saturating s16 pairs) + vpmaddwd by ones. W4 codes (<= 15)
+// times INT8 activations cannot saturate. W8 codes (<= 255) could (2·255·127 > 32767), so they
+// are recentred to q = code − 128 and multiplied as |q| × (x with q's sign) (vpabsb, vpsignb):
+// at most 2·128·127 = 32512. The integer group sum d = Σ xq·code − zero·Σxq is then the same
+// exact value as the scalar tile's, and the FP32 epilogue does the same operations: results are
+// bit-identical to the scalar path.
+//
+// Decode (weight-only): 16 registers do not hold separate group and total sums for 16 columns,
+// so codes are dequantized in registers, w = code · scale + (−scale · zero) (one FMA, lane
+// scales rebuilt per group), and multiplied with FP32 x; one row at a time (the panel, at most
+// 90 KB, comes from cache for the next row). Lanes are (column, k mod 4); the four are added at
+// the end. Compiled per function for avx2/fma; only called after cpuid said so.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/linear_quant_tile.h"
+
+#define SLAB_AVX2 __attribute__((target("avx2,fma")))
+
+namespace slab::kern::detail {
+namespace {
+
+inline uint32_t load_u32(const void* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// 8 BF16 values as FP32.
+SLAB_AVX2 inline __m256 load_bf16x8(const bf16_t* p) {
+  const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+
+// 4 BF16 values of x as FP32 in both 128-bit halves.
+SLAB_AVX2 inline __m256 broadcast_x4(const bf16_t* p) {
+  uint64_t bits;
+  std::memcpy(&bits, p, sizeof(bits));
+  const __m128i w = _mm_cvtepu16_epi32(_mm_cvtsi64_si128(static_cast<long long>(bits)));
+  const __m128 f = _mm_castsi128_ps(_mm_slli_epi32(w, 16));
+  return _mm256_set_m128(f, f);
+}
+
+template <int BITS>
+SLAB_AVX2 void decode_row_panel(const QuantTile& t, int r, int q, float* out16) {
+  const bf16_t* x = t.x + static_cast<size_t>(r) * t.ldx;
+  const uint8_t* codes = t.panel + static_cast<size_t>(q) * t.panel_bytes;
+  constexpr int kStepK = BITS == 8 ? 4 : 8;
+  __m256 acc[8];
+  for (auto& a : acc) a = _mm256_setzero_ps();
+  alignas(32) float lane_scale[8][8], lane_offset[8][8];
+  for (int g = 0; g < t.groups; ++g) {
+    const bf16_t* scales = tile_scales(t, q, g);
+    const bf16_t* zeros = t.zero_point ? tile_zeros(t, q, g) : nullptr;
+    for (int c = 0; c < 16; ++c) {
+      const float s = bf16_to_f32(scales[c]);
+      const float z = zeros ? bf16_to_f32(zeros[c]) : static_cast<float>(implied_zero(BITS));
+      for (int j = 0; j < 4; ++j) {
+        lane_scale[c / 2][4 * (c % 2) + j] = s;
+        lane_offset[c / 2][4 * (c % 2) + j] = -s * z;
+      }
+    }
+    for (int s = g * t.group_steps; s < (g + 1) * t.group_steps; ++s) {
+      const uint8_t* step = codes + 64 * static_cast<size_t>(s);
+      // As in the AVX-512 decode tile: a few KB ahead; later rows read the panel from cache.
+      if (r == 0) _mm_prefetch(reinterpret_cast<const char*>(step) + 4096, _MM_HINT_T0);
+      const __m256 x_lo = broadcast_x4(x + static_cast<size_t>(s) * kStepK);
+      const __m256 x_hi = BITS == 4 ? broadcast_x4(x + static_cast<size_t>(s) * kStepK + 4) : x_lo;
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) {  // columns 2i, 2i + 1
+        const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(step + 8 * i)));
+        const __m256 sc = _mm256_load_ps(lane_scale[i]), off = _mm256_load_ps(lane_offset[i]);
+        if constexpr (BITS == 8) {
+          const __m256 w = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), sc, off);
+          acc[i] = _mm256_fmadd_ps(w, x_lo, acc[i]);
+        } else {
+          const __m256 w_lo = _mm256_fmadd_ps(
+              _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(0x0f))), sc, off);
+          const __m256 w_hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4)), sc, off);
+          acc[i] = _mm256_fmadd_ps(w_lo, x_lo, acc[i]);
+          acc[i] = _mm256_fmadd_ps(w_hi, x_hi, acc[i]);
+        }
+      }
+    }
+  }
+  for (int i = 0; i < 8; ++i) {
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, acc[i]);
+    out16[2 * i] = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+    out16[2 * i + 1] = (lanes[4] + lanes[5]) + (lanes[6] + lanes[7]);
+  }
+}
+
+// u8 × s8 products of a 32-byte step half, summed per 32-bit lane (4 products).
+template <int BITS>
+SLAB_AVX2 inline __m256i lane_dot(__m256i codes, __m256i x, __m256i ones) {
+  if constexpr (BITS == 8) {
+    const __m256i q = _mm256_xor_si256(codes, _mm256_set1_epi8(static_cast<char>(0x80)));  // code − 128
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(x, q)), ones);
+  } else {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(codes, x), ones);
+  }
+}
+
+// MR rows × one panel (two ymm of 8 columns); FP32 totals in `total` [MR][16] across groups.
+template <int MR, int BITS>
+SLAB_AVX2 void batch_panel(const QuantTile& t, int q, float* out) {
+  const uint8_t* codes = t.panel + static_cast<size_t>(q) * t.panel_bytes;
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i nibble = _mm256_set1_epi8(0x0f);
+  constexpr int kStepK = BITS == 8 ? 4 : 8;
+  // W8's lane_dot already subtracted 128 · Σxq.
+  const int code_shift = BITS == 8 ? 128 : 0;
+  alignas(32) float total[MR][16] = {};
+  for (int g = 0; g < t.groups; ++g) {
+    __m256i acc[MR][2];
+    for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+    for (int s = g * t.group_steps; s < (g + 1) * t.group_steps; ++s) {
+      const uint8_t* step = codes + 64 * static_cast<size_t>(s);
+      for (int h = 0; h < 2; ++h) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(step + 32 * h));
+#pragma GCC unroll 4
+        for (int r = 0; r < MR; ++r) {
+          const int8_t* xr = t.xq + static_cast<size_t>(r) * t.ldxq + static_cast<size_t>(s) * kStepK;
+          const __m256i x_lo = _mm256_set1_epi32(static_cast<int>(load_u32(xr)));
+          if constexpr (BITS == 8) {
+            acc[r][h] = _mm256_add_epi32(acc[r][h], lane_dot<8>(v, x_lo, ones));
+          } else {
+            const __m256i x_hi = _mm256_set1_epi32(static_cast<int>(load_u32(xr + 4)));
+            const __m256i lo = _mm256_and_si256(v, nibble);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+            // Both halves' s16 pair sums stay <= 4·15·127: add before widening.
+            const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi));
+            acc[r][h] = _mm256_add_epi32(acc[r][h], _mm256_madd_epi16(pairs, ones));
+          }
+        }
+      }
+    }
+    for (int h = 0; h < 2; ++h) {
+      const __m256 scale = load_bf16x8(tile_scales(t, q, g) + 8 * h);
+      const __m256i zero = t.zero_point ? _mm256_cvttps_epi32(load_bf16x8(tile_zeros(t, q, g) + 8 * h))
+                                        : _mm256_set1_epi32(implied_zero(BITS));
+      const __m256i zero_left = _mm256_sub_epi32(zero, _mm256_set1_epi32(code_shift));
+      for (int r = 0; r < MR; ++r) {
+        const __m256i xs = _mm256_set1_epi32(t.xqsum[static_cast<size_t>(r) * t.groups + g]);
+        const __m256i d = _mm256_sub_epi32(acc[r][h], _mm256_mullo_epi32(zero_left, xs));
+        _mm256_store_ps(total[r] + 8 * h,
+                        _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(d), _mm256_load_ps(total[r] + 8 * h)));
+      }
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    const __m256 xscale = _mm256_set1_ps(t.xscale[r]);
+    for (int h = 0; h < 2; ++h) {
+      _mm256_storeu_ps(out + static_cast<size_t>(r) * kQuantTileCols + 8 * h,
+                       _mm256_mul_ps(_mm256_load_ps(total[r] + 8 * h), xscale));
+    }
+  }
+}
+
+using PanelFn = void (*)(const QuantTile&, int, float*);
+// [bits == 4][mr - 1]
+constexpr PanelFn kBatchPanels[2][4] = {
+    {batch_panel<1, 8>, batch_panel<2, 8>, batch_panel<3, 8>, batch_panel<4, 8>},
+    {batch_panel<1, 4>, batch_panel<2, 4>, batch_panel<3, 4>, batch_panel<4, 4>}};
+
+}  // namespace
+
+void quant_decode_tile_avx2(const QuantTile& t) {
+  for (int r = 0; r < t.mr; ++r) {
+    for (int q = 0; q < t.np; ++q) {
+      float* out = t.out + static_cast<size_t>(r) * kQuantTileCols + 16 * q;
+      if (t.bits == 8) {
+        decode_row_panel<8>(t, r, q, out);
+      } else {
+        decode_row_panel<4>(t, r, q, out);
+      }
+    }
+  }
+}
+
+void quant_batch_tile_avx2(const QuantTile& t) {
+  // 16 ymm hold 4 rows: taller tiles go 4 rows at a time.
+  for (int row = 0; row < t.mr; row += 4) {
+    QuantTile part = t;
+    part.mr = t.mr - row < 4 ? t.mr - row : 4;
+    part.xq = t.xq + static_cast<size_t>(row) * t.ldxq;
+    part.xscale = t.xscale + row;
+    part.xqsum = t.xqsum + static_cast<size_t>(row) * t.groups;
+    for (int q = 0; q < t.np; ++q) {
+      kBatchPanels[t.bits == 4][part.mr - 1](part, q, t.out + static_cast<size_t>(row) * kQuantTileCols + 16 * q);
+    }
+  }
+}
+
+}  // namespace slab::kern::detail

@@ -1,0 +1,369 @@
+// AVX-512 tiles of the quantized linear: decode (weight-only: codes expanded to BF16 in
+// registers, vdpbf16ps) and batched (INT8 activations, vpdpbusd), and the INT8 activation rows.
+// Target attributes per function, as in linear_bf16_avx512.cpp; only called after cpuid said
+// avx512 bf16 + vnni (CpuFeatures::has_avx512_quant_kernels()).
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/linear_quant_tile.h"
+
+// GCC 12's unmasked shift/convert/permute intrinsics pass an undefined vector as the merge
+// source, which -W(maybe-)uninitialized reports once inlined (a false positive: all lanes are
+// written), as in rowwise_bf16_avx512.cpp.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+#define SLAB_AVX512_QUANT \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni")))
+
+namespace slab::kern::detail {
+namespace {
+
+inline uint32_t load_u32(const void* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline uint64_t load_u64(const void* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// 16 BF16 values as FP32.
+SLAB_AVX512_QUANT inline __m512 load_bf16x16(const bf16_t* p) {
+  const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+
+// ---- decode: weight-only, vdpbf16ps ----
+//
+// A step's codes become two BF16 vectors of 16 lanes, each lane one column's pair of
+// consecutive k ("phase" 0 and 1 of the four k a lane's x broadcast covers):
+//   W4: the bytes of (codes & 0x0f) and (codes >> 4) interleaved with 0x43 (vpunpck[lh]bw) are
+//       the BF16 bit patterns 0x43cc = 128 + code, exact; unpacklo takes columns 4L, 4L+1 of
+//       each 128-bit lane L, unpackhi columns 4L+2, 4L+3. The 128 is taken back with the zero:
+//       Σ x·(128 + code) − (128 + zero)·Σx.
+//   W8: codes -> FP32 (vpmovzxbd, vcvtdq2ps) -> BF16 (vcvtne2ps2bf16), exact for 0..255;
+//       vector 0 holds columns 0..7, vector 1 columns 8..15.
+// Lanes 2c' and 2c'+1 of a vector belong to one column, so the FP32 group sums are scaled per
+// lane and the two phases added at the end.
+
+template <int BITS>
+struct DecodeLanes {
+  // Column of each lane of vector 0 and vector 1.
+  static constexpr int col(int vec, int lane) {
+    if (BITS == 8) return 8 * vec + lane / 2;
+    return 4 * (lane / 4) + 2 * vec + (lane % 4) / 2;
+  }
+};
+
+template <int BITS>
+SLAB_AVX512_QUANT inline __m512i lane_columns(int vec) {
+  alignas(64) int32_t idx[16];
+  for (int l = 0; l < 16; ++l) idx[l] = DecodeLanes<BITS>::col(vec, l);
+  return _mm512_load_si512(idx);
+}
+
+// Natural column c <- the even lane (phase 0 + phase 1 sum) holding it, in vector 0 (lanes
+// 0..15) or vector 1 (lanes 16..31) of a permutex2var.
+template <int BITS>
+SLAB_AVX512_QUANT inline __m512i column_lanes() {
+  alignas(64) int32_t idx[16];
+  for (int c = 0; c < 16; ++c) {
+    for (int vec = 0; vec < 2; ++vec) {
+      for (int l = 0; l < 16; l += 2) {
+        if (DecodeLanes<BITS>::col(vec, l) == c) idx[c] = 16 * vec + l;
+      }
+    }
+  }
+  return _mm512_load_si512(idx);
+}
+
+// Software prefetch distance of the decode tiles, per panel stream. A 64-byte step of one panel
+// takes several cycles of vdpbf16ps work and latency, so the out-of-order window alone keeps
+// only ~2 KB of loads in flight (the BF16 kernel's 256-byte steps keep ~10 KB). Measured
+// single-threaded from DRAM (64 MB of W4 g128, M = 1, CPU time, shared machine, before the
+// high-nibble split): no prefetch 14-15 GB/s, 1 KB 21.6, 2 KB 23-24, 4 KB 25.6, 8 KB 22-23.
+constexpr int kDecodePrefetchBytes = 4096;
+
+template <int MR, int NP, int BITS>
+SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
+  // W4 up to 4 rows: the high nibbles get their own group sums, so that each chain takes one
+  // vdpbf16ps (latency 6) per step instead of two. When the registers then no longer hold the
+  // running totals as well (W4 from 2 rows, any format from 5), those stay in L1 (one load and
+  // store per group). All 8 rows in one pass expand the codes once: from L2, one core, W8 M = 8
+  // went from 12.9 GB/s (two passes of 4 rows) to 22.8; W4 stays at ~12.5, bound by its 32
+  // vdpbf16ps per 64-byte step.
+  constexpr bool kSplitHigh = BITS == 4 && MR <= 4;
+  constexpr bool kTotalsInL1 = (BITS == 4 && MR >= 2) || MR >= 5;
+  __m512 total[kTotalsInL1 ? 1 : MR][NP][2], acc[MR][NP][2], acc_high[kSplitHigh ? MR : 1][NP][2];
+  alignas(64) float total_l1[kTotalsInL1 ? MR : 1][NP][2][16];
+  if constexpr (kTotalsInL1) {
+    std::memset(total_l1, 0, sizeof(total_l1));
+  } else {
+    for (int r = 0; r < MR; ++r) {
+      for (int q = 0; q < NP; ++q) total[r][q][0] = total[r][q][1] = _mm512_setzero_ps();
+    }
+  }
+  const __m512i lanes0 = lane_columns<BITS>(0), lanes1 = lane_columns<BITS>(1);
+  const __m512i nibble = _mm512_set1_epi8(0x0f), bf16_128 = _mm512_set1_epi8(0x43);
+  const __m512 code_bias = _mm512_set1_ps(BITS == 4 ? 128.0f : 0.0f);
+  const __m512 implied = _mm512_set1_ps(static_cast<float>(implied_zero(BITS)));
+  constexpr int kStepK = BITS == 8 ? 4 : 8;
+  for (int g = 0; g < t.groups; ++g) {
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 2
+      for (int q = 0; q < NP; ++q) acc[r][q][0] = acc[r][q][1] = _mm512_setzero_ps();
+    }
+    for (auto& row : acc_high) {
+      for (auto& a : row) a[0] = a[1] = _mm512_setzero_ps();
+    }
+    const int s0 = g * t.group_steps, s1 = s0 + t.group_steps;
+    for (int s = s0; s < s1; ++s) {
+      const bf16_t* xk = t.x + static_cast<size_t>(s) * kStepK;
+#pragma GCC unroll 2
+      for (int q = 0; q < NP; ++q) {
+        const uint8_t* codes = t.panel + static_cast<size_t>(q) * t.panel_bytes + 64 * static_cast<size_t>(s);
+        _mm_prefetch(reinterpret_cast<const char*>(codes) + kDecodePrefetchBytes, _MM_HINT_T0);
+        if constexpr (BITS == 4) {
+          const __m512i v = _mm512_loadu_si512(codes);
+          const __m512i lo = _mm512_and_si512(v, nibble);
+          const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(v, 4), nibble);
+          const __m512bh a_lo = (__m512bh)_mm512_unpacklo_epi8(lo, bf16_128);
+          const __m512bh b_lo = (__m512bh)_mm512_unpackhi_epi8(lo, bf16_128);
+          const __m512bh a_hi = (__m512bh)_mm512_unpacklo_epi8(hi, bf16_128);
+          const __m512bh b_hi = (__m512bh)_mm512_unpackhi_epi8(hi, bf16_128);
+#pragma GCC unroll 8
+          for (int r = 0; r < MR; ++r) {
+            const bf16_t* xr = xk + static_cast<size_t>(r) * t.ldx;
+            const __m512bh x_lo = (__m512bh)_mm512_set1_epi64(static_cast<long long>(load_u64(xr)));
+            const __m512bh x_hi = (__m512bh)_mm512_set1_epi64(static_cast<long long>(load_u64(xr + 4)));
+            acc[r][q][0] = _mm512_dpbf16_ps(acc[r][q][0], a_lo, x_lo);
+            acc[r][q][1] = _mm512_dpbf16_ps(acc[r][q][1], b_lo, x_lo);
+            __m512* high = kSplitHigh ? acc_high[r][q] : acc[r][q];
+            high[0] = _mm512_dpbf16_ps(high[0], a_hi, x_hi);
+            high[1] = _mm512_dpbf16_ps(high[1], b_hi, x_hi);
+          }
+        } else {
+          __m512 f[4];
+#pragma GCC unroll 8
+          for (int i = 0; i < 4; ++i) {
+            f[i] = _mm512_cvtepi32_ps(
+                _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + 16 * i))));
+          }
+          const __m512bh w0 = _mm512_cvtne2ps_pbh(f[1], f[0]);
+          const __m512bh w1 = _mm512_cvtne2ps_pbh(f[3], f[2]);
+#pragma GCC unroll 8
+          for (int r = 0; r < MR; ++r) {
+            const __m512bh xv = (__m512bh)_mm512_set1_epi64(
+                static_cast<long long>(load_u64(xk + static_cast<size_t>(r) * t.ldx)));
+            acc[r][q][0] = _mm512_dpbf16_ps(acc[r][q][0], w0, xv);
+            acc[r][q][1] = _mm512_dpbf16_ps(acc[r][q][1], w1, xv);
+          }
+        }
+      }
+    }
+    if constexpr (kSplitHigh) {
+      for (int r = 0; r < MR; ++r) {
+        for (int q = 0; q < NP; ++q) {
+          acc[r][q][0] = _mm512_add_ps(acc[r][q][0], acc_high[r][q][0]);
+          acc[r][q][1] = _mm512_add_ps(acc[r][q][1], acc_high[r][q][1]);
+        }
+      }
+    }
+    // total += scale · acc − scale · (code_bias + zero) · Σx, the second term on phase 0 only.
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; ++q) {
+      const __m512 scale = load_bf16x16(tile_scales(t, q, g));
+      const __m512 zero = t.zero_point ? load_bf16x16(tile_zeros(t, q, g)) : implied;
+      const __m512 offset = _mm512_mul_ps(scale, _mm512_add_ps(zero, code_bias));
+      const __m512 s0v = _mm512_permutexvar_ps(lanes0, scale), s1v = _mm512_permutexvar_ps(lanes1, scale);
+      const __m512 o0 = _mm512_maskz_permutexvar_ps(0x5555, lanes0, offset);
+      const __m512 o1 = _mm512_maskz_permutexvar_ps(0x5555, lanes1, offset);
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) {
+        const __m512 xs = _mm512_set1_ps(t.xsum[static_cast<size_t>(r) * t.groups + g]);
+        if constexpr (kTotalsInL1) {
+          float* t0 = total_l1[r][q][0];
+          float* t1 = total_l1[r][q][1];
+          _mm512_store_ps(t0, _mm512_fnmadd_ps(o0, xs, _mm512_fmadd_ps(s0v, acc[r][q][0], _mm512_load_ps(t0))));
+          _mm512_store_ps(t1, _mm512_fnmadd_ps(o1, xs, _mm512_fmadd_ps(s1v, acc[r][q][1], _mm512_load_ps(t1))));
+        } else {
+          total[r][q][0] = _mm512_fnmadd_ps(o0, xs, _mm512_fmadd_ps(s0v, acc[r][q][0], total[r][q][0]));
+          total[r][q][1] = _mm512_fnmadd_ps(o1, xs, _mm512_fmadd_ps(s1v, acc[r][q][1], total[r][q][1]));
+        }
+      }
+    }
+  }
+  const __m512i cols = column_lanes<BITS>();
+  for (int r = 0; r < MR; ++r) {
+    for (int q = 0; q < NP; ++q) {
+      // Even lanes: phase 0 + phase 1 of a column.
+      const __m512 sum0 = kTotalsInL1 ? _mm512_load_ps(total_l1[r][q][0]) : total[kTotalsInL1 ? 0 : r][q][0];
+      const __m512 sum1 = kTotalsInL1 ? _mm512_load_ps(total_l1[r][q][1]) : total[kTotalsInL1 ? 0 : r][q][1];
+      const __m512 v0 = _mm512_add_ps(sum0, _mm512_permute_ps(sum0, 0xb1));
+      const __m512 v1 = _mm512_add_ps(sum1, _mm512_permute_ps(sum1, 0xb1));
+      _mm512_storeu_ps(t.out + static_cast<size_t>(r) * kQuantTileCols + 16 * q,
+                       _mm512_permutex2var_ps(v0, cols, v1));
+    }
+  }
+}
+
+// ---- batched: INT8 activations, vpdpbusd (codes unsigned, activations signed) ----
+
+// acc += Σ4 u8(codes) · s8(x) per lane. In asm because GCC 12 does not tie the intrinsic's
+// accumulator to its register: it copied every accumulator in and out of each instruction (two
+// zmm moves per vpdpbusd).
+SLAB_AVX512_QUANT inline __m512i dpbusd(__m512i acc, __m512i codes, __m512i x) {
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(codes), "v"(x));
+  return acc;
+}
+
+template <int MR, int NP, int BITS>
+SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
+  __m512i acc[MR][NP];
+  __m512 total[MR][NP];
+  for (int r = 0; r < MR; ++r) {
+    for (int q = 0; q < NP; ++q) total[r][q] = _mm512_setzero_ps();
+  }
+  const __m512i nibble = _mm512_set1_epi8(0x0f);
+  constexpr int kStepK = BITS == 8 ? 4 : 8;
+  for (int g = 0; g < t.groups; ++g) {
+    // The sums start at −zero · Σxq, so that they end as d (exact either way). Symmetric
+    // formats: one scalar product per row; with zero points, a vector per panel.
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; ++r) {
+      const int32_t xs = t.xqsum[static_cast<size_t>(r) * t.groups + g];
+      if (!t.zero_point) {
+        const __m512i start = _mm512_set1_epi32(-implied_zero(BITS) * xs);
+#pragma GCC unroll 2
+        for (int q = 0; q < NP; ++q) acc[r][q] = start;
+      } else {
+#pragma GCC unroll 2
+        for (int q = 0; q < NP; ++q) {
+          const __m512i zero = _mm512_cvttps_epi32(load_bf16x16(tile_zeros(t, q, g)));
+          acc[r][q] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_mullo_epi32(zero, _mm512_set1_epi32(xs)));
+        }
+      }
+    }
+    const int s0 = g * t.group_steps, s1 = s0 + t.group_steps;
+    for (int s = s0; s < s1; ++s) {
+      const int8_t* xk = t.xq + static_cast<size_t>(s) * kStepK;
+      if constexpr (BITS == 8) {
+        __m512i w[NP];
+#pragma GCC unroll 2
+        for (int q = 0; q < NP; ++q) {
+          w[q] = _mm512_loadu_si512(t.panel + static_cast<size_t>(q) * t.panel_bytes + 64 * static_cast<size_t>(s));
+        }
+#pragma GCC unroll 6
+        for (int r = 0; r < MR; ++r) {
+          const __m512i xv = _mm512_set1_epi32(static_cast<int>(load_u32(xk + static_cast<size_t>(r) * t.ldxq)));
+#pragma GCC unroll 2
+          for (int q = 0; q < NP; ++q) acc[r][q] = dpbusd(acc[r][q], w[q], xv);
+        }
+      } else {
+        __m512i lo[NP], hi[NP];
+#pragma GCC unroll 2
+        for (int q = 0; q < NP; ++q) {
+          const __m512i v =
+              _mm512_loadu_si512(t.panel + static_cast<size_t>(q) * t.panel_bytes + 64 * static_cast<size_t>(s));
+          lo[q] = _mm512_and_si512(v, nibble);
+          hi[q] = _mm512_and_si512(_mm512_srli_epi32(v, 4), nibble);
+        }
+#pragma GCC unroll 6
+        for (int r = 0; r < MR; ++r) {
+          const int8_t* xr = xk + static_cast<size_t>(r) * t.ldxq;
+          const __m512i x_lo = _mm512_set1_epi32(static_cast<int>(load_u32(xr)));
+          const __m512i x_hi = _mm512_set1_epi32(static_cast<int>(load_u32(xr + 4)));
+#pragma GCC unroll 2
+          for (int q = 0; q < NP; ++q) {
+            acc[r][q] = dpbusd(acc[r][q], lo[q], x_lo);
+            acc[r][q] = dpbusd(acc[r][q], hi[q], x_hi);
+          }
+        }
+      }
+    }
+    // total = fma(scale, float(d), total): the scalar tile's order.
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; ++q) {
+      const __m512 scale = load_bf16x16(tile_scales(t, q, g));
+#pragma GCC unroll 6
+      for (int r = 0; r < MR; ++r) total[r][q] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(acc[r][q]), total[r][q]);
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    const __m512 xscale = _mm512_set1_ps(t.xscale[r]);
+    for (int q = 0; q < NP; ++q) {
+      _mm512_storeu_ps(t.out + static_cast<size_t>(r) * kQuantTileCols + 16 * q, _mm512_mul_ps(total[r][q], xscale));
+    }
+  }
+}
+
+using TileFn = void (*)(const QuantTile&);
+
+// [bits == 4][np - 1][mr - 1]; two panels only for 1-2 rows (decode_panels).
+constexpr TileFn kDecodeTiles[2][2][kQuantDecodeTileRows] = {
+    {{decode_tile<1, 1, 8>, decode_tile<2, 1, 8>, decode_tile<3, 1, 8>, decode_tile<4, 1, 8>,
+      decode_tile<5, 1, 8>, decode_tile<6, 1, 8>, decode_tile<7, 1, 8>, decode_tile<8, 1, 8>},
+     {decode_tile<1, 2, 8>, decode_tile<2, 2, 8>, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr}},
+    {{decode_tile<1, 1, 4>, decode_tile<2, 1, 4>, decode_tile<3, 1, 4>, decode_tile<4, 1, 4>,
+      decode_tile<5, 1, 4>, decode_tile<6, 1, 4>, decode_tile<7, 1, 4>, decode_tile<8, 1, 4>},
+     {decode_tile<1, 2, 4>, decode_tile<2, 2, 4>, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr}}};
+// W4 tiles stop at 4 rows (batch_tile_rows): 6 x 2 spilled (12 + 12 sums, 4 nibble vectors, 2 x).
+constexpr TileFn kBatchTiles[2][2][kQuantBatchTileRows] = {
+    {{batch_tile<1, 1, 8>, batch_tile<2, 1, 8>, batch_tile<3, 1, 8>, batch_tile<4, 1, 8>, batch_tile<5, 1, 8>,
+      batch_tile<6, 1, 8>},
+     {batch_tile<1, 2, 8>, batch_tile<2, 2, 8>, batch_tile<3, 2, 8>, batch_tile<4, 2, 8>, batch_tile<5, 2, 8>,
+      batch_tile<6, 2, 8>}},
+    {{batch_tile<1, 1, 4>, batch_tile<2, 1, 4>, batch_tile<3, 1, 4>, batch_tile<4, 1, 4>, nullptr, nullptr},
+     {batch_tile<1, 2, 4>, batch_tile<2, 2, 4>, batch_tile<3, 2, 4>, batch_tile<4, 2, 4>, nullptr, nullptr}}};
+
+SLAB_AVX512_QUANT inline __mmask16 first_lanes(int valid) {
+  if (valid <= 0) return 0;
+  return valid >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << valid) - 1u);
+}
+
+SLAB_AVX512_QUANT inline __m512 load_x(const bf16_t* x, int i, int k) {
+  const __mmask16 m = first_lanes(k - i);
+  const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, x + i));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+
+}  // namespace
+
+void quant_decode_tile_avx512(const QuantTile& t) {
+  kDecodeTiles[t.bits == 4][t.np - 1][t.mr - 1](t);
+}
+void quant_batch_tile_avx512(const QuantTile& t) { kBatchTiles[t.bits == 4][t.np - 1][t.mr - 1](t); }
+
+// Same operations as quantize_row_scalar: max|x| exactly, v = x · (127 / max), round to nearest
+// even (vcvtps2dq under the default MXCSR = std::nearbyint), clamp to ±127.
+SLAB_AVX512_QUANT void quantize_row_avx512(int8_t* xq, float* scale, int32_t* sums, const bf16_t* x, int k,
+                                           int kp, int group_size) {
+  const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+  __m512 amax = _mm512_setzero_ps();
+  for (int i = 0; i < k; i += 16) amax = _mm512_max_ps(amax, _mm512_and_ps(load_x(x, i, k), abs_mask));
+  const float m = _mm512_reduce_max_ps(amax);
+  const float inv = m > 0.0f ? 127.0f / m : 0.0f;
+  *scale = m / 127.0f;
+  const __m512 vinv = _mm512_set1_ps(inv);
+  const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+  for (int g = 0; g * group_size < kp; ++g) {
+    __m512i sum = _mm512_setzero_si512();
+    for (int i = g * group_size; i < (g + 1) * group_size; i += 16) {
+      const __m512 v = _mm512_mul_ps(load_x(x, i, k), vinv);  // past k: zero
+      const __m512i q = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(v), lo), hi);
+      sum = _mm512_add_epi32(sum, q);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(xq + i), _mm512_cvtepi32_epi8(q));
+    }
+    sums[g] = _mm512_reduce_add_epi32(sum);
+  }
+}
+
+}  // namespace slab::kern::detail

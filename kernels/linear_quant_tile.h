@@ -1,0 +1,68 @@
+#pragma once
+// Internal to linear_quant*.cpp: one register tile of the quantized linear (up to 8 or 6 rows ×
+// up to 2 panels of 16 columns over the whole of K), described with plain pointers so that the scalar,
+// AVX2 and AVX-512 implementations share the driver. A tile writes FP32 sums in natural column
+// order; the driver adds bias / residual and stores (finish_row of linear_bf16_tile.h).
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/bf16.h"
+
+namespace slab::kern::detail {
+
+inline constexpr int kQuantDecodeTileRows = 8;  // decode: every row of M <= 8 in one pass
+inline constexpr int kQuantBatchTileRows = 6;   // batched: 6 x 2 INT32 + 6 x 2 FP32 zmm
+// Rows of a batched tile: W4 needs 4 zmm of nibbles per step, so it stops at 4 rows.
+inline int batch_tile_rows(int bits) { return bits == 8 ? kQuantBatchTileRows : 4; }
+inline constexpr int kQuantTileCols = 32;  // out row stride of a tile
+
+struct QuantTile {
+  // Weights: np consecutive panels from `panel` (see linear_quant.h for the layout).
+  const uint8_t* panel = nullptr;
+  size_t panel_bytes = 0;
+  size_t code_bytes = 0;   // offset of a panel's scales
+  int np = 1;              // 1..2
+  int bits = 8;            // 8 or 4
+  int groups = 1;
+  int group_steps = 0;     // 64-byte code steps per group
+  bool zero_point = false; // zeros stored after the scales; else implied_zero(bits)
+  int mr = 1;              // rows 1..kQuantDecodeTileRows (decode) or batch_tile_rows(bits)
+  // Decode (weight-only): BF16 rows padded with zeros to the padded K, FP32 sums per group.
+  const bf16_t* x = nullptr;
+  size_t ldx = 0;
+  const float* xsum = nullptr;    // [mr][groups]
+  // Batched: INT8 rows (padded K), their scales and INT32 sums per group.
+  const int8_t* xq = nullptr;
+  size_t ldxq = 0;
+  const float* xscale = nullptr;  // [mr]
+  const int32_t* xqsum = nullptr; // [mr][groups]
+  float* out = nullptr;           // [mr][kQuantTileCols]
+};
+
+inline int implied_zero(int bits) { return bits == 8 ? 128 : 8; }
+inline int quant_step_k(int bits) { return bits == 8 ? 4 : 8; }  // K elements per 64-byte step
+
+// Scales and zeros of panel q (of the tile) and group g, 16 BF16 values each.
+inline const bf16_t* tile_scales(const QuantTile& t, int q, int g) {
+  return reinterpret_cast<const bf16_t*>(t.panel + static_cast<size_t>(q) * t.panel_bytes + t.code_bytes) +
+         static_cast<size_t>(g) * 16;
+}
+inline const bf16_t* tile_zeros(const QuantTile& t, int q, int g) {
+  return tile_scales(t, q, g) + static_cast<size_t>(t.groups) * 16;
+}
+
+void quant_decode_tile_scalar(const QuantTile& t);
+void quant_decode_tile_avx2(const QuantTile& t);
+void quant_decode_tile_avx512(const QuantTile& t);
+void quant_batch_tile_scalar(const QuantTile& t);
+void quant_batch_tile_avx2(const QuantTile& t);
+void quant_batch_tile_avx512(const QuantTile& t);
+
+// One activation row to INT8 (phase 1 of M > 8): xq[kp] (zeros past k), *scale = max|x| / 127,
+// sums[g] = Σ xq over group g. Bit-identical across ISAs.
+void quantize_row_scalar(int8_t* xq, float* scale, int32_t* sums, const bf16_t* x, int k, int kp,
+                         int group_size);
+void quantize_row_avx512(int8_t* xq, float* scale, int32_t* sums, const bf16_t* x, int k, int kp,
+                         int group_size);
+
+}  // namespace slab::kern::detail

@@ -1,0 +1,491 @@
+// Quantized linear (INT8 / INT4 weights) against references written here from the documented
+// format, not from the kernel's helpers: W = scale · (code − zero) in double, activations
+// quantized to INT8 by the documented rule for M > 8.
+//
+// Decode (M <= 8, weight-only, FP32 sums of BF16 x · codes): the kernels sum x·(128 + code)
+// (W4) or x·code and subtract zero·Σx per group, so their FP32 rounding is relative to
+//   S = Σ_k |x_k| · scale_g · (code + 128 + zero)
+// and over K <= 400 terms stays under K·2^-24·S; the check allows 2e-6·S (a wrong code, scale
+// or column shifts the result by at least ~scale·|x|, far above that).
+// Batched (M > 8): the integer part is exact, so every SIMD path must equal the scalar path
+// bit for bit; against the double reference the only rounding is FP32 scale arithmetic.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include "kernels/linear_quant.h"
+#include "runtime/cpu_features.h"
+#include "runtime/thread_pool.h"
+
+using namespace slab;
+using namespace slab::kern;
+
+namespace {
+
+std::vector<Isa> quant_isas() {
+  std::vector<Isa> v{Isa::scalar};
+  if (cpu_features().has_avx2_kernels()) {
+    v.push_back(Isa::avx2);
+  } else {
+    WARN("avx2 quantized paths skipped: this CPU lacks avx2/fma/f16c");
+  }
+  if (cpu_features().has_avx512_quant_kernels()) {
+    v.push_back(Isa::avx512_bf16);
+  } else {
+    WARN("avx512 quantized paths skipped: this CPU lacks avx512 bf16/vnni");
+  }
+  return v;
+}
+
+int top_code(const QuantFormat& f) { return (1 << f.bits) - 1; }
+int implied_zero_of(const QuantFormat& f) { return f.bits == 8 ? 128 : 8; }
+
+std::string describe(const QuantFormat& f) {
+  std::ostringstream s;
+  s << "W" << f.bits << " group " << f.group << (f.zero_point ? " zero-point" : " symmetric");
+  return s.str();
+}
+
+// A quantized matrix given by its codes, scales and zeros, and its reference values.
+struct QuantMatrix {
+  QuantFormat f;
+  int n = 0, k = 0, groups = 0, gs = 0;
+  std::vector<uint8_t> codes, zeros;  // [n][k], [n][groups]
+  std::vector<float> scales;          // [n][groups], BF16-representable
+  std::vector<double> w;              // [n][k] = scale · (code − zero)
+  std::vector<uint8_t> packed;
+};
+
+QuantMatrix make_matrix(const QuantFormat& f, int n, int k, std::mt19937& rng) {
+  QuantMatrix q;
+  q.f = f;
+  q.n = n;
+  q.k = k;
+  // Independent of quant_groups(): one group for the whole row, else ceil(k / group).
+  q.groups = f.group ? (k + f.group - 1) / f.group : 1;
+  q.gs = f.group ? f.group : k;
+  std::uniform_int_distribution<int> code(0, top_code(f));
+  std::uniform_real_distribution<float> scale(0.001f, 0.02f);
+  q.codes.resize(static_cast<size_t>(n) * k);
+  for (auto& c : q.codes) c = static_cast<uint8_t>(code(rng));
+  q.scales.resize(static_cast<size_t>(n) * q.groups);
+  for (auto& s : q.scales) s = round_to_bf16(scale(rng));
+  q.zeros.resize(q.scales.size());
+  for (auto& z : q.zeros) z = static_cast<uint8_t>(f.zero_point ? code(rng) : implied_zero_of(f));
+  q.w.resize(q.codes.size());
+  for (int r = 0; r < n; ++r) {
+    for (int kk = 0; kk < k; ++kk) {
+      const size_t g = static_cast<size_t>(r) * q.groups + static_cast<size_t>(kk / q.gs);
+      q.w[static_cast<size_t>(r) * k + kk] =
+          double{q.scales[g]} * (q.codes[static_cast<size_t>(r) * k + kk] - int{q.zeros[g]});
+    }
+  }
+  q.packed.assign(packed_quant_bytes(f, n, k), 0xa5);
+  pack_quant_linear_codes(q.packed.data(), f, q.codes.data(), static_cast<size_t>(k), q.scales.data(),
+                          f.zero_point ? q.zeros.data() : nullptr, n, k);
+  return q;
+}
+
+struct Options {
+  bool bias = false;
+  bool residual = false;
+  bool bf16_out = false;
+  bool in_place = false;  // residual == out_f32
+};
+
+struct Inputs {
+  int m = 0;
+  size_t ldx = 0, ldo = 0, ldr = 0;
+  std::vector<bf16_t> x;  // [m][ldx], padding NaN
+  std::vector<float> bias, residual;
+};
+
+Inputs make_inputs(int m, int n, int k, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  Inputs in;
+  in.m = m;
+  in.ldx = static_cast<size_t>(k) + 3;
+  in.ldo = static_cast<size_t>(n) + 5;
+  in.ldr = static_cast<size_t>(n) + 2;
+  in.x.assign(static_cast<size_t>(m) * in.ldx + 1, 0x7fc0);  // NaN padding must not be read
+  for (int r = 0; r < m; ++r) {
+    for (int c = 0; c < k; ++c) in.x[static_cast<size_t>(r) * in.ldx + c] = f32_to_bf16(dist(rng));
+  }
+  in.bias.resize(static_cast<size_t>(n));
+  for (float& v : in.bias) v = dist(rng);
+  in.residual.resize(static_cast<size_t>(m) * in.ldr);
+  for (float& v : in.residual) v = 4.0f * dist(rng);
+  return in;
+}
+
+// Runs the kernel as n_threads threads would: every thread's phase 1, then every phase 2.
+std::vector<float> run(const QuantMatrix& q, const Inputs& in, const Options& o, Isa isa, int n_threads) {
+  const int m = in.m, n = q.n;
+  std::vector<float> out(static_cast<size_t>(m) * in.ldo + 1, 12345.0f);
+  std::vector<bf16_t> out_b(out.size(), 0x4242);
+  if (o.in_place) {
+    for (int r = 0; r < m; ++r) {
+      for (int c = 0; c < n; ++c) out[static_cast<size_t>(r) * in.ldo + c] = in.residual[static_cast<size_t>(r) * in.ldr + c];
+    }
+  }
+  QuantLinearArgs a;
+  a.x = in.x.data();
+  a.ldx = in.ldx;
+  a.w = {q.packed.data(), q.f, n, q.k};
+  a.m = m;
+  if (o.bf16_out) {
+    a.out_bf16 = out_b.data();
+  } else {
+    a.out_f32 = out.data();
+  }
+  a.ldo = in.ldo;
+  a.bias = o.bias ? in.bias.data() : nullptr;
+  if (o.in_place) {
+    a.residual = out.data();
+    a.ldr = in.ldo;
+  } else if (o.residual) {
+    a.residual = in.residual.data();
+    a.ldr = in.ldr;
+  }
+  std::vector<uint64_t> ws(quant_linear_workspace_bytes(m, a.w, n_threads) / 8 + 8, 0xdeadbeefdeadbeefull);
+  a.workspace = ws.data();
+  a.isa = isa;
+  if (quant_linear_needs_prepare(m)) {
+    for (int t = 0; t < n_threads; ++t) quant_linear_prepare(a, t, n_threads);
+  }
+  for (int t = 0; t < n_threads; ++t) quant_linear_compute(a, t, n_threads);
+  for (int r = 0; r < m; ++r) {  // columns between n and ldo are never written
+    for (size_t c = static_cast<size_t>(n); c < in.ldo; ++c) {
+      REQUIRE(out[static_cast<size_t>(r) * in.ldo + c] == 12345.0f);
+      REQUIRE(out_b[static_cast<size_t>(r) * in.ldo + c] == 0x4242);
+    }
+  }
+  REQUIRE(out.back() == 12345.0f);
+  std::vector<float> result(static_cast<size_t>(m) * n);
+  for (int r = 0; r < m; ++r) {
+    for (int c = 0; c < n; ++c) {
+      const size_t i = static_cast<size_t>(r) * in.ldo + c;
+      result[static_cast<size_t>(r) * n + c] = o.bf16_out ? bf16_to_f32(out_b[i]) : out[i];
+    }
+  }
+  return result;
+}
+
+// The documented activation quantization: scale = max|x| / 127, xq = round(x · 127 / max|x|).
+void quantize_activations(const Inputs& in, int k, std::vector<int>& xq, std::vector<float>& xscale) {
+  xq.assign(static_cast<size_t>(in.m) * k, 0);
+  xscale.assign(static_cast<size_t>(in.m), 0.0f);
+  for (int r = 0; r < in.m; ++r) {
+    float amax = 0.0f;
+    for (int c = 0; c < k; ++c) amax = std::max(amax, std::fabs(bf16_to_f32(in.x[static_cast<size_t>(r) * in.ldx + c])));
+    xscale[static_cast<size_t>(r)] = amax / 127.0f;
+    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    for (int c = 0; c < k; ++c) {
+      const float v = bf16_to_f32(in.x[static_cast<size_t>(r) * in.ldx + c]) * inv;
+      xq[static_cast<size_t>(r) * k + c] = std::clamp(static_cast<int>(std::nearbyint(v)), -127, 127);
+    }
+  }
+}
+
+// Checks got against the double reference: decode on BF16 x, batched on the quantized x.
+void check_against_reference(const QuantMatrix& q, const Inputs& in, const Options& o,
+                             const std::vector<float>& got, const char* what) {
+  const int m = in.m, n = q.n, k = q.k;
+  const bool batched = m > kQuantDecodeMaxM;
+  std::vector<int> xq;
+  std::vector<float> xscale;
+  if (batched) quantize_activations(in, k, xq, xscale);
+  for (int r = 0; r < m; ++r) {
+    for (int c = 0; c < n; ++c) {
+      double sum = 0.0, bound = 0.0;
+      for (int g = 0; g < q.groups; ++g) {
+        const size_t gi = static_cast<size_t>(c) * q.groups + g;
+        double group_sum = 0.0, group_bound = 0.0;
+        for (int kk = g * q.gs; kk < std::min(k, (g + 1) * q.gs); ++kk) {
+          const double wv = q.w[static_cast<size_t>(c) * k + kk];
+          const double code = q.codes[static_cast<size_t>(c) * k + kk];
+          if (batched) {
+            group_sum += xq[static_cast<size_t>(r) * k + kk] * wv;
+            group_bound += std::fabs(xq[static_cast<size_t>(r) * k + kk] * wv);
+          } else {
+            const double xv = bf16_to_f32(in.x[static_cast<size_t>(r) * in.ldx + kk]);
+            group_sum += xv * wv;
+            group_bound += std::fabs(xv) * q.scales[gi] * (code + 128 + q.zeros[gi]);
+          }
+        }
+        sum += group_sum;
+        bound += group_bound;
+      }
+      double tol = batched ? 1e-6 * bound * xscale[static_cast<size_t>(r)] : 2e-6 * bound;
+      if (batched) sum *= xscale[static_cast<size_t>(r)];
+      double extra = 0.0;
+      if (o.bias) extra += in.bias[static_cast<size_t>(c)];
+      if (o.residual || o.in_place) extra += in.residual[static_cast<size_t>(r) * in.ldr + c];
+      const double expect = sum + extra;
+      tol += 1e-6 * std::fabs(extra) + 1e-30;
+      if (o.bf16_out) tol += std::ldexp(std::fabs(expect), -8);
+      const float v = got[static_cast<size_t>(r) * n + c];
+      if (!(std::fabs(v - expect) <= tol)) {
+        FAIL_CHECK(what << " " << describe(q.f) << " m=" << m << " n=" << n << " k=" << k << " row " << r
+                        << " col " << c << ": got " << v << " want " << expect << " tol " << tol);
+        return;
+      }
+    }
+  }
+}
+
+const QuantFormat kFormats[] = {
+    {8, 0, false}, {8, 128, false}, {8, 32, true}, {4, 32, false}, {4, 128, false}, {4, 32, true}, {4, 128, true},
+};
+
+}  // namespace
+
+TEST_CASE("quantized packing puts codes in 16-column panels of 4 (W8) or 8 (W4) k per 32-bit lane", "[quant]") {
+  const int n = 17, k = 40;  // two panels; K padded to 64
+  std::vector<uint8_t> codes(static_cast<size_t>(n) * k);
+  for (int r = 0; r < n; ++r) {
+    for (int c = 0; c < k; ++c) codes[static_cast<size_t>(r) * k + c] = static_cast<uint8_t>((r * 7 + c) % 16);
+  }
+  std::vector<float> scales(static_cast<size_t>(n) * 2, 0.5f);
+  for (int bits : {8, 4}) {
+    const QuantFormat f{bits, 32, false};
+    REQUIRE(quant_padded_k(f, k) == 64);
+    REQUIRE(quant_groups(f, k) == 2);
+    // Codes, then 2 groups x 16 BF16 scales = 64 bytes.
+    REQUIRE(quant_panel_bytes(f, k) == static_cast<size_t>(64 * 16 * bits / 8 + 64));
+    std::vector<uint8_t> packed(packed_quant_bytes(f, n, k), 0xff);
+    pack_quant_linear_codes(packed.data(), f, codes.data(), static_cast<size_t>(k), scales.data(), nullptr, n, k);
+    const size_t panel = quant_panel_bytes(f, k);
+    for (int r = 0; r < n; ++r) {
+      for (int c = 0; c < k; ++c) {
+        const int want = codes[static_cast<size_t>(r) * k + c];
+        const size_t base = static_cast<size_t>(r / 16) * panel + 4 * static_cast<size_t>(r % 16);
+        if (bits == 8) {
+          CHECK(packed[base + static_cast<size_t>(c / 4) * 64 + c % 4] == want);
+        } else {
+          const uint8_t b = packed[base + static_cast<size_t>(c / 8) * 64 + c % 4];
+          CHECK(((c % 8) < 4 ? (b & 0x0f) : (b >> 4)) == want);
+        }
+      }
+      // K padding holds the implied zero: weight 0.
+      const size_t base = static_cast<size_t>(r / 16) * panel + 4 * static_cast<size_t>(r % 16);
+      if (bits == 8) {
+        CHECK(packed[base + 10 * 64 + 1] == 128);  // k = 41
+      } else {
+        CHECK((packed[base + 5 * 64 + 1] & 0x0f) == 8);  // k = 41
+      }
+    }
+    const auto* meta = reinterpret_cast<const bf16_t*>(packed.data() + 64 * 16 * bits / 8);
+    CHECK(meta[0] == f32_to_bf16(0.5f));
+    CHECK(meta[16 + 15] == f32_to_bf16(0.5f));
+    // Padding columns of the last panel: scale 0, so they contribute nothing.
+    const auto* meta2 = reinterpret_cast<const bf16_t*>(packed.data() + panel + 64 * 16 * bits / 8);
+    CHECK(meta2[1] == 0);
+  }
+}
+
+TEST_CASE("quantized packing rejects unknown formats and out-of-range codes", "[quant]") {
+  std::vector<uint8_t> buf(4096);
+  const uint8_t codes[32] = {16};
+  const float scales[1] = {1.0f};
+  CHECK_THROWS_AS(check_quant_format({5, 32, false}), std::invalid_argument);
+  CHECK_THROWS_AS(check_quant_format({4, 64, false}), std::invalid_argument);
+  CHECK_THROWS_AS(pack_quant_linear_codes(buf.data(), {4, 32, false}, codes, 32, scales, nullptr, 1, 32),
+                  std::invalid_argument);
+  CHECK_NOTHROW(pack_quant_linear_codes(buf.data(), {8, 32, false}, codes, 32, scales, nullptr, 1, 32));
+}
+
+TEST_CASE("dequantizing packed codes gives scale times code minus zero exactly", "[quant]") {
+  std::mt19937 rng(11);
+  for (const QuantFormat& f : kFormats) {
+    for (auto [n, k] : {std::pair{5, 33}, std::pair{33, 300}}) {
+      const QuantMatrix q = make_matrix(f, n, k, rng);
+      std::vector<float> back(static_cast<size_t>(n) * k);
+      dequantize_quant_linear(back.data(), static_cast<size_t>(k), q.packed.data(), f, n, k);
+      for (size_t i = 0; i < back.size(); ++i) {
+        if (back[i] != static_cast<float>(q.w[i])) {
+          FAIL_CHECK(describe(f) << " element " << i << ": " << back[i] << " vs " << q.w[i]);
+          break;
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("round-to-nearest quantization round trips within half a step", "[quant]") {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 0.05f);
+  const int n = 19, k = 290;
+  std::vector<float> w(static_cast<size_t>(n) * k);
+  for (float& v : w) v = dist(rng);
+  w[3] = 0.0f;
+  for (int c = 0; c < k; ++c) w[static_cast<size_t>(7) * k + c] = 0.0f;  // an all-zero row
+  for (const QuantFormat& f : kFormats) {
+    std::vector<uint8_t> packed(packed_quant_bytes(f, n, k));
+    pack_quant_linear(packed.data(), f, w.data(), n, k, static_cast<size_t>(k));
+    std::vector<float> back(w.size());
+    dequantize_quant_linear(back.data(), static_cast<size_t>(k), packed.data(), f, n, k);
+    // The BF16 input overload quantizes the same values the same way.
+    std::vector<bf16_t> wb(w.size());
+    std::vector<float> w_rounded(w.size());
+    for (size_t i = 0; i < w.size(); ++i) {
+      wb[i] = f32_to_bf16(w[i]);
+      w_rounded[i] = bf16_to_f32(wb[i]);
+    }
+    std::vector<uint8_t> packed_b(packed.size()), packed_r(packed.size());
+    pack_quant_linear(packed_b.data(), f, wb.data(), n, k, static_cast<size_t>(k));
+    pack_quant_linear(packed_r.data(), f, w_rounded.data(), n, k, static_cast<size_t>(k));
+    CHECK(packed_b == packed_r);
+    const int gs = f.group ? f.group : k;
+    const int levels = f.zero_point ? top_code(f) : (f.bits == 8 ? 127 : 7);
+    for (int r = 0; r < n; ++r) {
+      for (int g = 0; g * gs < k; ++g) {
+        float lo = 0.0f, hi = 0.0f;
+        for (int c = g * gs; c < std::min(k, (g + 1) * gs); ++c) {
+          lo = std::min(lo, w[static_cast<size_t>(r) * k + c]);
+          hi = std::max(hi, w[static_cast<size_t>(r) * k + c]);
+        }
+        const float step = f.zero_point ? (hi - lo) / levels : std::max(-lo, hi) / levels;
+        for (int c = g * gs; c < std::min(k, (g + 1) * gs); ++c) {
+          const size_t i = static_cast<size_t>(r) * k + c;
+          // Half a step, plus the BF16 rounding of the scale over up to 2^bits steps.
+          if (!(std::fabs(back[i] - w[i]) <= 0.5f * step + step * (1 << f.bits) / 256.0f + 1e-9f)) {
+            FAIL_CHECK(describe(f) << " r " << r << " c " << c << ": " << w[i] << " -> " << back[i] << " step " << step);
+            r = n;
+            break;
+          }
+        }
+      }
+    }
+    CHECK(back[3] == 0.0f);
+    for (int c = 0; c < k; ++c) CHECK(back[static_cast<size_t>(7) * k + c] == 0.0f);
+  }
+}
+
+TEST_CASE("quantized linear matches the reference on ragged shapes for every format and ISA", "[quant]") {
+  std::mt19937 rng(2024);
+  const std::vector<Isa> isas = quant_isas();
+  for (const QuantFormat& f : kFormats) {
+    for (auto [n, k] : {std::pair{1, 40}, std::pair{17, 200}, std::pair{40, 333}, std::pair{70, 130}}) {
+      const QuantMatrix q = make_matrix(f, n, k, rng);
+      for (int m : {1, 2, 3, 4, 5, 7, 8, 9, 13, 17, 33, 70}) {
+        const Inputs in = make_inputs(m, n, k, rng);
+        std::vector<float> batched_scalar;
+        for (Isa isa : isas) {
+          const std::vector<float> got = run(q, in, Options{}, isa, 1);
+          check_against_reference(q, in, Options{}, got, isa_name(isa));
+          if (m > kQuantDecodeMaxM) {
+            // The integer sums are exact and the FP32 epilogue runs the same operations: every
+            // ISA gives the scalar path's bits.
+            if (isa == Isa::scalar) {
+              batched_scalar = got;
+            } else if (std::memcmp(got.data(), batched_scalar.data(), got.size() * sizeof(float)) != 0) {
+              FAIL_CHECK(isa_name(isa) << " batched differs from scalar: " << describe(f) << " m=" << m
+                                       << " n=" << n << " k=" << k);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("quantized linear epilogues: bias, residual, in place, BF16 out, several threads", "[quant]") {
+  std::mt19937 rng(99);
+  const std::vector<Isa> isas = quant_isas();
+  const Options variants[] = {
+      {true, false, false, false}, {false, true, false, false}, {true, true, false, false},
+      {true, false, true, false},  {false, false, false, true}, {true, true, true, false},
+  };
+  for (const QuantFormat& f : {QuantFormat{8, 128, false}, QuantFormat{4, 32, true}}) {
+    const QuantMatrix q = make_matrix(f, 75, 260, rng);
+    for (int m : {1, 6, 8, 12, 40}) {
+      const Inputs in = make_inputs(m, 75, 260, rng);
+      for (Isa isa : isas) {
+        for (const Options& o : variants) {
+          for (int threads : {1, 3, 8}) check_against_reference(q, in, o, run(q, in, o, isa, threads), isa_name(isa));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("batched integer math is exact: unit scales give the integer dot product times the row scale", "[quant]") {
+  std::mt19937 rng(3);
+  const std::vector<Isa> isas = quant_isas();
+  for (QuantFormat f : kFormats) {
+    const int n = 33, k = 301, m = 21;
+    QuantMatrix q = make_matrix(f, n, k, rng);
+    std::fill(q.scales.begin(), q.scales.end(), 1.0f);
+    pack_quant_linear_codes(q.packed.data(), f, q.codes.data(), static_cast<size_t>(k), q.scales.data(),
+                            f.zero_point ? q.zeros.data() : nullptr, n, k);
+    const Inputs in = make_inputs(m, n, k, rng);
+    std::vector<int> xq;
+    std::vector<float> xscale;
+    quantize_activations(in, k, xq, xscale);
+    for (Isa isa : isas) {
+      const std::vector<float> got = run(q, in, Options{}, isa, 2);
+      for (int r = 0; r < m; ++r) {
+        for (int c = 0; c < n; ++c) {
+          long dot = 0;
+          for (int kk = 0; kk < k; ++kk) {
+            const size_t gi = static_cast<size_t>(c) * q.groups + static_cast<size_t>(kk / q.gs);
+            dot += long{xq[static_cast<size_t>(r) * k + kk]} * (q.codes[static_cast<size_t>(c) * k + kk] - q.zeros[gi]);
+          }
+          REQUIRE(std::labs(dot) < (1l << 24));  // exact in FP32: the sums of group sums too
+          const float want = static_cast<float>(dot) * xscale[static_cast<size_t>(r)];
+          if (got[static_cast<size_t>(r) * n + c] != want) {
+            FAIL_CHECK(isa_name(isa) << " " << describe(f) << " row " << r << " col " << c << ": "
+                                     << got[static_cast<size_t>(r) * n + c] << " vs " << want);
+            r = m;
+            break;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("quantized linear through a thread pool gives the single-thread bits", "[quant]") {
+  std::mt19937 rng(17);
+  ThreadPool pool({.n_threads = 3});
+  for (Isa isa : quant_isas()) {
+    for (const QuantFormat& f : {QuantFormat{8, 0, false}, QuantFormat{4, 32, false}, QuantFormat{4, 128, true}}) {
+      const QuantMatrix q = make_matrix(f, 300, 256, rng);  // 19 panels: runs of 8 and a ragged end
+      for (int m : {1, 3, 8, 20}) {
+        const Inputs in = make_inputs(m, 300, 256, rng);
+        const std::vector<float> single = run(q, in, Options{true, true, false, false}, isa, 1);
+        std::vector<float> out(static_cast<size_t>(m) * in.ldo, 0.0f);
+        QuantLinearArgs a;
+        a.x = in.x.data();
+        a.ldx = in.ldx;
+        a.w = {q.packed.data(), f, q.n, q.k};
+        a.m = m;
+        a.out_f32 = out.data();
+        a.ldo = in.ldo;
+        a.bias = in.bias.data();
+        a.residual = in.residual.data();
+        a.ldr = in.ldr;
+        std::vector<uint64_t> ws(quant_linear_workspace_bytes(m, a.w, pool.size()) / 8 + 8);
+        a.workspace = ws.data();
+        a.isa = isa;
+        quant_linear(a, [&pool](auto&& fn) { pool.run_on_all(fn); });
+        for (int r = 0; r < m; ++r) {
+          for (int c = 0; c < q.n; ++c) {
+            if (out[static_cast<size_t>(r) * in.ldo + c] != single[static_cast<size_t>(r) * q.n + c]) {
+              FAIL_CHECK(isa_name(isa) << " " << describe(f) << " m=" << m << " row " << r << " col " << c);
+              r = m;
+              break;
+            }
+          }
+        }
+        check_against_reference(q, in, Options{true, true, false, false}, single, isa_name(isa));
+      }
+    }
+  }
+}
