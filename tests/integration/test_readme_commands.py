@@ -44,7 +44,6 @@ RULES = [
     (r"^\./build-bench/", "runs a benchmark for minutes (needs the build above)"),
     (r"^cmake --build build\b", "rebuilds the binary under test"),
     (r"^python3 bench/make_random_checkpoint\.py", "writes a 1-2 GB random checkpoint"),
-    (r"^\./build/slabserve bench --model /tmp/", "needs the random checkpoint above"),
     (r"^python3 bench/bench_serve\.py", None),
     (r"^python3 bench/compare\.py", "runs every peer server for up to 40 minutes"),
 ]

@@ -1,0 +1,30 @@
+# The dependency line ends `engine <- api <- server`: nothing under server/ includes a header of
+# a module below the public API (model/, kv/, kernels/, engine/, tokenizer/, chat/, runtime/);
+# it uses include/slabserve/ only. One exception: `slabserve topology` describes the machine
+# with runtime/topology and runtime/partition, which no model is involved in.
+#   cmake -DSOURCE_DIR=<tree> -P check_server_includes.cmake   fails listing each offending line.
+if(NOT SOURCE_DIR)
+  message(FATAL_ERROR "pass -DSOURCE_DIR=<the tree whose server/ is checked>")
+endif()
+file(GLOB_RECURSE server_files "${SOURCE_DIR}/server/*.h" "${SOURCE_DIR}/server/*.cpp")
+if(NOT server_files)
+  message(FATAL_ERROR "no files under ${SOURCE_DIR}/server: nothing was checked")
+endif()
+set(violations "")
+foreach(path IN LISTS server_files)
+  file(RELATIVE_PATH relative "${SOURCE_DIR}" "${path}")
+  file(STRINGS "${path}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*[\"<](model|kv|kernels|engine|tokenizer|chat|runtime)/")
+  foreach(line IN LISTS includes)
+    if(relative STREQUAL "server/cli/topology_command.cpp" AND line MATCHES "[\"<]runtime/(topology|partition)\\.h")
+      continue()
+    endif()
+    string(STRIP "${line}" line)
+    list(APPEND violations "${relative}: ${line}")
+  endforeach()
+endforeach()
+if(violations)
+  list(JOIN violations "\n  " listed)
+  message(FATAL_ERROR "server/ must use include/slabserve/ only, but:\n  ${listed}")
+endif()
+list(LENGTH server_files checked)
+message(STATUS "${checked} files under server/ include no model/, kv/, kernels/, engine/, tokenizer/, chat/ or runtime/ header")
