@@ -1,8 +1,9 @@
 # The dependency line ends `engine <- api <- server`: nothing under server/ includes a header of
 # a module below the public API (model/, kv/, kernels/, engine/, tokenizer/, chat/, runtime/);
-# it uses include/slabserve/ only. One exception: `slabserve topology` describes the machine
-# with runtime/topology and runtime/partition, which no model is involved in.
+# it uses include/slabserve/ only. And the public headers, followed through every project
+# header they include, never reach model/, kv/ or kernels/: no runner or KV type shows through.
 #   cmake -DSOURCE_DIR=<tree> -P check_server_includes.cmake   fails listing each offending line.
+cmake_minimum_required(VERSION 3.20)  # if(IN_LIST), list(POP_FRONT)
 if(NOT SOURCE_DIR)
   message(FATAL_ERROR "pass -DSOURCE_DIR=<the tree whose server/ is checked>")
 endif()
@@ -15,16 +16,41 @@ foreach(path IN LISTS server_files)
   file(RELATIVE_PATH relative "${SOURCE_DIR}" "${path}")
   file(STRINGS "${path}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*[\"<](model|kv|kernels|engine|tokenizer|chat|runtime)/")
   foreach(line IN LISTS includes)
-    if(relative STREQUAL "server/cli/topology_command.cpp" AND line MATCHES "[\"<]runtime/(topology|partition)\\.h")
-      continue()
-    endif()
     string(STRIP "${line}" line)
     list(APPEND violations "${relative}: ${line}")
   endforeach()
 endforeach()
+
+file(GLOB public_headers "${SOURCE_DIR}/include/slabserve/*.h")
+set(queue ${public_headers})
+set(seen "")
+while(queue)
+  list(POP_FRONT queue header)
+  if(header IN_LIST seen)
+    continue()
+  endif()
+  list(APPEND seen "${header}")
+  file(RELATIVE_PATH relative "${SOURCE_DIR}" "${header}")
+  file(STRINGS "${header}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"[^\"]+\"")
+  foreach(line IN LISTS includes)
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*" "\\1" included "${line}")
+    if(included MATCHES "^(model|kv|kernels)/")
+      list(APPEND violations "${relative} (reached from include/slabserve/): #include \"${included}\"")
+    endif()
+    foreach(root "${SOURCE_DIR}/include" "${SOURCE_DIR}/src" "${SOURCE_DIR}")
+      if(EXISTS "${root}/${included}")
+        list(APPEND queue "${root}/${included}")
+        break()
+      endif()
+    endforeach()
+  endforeach()
+endwhile()
+
 if(violations)
   list(JOIN violations "\n  " listed)
-  message(FATAL_ERROR "server/ must use include/slabserve/ only, but:\n  ${listed}")
+  message(FATAL_ERROR "server/ must use include/slabserve/ only, and the API must hide model/, kv/ and kernels/, but:\n  ${listed}")
 endif()
 list(LENGTH server_files checked)
-message(STATUS "${checked} files under server/ include no model/, kv/, kernels/, engine/, tokenizer/, chat/ or runtime/ header")
+list(LENGTH seen reached)
+message(STATUS "${checked} files under server/ include no model/, kv/, kernels/, engine/, tokenizer/, chat/ or runtime/ "
+               "header; the ${reached} headers include/slabserve/ reaches include none of model/, kv/, kernels/")

@@ -6,3 +6,4 @@
 #include "slabserve/model.h"
 #include "slabserve/options.h"
 #include "slabserve/tokenizer.h"
+#include "slabserve/topology.h"
