@@ -8,7 +8,7 @@ written directly (8-byte header length, JSON header, raw little-endian data), on
 
 Weights ~ N(0, 0.02), norms ~ 1 (+ small noise), biases ~ N(0, 0.02). To keep generation at disk
 speed, each tensor is cut from a 64 MiB pool of random values at a random offset. No tokenizer is
-written (`slabserve bench` uses token ids) unless `--tokenizer-from DIR` names a folder whose
+written (`bench_model` uses token ids) unless `--tokenizer-from DIR` names a folder whose
 tokenizer.model (SentencePiece) and tokenizer_config.json are copied in, as servers need one:
 
     python3 bench/make_random_checkpoint.py --shape tinyllama --tokenizer-from \

@@ -78,7 +78,7 @@ http::Handler api_route(const ServerOptions& options, Auth auth, Handler handler
 
 int resolved_http_threads(const ServerOptions& options) {
   if (options.http_threads > 0) return options.http_threads;
-  return std::max(64, 2 * options.engine.scheduler.max_num_seqs + 16);
+  return std::max(64, 2 * options.engine.max_num_seqs + 16);
 }
 
 void check_model_name(const std::string& requested, const ServerOptions& options) {
@@ -132,7 +132,7 @@ void ApiServer::drain_and_stop(std::chrono::seconds timeout) {
   };
   if (!wait_idle(timeout) && ready_.load(std::memory_order_acquire)) {
     spdlog::warn("shutdown: {} requests still running after {} s; aborting them", metrics_.calls_in_flight(), timeout.count());
-    loaded_->engine->abort_all();
+    loaded_->engine().abort_all();
     wait_idle(std::chrono::seconds(2));
   }
   stop();
@@ -148,8 +148,8 @@ http::Router ApiServer::routes() {
   };
   auto model_card = [this](const LoadedModel& m) {
     return json{{"id", options_.served_model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "slabserve"},
-                {"root", options_.served_model_name}, {"max_model_len", m.engine->max_model_len()},
-                {"architecture", m.model.config.model_type}, {"weights", m.weights}};
+                {"root", options_.served_model_name}, {"max_model_len", m.engine().max_model_len()},
+                {"architecture", m.description().architecture}, {"weights", m.description().weights}};
   };
 
   r.add("GET", "/health", RouteKind::light, api_route(o, Auth::open, [this](Exchange& exchange) {
@@ -170,7 +170,7 @@ http::Router ApiServer::routes() {
         }));
   r.add("GET", "/metrics", RouteKind::light,
         api_route(o, o.metrics_without_key ? Auth::open : Auth::required, [this](Exchange& exchange) {
-          const EngineStats stats = ready_.load(std::memory_order_acquire) ? loaded_->engine->stats() : EngineStats{};
+          const api::EngineStats stats = ready_.load(std::memory_order_acquire) ? loaded_->engine().stats() : api::EngineStats{};
           exchange.respond(200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render(stats));
         }));
   r.add("POST", "/v1/completions", RouteKind::work, api_route(o, Auth::required, [this](Exchange& exchange) {

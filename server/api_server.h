@@ -10,14 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "chat/chat_template.h"
-#include "engine/engine.h"
 #include "http/http_server.h"
 #include "json_fields.h"
 #include "metrics.h"
-#include "model/model.h"
-#include "model/model_runner.h"
-#include "tokenizer/tokenizer.h"
+#include "slabserve/slabserve.h"
 
 namespace slab::server {
 
@@ -40,22 +36,14 @@ struct ServerOptions {
   int max_connections = 4096;
   int http_idle_timeout_s = 5;      // keep-alive connections with no request in progress
   int http_request_timeout_s = 30;  // to receive one whole request, header and body
-  EngineConfig engine;
+  api::EngineOptions engine;
 };
 
 // The worker count ServerOptions::http_threads resolves to.
 int resolved_http_threads(const ServerOptions& options);
 
-// What the handlers serve from; filled in by the loader thread while /health says 503.
-struct LoadedModel {
-  Model model;  // config and generation defaults; the weights live packed in the runner
-  std::unique_ptr<Tokenizer> tokenizer;
-  std::optional<chat::ChatTemplate> chat_template;  // the checkpoint's, or --chat-template
-  std::vector<int32_t> eos_token_ids;               // config, generation_config and tokenizer
-  std::string weights;                              // describe_model_weights(): container and tensor types
-  std::unique_ptr<ModelRunner> runner;
-  std::unique_ptr<Engine> engine;  // last: stops before the runner, model and tokenizer go
-};
+// What the handlers serve from; loaded by the loader thread while /health says 503.
+using LoadedModel = api::LoadedModel;
 
 // Throws ApiError(404) unless `requested` is empty or the served model's name.
 void check_model_name(const std::string& requested, const ServerOptions& options);

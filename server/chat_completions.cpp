@@ -65,12 +65,12 @@ void handle_chat_completions(const LoadedModel& loaded, const ServerOptions& opt
   check_model_name(r.model, options);
   GenerationJob job;
   // The template writes any BOS itself, so the text is tokenized without adding special tokens.
-  job.prompts.push_back({loaded.tokenizer->encode(render_chat_prompt(loaded, r), /*add_special_tokens=*/false), {}});
+  job.prompts.push_back({loaded.tokenizer().encode(render_chat_prompt(loaded, r), /*add_special_tokens=*/false), {}});
   if (job.prompts.front().ids.empty()) throw ApiError(400, "the chat template rendered an empty prompt", "messages");
   job.sampling = r.sampling;
   job.logprobs = r.logprobs ? r.top_logprobs : -1;
   job.id_prefix = "chatcmpl";
-  ChatShape shape(*loaded.tokenizer, r.logprobs);
+  ChatShape shape(loaded.tokenizer(), r.logprobs);
   serve_generation(loaded, options, metrics, exchange, job, shape);
 }
 

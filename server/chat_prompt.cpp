@@ -3,21 +3,19 @@
 #include <ctime>
 
 #include "api_error.h"
-#include "chat/builtin_templates.h"
 
 namespace slab::server {
 
 std::string render_chat_prompt(const LoadedModel& loaded, const ChatRequest& request) {
-  if (!loaded.chat_template) {
+  if (!loaded.has_chat_template()) {
     throw ApiError(400, "this model has no chat template; start the server with --chat-template FILE or one of " +
-                            chat::builtin_chat_template_list() + ", or use /v1/completions");
+                            api::builtin_chat_template_list() + ", or use /v1/completions");
   }
-  const json special_tokens = {{"bos_token", loaded.tokenizer->bos_token()}, {"eos_token", loaded.tokenizer->eos_token()}};
   std::string text;
   try {
-    text = chat::render_chat_request(*loaded.chat_template, request.messages, request.tools, request.add_generation_prompt,
-                                     special_tokens, request.chat_template_kwargs, std::time(nullptr));
-  } catch (const chat::TemplateError& e) {
+    text = loaded.render_chat(request.messages, request.tools, request.add_generation_prompt, request.chat_template_kwargs,
+                              std::time(nullptr));
+  } catch (const api::ChatTemplateError& e) {
     throw ApiError(400, std::string("chat template error: ") + e.what(), "messages");
   }
   if (request.continue_final_message) {

@@ -3,7 +3,6 @@
 #include "api_error.h"
 #include "completion_request.h"
 #include "generation_handler.h"
-#include "tokenizer/utf8.h"
 
 namespace slab::server {
 namespace {
@@ -13,17 +12,17 @@ std::vector<PromptInput> prepare_prompts(const LoadedModel& loaded, const Comple
   for (const Prompt& p : r.prompts) {
     PromptInput prepared;
     if (const auto* text = std::get_if<std::string>(&p)) {
-      prepared.ids = loaded.tokenizer->encode(*text, /*add_special_tokens=*/true);
+      prepared.ids = loaded.tokenizer().encode(*text, /*add_special_tokens=*/true);
       prepared.text = *text;
     } else {
       prepared.ids = std::get<std::vector<int32_t>>(p);
       for (int32_t id : prepared.ids) {
-        if (id >= loaded.model.config.vocab_size) {
+        if (id >= loaded.description().vocab_size) {
           throw ApiError(400, "token id " + std::to_string(id) + " is outside the vocabulary (size " +
-                                  std::to_string(loaded.model.config.vocab_size) + ")", "prompt");
+                                  std::to_string(loaded.description().vocab_size) + ")", "prompt");
         }
       }
-      prepared.text = loaded.tokenizer->decode(prepared.ids, /*skip_special_tokens=*/false);
+      prepared.text = loaded.tokenizer().decode(prepared.ids, /*skip_special_tokens=*/false);
     }
     if (prepared.ids.empty()) throw ApiError(400, "the prompt is empty", "prompt");
     out.push_back(std::move(prepared));
@@ -37,7 +36,7 @@ std::vector<PromptInput> prepare_prompts(const LoadedModel& loaded, const Comple
 class CompletionShape : public ResponseShape {
  public:
   CompletionShape(const LoadedModel& loaded, const CompletionRequest& request, const std::vector<PromptInput>& prompts)
-      : tokenizer_(*loaded.tokenizer), request_(request), prompts_(prompts),
+      : tokenizer_(loaded.tokenizer()), request_(request), prompts_(prompts),
         offsets_(prompts.size() * static_cast<size_t>(request.sampling.n), 0) {}
 
   const char* object(bool) const override { return "text_completion"; }
@@ -72,7 +71,7 @@ class CompletionShape : public ResponseShape {
     for (const TokenLogprobs& lp : logprobs) {
       const std::string token = tokenizer_.decode(std::vector<int32_t>{lp.token}, false);
       out["text_offset"].push_back(offsets_[index]);
-      offsets_[index] += tok::count_code_points(token);
+      offsets_[index] += api::count_code_points(token);
       out["tokens"].push_back(token);
       out["token_logprobs"].push_back(lp.logprob);
       json top = json::object();

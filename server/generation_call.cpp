@@ -12,7 +12,7 @@
 
 namespace slab::server {
 
-GenerationCall::GenerationCall(Engine& engine, Metrics& metrics, std::string log_id)
+GenerationCall::GenerationCall(api::Engine& engine, Metrics& metrics, std::string log_id)
     : engine_(engine), metrics_(metrics), log_id_(std::move(log_id)) {
   metrics_.call_started();
 }

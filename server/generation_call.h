@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/engine.h"
+#include "slabserve/engine.h"
 #include "json_fields.h"
 #include "metrics.h"
 
@@ -30,7 +30,7 @@ struct ChoiceState {
 class GenerationCall {
  public:
   // `log_id` names the call in the per-request log line.
-  GenerationCall(Engine& engine, Metrics& metrics, std::string log_id);
+  GenerationCall(api::Engine& engine, Metrics& metrics, std::string log_id);
   ~GenerationCall();
   GenerationCall(const GenerationCall&) = delete;
   GenerationCall& operator=(const GenerationCall&) = delete;
@@ -54,7 +54,7 @@ class GenerationCall {
  private:
   void record_finish(size_t choice, FinishReason reason, double queue_seconds);
 
-  Engine& engine_;
+  api::Engine& engine_;
   Metrics& metrics_;
   std::string log_id_;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();

@@ -23,7 +23,7 @@ std::vector<Request> engine_requests(const LoadedModel& loaded, const ServerOpti
   for (const PromptInput& p : job.prompts) {
     const uint64_t prompt_group = n > 1 ? new_prefix_group() : 0;
     for (int c = 0; c < n; ++c) {
-      requests.push_back(make_engine_request(job.sampling, p.ids, loaded.engine->max_model_len(), loaded.eos_token_ids,
+      requests.push_back(make_engine_request(job.sampling, p.ids, loaded.engine().max_model_len(), loaded.eos_token_ids(),
                                              base_seed + requests.size(), job.logprobs));
       requests.back().prefix_group = prompt_group;
       requests.back().fairness_group = call_group;
@@ -39,7 +39,7 @@ void serve_generation(const LoadedModel& loaded, const ServerOptions& options, M
   int prompt_tokens = 0;
   for (const PromptInput& p : job.prompts) prompt_tokens += static_cast<int>(p.ids.size());
   const std::string id = make_response_id(job.id_prefix);
-  GenerationCall call(*loaded.engine, metrics, id);
+  GenerationCall call(loaded.engine(), metrics, id);
   call.submit(engine_requests(loaded, options, job));
   const json envelope = {{"id", id}, {"object", shape.object(job.sampling.stream)}, {"created", unix_time_now()},
                          {"model", options.served_model_name}};

@@ -85,7 +85,7 @@ void Metrics::observe_request(double e2e_seconds, double queue_seconds, FinishRe
   ++finished_[finish_reason_name(reason)];
 }
 
-std::string Metrics::render(const EngineStats& s) const {
+std::string Metrics::render(const api::EngineStats& s) const {
   std::string out;
   header(out, "vllm:num_requests_running", "gauge", "Number of requests in model execution batches.");
   sample(out, "vllm:num_requests_running", labels_, s.num_running);

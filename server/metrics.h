@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/engine.h"
+#include "slabserve/engine.h"
 
 namespace slab::server {
 
@@ -35,7 +35,7 @@ class Metrics {
   void observe_inter_token_latency(double seconds);
   void observe_request(double e2e_seconds, double queue_seconds, FinishReason reason);
 
-  std::string render(const EngineStats& engine) const;
+  std::string render(const api::EngineStats& engine) const;
 
   // HTTP calls that hold engine requests (a drain waits for these to reach zero).
   void call_started() { calls_in_flight_.fetch_add(1); }

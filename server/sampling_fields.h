@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/request.h"
+#include "slabserve/engine.h"
 #include "json_fields.h"
 
 namespace slab::server {

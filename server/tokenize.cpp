@@ -14,18 +14,18 @@ void handle_tokenize(const LoadedModel& loaded, const ServerOptions& options, ht
     const ChatRequest chat = parse_chat_request(body, /*for_tokenize=*/true);
     // Like chat completions: the template writes BOS; vLLM's add_special_tokens defaults to
     // false for messages.
-    ids = loaded.tokenizer->encode(render_chat_prompt(loaded, chat), read_bool(body, "add_special_tokens", false));
+    ids = loaded.tokenizer().encode(render_chat_prompt(loaded, chat), read_bool(body, "add_special_tokens", false));
   } else {
     static constexpr std::string_view kPromptFields[] = {"model", "prompt", "add_special_tokens", "return_token_strs"};
     reject_unknown_fields(body, {kPromptFields});
     const std::optional<std::string> prompt = read_string(body, "prompt");
     if (!prompt) throw ApiError(400, "'prompt' (a string) or 'messages' is required", "prompt");
-    ids = loaded.tokenizer->encode(*prompt, read_bool(body, "add_special_tokens", true));
+    ids = loaded.tokenizer().encode(*prompt, read_bool(body, "add_special_tokens", true));
   }
-  json out = {{"count", ids.size()}, {"max_model_len", loaded.engine->max_model_len()}, {"tokens", ids}};
+  json out = {{"count", ids.size()}, {"max_model_len", loaded.engine().max_model_len()}, {"tokens", ids}};
   if (read_bool(body, "return_token_strs", false)) {
     json strs = json::array();
-    for (int32_t id : ids) strs.push_back(loaded.tokenizer->id_to_piece(id));
+    for (int32_t id : ids) strs.push_back(loaded.tokenizer().id_to_piece(id));
     out["token_strs"] = strs;
   }
   exchange.respond(200, "application/json", out.dump(-1, ' ', false, json::error_handler_t::replace));
@@ -39,9 +39,9 @@ void handle_detokenize(const LoadedModel& loaded, const ServerOptions& options, 
   if (tokens == nullptr) throw ApiError(400, "'tokens' is required", "tokens");
   const std::vector<int32_t> ids = read_token_ids(*tokens, "tokens");
   for (int32_t id : ids) {
-    if (id >= loaded.tokenizer->vocab_size()) throw ApiError(400, "token id " + std::to_string(id) + " is outside the vocabulary", "tokens");
+    if (id >= loaded.tokenizer().vocab_size()) throw ApiError(400, "token id " + std::to_string(id) + " is outside the vocabulary", "tokens");
   }
-  json out = {{"prompt", loaded.tokenizer->decode(ids, /*skip_special_tokens=*/false)}};
+  json out = {{"prompt", loaded.tokenizer().decode(ids, /*skip_special_tokens=*/false)}};
   exchange.respond(200, "application/json", out.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 

@@ -12,11 +12,10 @@ namespace slab::cli {
 using Command = std::function<int()>;
 
 Command add_generate_command(CLI::App& app);
-Command add_bench_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
 Command add_topology_command(CLI::App& app);
 
-// What serve, generate and bench say when --model is missing. The binary has no default model:
+// What serve and generate say when --model is missing. The binary has no default model:
 // scripts/serve.sh picks one for the quick start.
 inline constexpr const char* kNoModelMessage =
     "no --model given: pass --model DIR, a Hugging Face model folder (config.json, *.safetensors, "

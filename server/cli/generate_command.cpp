@@ -1,5 +1,6 @@
 // `slabserve generate`: load a model, continue one prompt, print the text as it is produced and
 // the speed at the end.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -7,12 +8,9 @@
 #include <string>
 
 #include "commands.h"
-#include "engine/engine.h"
 #include "load_progress.h"
 #include "placement_flags.h"
-#include "model/model.h"
-#include "model/model_runner.h"
-#include "tokenizer/tokenizer.h"
+#include "slabserve/slabserve.h"
 
 namespace slab::cli {
 namespace {
@@ -26,14 +24,11 @@ struct GenerateOptions {
   int top_k = -1;
   uint64_t seed = 0;
   bool ignore_eos = false;
-  PlacementFlags placement;
+  api::PlacementOptions placement;
 };
 
-SamplingParams sampling_for(const GenerateOptions& o, const GenerationConfig& defaults) {
-  SamplingParams p;
-  p.temperature = defaults.do_sample ? defaults.temperature : 0.0f;
-  p.top_p = defaults.do_sample ? defaults.top_p : 1.0f;
-  p.top_k = defaults.do_sample ? defaults.top_k : 0;
+api::SamplingParams sampling_for(const GenerateOptions& o, const api::SamplingParams& defaults) {
+  api::SamplingParams p = defaults;
   if (o.temperature >= 0.0f) p.temperature = o.temperature;
   if (o.top_p >= 0.0f) p.top_p = o.top_p;
   if (o.top_k >= 0) p.top_k = o.top_k;
@@ -46,54 +41,51 @@ int run_generate(const GenerateOptions& o) {
     std::cerr << "error: " << kNoModelMessage << "\n";
     return 2;
   }
-  const std::filesystem::path dir = o.model;
-  const std::optional<Placement> placement = resolve_placement_or_report(o.placement);
-  if (!placement) return 2;
-  const Model model = load_model_metadata(dir);
-  RunnerOptions runner_options = runner_options_for(*placement);
-  std::unique_ptr<ModelRunner> runner;
+  if (!check_placement_or_report(o.placement)) return 2;
+  api::LoadOptions load;
+  load.model = o.model;
+  load.placement = o.placement;
+  // One sequence whose context is known up to the prompt's tokens, at most one per byte plus
+  // the special tokens the tokenizer adds: a KV cache of that many tokens, and that context.
+  load.engine.max_num_seqs = 1;
+  load.engine.kv_cache_tokens = static_cast<int>(o.prompt.size()) + o.max_tokens + 16;
+  load.engine.max_model_len = load.engine.kv_cache_tokens;
+  std::unique_ptr<api::LoadedModel> model;
   {
     LoadProgressBar progress;
-    runner_options.on_load_progress = progress.callback();
-    runner = load_model_runner(dir, runner_options);
+    load.on_load_progress = progress.callback();
+    model = api::LoadedModel::load(load);
   }
-  std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(dir);
+  const api::Tokenizer& tokenizer = model->tokenizer();
 
-  Request request;
-  request.prompt = tokenizer->encode(o.prompt, /*add_special_tokens=*/true);
+  api::Request request;
+  request.prompt = tokenizer.encode(o.prompt, /*add_special_tokens=*/true);
   if (request.prompt.empty()) {
     // An empty prompt starts from BOS.
-    const int bos = tokenizer->bos_id().value_or(model.config.bos_token_id);
+    const int bos = tokenizer.bos_id().value_or(model->description().bos_token_id);
     if (bos < 0) {
       std::cerr << "error: the prompt is empty and the model defines no BOS token to start from\n";
       return 2;
     }
     request.prompt = {bos};
   }
-  request.sampling = sampling_for(o, model.generation);
+  request.sampling = sampling_for(o, model->description().default_sampling);
   request.stop.max_tokens = o.max_tokens;
   request.stop.ignore_eos = o.ignore_eos;
-  request.stop.eos_token_ids = model.config.eos_token_ids;
-  if (auto eos = tokenizer->eos_id()) request.stop.eos_token_ids.push_back(*eos);
+  request.stop.eos_token_ids = model->eos_token_ids();
 
-  EngineConfig config;
-  config.scheduler.max_num_seqs = 1;
-  const int context = static_cast<int>(request.prompt.size()) + o.max_tokens + 1;
-  config.num_kv_blocks = (std::min(context, model.config.max_position_embeddings) + config.block_size - 1) / config.block_size;
-  Engine engine(*runner, tokenizer.get(), config);
-
-  auto stream = std::make_shared<RequestStream>();
-  engine.submit(request, stream);
+  auto stream = std::make_shared<api::RequestStream>();
+  model->engine().submit(request, stream);
   std::cout << o.prompt << std::flush;
-  RequestOutput last;
+  api::RequestOutput last;
   while (!last.finished) {
-    std::optional<RequestOutput> out = stream->next(std::chrono::milliseconds(1000));
+    std::optional<api::RequestOutput> out = stream->next(std::chrono::milliseconds(1000));
     if (!out) continue;
     std::cout << out->text << std::flush;
     last = std::move(*out);
   }
   std::cout << std::endl;
-  if (last.finish_reason == FinishReason::error) throw std::runtime_error(last.error);
+  if (last.finish_reason == api::FinishReason::error) throw std::runtime_error(last.error);
 
   // The engine's own timestamps: the printing above may lag behind generation.
   const double prefill_s = last.first_token_seconds;
@@ -102,7 +94,7 @@ int run_generate(const GenerateOptions& o) {
   std::fprintf(stderr,
                "prompt: %zu tokens, %.1f tokens/s | generated: %d tokens, %.1f tokens/s | finish: %s\n",
                request.prompt.size(), request.prompt.size() / std::max(prefill_s, 1e-9), last.completion_tokens,
-               decoded / std::max(decode_s, 1e-9), finish_reason_name(last.finish_reason));
+               decoded / std::max(decode_s, 1e-9), api::finish_reason_name(last.finish_reason));
   return 0;
 }
 

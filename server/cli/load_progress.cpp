@@ -22,7 +22,7 @@ LoadProgressBar::~LoadProgressBar() {
   if (line_open_) std::fputc('\n', stderr);
 }
 
-LoadProgress LoadProgressBar::callback() {
+api::LoadProgressCallback LoadProgressBar::callback() {
   return [this](size_t done_bytes, size_t total_bytes) { update(done_bytes, total_bytes); };
 }
 

@@ -5,15 +5,15 @@
 #include <chrono>
 #include <cstddef>
 
-#include "model/checkpoint.h"
+#include "slabserve/options.h"
 
 namespace slab::cli {
 
 class LoadProgressBar {
  public:
   LoadProgressBar();
-  // For RunnerOptions::on_load_progress; the bar must outlive the load.
-  LoadProgress callback();
+  // For LoadOptions::on_load_progress; the bar must outlive the load.
+  api::LoadProgressCallback callback();
   // Ends a line left unfinished (a load that failed part way).
   ~LoadProgressBar();
   LoadProgressBar(const LoadProgressBar&) = delete;

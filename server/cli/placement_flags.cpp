@@ -1,11 +1,11 @@
 #include "placement_flags.h"
 
 #include <iostream>
-#include <stdexcept>
+#include <string>
 
 namespace slab::cli {
 
-void add_placement_flags(CLI::App& cmd, PlacementFlags& flags) {
+void add_placement_flags(CLI::App& cmd, api::PlacementOptions& flags) {
   // Checked by resolve_placement rather than CLI11 validators, so bad values exit 2 with a
   // message naming the flag, whether they come from the command line or a --config file.
   cmd.add_option("--threads", flags.threads,
@@ -26,21 +26,10 @@ void add_placement_flags(CLI::App& cmd, PlacementFlags& flags) {
       ->capture_default_str();
 }
 
-std::optional<Placement> resolve_placement_or_report(const PlacementFlags& flags) {
-  try {
-    return resolve_placement(Topology::system(), flags.cpuset, flags.numa_node, flags.threads);
-  } catch (const std::invalid_argument& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return std::nullopt;
-  }
-}
-
-RunnerOptions runner_options_for(const Placement& placement) {
-  RunnerOptions options;
-  options.n_threads = placement.threads();
-  options.cpu_list = placement.cpu_list();
-  options.numa_node = placement.numa_node;
-  return options;
+bool check_placement_or_report(const api::PlacementOptions& flags) {
+  const std::string error = api::check_placement(flags);
+  if (!error.empty()) std::cerr << "error: " << error << "\n";
+  return error.empty();
 }
 
 }  // namespace slab::cli

@@ -9,11 +9,10 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <iostream>
 #include <memory>
 #include <thread>
 
-#include "chat/builtin_templates.h"
-#include "chat/template_source.h"
 #include "commands.h"
 #include "api_server.h"
 #include "load_progress.h"
@@ -23,74 +22,34 @@ namespace slab::cli {
 namespace {
 
 struct ServeOptions {
-  std::string model;
-  std::string chat_template;  // a built-in template's name or a file, overriding the checkpoint's template
-  std::string dtype = "auto";
-  int kv_cache_tokens = 0;
+  api::LoadOptions load;  // load.engine is server.engine, copied in when serving starts
   int shutdown_timeout_s = 30;
-  PlacementFlags placement;
   server::ServerOptions server;
 };
 
-// Where the runner computes and keeps its memory, for the start-up summary. The pool's real
-// bindings: the engine started it on its loop thread before its constructor returned.
-std::string placement_summary(const ModelRunner& runner) {
-  const std::string threads = runner.uses_reference() ? "1 thread (the scalar reference path), not pinned"
-                                                      : describe_thread_bindings(runner.thread_bindings());
-  const std::string memory = runner.numa_node() >= 0 ? "weights and KV cache bound to NUMA node " + std::to_string(runner.numa_node())
-                                                     : "memory not bound to a NUMA node (first touch)";
-  return threads + "; " + memory;
-}
-
-std::unique_ptr<server::LoadedModel> load_for_serving(const std::filesystem::path& dir, const ServeOptions& o,
-                                                       const Placement& placement) {
-  const auto load_start = std::chrono::steady_clock::now();
-  auto loaded = std::make_unique<server::LoadedModel>();
-  loaded->model = load_model_metadata(dir);
-  loaded->weights = describe_model_weights(dir);
-  // The cheap parts that can fail first: a folder without a tokenizer, or with a template that
-  // does not parse, is refused before minutes of weight loading.
-  loaded->tokenizer = load_tokenizer(dir);
-  std::optional<std::string> template_source =
-      o.chat_template.empty() ? chat::read_model_chat_template(dir) : chat::read_chat_template_option(o.chat_template);
-  if (template_source) {
-    try {
-      loaded->chat_template.emplace(*template_source);
-    } catch (const chat::TemplateError& e) {
-      throw std::runtime_error("the chat template " + (o.chat_template.empty() ? "in " + dir.string() : o.chat_template) +
-                               " does not parse: " + e.what());
-    }
-  } else {
+std::unique_ptr<server::LoadedModel> load_for_serving(const ServeOptions& o) {
+  std::unique_ptr<server::LoadedModel> loaded;
+  {
+    LoadProgressBar progress;
+    api::LoadOptions load = o.load;
+    load.on_load_progress = progress.callback();
+    loaded = api::LoadedModel::load(load);
+  }
+  if (!loaded->has_chat_template()) {
     spdlog::warn("the model has no chat template: /v1/chat/completions will refuse requests (pass --chat-template FILE "
                  "or one of {})",
-                 chat::builtin_chat_template_list());
+                 api::builtin_chat_template_list());
   }
-  {
-    RunnerOptions runner_options = runner_options_for(placement);
-    if (o.dtype == "float32") runner_options.kernels = KernelChoice::reference;
-    runner_options.max_batched_tokens = o.server.engine.scheduler.max_num_batched_tokens;
-    LoadProgressBar progress;
-    runner_options.on_load_progress = progress.callback();
-    const auto checkpoint = open_model_checkpoint(dir);
-    loaded->runner = std::make_unique<ModelRunner>(loaded->model, *checkpoint, runner_options);
-  }
-  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
-  loaded->eos_token_ids = loaded->model.config.eos_token_ids;
-  if (auto eos = loaded->tokenizer->eos_id()) loaded->eos_token_ids.push_back(*eos);
-  loaded->engine = std::make_unique<Engine>(*loaded->runner, loaded->tokenizer.get(), o.server.engine);
-
-  const ModelConfig& c = loaded->model.config;
-  const Engine& e = *loaded->engine;
+  const api::ModelDescription& d = loaded->description();
   spdlog::info("model {} ({}; {}): {} layers, hidden {}, {} heads / {} KV heads, vocab {}, context {}, compute: {}",
-               o.server.served_model_name, c.model_type, loaded->weights, c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads,
-               c.vocab_size, e.max_model_len(), loaded->runner->describe());
-  spdlog::info("placement: {}; weights {:.1f} MiB, loaded in {:.1f} s", placement_summary(*loaded->runner),
-               loaded->runner->weight_bytes() / double(1 << 20), load_s);
+               o.server.served_model_name, d.architecture, d.weights, d.num_layers, d.hidden_size, d.num_heads, d.num_kv_heads,
+               d.vocab_size, d.max_model_len, d.compute);
+  spdlog::info("placement: {}; weights {:.1f} MiB, loaded in {:.1f} s", d.placement, d.weight_bytes / double(1 << 20),
+               d.load_seconds);
   spdlog::info("KV cache: {} blocks of {} tokens ({} tokens, {:.1f} MiB {}), prefix caching {}; scheduler: {} sequences, "
                "{} tokens per step",
-               e.num_kv_blocks(), e.block_size(), e.num_kv_blocks() * e.block_size(),
-               e.kv_cache_bytes() / double(1 << 20), kv_dtype_name(e.kv_dtype()), o.server.engine.enable_prefix_caching ? "on" : "off",
-               o.server.engine.scheduler.max_num_seqs, o.server.engine.scheduler.max_num_batched_tokens);
+               d.kv_cache_blocks, d.kv_block_size, d.kv_cache_blocks * d.kv_block_size, d.kv_cache_bytes / double(1 << 20),
+               d.kv_dtype, d.prefix_caching ? "on" : "off", d.max_num_seqs, d.max_num_batched_tokens);
   return loaded;
 }
 
@@ -113,29 +72,26 @@ void raise_open_files_limit(server::ServerOptions& options) {
 }
 
 int run_serve(ServeOptions o) {
-  if (o.model.empty()) {
+  if (o.load.model.empty()) {
     spdlog::error(kNoModelMessage);
     return 2;
   }
-  const std::filesystem::path dir = o.model;
-  if (o.dtype != "auto" && o.dtype != "bfloat16" && o.dtype != "float32") {
-    spdlog::error("--dtype {}: expected auto, bfloat16 (the fastest kernels the CPU runs) or float32 (the scalar reference)",
-                  o.dtype);
-    return 2;
-  }
+  const std::filesystem::path dir = o.load.model;
   if (o.server.served_model_name.empty()) {
     // The folder's name, or a model file's name without its extension.
     const std::filesystem::path path = std::filesystem::absolute(dir).lexically_normal();
     o.server.served_model_name = (std::filesystem::is_regular_file(path) ? path.stem() : path.filename()).string();
   }
-  EngineConfig& engine = o.server.engine;
-  if (engine.block_size <= 0 || engine.block_size % 16 != 0) {
-    spdlog::error("--block-size must be a positive multiple of 16, got {}", engine.block_size);
+  o.load.engine = o.server.engine;
+  if (const std::string error = api::check_load_options(o.load); !error.empty()) {
+    // Placement errors go to stderr as "error: ..." like generate's; the others through the log.
+    if (api::check_placement(o.load.placement).empty()) {
+      spdlog::error(error);
+    } else {
+      std::cerr << "error: " << error << "\n";
+    }
     return 2;
   }
-  const std::optional<Placement> placement = resolve_placement_or_report(o.placement);
-  if (!placement) return 2;
-  if (o.kv_cache_tokens > 0) engine.num_kv_blocks = (o.kv_cache_tokens + engine.block_size - 1) / engine.block_size;
 
   // Signals are taken by one thread with sigwait, so that stopping the server happens outside a
   // signal handler. Blocked before any other thread starts, so every thread inherits the mask.
@@ -167,7 +123,7 @@ int run_serve(ServeOptions o) {
   int exit_code = 0;
   std::thread loader([&] {
     try {
-      http.set_model(load_for_serving(dir, o, *placement));
+      http.set_model(load_for_serving(o));
       spdlog::info("ready on http://{}:{} ({} request workers, up to {} connections)", o.server.host, http.port(),
                    server::resolved_http_threads(o.server), o.server.max_connections);
     } catch (const std::exception& e) {
@@ -202,22 +158,22 @@ Command add_serve_command(CLI::App& app) {
   // --config belongs to the main app (CLI11 reads config files there); fallthrough lets it be
   // written after `serve` as users expect.
   cmd->fallthrough();
-  cmd->add_option("--model,-m", options->model, "Hugging Face model folder (config.json, safetensors, tokenizer), or a GGUF file (or a folder holding one)");
+  cmd->add_option("--model,-m", options->load.model, "Hugging Face model folder (config.json, safetensors, tokenizer), or a GGUF file (or a folder holding one)");
   cmd->add_option("--host", options->server.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", options->server.port, "Port to listen on")->capture_default_str()->check(CLI::Range(1, 65535));
   cmd->add_option("--served-model-name", options->server.served_model_name, "Model name clients use (default: the folder name)");
   cmd->add_option("--api-key", options->server.api_key,
                   "Require this key as 'Authorization: Bearer KEY' on every route but /health and /version")
       ->envname("SLAB_API_KEY");
-  cmd->add_option("--chat-template", options->chat_template,
-                  "Chat template overriding the model's: a Jinja file, or one built in: " + chat::builtin_chat_template_list())
+  cmd->add_option("--chat-template", options->load.chat_template,
+                  "Chat template overriding the model's: a Jinja file, or one built in: " + api::builtin_chat_template_list())
       ->check(CLI::Validator(
           [](std::string& value) -> std::string {
-            if (chat::builtin_chat_template(value) || std::filesystem::is_regular_file(value)) return {};
-            return value + ": no such file, and not a built-in chat template (" + chat::builtin_chat_template_list() + ")";
+            if (api::chat_template_option_exists(value)) return {};
+            return value + ": no such file, and not a built-in chat template (" + api::builtin_chat_template_list() + ")";
           },
           "NAME|FILE"));
-  cmd->add_option("--dtype", options->dtype, "Compute dtype: auto or bfloat16 (BF16 kernels where the CPU has AVX2 or AVX-512 BF16), float32 (scalar reference)")->capture_default_str();
+  cmd->add_option("--dtype", options->load.dtype, "Compute dtype: auto or bfloat16 (BF16 kernels where the CPU has AVX2 or AVX-512 BF16), float32 (scalar reference)")->capture_default_str();
   cmd->add_option("--http-threads", options->server.http_threads,
                   "Request workers; each request in progress (a stream, one waiting for the engine) holds one, idle "
                   "and half-sent connections none (0: 2 x --max-num-seqs + 16, at least 64)")
@@ -247,12 +203,12 @@ Command add_serve_command(CLI::App& app) {
                   "Seconds in-flight requests may finish after SIGTERM/SIGINT before they are aborted")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
 
-  EngineConfig& engine = options->server.engine;
+  api::EngineOptions& engine = options->server.engine;
   cmd->add_option("--max-model-len", engine.max_model_len, "Context length limit (default: the model's)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-num-seqs", engine.scheduler.max_num_seqs, "Most sequences running at once")
+  cmd->add_option("--max-num-seqs", engine.max_num_seqs, "Most sequences running at once")
       ->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--max-num-batched-tokens", engine.scheduler.max_num_batched_tokens, "Most new tokens in one step")
+  cmd->add_option("--max-num-batched-tokens", engine.max_num_batched_tokens, "Most new tokens in one step")
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--block-size", engine.block_size, "Tokens per KV cache block (a multiple of 16)")
       ->capture_default_str()->check(CLI::PositiveNumber);
@@ -260,11 +216,11 @@ Command add_serve_command(CLI::App& app) {
          "--kv-cache-memory", [&engine](double gib) { engine.kv_cache_bytes = static_cast<size_t>(gib * (1ull << 30)); },
          "KV cache size in GiB (default 1)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--kv-cache-tokens", options->kv_cache_tokens, "KV cache size in tokens (overrides --kv-cache-memory)")
+  cmd->add_option("--kv-cache-tokens", engine.kv_cache_tokens, "KV cache size in tokens (overrides --kv-cache-memory)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag_function("--no-prefix-caching", [&engine](std::int64_t) { engine.enable_prefix_caching = false; },
                          "Do not reuse cached KV blocks of shared prompt prefixes");
-  add_placement_flags(*cmd, options->placement);
+  add_placement_flags(*cmd, options->load.placement);
   return [cmd, options]() { return cmd->parsed() ? run_serve(*options) : -1; };
 }
 

@@ -7,8 +7,7 @@
 #include <set>
 
 #include "commands.h"
-#include "runtime/partition.h"
-#include "runtime/topology.h"
+#include "slabserve/topology.h"
 
 namespace slab::cli {
 namespace {
@@ -16,20 +15,20 @@ namespace {
 struct TopologyOptions {
   std::string synthetic;
   std::string xml;
-  PartitionOptions partition;
+  api::PartitionOptions partition;
   bool json = false;
 };
 
 int run_topology(const TopologyOptions& o) {
-  std::unique_ptr<Topology> described;
-  if (!o.synthetic.empty()) described = Topology::from_synthetic(o.synthetic);
-  if (!o.xml.empty()) described = Topology::from_xml(o.xml);
+  std::unique_ptr<api::Topology> described;
+  if (!o.synthetic.empty()) described = api::Topology::from_synthetic(o.synthetic);
+  if (!o.xml.empty()) described = api::Topology::from_xml(o.xml);
   // This machine: only the cpus this process may use (a container's or taskset's cpuset).
-  const TopologyInfo info = (described ? *described : Topology::system()).process_info();
-  const std::vector<InstancePlan> plans = partition(info, o.partition);
+  const api::TopologyInfo info = (described ? *described : api::Topology::system()).process_info();
+  const std::vector<api::InstancePlan> plans = api::partition(info, o.partition);
 
   std::set<int> l3s;
-  for (const CoreInfo& c : info.cores) {
+  for (const api::CoreInfo& c : info.cores) {
     if (c.l3_index >= 0) l3s.insert(c.l3_index);
   }
   if (o.json) {
@@ -39,7 +38,7 @@ int run_topology(const TopologyOptions& o) {
                       {"l3_groups", l3s.size()}};
     out["instances"] = nlohmann::json::array();
     for (size_t i = 0; i < plans.size(); ++i) {
-      const InstancePlan& p = plans[i];
+      const api::InstancePlan& p = plans[i];
       out["instances"].push_back({{"index", i},
                                   {"cpus", p.cpu_list()},
                                   {"cores", p.cpus.size()},
@@ -52,7 +51,7 @@ int run_topology(const TopologyOptions& o) {
   std::cout << "machine: " << info.summary() << "; L3 groups: " << l3s.size() << "\n"
             << "partition: " << plans.size() << (plans.size() == 1 ? " instance\n" : " instances\n");
   for (size_t i = 0; i < plans.size(); ++i) {
-    const InstancePlan& p = plans[i];
+    const api::InstancePlan& p = plans[i];
     std::cout << "  instance " << i << ": cpus " << p.cpu_list() << " (" << p.cpus.size()
               << " cores), memory on node " << p.node_list() << ", http core "
               << (p.http_cpu >= 0 ? std::to_string(p.http_cpu) : "none") << "\n";

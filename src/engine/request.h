@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/sampler.h"
+#include "engine/sampling_params.h"
 
 namespace slab {
 

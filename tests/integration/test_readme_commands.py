@@ -44,7 +44,6 @@ RULES = [
     (r"^\./build-bench/", "runs a benchmark for minutes (needs the build above)"),
     (r"^cmake --build build\b", "rebuilds the binary under test"),
     (r"^python3 bench/make_random_checkpoint\.py", "writes a 1-2 GB random checkpoint"),
-    (r"^\./build/slabserve bench --model /tmp/", "needs the random checkpoint above"),
     (r"^python3 bench/bench_serve\.py", None),
     (r"^python3 bench/compare\.py", "runs every peer server for up to 40 minutes"),
 ]
@@ -137,11 +136,17 @@ def run_launch_multi(cmd, port, env):
                                      headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=60) as r:
             ok = r.status == 200
-    os.killpg(proc.pid, signal.SIGTERM)
+    def signal_group(sig):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:  # the launcher already exited (its output says why)
+            pass
+
+    signal_group(signal.SIGTERM)
     try:
         out = proc.communicate(timeout=90)[0]
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        signal_group(signal.SIGKILL)
         out = proc.communicate()[0]
         ok = False
     return ok and proc.returncode == 0, out

@@ -1,6 +1,11 @@
-// `slabserve bench`: prefill and decode throughput of the model runner on random token ids, each
+// bench_model: prefill and decode throughput of the model runner on random token ids, each
 // printed beside its limit measured in the same run: decode against the read-bandwidth roofline
 // (bytes of packed weights one step streams / measured GB/s), prefill against the BF16 peak.
+// Below the engine on purpose (a runner and a contiguous KV cache, no scheduler): the figures
+// are the forward pass's alone. Was `slabserve bench`; moved here so that the product binary
+// neither sees the runner nor compiles the bandwidth probe.
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -9,15 +14,14 @@
 #include <string>
 #include <vector>
 
-#include "commands.h"
 #include "kv/contiguous_kv_cache.h"
 #include "machine_limits.h"
+#include "model/model.h"
 #include "model/model_runner.h"
-#include "placement_flags.h"
 #include "runtime/placement.h"
 #include "runtime/thread_pool.h"
 
-namespace slab::cli {
+namespace slab::bench {
 namespace {
 
 struct BenchOptions {
@@ -26,7 +30,9 @@ struct BenchOptions {
   int decode_tokens = 64;
   int batch = 1;
   int reps = 3;
-  PlacementFlags placement;
+  int threads = 0;
+  std::string cpuset;
+  int numa_node = -1;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -34,14 +40,18 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 int run_bench(const BenchOptions& o) {
-  if (o.model.empty()) {
-    std::fprintf(stderr, "error: %s\n", kNoModelMessage);
+  const std::filesystem::path dir = o.model;
+  Placement placement;
+  try {
+    placement = resolve_placement(Topology::system(), o.cpuset, o.numa_node, o.threads);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
   }
-  const std::filesystem::path dir = o.model;
-  const std::optional<Placement> placement = resolve_placement_or_report(o.placement);
-  if (!placement) return 2;
-  const RunnerOptions ro = runner_options_for(*placement);
+  RunnerOptions ro;
+  ro.n_threads = placement.threads();
+  ro.cpu_list = placement.cpu_list();
+  ro.numa_node = placement.numa_node;
   auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<ModelRunner> runner = load_model_runner(dir, ro);
   const double load_s = seconds_since(t0);
@@ -84,21 +94,21 @@ int run_bench(const BenchOptions& o) {
   // sample on the same threads. The shared machine's bandwidth drifts by tens of percent within
   // seconds, so the roofline ratio is taken per step (the step against the sample just before
   // it) and the median of those ratios is reported.
-  bench::ReadBandwidthProbe probe(pool, size_t{1} << 30);
+  ReadBandwidthProbe probe(pool, size_t{1} << 30);
   (void)probe.once();
   std::vector<int> next(static_cast<size_t>(B));
   for (int& t : next) t = static_cast<int>(rng() % static_cast<unsigned>(c.vocab_size));
   std::vector<double> step_s, step_cpu, bw_wall, bw_cpu, ratio_wall, ratio_cpu;
   for (int i = 0; i < D; ++i) {
-    const bench::Rate bw_sample = probe.once();
+    const Rate bw_sample = probe.once();
     ForwardBatch step;
     step.tokens = next;
     for (int s = 0; s < B; ++s) step.sequences.push_back({s, P + i, 1});
     t0 = std::chrono::steady_clock::now();
-    const double c0 = bench::thread_cpu_seconds();
+    const double c0 = thread_cpu_seconds();
     const auto logits = runner->forward(step, cache);
     step_s.push_back(seconds_since(t0));
-    step_cpu.push_back(bench::thread_cpu_seconds() - c0);
+    step_cpu.push_back(thread_cpu_seconds() - c0);
     bw_wall.push_back(bw_sample.wall);
     bw_cpu.push_back(bw_sample.cpu);
     // Fraction of the sampled bandwidth the step streamed its weights at.
@@ -109,11 +119,11 @@ int run_bench(const BenchOptions& o) {
       next[static_cast<size_t>(s)] = static_cast<int>(std::max_element(row, row + c.vocab_size) - row);
     }
   }
-  const double step_med = bench::summarize(step_s).median;
+  const double step_med = summarize(step_s).median;
   double decode_total = 0;
   for (double s : step_s) decode_total += s;
-  const bench::Stat bw = bench::summarize(bw_wall);
-  const bench::Stat ratio = bench::summarize(ratio_wall);
+  const Stat bw = summarize(bw_wall);
+  const Stat ratio = summarize(ratio_wall);
   std::printf("decode: batch %d, %d steps: %.1f tokens/s (median step %.2f ms; mean %.1f tokens/s)\n", B, D,
               B / step_med, step_med * 1e3, B * D / decode_total);
   std::printf("roofline: %.1f MB of packed weights per step; read bandwidth %.1f GB/s (median of %zu samples, min %.1f, "
@@ -125,23 +135,32 @@ int run_bench(const BenchOptions& o) {
   // The same ratio from CPU time (the dispatching thread's per step, the busiest probe thread's):
   // on a machine shared with other work, wall time counts their turns on the cores too.
   std::printf("cpu-time view: decode %.1f tokens/s, read bandwidth %.1f GB/s -> decode at %.1f %% of roofline\n",
-              B / bench::summarize(step_cpu).median, bench::summarize(bw_cpu).median,
-              100.0 * bench::summarize(ratio_cpu).median);
+              B / summarize(step_cpu).median, summarize(bw_cpu).median,
+              100.0 * summarize(ratio_cpu).median);
   return 0;
 }
 
 }  // namespace
+}  // namespace slab::bench
 
-Command add_bench_command(CLI::App& app) {
-  auto o = std::make_shared<BenchOptions>();
-  CLI::App* cmd = app.add_subcommand("bench", "Prefill and decode speed of the model runner on random token ids");
-  cmd->add_option("--model,-m", o->model, "Hugging Face model folder (config.json, safetensors; no tokenizer needed), or a GGUF file");
-  cmd->add_option("--prompt-len", o->prompt_len, "Prompt tokens per sequence")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--decode-tokens", o->decode_tokens, "Decode steps")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--batch", o->batch, "Sequences decoded together")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--reps", o->reps, "Timed prefill passes")->check(CLI::PositiveNumber)->capture_default_str();
-  add_placement_flags(*cmd, o->placement);
-  return [cmd, o]() { return cmd->parsed() ? run_bench(*o) : -1; };
+int main(int argc, char** argv) {
+  slab::bench::BenchOptions o;
+  CLI::App app{"bench_model: prefill and decode speed of the model runner on random token ids, against the machine's limits"};
+  app.add_option("--model,-m", o.model, "Hugging Face model folder (config.json, safetensors; no tokenizer needed), or a GGUF file")
+      ->required();
+  app.add_option("--prompt-len", o.prompt_len, "Prompt tokens per sequence")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--decode-tokens", o.decode_tokens, "Decode steps")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--batch", o.batch, "Sequences decoded together")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--reps", o.reps, "Timed prefill passes")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--threads", o.threads, "Compute threads, one pinned per physical core (0: all the cores chosen)")
+      ->capture_default_str();
+  app.add_option("--cpuset", o.cpuset, "OS cpus to compute on, as a Linux cpu list (default: the process's cpuset)");
+  app.add_option("--numa-node", o.numa_node, "Compute on and bind memory to NUMA node N (-1: no binding)")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return slab::bench::run_bench(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
 }
-
-}  // namespace slab::cli

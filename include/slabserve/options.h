@@ -1,0 +1,59 @@
+#pragma once
+// What slab::api::LoadedModel::load takes: the model path, the compute dtype, where it runs
+// (placement), the engine's limits and the chat template. Plain data; every field has a default
+// that works on any machine.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace slab::api {
+
+// Where the engine computes and keeps its memory. The rules are those of --threads, --cpuset
+// and --numa-node (docs/ARCHITECTURE.md): one pinned pool thread per physical core chosen.
+struct PlacementOptions {
+  int threads = 0;      // 0: every core the cpuset and node select; more than those is an error
+  std::string cpuset;   // Linux cpu list ("0-3,8"); "": the process's own cpuset
+  int numa_node = -1;   // -1: any node and no memory binding
+};
+
+// Empty when `placement` can be resolved on this machine, else the reason, starting with the
+// flag and the value at fault ("--cpuset 99-100: ..."). Lets a program refuse bad options
+// before it spends time loading.
+std::string check_placement(const PlacementOptions& placement);
+
+struct EngineOptions {
+  int max_num_seqs = 128;             // sequences running at once
+  int max_num_batched_tokens = 2048;  // new tokens in one step
+  int block_size = 32;                // tokens per KV cache block, a positive multiple of 16
+  size_t kv_cache_bytes = size_t{1} << 30;
+  int kv_cache_tokens = 0;            // > 0: the KV cache holds this many tokens (wins over kv_cache_bytes)
+  bool enable_prefix_caching = true;
+  // 0: the model's context, clamped (with a warning) to what the KV cache holds; > 0: this
+  // length, refused when the KV cache cannot hold it.
+  int max_model_len = 0;
+};
+
+// Bytes of the checkpoint's tensors read and packed so far, and in all; called on the loading
+// thread, the last call with done_bytes == total_bytes.
+using LoadProgressCallback = std::function<void(size_t done_bytes, size_t total_bytes)>;
+
+struct LoadOptions {
+  // A Hugging Face folder (config.json, safetensors, tokenizer.json or tokenizer.model), a GGUF
+  // file, or a folder holding exactly one .gguf and no config.json.
+  std::string model;
+  // "auto" or "bfloat16": the BF16 kernels where the CPU has them; "float32": the scalar reference.
+  std::string dtype = "auto";
+  PlacementOptions placement;
+  EngineOptions engine;
+  // "": the model's own template (none is fine: chat rendering then refuses). Else the name of
+  // a built-in template (builtin_chat_template_names()) or a Jinja file, overriding the model's.
+  std::string chat_template;
+  LoadProgressCallback on_load_progress;  // optional
+};
+
+// Empty when LoadedModel::load would accept the options as such (dtype, block size, engine
+// limits, placement), else the reason; the model itself is not looked at.
+std::string check_load_options(const LoadOptions& options);
+
+}  // namespace slab::api

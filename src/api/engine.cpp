@@ -1,0 +1,33 @@
+// slab::api::Engine: the public face of slab::Engine, forwarding each call.
+#include "slabserve/engine.h"
+
+#include "engine/engine.h"
+
+namespace slab::api {
+
+int64_t Engine::submit(Request request, std::shared_ptr<RequestStream> stream) {
+  return engine_->submit(std::move(request), std::move(stream));
+}
+
+void Engine::abort(int64_t request_id) { engine_->abort(request_id); }
+
+void Engine::abort_all() { engine_->abort_all(); }
+
+EngineStats Engine::stats() const {
+  const slab::EngineStats s = engine_->stats();
+  EngineStats out;
+  out.num_running = s.num_running;
+  out.num_waiting = s.num_waiting;
+  out.kv_cache_usage = s.kv_cache_usage;
+  out.num_preemptions = s.num_preemptions;
+  out.prefix_query_tokens = s.prefix_query_tokens;
+  out.prefix_hit_tokens = s.prefix_hit_tokens;
+  out.prompt_tokens = s.prompt_tokens;
+  out.generation_tokens = s.generation_tokens;
+  out.steps = s.steps;
+  return out;
+}
+
+int Engine::max_model_len() const { return engine_->max_model_len(); }
+
+}  // namespace slab::api
