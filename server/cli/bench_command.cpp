@@ -14,6 +14,7 @@
 #include "machine_limits.h"
 #include "model/model_runner.h"
 #include "placement_flags.h"
+#include "quantization_flag.h"
 #include "runtime/placement.h"
 #include "runtime/thread_pool.h"
 
@@ -26,6 +27,7 @@ struct BenchOptions {
   int decode_tokens = 64;
   int batch = 1;
   int reps = 3;
+  std::string quantization = "auto";
   PlacementFlags placement;
 };
 
@@ -41,7 +43,8 @@ int run_bench(const BenchOptions& o) {
   const std::filesystem::path dir = o.model;
   const std::optional<Placement> placement = resolve_placement_or_report(o.placement);
   if (!placement) return 2;
-  const RunnerOptions ro = runner_options_for(*placement);
+  RunnerOptions ro = runner_options_for(*placement);
+  if (!apply_quantization_or_report(o.quantization, ro)) return 2;
   auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<ModelRunner> runner = load_model_runner(dir, ro);
   const double load_s = seconds_since(t0);
@@ -50,6 +53,7 @@ int run_bench(const BenchOptions& o) {
   std::printf("model %s (%s; %s): %d layers, hidden %d, vocab %d | %s | %s | loaded and packed in %.1f s\n", dir.c_str(),
               c.model_type.c_str(), describe_model_weights(dir).c_str(), c.num_layers, c.hidden_size, c.vocab_size, runner->describe().c_str(),
               describe_thread_bindings(pool.bindings()).c_str(), load_s);
+  std::printf("weights: %s\n", runner->weight_format().c_str());
 
   const int B = o.batch, P = o.prompt_len, D = o.decode_tokens;
   KvGeometry g{c.num_layers, c.num_kv_heads, c.head_dim, 32};
@@ -141,6 +145,7 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--batch", o->batch, "Sequences decoded together")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--reps", o->reps, "Timed prefill passes")->check(CLI::PositiveNumber)->capture_default_str();
   add_placement_flags(*cmd, o->placement);
+  add_quantization_flag(*cmd, o->quantization);
   return [cmd, o]() { return cmd->parsed() ? run_bench(*o) : -1; };
 }
 

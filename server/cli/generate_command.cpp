@@ -10,6 +10,7 @@
 #include "engine/engine.h"
 #include "load_progress.h"
 #include "placement_flags.h"
+#include "quantization_flag.h"
 #include "model/model.h"
 #include "model/model_runner.h"
 #include "tokenizer/tokenizer.h"
@@ -26,6 +27,7 @@ struct GenerateOptions {
   int top_k = -1;
   uint64_t seed = 0;
   bool ignore_eos = false;
+  std::string quantization = "auto";
   PlacementFlags placement;
 };
 
@@ -51,6 +53,7 @@ int run_generate(const GenerateOptions& o) {
   if (!placement) return 2;
   const Model model = load_model_metadata(dir);
   RunnerOptions runner_options = runner_options_for(*placement);
+  if (!apply_quantization_or_report(o.quantization, runner_options)) return 2;
   std::unique_ptr<ModelRunner> runner;
   {
     LoadProgressBar progress;
@@ -121,6 +124,7 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", options->seed, "Random seed for sampling");
   cmd->add_flag("--ignore-eos", options->ignore_eos, "Keep generating past end-of-sequence tokens");
   add_placement_flags(*cmd, options->placement);
+  add_quantization_flag(*cmd, options->quantization);
   return [cmd, options]() { return cmd->parsed() ? run_generate(*options) : -1; };
 }
 

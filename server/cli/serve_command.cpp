@@ -18,6 +18,7 @@
 #include "api_server.h"
 #include "load_progress.h"
 #include "placement_flags.h"
+#include "quantization_flag.h"
 
 namespace slab::cli {
 namespace {
@@ -28,6 +29,7 @@ struct ServeOptions {
   std::string dtype = "auto";
   int kv_cache_tokens = 0;
   int shutdown_timeout_s = 30;
+  std::string quantization = "auto";
   PlacementFlags placement;
   server::ServerOptions server;
 };
@@ -69,6 +71,7 @@ std::unique_ptr<server::LoadedModel> load_for_serving(const std::filesystem::pat
     RunnerOptions runner_options = runner_options_for(placement);
     if (o.dtype == "float32") runner_options.kernels = KernelChoice::reference;
     runner_options.max_batched_tokens = o.server.engine.scheduler.max_num_batched_tokens;
+    runner_options.quantization = *parse_weight_quantization(o.quantization);  // checked in run_serve
     LoadProgressBar progress;
     runner_options.on_load_progress = progress.callback();
     const auto checkpoint = open_model_checkpoint(dir);
@@ -86,6 +89,7 @@ std::unique_ptr<server::LoadedModel> load_for_serving(const std::filesystem::pat
                c.vocab_size, e.max_model_len(), loaded->runner->describe());
   spdlog::info("placement: {}; weights {:.1f} MiB, loaded in {:.1f} s", placement_summary(*loaded->runner),
                loaded->runner->weight_bytes() / double(1 << 20), load_s);
+  spdlog::info("weights: {}", loaded->runner->weight_format());
   spdlog::info("KV cache: {} blocks of {} tokens ({} tokens, {:.1f} MiB {}), prefix caching {}; scheduler: {} sequences, "
                "{} tokens per step",
                e.num_kv_blocks(), e.block_size(), e.num_kv_blocks() * e.block_size(),
@@ -135,6 +139,7 @@ int run_serve(ServeOptions o) {
   }
   const std::optional<Placement> placement = resolve_placement_or_report(o.placement);
   if (!placement) return 2;
+  if (RunnerOptions checked; !apply_quantization_or_report(o.quantization, checked)) return 2;
   if (o.kv_cache_tokens > 0) engine.num_kv_blocks = (o.kv_cache_tokens + engine.block_size - 1) / engine.block_size;
 
   // Signals are taken by one thread with sigwait, so that stopping the server happens outside a
@@ -265,6 +270,7 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_flag_function("--no-prefix-caching", [&engine](std::int64_t) { engine.enable_prefix_caching = false; },
                          "Do not reuse cached KV blocks of shared prompt prefixes");
   add_placement_flags(*cmd, options->placement);
+  add_quantization_flag(*cmd, options->quantization);
   return [cmd, options]() { return cmd->parsed() ? run_serve(*options) : -1; };
 }
 
