@@ -77,10 +77,11 @@ int run_bench(const BenchOptions& o) {
   std::sort(prefill_s.begin(), prefill_s.end());
   const double prefill_med = prefill_s[prefill_s.size() / 2];
   const double weight_bytes = static_cast<double>(runner->decode_weight_bytes());
-  // 2 flops per BF16 weight (2 bytes) per token; the output head runs on each sequence's last
-  // token only.
-  const double head_bytes = 2.0 * c.vocab_size * c.hidden_size;
-  const double prefill_flops = B * P * (weight_bytes - head_bytes) + B * head_bytes;
+  // 2 flops per weight per token (counted from the shapes: with --quantization a weight is not
+  // 2 bytes); the output head runs on each sequence's last token only.
+  const double q_dim = double{1} * c.num_heads * c.head_dim, kv_dim = double{1} * c.num_kv_heads * c.head_dim;
+  const double layer_weights = c.hidden_size * (2 * q_dim + 2 * kv_dim) + 3.0 * c.hidden_size * c.intermediate_size;
+  const double prefill_flops = 2.0 * B * P * c.num_layers * layer_weights + 2.0 * B * c.vocab_size * c.hidden_size;
   std::printf("prefill: %d x %d tokens: %.1f tokens/s (median of %d; best %.1f), %.0f GFLOP/s in the linears\n", B, P,
               B * P / prefill_med, o.reps, B * P / prefill_s.front(), prefill_flops / prefill_med / 1e9);
 

@@ -90,6 +90,10 @@ std::unique_ptr<server::LoadedModel> load_for_serving(const std::filesystem::pat
   spdlog::info("placement: {}; weights {:.1f} MiB, loaded in {:.1f} s", placement_summary(*loaded->runner),
                loaded->runner->weight_bytes() / double(1 << 20), load_s);
   spdlog::info("weights: {}", loaded->runner->weight_format());
+  if (loaded->runner->has_quantized_weights()) {
+    // /v1/models shows `weights`: say that the projections run quantized, and how.
+    loaded->weights += "; runs as " + loaded->runner->weight_format();
+  }
   spdlog::info("KV cache: {} blocks of {} tokens ({} tokens, {:.1f} MiB {}), prefix caching {}; scheduler: {} sequences, "
                "{} tokens per step",
                e.num_kv_blocks(), e.block_size(), e.num_kv_blocks() * e.block_size(),

@@ -93,6 +93,14 @@ std::string ModelRunner::weight_format() const {
   return packed_->model.describe_formats() + " (" + paths + ")";
 }
 
+bool ModelRunner::has_quantized_weights() const {
+  if (!packed_) return false;
+  for (const PackedLayer& l : packed_->model.layers) {
+    if (l.qkv.quantized || l.o.quantized || l.gate_up.quantized || l.down.quantized) return true;
+  }
+  return false;
+}
+
 size_t ModelRunner::decode_weight_bytes() const { return packed_ ? packed_->model.decode_bytes() : 0; }
 
 size_t ModelRunner::weight_bytes() const {

@@ -69,6 +69,8 @@ class ModelRunner {
   // The weights' formats for logs: "projections W8 per-channel 450.0 MiB, lm_head BF16 259.6 MiB
   // (BF16 -> W8 per-channel (RTN) x 96)", or "FP32 (scalar reference path)".
   std::string weight_format() const;
+  // Whether any projection runs on the INT8/INT4 kernels.
+  bool has_quantized_weights() const;
   // Bytes of packed weights one decode step streams (all layers + lm_head); 0 on the reference path.
   size_t decode_weight_bytes() const;
   int num_threads() const;

@@ -16,6 +16,8 @@
 #include <cstring>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "gguf_writer.h"
 #include "kernels/bf16.h"
 #include "kernels/linear_quant.h"
@@ -335,4 +337,33 @@ TEST_CASE("GGUF Q8_0/Q4_0 llama: repacked logits match the decode-to-BF16 path",
   const float decode_err = check_rows(got.decode, want.decode, 64, 2e-2f, 1e-2f, "decode");
   const float prefill_err = check_rows(got.prefill, want.prefill, 64, 4e-2f, 2e-2f, "prefill");
   WARN("GGUF repacked vs decoded: worst |diff| / max|logit| decode " << decode_err << ", prefill " << prefill_err);
+}
+
+TEST_CASE("quantized runner: stories260K greedy text stays close to transformers'", "[quantload]") {
+  const auto dir = test::testdata_or_skip("models/stories260K");
+  if (dir.empty() || !cpu_features().has_avx2_kernels()) return;
+  std::ifstream in(test::fixtures_dir() / "stories260K_expected.json");
+  const auto j = nlohmann::json::parse(in);
+  const auto want = j.at("greedy_tokens").get<std::vector<int>>();
+  const auto prompt = j.at("prompt").get<std::vector<int>>();
+  // Measured (Zen 5): w8 equal for the first 61 of 64 tokens, w4 for 38; bounds 48 and 16.
+  for (const auto& [mode, at_least] : {std::pair{WeightQuantization::w8, size_t{48}}, std::pair{WeightQuantization::w4, size_t{16}}}) {
+    auto runner = load_model_runner(dir, quantized(mode));
+    const int vocab = runner->config().vocab_size;
+    KvGeometry g{runner->config().num_layers, runner->config().num_kv_heads, runner->config().head_dim, 16};
+    ContiguousKvCache cache(g, 1, 256, runner->kv_dtype());
+    std::vector<float> logits = runner->forward({prompt, {{0, 0, static_cast<int>(prompt.size())}}, false}, cache);
+    std::vector<int> got;
+    for (size_t i = 0; i < want.size(); ++i) {
+      got.push_back(static_cast<int>(std::max_element(logits.begin(), logits.begin() + vocab) - logits.begin()));
+      logits = runner->forward({{got.back()}, {{0, static_cast<int>(prompt.size() + i), 1}}, false}, cache);
+    }
+    size_t same = 0;
+    while (same < got.size() && got[same] == want[same]) ++same;
+    size_t equal = 0;
+    for (size_t i = 0; i < got.size(); ++i) equal += got[i] == want[i];
+    WARN("stories260K " << weight_quantization_name(mode) << ": first " << same << " of " << want.size()
+                        << " greedy tokens equal transformers' (" << equal << " equal in all)");
+    CHECK(same >= std::min(at_least, want.size()));
+  }
 }
