@@ -27,7 +27,7 @@ struct BenchOptions {
   int decode_tokens = 64;
   int batch = 1;
   int reps = 3;
-  std::string quantization = "auto";
+  QuantizationFlags quantization;
   PlacementFlags placement;
 };
 
@@ -146,7 +146,7 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--batch", o->batch, "Sequences decoded together")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--reps", o->reps, "Timed prefill passes")->check(CLI::PositiveNumber)->capture_default_str();
   add_placement_flags(*cmd, o->placement);
-  add_quantization_flag(*cmd, o->quantization);
+  add_quantization_flags(*cmd, o->quantization);
   return [cmd, o]() { return cmd->parsed() ? run_bench(*o) : -1; };
 }
 

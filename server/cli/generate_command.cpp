@@ -27,7 +27,7 @@ struct GenerateOptions {
   int top_k = -1;
   uint64_t seed = 0;
   bool ignore_eos = false;
-  std::string quantization = "auto";
+  QuantizationFlags quantization;
   PlacementFlags placement;
 };
 
@@ -124,7 +124,7 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", options->seed, "Random seed for sampling");
   cmd->add_flag("--ignore-eos", options->ignore_eos, "Keep generating past end-of-sequence tokens");
   add_placement_flags(*cmd, options->placement);
-  add_quantization_flag(*cmd, options->quantization);
+  add_quantization_flags(*cmd, options->quantization);
   return [cmd, options]() { return cmd->parsed() ? run_generate(*options) : -1; };
 }
 

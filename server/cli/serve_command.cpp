@@ -29,7 +29,7 @@ struct ServeOptions {
   std::string dtype = "auto";
   int kv_cache_tokens = 0;
   int shutdown_timeout_s = 30;
-  std::string quantization = "auto";
+  QuantizationFlags quantization;
   PlacementFlags placement;
   server::ServerOptions server;
 };
@@ -71,7 +71,7 @@ std::unique_ptr<server::LoadedModel> load_for_serving(const std::filesystem::pat
     RunnerOptions runner_options = runner_options_for(placement);
     if (o.dtype == "float32") runner_options.kernels = KernelChoice::reference;
     runner_options.max_batched_tokens = o.server.engine.scheduler.max_num_batched_tokens;
-    runner_options.quantization = *parse_weight_quantization(o.quantization);  // checked in run_serve
+    apply_quantization_or_report(o.quantization, runner_options);  // checked in run_serve
     LoadProgressBar progress;
     runner_options.on_load_progress = progress.callback();
     const auto checkpoint = open_model_checkpoint(dir);
@@ -274,7 +274,7 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_flag_function("--no-prefix-caching", [&engine](std::int64_t) { engine.enable_prefix_caching = false; },
                          "Do not reuse cached KV blocks of shared prompt prefixes");
   add_placement_flags(*cmd, options->placement);
-  add_quantization_flag(*cmd, options->quantization);
+  add_quantization_flags(*cmd, options->quantization);
   return [cmd, options]() { return cmd->parsed() ? run_serve(*options) : -1; };
 }
 

@@ -71,7 +71,7 @@ void ModelRunner::init(const Checkpoint& checkpoint, const RunnerOptions& option
   const ModelConfig& c = meta_.config;
   if (c.head_dim % 2 != 0) throw std::runtime_error("head_dim must be even for RoPE");
   packed_ = std::make_unique<Packed>();
-  packed_->model = pack_model(c, checkpoint, PackOptions{options.numa_node, options.on_load_progress, options.quantization});
+  packed_->model = pack_model(c, checkpoint, PackOptions{options.numa_node, options.on_load_progress, options.quantization, options.quantize_lm_head});
   ws_ = std::make_unique<Workspace>();
   ws_->inv_freq.resize(static_cast<size_t>(c.head_dim / 2));
   ref::rope_inverse_frequencies(ws_->inv_freq.data(), c.head_dim, rope_frequency_params(c));

@@ -294,17 +294,22 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& checkpoint, const
   }
   m.final_norm = to_f32(ck.get("model.norm.weight", {hidden}));
   const TensorView embed = ck.get("model.embed_tokens.weight", {c.vocab_size, hidden});
-  if (c.tie_word_embeddings) {
-    m.lm_head = pack_stacked({embed}, h, alloc);
-  } else {
-    if (!ck.has("lm_head.weight")) {
-      try {
-        (void)ck.tensor("lm_head.weight");
-      } catch (const std::runtime_error& e) {
-        throw std::runtime_error(std::string(e.what()) + " (tie_word_embeddings is false, so the output matrix is required)");
-      }
+  if (!c.tie_word_embeddings && !ck.has("lm_head.weight")) {
+    try {
+      (void)ck.tensor("lm_head.weight");
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(std::string(e.what()) + " (tie_word_embeddings is false, so the output matrix is required)");
     }
-    m.lm_head = pack_stacked({ck.get("lm_head.weight", {c.vocab_size, hidden})}, h, alloc);
+  }
+  const TensorView head = c.tie_word_embeddings ? embed : ck.get("lm_head.weight", {c.vocab_size, hidden});
+  if (options.quantize_lm_head && rtn_quant_format(options.quantization)) {
+    std::map<std::string, int> head_path;  // the head is not a projection; describe_formats() names its format
+    m.lm_head = pack_projection({head}, h, options.quantization, alloc, head_path);
+  } else {
+    m.lm_head = pack_stacked({head}, h, alloc);
+  }
+  // The embedding rows come from the packed head only while it is BF16 and tied.
+  if (!c.tie_word_embeddings || m.lm_head.quantized) {
     m.embedding.resize(static_cast<size_t>(embed.numel()));
     if (embed.dtype == DType::bf16) {
       std::memcpy(m.embedding.data(), embed.data, m.embedding.size() * sizeof(kern::bf16_t));

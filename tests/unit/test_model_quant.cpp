@@ -367,3 +367,29 @@ TEST_CASE("quantized runner: stories260K greedy text stays close to transformers
     CHECK(same >= std::min(at_least, want.size()));
   }
 }
+
+TEST_CASE("quantized runner: --quantize-lm-head quantizes the head, tied embeddings stay exact", "[quantload]") {
+  if (!cpu_features().has_avx2_kernels()) return;
+  const kern::QuantFormat f = *rtn_quant_format(WeightQuantization::w4);
+  for (const char* name : {"llama_tied", "llama_gqa"}) {
+    const Model m = load_model(test::fixtures_dir() / "models" / name);
+    RunnerOptions o = quantized(WeightQuantization::w4);
+    ModelRunner body_only(m, o);
+    o.quantize_lm_head = true;
+    ModelRunner runner(m, o);
+    INFO(name << ": " << runner.weight_format());
+    CHECK(runner.weight_format().find("lm_head W4 g32") != std::string::npos);
+    CHECK(runner.decode_weight_bytes() < body_only.decode_weight_bytes());
+    // The twin: projections and head quantized-then-dequantized, the embedding as it was (a
+    // runner embedding tokens from the quantized head would be off by W4's error).
+    Model twin = dequantized_twin(m, f);
+    twin.weights.lm_head = m.weights.lm_head.empty() ? m.weights.token_embedding : m.weights.lm_head;
+    quantize_dequantize(twin.weights.lm_head, m.config.vocab_size, m.config.hidden_size, f);
+    std::vector<int> tokens;
+    for (int i = 0; i < 24; ++i) tokens.push_back((i * 37 + 5) % m.config.vocab_size);
+    const Logits got = run(runner, tokens);
+    const float err = check_rows(got.decode, reference_logits(twin, tokens), m.config.vocab_size, 3e-2f, 2e-2f,
+                                 std::string(name) + " decode vs twin");
+    WARN(name << " w4 + head: worst |diff| / max|logit| of a row, decode vs twin " << err);
+  }
+}
