@@ -393,3 +393,21 @@ TEST_CASE("quantized runner: --quantize-lm-head quantizes the head, tied embeddi
     WARN(name << " w4 + head: worst |diff| / max|logit| of a row, decode vs twin " << err);
   }
 }
+
+TEST_CASE("quantized runner: the AVX2 kernel set gives the same logits within activation rounding", "[quantload]") {
+  if (!cpu_features().has_avx2_kernels()) return;
+  const Model m = load_model(test::fixtures_dir() / "models" / "llama_gqa");
+  std::vector<int> tokens;
+  for (int i = 0; i < 24; ++i) tokens.push_back((i * 37 + 5) % m.config.vocab_size);
+  for (const WeightQuantization q : {WeightQuantization::w8, WeightQuantization::w4}) {
+    RunnerOptions o = quantized(q);
+    o.kernels = KernelChoice::avx2;
+    ModelRunner runner(m, o);
+    REQUIRE(runner.isa() == kern::Isa::avx2);
+    const Logits got = run(runner, tokens);
+    const std::vector<float> twin = reference_logits(dequantized_twin(m, *rtn_quant_format(q)), tokens);
+    const std::string what = std::string("avx2 ") + weight_quantization_name(q);
+    check_rows(got.decode, twin, m.config.vocab_size, 3e-2f, 2e-2f, what + " decode vs twin");
+    check_rows(got.prefill, twin, m.config.vocab_size, 8e-2f, 2e-2f, what + " prefill vs twin");
+  }
+}
