@@ -18,6 +18,7 @@
 #include "machine_limits.h"
 #include "model/model.h"
 #include "model/model_runner.h"
+#include "model/packed_quant.h"
 #include "runtime/placement.h"
 #include "runtime/thread_pool.h"
 
@@ -33,6 +34,8 @@ struct BenchOptions {
   int threads = 0;
   std::string cpuset;
   int numa_node = -1;
+  std::string quantization = "auto";
+  bool quantize_lm_head = false;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -52,6 +55,14 @@ int run_bench(const BenchOptions& o) {
   ro.n_threads = placement.threads();
   ro.cpu_list = placement.cpu_list();
   ro.numa_node = placement.numa_node;
+  const std::optional<WeightQuantization> quantization = parse_weight_quantization(o.quantization);
+  if (!quantization || (o.quantize_lm_head && !rtn_quant_format(*quantization))) {
+    std::fprintf(stderr, "error: --quantization %s%s: expected auto, none, w8, w4 or w4g128 (--quantize-lm-head: w8/w4/w4g128)\n",
+                 o.quantization.c_str(), o.quantize_lm_head ? " with --quantize-lm-head" : "");
+    return 2;
+  }
+  ro.quantization = *quantization;
+  ro.quantize_lm_head = o.quantize_lm_head;
   auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<ModelRunner> runner = load_model_runner(dir, ro);
   const double load_s = seconds_since(t0);
@@ -60,6 +71,7 @@ int run_bench(const BenchOptions& o) {
   std::printf("model %s (%s; %s): %d layers, hidden %d, vocab %d | %s | %s | loaded and packed in %.1f s\n", dir.c_str(),
               c.model_type.c_str(), describe_model_weights(dir).c_str(), c.num_layers, c.hidden_size, c.vocab_size, runner->describe().c_str(),
               describe_thread_bindings(pool.bindings()).c_str(), load_s);
+  std::printf("weights: %s\n", runner->weight_format().c_str());
 
   const int B = o.batch, P = o.prompt_len, D = o.decode_tokens;
   KvGeometry g{c.num_layers, c.num_kv_heads, c.head_dim, 32};
@@ -83,10 +95,11 @@ int run_bench(const BenchOptions& o) {
   std::sort(prefill_s.begin(), prefill_s.end());
   const double prefill_med = prefill_s[prefill_s.size() / 2];
   const double weight_bytes = static_cast<double>(runner->decode_weight_bytes());
-  // 2 flops per BF16 weight (2 bytes) per token; the output head runs on each sequence's last
-  // token only.
-  const double head_bytes = 2.0 * c.vocab_size * c.hidden_size;
-  const double prefill_flops = B * P * (weight_bytes - head_bytes) + B * head_bytes;
+  // 2 flops per weight per token (counted from the shapes: with --quantization a weight is not
+  // 2 bytes); the output head runs on each sequence's last token only.
+  const double q_dim = double{1} * c.num_heads * c.head_dim, kv_dim = double{1} * c.num_kv_heads * c.head_dim;
+  const double layer_weights = c.hidden_size * (2 * q_dim + 2 * kv_dim) + 3.0 * c.hidden_size * c.intermediate_size;
+  const double prefill_flops = 2.0 * B * P * c.num_layers * layer_weights + 2.0 * B * c.vocab_size * c.hidden_size;
   std::printf("prefill: %d x %d tokens: %.1f tokens/s (median of %d; best %.1f), %.0f GFLOP/s in the linears\n", B, P,
               B * P / prefill_med, o.reps, B * P / prefill_s.front(), prefill_flops / prefill_med / 1e9);
 
@@ -156,6 +169,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--cpuset", o.cpuset, "OS cpus to compute on, as a Linux cpu list (default: the process's cpuset)");
   app.add_option("--numa-node", o.numa_node, "Compute on and bind memory to NUMA node N (-1: no binding)")->capture_default_str();
+  app.add_option("--quantization", o.quantization, "Projection weights: auto, none, w8, w4, w4g128 (as slabserve serve)")
+      ->capture_default_str();
+  app.add_flag("--quantize-lm-head", o.quantize_lm_head, "With w8/w4/w4g128: the output head as well");
   CLI11_PARSE(app, argc, argv);
   try {
     return slab::bench::run_bench(o);

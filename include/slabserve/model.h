@@ -31,6 +31,8 @@ struct ModelDescription {
   std::string compute;              // e.g. "bf16 avx512_bf16 kernels, 2 threads"
   std::string placement;            // threads and their pinning; where memory is bound
   size_t weight_bytes = 0;          // held by the engine, packed
+  std::string weight_format;        // how the projections run: "BF16 ...", "W8 per channel ...", "W4 g32 ..."
+  bool quantized = false;           // some projections run on the INT8/INT4 kernels
   double load_seconds = 0.0;        // reading and packing the weights
   // The engine as started.
   int max_model_len = 0;

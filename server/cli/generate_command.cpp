@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "load_progress.h"
 #include "placement_flags.h"
+#include "quantization_flag.h"
 #include "slabserve/slabserve.h"
 
 namespace slab::cli {
@@ -25,6 +26,7 @@ struct GenerateOptions {
   uint64_t seed = 0;
   bool ignore_eos = false;
   api::PlacementOptions placement;
+  api::LoadOptions quantization;  // only its quantization fields are set by flags
 };
 
 api::SamplingParams sampling_for(const GenerateOptions& o, const api::SamplingParams& defaults) {
@@ -45,6 +47,12 @@ int run_generate(const GenerateOptions& o) {
   api::LoadOptions load;
   load.model = o.model;
   load.placement = o.placement;
+  load.quantization = o.quantization.quantization;
+  load.quantize_lm_head = o.quantization.quantize_lm_head;
+  if (const std::string error = api::check_load_options(load); !error.empty()) {
+    std::cerr << "error: " << error << "\n";
+    return 2;
+  }
   // One sequence whose context is known up to the prompt's tokens, at most one per byte plus
   // the special tokens the tokenizer adds: a KV cache of that many tokens, and that context.
   load.engine.max_num_seqs = 1;
@@ -113,6 +121,7 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", options->seed, "Random seed for sampling");
   cmd->add_flag("--ignore-eos", options->ignore_eos, "Keep generating past end-of-sequence tokens");
   add_placement_flags(*cmd, options->placement);
+  add_quantization_flags(*cmd, options->quantization);
   return [cmd, options]() { return cmd->parsed() ? run_generate(*options) : -1; };
 }
 

@@ -17,6 +17,7 @@
 #include "api_server.h"
 #include "load_progress.h"
 #include "placement_flags.h"
+#include "quantization_flag.h"
 
 namespace slab::cli {
 namespace {
@@ -46,6 +47,7 @@ std::unique_ptr<server::LoadedModel> load_for_serving(const ServeOptions& o) {
                d.vocab_size, d.max_model_len, d.compute);
   spdlog::info("placement: {}; weights {:.1f} MiB, loaded in {:.1f} s", d.placement, d.weight_bytes / double(1 << 20),
                d.load_seconds);
+  spdlog::info("weights: {}", d.weight_format);
   spdlog::info("KV cache: {} blocks of {} tokens ({} tokens, {:.1f} MiB {}), prefix caching {}; scheduler: {} sequences, "
                "{} tokens per step",
                d.kv_cache_blocks, d.kv_block_size, d.kv_cache_blocks * d.kv_block_size, d.kv_cache_bytes / double(1 << 20),
@@ -221,6 +223,7 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_flag_function("--no-prefix-caching", [&engine](std::int64_t) { engine.enable_prefix_caching = false; },
                          "Do not reuse cached KV blocks of shared prompt prefixes");
   add_placement_flags(*cmd, options->load.placement);
+  add_quantization_flags(*cmd, options->load);
   return [cmd, options]() { return cmd->parsed() ? run_serve(*options) : -1; };
 }
 

@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "model/model.h"
 #include "model/model_runner.h"
+#include "model/packed_quant.h"
 #include "runtime/placement.h"
 
 namespace slab::api {
@@ -85,6 +86,15 @@ std::string check_load_options(const LoadOptions& options) {
     return "--dtype " + options.dtype +
            ": expected auto, bfloat16 (the fastest kernels the CPU runs) or float32 (the scalar reference)";
   }
+  const std::optional<WeightQuantization> quantization = parse_weight_quantization(options.quantization);
+  if (!quantization) return "--quantization " + options.quantization + ": expected auto, none, w8, w4 or w4g128";
+  if (options.quantize_lm_head && !rtn_quant_format(*quantization)) {
+    return "--quantize-lm-head needs --quantization w8, w4 or w4g128";
+  }
+  if (options.dtype == "float32" && rtn_quant_format(*quantization)) {
+    return "--quantization " + options.quantization + " runs on the quantized kernels; --dtype float32 (the scalar "
+           "reference) has none";
+  }
   const EngineOptions& e = options.engine;
   if (e.block_size <= 0 || e.block_size % 16 != 0) {
     return "--block-size must be a positive multiple of 16, got " + std::to_string(e.block_size);
@@ -125,6 +135,8 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const LoadOptions& options) {
   if (options.dtype == "float32") runner_options.kernels = KernelChoice::reference;
   runner_options.max_batched_tokens = options.engine.max_num_batched_tokens;
   runner_options.on_load_progress = options.on_load_progress;
+  runner_options.quantization = *parse_weight_quantization(options.quantization);  // checked above
+  runner_options.quantize_lm_head = options.quantize_lm_head;
   {
     const std::unique_ptr<Checkpoint> checkpoint = open_model_checkpoint(path);
     parts->runner = std::make_unique<ModelRunner>(parts->model, *checkpoint, runner_options);
@@ -152,6 +164,10 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const LoadOptions& options) {
   d.compute = parts->runner->describe();
   d.placement = placement_summary(*parts->runner);
   d.weight_bytes = parts->runner->weight_bytes();
+  d.weight_format = parts->runner->weight_format();
+  d.quantized = parts->runner->has_quantized_weights();
+  // /v1/models shows `weights`: say that the projections run quantized, and how.
+  if (d.quantized) d.weights += "; runs as " + d.weight_format;
   d.load_seconds = load_s;
   d.max_model_len = e.max_model_len();
   d.kv_cache_blocks = e.num_kv_blocks();

@@ -15,6 +15,15 @@ const char* dtype_name(DType dtype) {
   return "?";
 }
 
+const char* block_format_name(BlockFormat format) {
+  switch (format) {
+    case BlockFormat::none: return "none";
+    case BlockFormat::q8_0: return "Q8_0";
+    case BlockFormat::q4_0: return "Q4_0";
+  }
+  return "?";
+}
+
 size_t dtype_size(DType dtype) {
   switch (dtype) {
     case DType::f32: return 4;

@@ -12,6 +12,7 @@
 #include "kernels/reference.h"
 #include "kernels/rowwise_bf16.h"
 #include "model/model_runner_internal.h"
+#include "model/packed_linear.h"
 #include "runtime/thread_pool.h"
 
 namespace slab {
@@ -29,6 +30,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   const PackedModel& w = packed_->model;
   Workspace& ws = *ws_;
   const kern::Isa isa = isa_;
+  const kern::Isa quant_isa = quant_isa_for(isa);
 
   const int T = static_cast<int>(batch.tokens.size());
   const int dim = c.hidden_size;
@@ -107,26 +109,19 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   float* attn = ws.attn.get(ut * q_dim);
   kern::bf16_t* attn_b = ws.attn_b.get(ut * q_dim);
   // FP32 gate/up sums only for models whose MLP is not fused (MLP biases).
-  const bool fused_mlp = !w.layers.empty() && w.layers.front().gate_up.swiglu;
+  const bool fused_mlp = std::all_of(w.layers.begin(), w.layers.end(), [](const PackedLayer& l) { return l.gate_up.swiglu; });
   float* gate_up = fused_mlp ? nullptr : ws.gate_up.get(ut * 2 * inter);
   kern::bf16_t* act_b = ws.act_b.get(ut * inter);
   const int n_threads = pool.size();
-  size_t ws_floats = 0;
-  for (const auto& [n, k] : {std::pair{qkv_dim, dim}, {dim, q_dim}, {2 * inter, dim}, {dim, inter}}) {
-    ws_floats = std::max(ws_floats, kern::linear_bf16_workspace_floats(T, n, k, n_threads));
-  }
-  ws_floats = std::max(ws_floats, kern::linear_bf16_workspace_floats(T, 2 * inter, dim, n_threads, true));
-  ws_floats = std::max(ws_floats, kern::linear_bf16_workspace_floats(R, c.vocab_size, dim, n_threads));
-  float* linear_ws = ws.linear_ws.get(ws_floats);
+  float* linear_ws = ws.linear_ws.get(model_linear_workspace_floats(w, T, R, n_threads));
   float* attn_ws = ws.attn_ws.get(kern::attention_workspace_floats(attn_plan));
 
   auto run_on_all = [&pool](auto&& fn) { pool.run_on_all(fn); };
   // The fields every projection shares: input rows, packed weights, scratch, kernel set.
-  auto linear_args = [&](const kern::bf16_t* in, size_t ldx, const PackedMatrix& m, int rows_m) {
+  auto linear_args = [&](const kern::bf16_t* in, size_t ldx, int rows_m) {
     kern::LinearArgs a;
     a.x = in;
     a.ldx = ldx;
-    a.w = m.view();
     a.m = rows_m;
     a.workspace = linear_ws;
     a.isa = isa;
@@ -134,21 +129,21 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   };
   auto linear = [&](const kern::bf16_t* in, size_t ldx, const PackedMatrix& m, int rows_m, float* out, size_t ldo,
                     const std::vector<float>& bias, bool residual) {
-    kern::LinearArgs a = linear_args(in, ldx, m, rows_m);
+    kern::LinearArgs a = linear_args(in, ldx, rows_m);
     a.out_f32 = out;
     a.ldo = ldo;
     a.bias = or_null(bias);
     a.residual = residual ? out : nullptr;  // in place: out += x·Wᵀ (the residual add)
     a.ldr = residual ? ldo : 0;
-    kern::linear_bf16(a, n_threads, run_on_all);
+    packed_linear(a, m, quant_isa, n_threads, run_on_all);  // BF16 or W8/W4 (--quantization)
   };
   // gate+up packed as one SwiGLU matrix: straight to the BF16 input of the down projection.
   auto swiglu = [&](const kern::bf16_t* in, size_t ldx, const PackedMatrix& m, int rows_m, kern::bf16_t* out, size_t ldo) {
-    kern::LinearArgs a = linear_args(in, ldx, m, rows_m);
+    kern::LinearArgs a = linear_args(in, ldx, rows_m);
     a.out_bf16 = out;
     a.ldo = ldo;
     a.swiglu = true;
-    kern::linear_bf16(a, n_threads, run_on_all);
+    packed_linear(a, m, quant_isa, n_threads, run_on_all);
   };
 
   pool.parallel_for(T, [&](int t, int) {

@@ -1,7 +1,8 @@
 #pragma once
 // Decoders of ggml's quantized block formats to FP32, one small function per format, each taking
 // the packed blocks and a block count and writing block_count * (elements per block) floats.
-// They are the load-time path until quantized kernels use the blocks directly.
+// They are the load-time path for every format but Q8_0/Q4_0, whose blocks the INT8/INT4 kernels
+// take as they are (model/packed_quant.h).
 //
 // Block layouts (little-endian; d, m, dmin are IEEE halves):
 //  Q8_0  32 elems, 34 bytes:  d, 32 x i8                         y = d*q

@@ -76,8 +76,9 @@ class GgufCheckpoint final : public Checkpoint {
     if (!dequantized.empty()) {
       std::string types;
       for (const auto& [type, count] : dequantized) types += (types.empty() ? "" : ", ") + type + " x " + std::to_string(count);
-      spdlog::warn("{}: quantized tensors ({}) dequantized to BF16 at load ({:.1f} MiB): quantized kernels are not "
-                   "implemented yet", file_.source(), types, dequantized_bytes / double(1 << 20));
+      spdlog::info("{}: quantized tensors ({}) decoded to BF16 at open ({:.1f} MiB); Q8_0/Q4_0 projections are then "
+                   "repacked for the INT8/INT4 kernels unless --quantization says otherwise (see the packing log)",
+                   file_.source(), types, dequantized_bytes / double(1 << 20));
     }
   }
 
@@ -132,6 +133,16 @@ class GgufCheckpoint final : public Checkpoint {
     const size_t blocks_per_row = row_elems / info->block_elems;
     const size_t row_bytes = blocks_per_row * info->block_bytes;
     view.dtype = DType::bf16;
+    if (t.type == GgmlType::q8_0 || t.type == GgmlType::q4_0) {
+      view.block_format = t.type == GgmlType::q8_0 ? BlockFormat::q8_0 : BlockFormat::q4_0;
+      if (from.empty()) {
+        view.blocks = t.data;
+      } else {
+        std::vector<uint8_t>& blocks = owned_.emplace_back(t.bytes);
+        for (size_t r = 0; r < rows; ++r) std::copy_n(t.data + from[r] * row_bytes, row_bytes, blocks.data() + r * row_bytes);
+        view.blocks = blocks.data();
+      }
+    }
     std::vector<uint8_t>& buf = owned_.emplace_back(rows * row_elems * sizeof(kern::bf16_t));
     auto* out = reinterpret_cast<kern::bf16_t*>(buf.data());
     std::vector<float> row(row_elems);

@@ -71,7 +71,7 @@ void ModelRunner::init(const Checkpoint& checkpoint, const RunnerOptions& option
   const ModelConfig& c = meta_.config;
   if (c.head_dim % 2 != 0) throw std::runtime_error("head_dim must be even for RoPE");
   packed_ = std::make_unique<Packed>();
-  packed_->model = pack_model(c, checkpoint, PackOptions{options.numa_node, options.on_load_progress});
+  packed_->model = pack_model(c, checkpoint, PackOptions{options.numa_node, options.on_load_progress, options.quantization, options.quantize_lm_head});
   ws_ = std::make_unique<Workspace>();
   ws_->inv_freq.resize(static_cast<size_t>(c.head_dim / 2));
   ref::rope_inverse_frequencies(ws_->inv_freq.data(), c.head_dim, rope_frequency_params(c));
@@ -82,6 +82,23 @@ std::string ModelRunner::describe() const {
   const int threads = pool_ ? pool_->size() : options_.n_threads;
   return std::string("bf16 ") + kern::isa_name(isa_) + " kernels, " +
          (threads > 0 ? std::to_string(threads) : std::string("one per core")) + (threads == 1 ? " thread" : " threads");
+}
+
+std::string ModelRunner::weight_format() const {
+  if (!packed_) return "FP32 (scalar reference path)";
+  std::string paths;
+  for (const auto& [path, count] : packed_->model.projection_paths) {
+    paths += (paths.empty() ? "" : ", ") + path + " x " + std::to_string(count);
+  }
+  return packed_->model.describe_formats() + " (" + paths + ")";
+}
+
+bool ModelRunner::has_quantized_weights() const {
+  if (!packed_) return false;
+  for (const PackedLayer& l : packed_->model.layers) {
+    if (l.qkv.quantized || l.o.quantized || l.gate_up.quantized || l.down.quantized) return true;
+  }
+  return false;
 }
 
 size_t ModelRunner::decode_weight_bytes() const { return packed_ ? packed_->model.decode_bytes() : 0; }

@@ -20,6 +20,7 @@
 #include "kv/kv_cache.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
+#include "model/packed_quant.h"
 
 namespace slab {
 
@@ -35,6 +36,9 @@ struct RunnerOptions {
   int numa_node = -1;          // bind packed weights and the KV cache to this node; -1: first touch
   int max_batched_tokens = 0;  // rows the workspace is sized for at the first call (it grows)
   LoadProgress on_load_progress;  // optional: called as the checkpoint's tensors are packed
+  // Projections as BF16 or W8/W4 (model/packed_quant.h); the reference path ignores it (FP32).
+  WeightQuantization quantization = WeightQuantization::automatic;
+  bool quantize_lm_head = false;  // with w8/w4/w4g128: the output head as well
 };
 
 
@@ -63,6 +67,11 @@ class ModelRunner {
   kern::Isa isa() const { return isa_; }
   // e.g. "bf16 avx512_bf16 kernels, 2 threads" or "float32 scalar reference kernels, 1 thread".
   std::string describe() const;
+  // The weights' formats for logs: "projections W8 per-channel 450.0 MiB, lm_head BF16 259.6 MiB
+  // (BF16 -> W8 per-channel (RTN) x 96)", or "FP32 (scalar reference path)".
+  std::string weight_format() const;
+  // Whether any projection runs on the INT8/INT4 kernels.
+  bool has_quantized_weights() const;
   // Bytes of packed weights one decode step streams (all layers + lm_head); 0 on the reference path.
   size_t decode_weight_bytes() const;
   int num_threads() const;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -114,6 +115,41 @@ PackedMatrix pack_swiglu(const TensorView& gate, const TensorView& up, int k, co
   return m;
 }
 
+// A projection (parts stacked along N) in the format `quantization` asks for; records the path
+// it took. Quantized matrices are never SwiGLU-fused: gate_up then is [gate; up] rows.
+PackedMatrix pack_projection(const std::vector<TensorView>& parts, int k, WeightQuantization quantization,
+                             const AllocOptions& alloc, std::map<std::string, int>& paths, bool swiglu = false) {
+  std::optional<kern::QuantFormat> format = rtn_quant_format(quantization);
+  std::string source = parts.front().block_format != BlockFormat::none ? block_format_name(parts.front().block_format)
+                                                                        : dtype_name(parts.front().dtype);
+  for (const TensorView& p : parts) {
+    const std::string s = p.block_format != BlockFormat::none ? block_format_name(p.block_format) : dtype_name(p.dtype);
+    if (s != source) source += "+" + s;
+  }
+  bool from_blocks = false;
+  if (quantization == WeightQuantization::automatic) {
+    format = block_repack_format(parts);
+    from_blocks = format.has_value();
+  }
+  if (!format) {
+    ++paths[source + " -> BF16"];
+    return swiglu ? pack_swiglu(parts[0], parts[1], k, alloc) : pack_stacked(parts, k, alloc);
+  }
+  PackedMatrix m;
+  m.k = k;
+  for (const TensorView& p : parts) m.n += static_cast<int>(p.shape[0]);
+  m.quantized = true;
+  m.quant = *format;
+  m.buf = AlignedBuffer(m.bytes(), alloc);
+  if (from_blocks) {
+    pack_stacked_blocks(m.buf.as<uint8_t>(), parts, k, *format);
+  } else {
+    pack_stacked_rtn(m.buf.as<uint8_t>(), parts, k, *format);
+  }
+  ++paths[source + " -> " + quant_format_name(*format) + (from_blocks ? " (repacked)" : " (RTN)")];
+  return m;
+}
+
 std::vector<float> concat_f32(const std::vector<TensorView>& parts) {
   std::vector<float> out;
   for (const TensorView& p : parts) {
@@ -192,6 +228,23 @@ void PackedModel::embed(float* out, int token, int hidden) const {
   }
 }
 
+std::string PackedModel::describe_formats() const {
+  std::map<std::string, size_t> bytes;  // format -> packed bytes
+  for (const PackedLayer& l : layers) {
+    for (const PackedMatrix* m : {&l.qkv, &l.o, &l.gate_up, &l.down}) bytes[m->format_name()] += m->bytes();
+  }
+  std::string out = "projections ";
+  bool first = true;
+  for (const auto& [format, b] : bytes) {
+    out += (first ? "" : " + ") + format + " " + std::to_string(b / (1 << 20)) + "." +
+           std::to_string(b % (1 << 20) * 10 / (1 << 20)) + " MiB";
+    first = false;
+  }
+  const size_t head = lm_head.bytes();
+  return out + ", lm_head " + lm_head.format_name() + " " + std::to_string(head / (1 << 20)) + "." +
+         std::to_string(head % (1 << 20) * 10 / (1 << 20)) + " MiB";
+}
+
 size_t PackedModel::decode_bytes() const {
   size_t total = lm_head.bytes();
   for (const PackedLayer& l : layers) total += l.qkv.bytes() + l.o.bytes() + l.gate_up.bytes() + l.down.bytes();
@@ -216,20 +269,23 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& checkpoint, const
       l.q_norm = to_f32(ck.get(p + "self_attn.q_norm.weight", {c.head_dim}));
       l.k_norm = to_f32(ck.get(p + "self_attn.k_norm.weight", {c.head_dim}));
     }
-    l.qkv = pack_stacked({ck.get(p + "self_attn.q_proj.weight", {q_dim, hidden}),
-                          ck.get(p + "self_attn.k_proj.weight", {kv_dim, hidden}),
-                          ck.get(p + "self_attn.v_proj.weight", {kv_dim, hidden})}, h, alloc);
+    l.qkv = pack_projection({ck.get(p + "self_attn.q_proj.weight", {q_dim, hidden}),
+                             ck.get(p + "self_attn.k_proj.weight", {kv_dim, hidden}),
+                             ck.get(p + "self_attn.v_proj.weight", {kv_dim, hidden})},
+                            h, options.quantization, alloc, m.projection_paths);
     if (c.qkv_bias) {
       l.b_qkv = concat_f32({ck.get(p + "self_attn.q_proj.bias", {q_dim}), ck.get(p + "self_attn.k_proj.bias", {kv_dim}),
                             ck.get(p + "self_attn.v_proj.bias", {kv_dim})});
     }
-    l.o = pack_stacked({ck.get(p + "self_attn.o_proj.weight", {hidden, q_dim})}, static_cast<int>(q_dim), alloc);
+    l.o = pack_projection({ck.get(p + "self_attn.o_proj.weight", {hidden, q_dim})}, static_cast<int>(q_dim),
+                          options.quantization, alloc, m.projection_paths);
     if (c.o_bias) l.b_o = to_f32(ck.get(p + "self_attn.o_proj.bias", {hidden}));
     // SwiGLU fusion leaves no place for a bias between the linear and the activation.
     const TensorView gate = ck.get(p + "mlp.gate_proj.weight", {inter, hidden});
     const TensorView up = ck.get(p + "mlp.up_proj.weight", {inter, hidden});
-    l.gate_up = c.mlp_bias ? pack_stacked({gate, up}, h, alloc) : pack_swiglu(gate, up, h, alloc);
-    l.down = pack_stacked({ck.get(p + "mlp.down_proj.weight", {hidden, inter})}, c.intermediate_size, alloc);
+    l.gate_up = pack_projection({gate, up}, h, options.quantization, alloc, m.projection_paths, !c.mlp_bias);
+    l.down = pack_projection({ck.get(p + "mlp.down_proj.weight", {hidden, inter})}, c.intermediate_size,
+                             options.quantization, alloc, m.projection_paths);
     if (c.mlp_bias) {
       l.b_gate_up = concat_f32({ck.get(p + "mlp.gate_proj.bias", {inter}), ck.get(p + "mlp.up_proj.bias", {inter})});
       l.b_down = to_f32(ck.get(p + "mlp.down_proj.bias", {hidden}));
@@ -238,17 +294,22 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& checkpoint, const
   }
   m.final_norm = to_f32(ck.get("model.norm.weight", {hidden}));
   const TensorView embed = ck.get("model.embed_tokens.weight", {c.vocab_size, hidden});
-  if (c.tie_word_embeddings) {
-    m.lm_head = pack_stacked({embed}, h, alloc);
-  } else {
-    if (!ck.has("lm_head.weight")) {
-      try {
-        (void)ck.tensor("lm_head.weight");
-      } catch (const std::runtime_error& e) {
-        throw std::runtime_error(std::string(e.what()) + " (tie_word_embeddings is false, so the output matrix is required)");
-      }
+  if (!c.tie_word_embeddings && !ck.has("lm_head.weight")) {
+    try {
+      (void)ck.tensor("lm_head.weight");
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(std::string(e.what()) + " (tie_word_embeddings is false, so the output matrix is required)");
     }
-    m.lm_head = pack_stacked({ck.get("lm_head.weight", {c.vocab_size, hidden})}, h, alloc);
+  }
+  const TensorView head = c.tie_word_embeddings ? embed : ck.get("lm_head.weight", {c.vocab_size, hidden});
+  if (options.quantize_lm_head && rtn_quant_format(options.quantization)) {
+    std::map<std::string, int> head_path;  // the head is not a projection; describe_formats() names its format
+    m.lm_head = pack_projection({head}, h, options.quantization, alloc, head_path);
+  } else {
+    m.lm_head = pack_stacked({head}, h, alloc);
+  }
+  // The embedding rows come from the packed head only while it is BF16 and tied.
+  if (!c.tie_word_embeddings || m.lm_head.quantized) {
     m.embedding.resize(static_cast<size_t>(embed.numel()));
     if (embed.dtype == DType::bf16) {
       std::memcpy(m.embedding.data(), embed.data, m.embedding.size() * sizeof(kern::bf16_t));

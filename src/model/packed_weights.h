@@ -5,12 +5,16 @@
 // concatenated), o and down projections, the output head; norms and biases stay FP32. No FP32
 // copy of any matrix is kept.
 #include <cstddef>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kernels/linear_bf16.h"
+#include "kernels/linear_quant.h"
 #include "model/checkpoint.h"
 #include "model/model_config.h"
+#include "model/packed_quant.h"
 #include "model/weights.h"
 #include "runtime/aligned_buffer.h"
 
@@ -19,16 +23,21 @@ namespace slab {
 struct PackedMatrix {
   AlignedBuffer buf;
   int n = 0, k = 0;
-  bool swiglu = false;  // packed by pack_swiglu_bf16: n = 2 · outputs
+  bool swiglu = false;     // packed by pack_swiglu_bf16: n = 2 · outputs
+  bool quantized = false;  // packed for linear_quant in `quant` (never swiglu)
+  kern::QuantFormat quant;
   kern::PackedBf16 view() const { return {buf.as<const kern::bf16_t>(), n, k}; }
+  kern::PackedQuant quant_view() const { return {buf.as<const uint8_t>(), quant, n, k}; }
   size_t bytes() const {
+    if (quantized) return kern::packed_quant_bytes(quant, n, k);
     return (swiglu ? kern::packed_swiglu_elems(n / 2, k) : kern::packed_bf16_elems(n, k)) * sizeof(kern::bf16_t);
   }
+  std::string format_name() const { return quantized ? quant_format_name(quant) : "BF16"; }
 };
 
 struct PackedLayer {
   std::vector<float> attn_norm, mlp_norm, q_norm, k_norm;
-  PackedMatrix qkv, o, gate_up, down;  // qkv: [q;k;v] rows; gate_up: SwiGLU, or [gate;up] rows with biases
+  PackedMatrix qkv, o, gate_up, down;  // qkv: [q;k;v] rows; gate_up: SwiGLU, or [gate;up] rows with biases or quantized
   std::vector<float> b_qkv, b_o, b_gate_up, b_down;  // empty when the model has none
 };
 
@@ -41,11 +50,19 @@ struct PackedModel {
   // Embedding row of `token` as FP32 (from the packed head when the embeddings are tied).
   void embed(float* out, int token, int hidden) const;
   size_t decode_bytes() const;
+  // How each projection was packed, with counts: "BF16 -> W8 per-channel (RTN)" x 96,
+  // "Q4_0 -> W4 g32 (repacked)", "Q6_K -> BF16"...
+  std::map<std::string, int> projection_paths;
+  // One line for logs: the projections' formats with their packed bytes, and the head's.
+  std::string describe_formats() const;
 };
 
 struct PackOptions {
   int numa_node = -1;        // bind the packed matrices to this NUMA node; -1: first touch
   LoadProgress on_progress;  // optional; called after each layer and at the end
+  WeightQuantization quantization = WeightQuantization::automatic;
+  // With w8/w4/w4g128: the output head too (a tied embedding then keeps its own BF16 copy).
+  bool quantize_lm_head = false;
 };
 
 // Reads the tensors the config calls for (Hugging Face names), checks shapes, packs them.

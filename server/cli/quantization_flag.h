@@ -1,0 +1,13 @@
+#pragma once
+// --quantization auto|none|w8|w4|w4g128 and --quantize-lm-head on every command that runs the
+// model (serve, generate); also --config keys. Values are checked by api::check_load_options, so
+// a bad value from a --config file reads the same as one from the command line.
+#include <CLI/CLI.hpp>
+
+#include "slabserve/options.h"
+
+namespace slab::cli {
+
+void add_quantization_flags(CLI::App& cmd, api::LoadOptions& load);
+
+}  // namespace slab::cli
