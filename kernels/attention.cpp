@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "kernels/attention_block.h"
+#include "kernels/kv_block.h"
 
 namespace slab::kern {
 namespace {
@@ -167,10 +168,10 @@ constexpr int kPrefetchBlocks = 2;  // KV blocks of an item prefetched ahead (in
 
 // Prefetches the first n elements of K and V of one KV head of a block into L1.
 void prefetch_block(const AttentionArgs& a, int32_t block, int kv_head, size_t n) {
-  const bf16_t* base = a.kv.pool + static_cast<size_t>(block) * a.kv.block_stride +
-                       static_cast<size_t>(kv_head) * a.kv.head_stride;
-  const char* k = reinterpret_cast<const char*>(base + a.kv.k_offset);
-  const char* v = reinterpret_cast<const char*>(base + a.kv.v_offset);
+  const char* k = reinterpret_cast<const char*>(a.kv.pool + kv_block_offset(block, a.kv.block_stride, a.kv.k_offset,
+                                                                             kv_head, a.kv.head_stride, 0, 0));
+  const char* v = reinterpret_cast<const char*>(a.kv.pool + kv_block_offset(block, a.kv.block_stride, a.kv.v_offset,
+                                                                             kv_head, a.kv.head_stride, 0, 0));
   for (size_t i = 0; i < n * sizeof(bf16_t); i += 64) {
     __builtin_prefetch(k + i, 0, 2);
     __builtin_prefetch(v + i, 0, 2);
@@ -224,11 +225,11 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
     const int base = b * bs;
     const int t0 = std::max(it.kv0, base) - base;
     const int t1 = std::min(it.kv1, base + bs) - base;
-    const size_t block = static_cast<size_t>(sq.block_table[b]);
-    const bf16_t* kb = a.kv.pool + block * a.kv.block_stride + a.kv.k_offset +
-                       static_cast<size_t>(it.kv_head) * a.kv.head_stride;
-    const bf16_t* vb = a.kv.pool + block * a.kv.block_stride + a.kv.v_offset +
-                       static_cast<size_t>(it.kv_head) * a.kv.head_stride;
+    const int32_t block = sq.block_table[b];
+    const bf16_t* kb = a.kv.pool + kv_block_offset(block, a.kv.block_stride, a.kv.k_offset, it.kv_head,
+                                                   a.kv.head_stride, 0, 0);
+    const bf16_t* vb = a.kv.pool + kv_block_offset(block, a.kv.block_stride, a.kv.v_offset, it.kv_head,
+                                                   a.kv.head_stride, 0, 0);
     int pf_next = 0;
     blk.pf_lines = 0;
     blk.pf_next = &pf_next;
@@ -240,10 +241,10 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
     }
     if (const int nb = b + kPrefetchBlocks; nb * bs < it.kv1) {
       // Later blocks are random pages: their DRAM reads go out while this block computes.
-      const bf16_t* head = a.kv.pool + static_cast<size_t>(sq.block_table[nb]) * a.kv.block_stride +
-                           static_cast<size_t>(it.kv_head) * a.kv.head_stride;
-      blk.pf_k = reinterpret_cast<const char*>(head + a.kv.k_offset);
-      blk.pf_v = reinterpret_cast<const char*>(head + a.kv.v_offset);
+      blk.pf_k = reinterpret_cast<const char*>(a.kv.pool + kv_block_offset(sq.block_table[nb], a.kv.block_stride,
+                                                                           a.kv.k_offset, it.kv_head, a.kv.head_stride, 0, 0));
+      blk.pf_v = reinterpret_cast<const char*>(a.kv.pool + kv_block_offset(sq.block_table[nb], a.kv.block_stride,
+                                                                           a.kv.v_offset, it.kv_head, a.kv.head_stride, 0, 0));
       blk.pf_lines = static_cast<int>(
           (static_cast<size_t>(std::min(bs, it.kv1 - nb * bs)) * uhd * sizeof(bf16_t) + 63) / 64);
       if (!avx) prefetch_block(a, sq.block_table[nb], it.kv_head, static_cast<size_t>(bs) * uhd);

@@ -5,6 +5,8 @@
 #include <numbers>
 #include <vector>
 
+#include "kernels/kv_block.h"
+
 namespace slab::ref {
 
 void rmsnorm(float* out, const float* x, const float* weight, int n, float eps) {
@@ -84,9 +86,8 @@ void attention(float* out, const float* q, const PagedKv& kv, int n_heads, int n
   const int group = n_heads / n_kv_heads;
   std::vector<float> scores(static_cast<size_t>(pos - first + 1));
   auto cached = [&](size_t offset, int kv_head, int p) {
-    const size_t block = static_cast<size_t>(kv.block_table[p / kv.block_size]);
-    return kv.pool + block * kv.block_stride + offset + static_cast<size_t>(kv_head) * kv.head_stride +
-           static_cast<size_t>(p % kv.block_size) * head_dim;
+    return kv.pool + kern::kv_block_offset(kv.block_table[p / kv.block_size], kv.block_stride, offset, kv_head,
+                                     kv.head_stride, p % kv.block_size, head_dim);
   };
   for (int h = 0; h < n_heads; ++h) {
     const int kv_head = h / group;

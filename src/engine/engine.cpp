@@ -9,7 +9,8 @@ namespace slab {
 namespace {
 
 int blocks_for_budget(const KvGeometry& g, KvDtype dtype, size_t bytes) {
-  const size_t block_bytes = PagedKvCache::bytes_per_token(g, dtype) * static_cast<size_t>(g.block_size);
+  const size_t block_bytes = g.bytes_per_token(dtype) * static_cast<size_t>(g.block_size);
+  if (block_bytes == 0) return 1;  // a bad block size: the KvCache constructor says so
   return static_cast<int>(std::max<size_t>(1, bytes / block_bytes));
 }
 
@@ -32,21 +33,21 @@ Engine::Engine(std::unique_ptr<ModelRunner> owned, ModelRunner* runner, const To
       config_(config),
       max_model_len_(config.max_model_len > 0 ? std::min(config.max_model_len, model_config_.max_position_embeddings)
                                               : model_config_.max_position_embeddings),
-      kv_(config.num_kv_blocks > 0
-              ? config.num_kv_blocks
-              : blocks_for_budget({model_config_.num_layers, model_config_.num_kv_heads, model_config_.head_dim, config.block_size},
-                                  runner_.kv_dtype(), config.kv_cache_bytes),
-          config.block_size, config.enable_prefix_caching),
-      kv_memory_({model_config_.num_layers, model_config_.num_kv_heads, model_config_.head_dim, config.block_size}, kv_,
+      kv_memory_({model_config_.num_layers, model_config_.num_kv_heads, model_config_.head_dim, config.block_size},
+                 config.num_kv_blocks > 0
+                     ? config.num_kv_blocks
+                     : blocks_for_budget({model_config_.num_layers, model_config_.num_kv_heads, model_config_.head_dim,
+                                          config.block_size},
+                                         runner_.kv_dtype(), config.kv_cache_bytes),
                  runner_.kv_dtype(), runner_.numa_node()),
-      scheduler_(config.scheduler, kv_) {
+      scheduler_(config.scheduler, kv_memory_.num_blocks(), config.block_size, config.enable_prefix_caching) {
   if (config.block_size <= 0 || config.block_size % 16 != 0) {
     throw std::invalid_argument("block size must be a positive multiple of 16, got " + std::to_string(config.block_size));
   }
   // One sequence can use the whole cache but no more: a context the cache cannot hold would be
   // advertised and then cut short with "length". An explicit --max-model-len above it is an
   // error; the model's own length is clamped, with a warning, as vLLM refuses or clamps.
-  const int cache_tokens = kv_.num_blocks() * kv_.block_size();
+  const int cache_tokens = kv_memory_.num_blocks() * config.block_size;
   if (max_model_len_ > cache_tokens) {
     if (config.max_model_len > 0) {
       throw std::invalid_argument("--max-model-len " + std::to_string(config.max_model_len) + " is more than the KV cache holds (" +
@@ -204,7 +205,7 @@ void Engine::run_step() {
     if (!seq.first_scheduled_at) seq.first_scheduled_at = now;
     batch.tokens.insert(batch.tokens.end(), seq.tokens.begin() + seq.num_computed,
                         seq.tokens.begin() + seq.num_computed + chunk.num_tokens);
-    batch.sequences.push_back({seq.id, seq.num_computed, chunk.num_tokens});
+    batch.sequences.push_back({seq.id, seq.num_computed, chunk.num_tokens, chunk.block_ids});
   }
   std::vector<float> logits;
   try {
@@ -221,7 +222,6 @@ void Engine::run_step() {
   for (size_t i = 0; i < step.chunks.size(); ++i) {
     Sequence& seq = *step.chunks[i].seq;
     seq.num_computed += step.chunks[i].num_tokens;
-    kv_.cache_computed(seq.id, seq.tokens, seq.num_computed);
     if (seq.num_uncomputed() > 0) continue;  // a prefill chunk that did not reach the end
 
     // Counted as vLLM does: a request's whole prompt, cached or not, when its first token comes.
@@ -249,10 +249,11 @@ void Engine::publish_stats() {
   std::lock_guard lock(stats_mutex_);
   stats_.num_running = static_cast<int>(scheduler_.num_running());
   stats_.num_waiting = static_cast<int>(scheduler_.num_waiting());
-  stats_.kv_cache_usage = kv_.usage();
+  const KvCacheManager& kv = scheduler_.kv();
+  stats_.kv_cache_usage = kv.usage();
   stats_.num_preemptions = scheduler_.num_preemptions();
-  stats_.prefix_query_tokens = kv_.prefix_query_tokens();
-  stats_.prefix_hit_tokens = kv_.prefix_hit_tokens();
+  stats_.prefix_query_tokens = kv.prefix_query_tokens();
+  stats_.prefix_hit_tokens = kv.prefix_hit_tokens();
 }
 
 void Engine::emit_token(Sequence& seq, const SampledToken& sampled) {

@@ -15,8 +15,7 @@
 
 #include "engine/request.h"
 #include "engine/scheduler.h"
-#include "kv/kv_cache_manager.h"
-#include "kv/paged_kv_cache.h"
+#include "kv/kv_cache.h"
 #include "model/model.h"
 #include "model/model_runner.h"
 #include "tokenizer/tokenizer.h"
@@ -73,8 +72,8 @@ class Engine {
 
   EngineStats stats() const;
   int max_model_len() const { return max_model_len_; }
-  int num_kv_blocks() const { return kv_.num_blocks(); }
-  int block_size() const { return kv_.block_size(); }
+  int num_kv_blocks() const { return kv_memory_.num_blocks(); }
+  int block_size() const { return kv_memory_.geometry().block_size; }
   size_t kv_cache_bytes() const { return kv_memory_.bytes(); }
   KvDtype kv_dtype() const { return kv_memory_.dtype(); }
 
@@ -95,9 +94,8 @@ class Engine {
   const Tokenizer* tokenizer_;
   EngineConfig config_;
   int max_model_len_;
-  KvCacheManager kv_;
-  PagedKvCache kv_memory_;
-  Scheduler scheduler_;
+  KvCache kv_memory_;     // geometry + dtype + pool; which blocks a sequence holds is the scheduler's
+  Scheduler scheduler_;   // owns the KV bookkeeping (KvCacheManager)
   std::unordered_map<int64_t, std::unique_ptr<Sequence>> sequences_;  // loop thread only
 
   // Inbox from other threads.

@@ -5,7 +5,8 @@
 
 namespace slab {
 
-Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv) : config_(config), kv_(kv) {}
+Scheduler::Scheduler(const SchedulerConfig& config, int num_kv_blocks, int block_size, bool enable_prefix_caching)
+    : config_(config), kv_(num_kv_blocks, block_size, enable_prefix_caching) {}
 
 void Scheduler::add(Sequence* seq) {
   seq->status = SequenceStatus::waiting;
@@ -21,14 +22,14 @@ void Scheduler::add(Sequence* seq) {
 void Scheduler::remove(Sequence* seq) {
   std::erase(running_, seq);
   std::erase(waiting_, seq);
-  kv_.free(seq->id);
+  kv_.free(seq->id, seq->num_computed);
   seq->status = SequenceStatus::finished;
 }
 
 void Scheduler::preempt(Sequence* victim, SchedulerStep& step, bool for_memory) {
   std::erase(running_, victim);
   std::erase_if(step.chunks, [&](const ScheduledChunk& c) { return c.seq == victim; });
-  kv_.free(victim->id);
+  kv_.free(victim->id, victim->num_computed);
   victim->num_computed = 0;
   victim->status = SequenceStatus::waiting;
   ++victim->num_preemptions;
@@ -39,7 +40,7 @@ void Scheduler::preempt(Sequence* victim, SchedulerStep& step, bool for_memory) 
 
 bool Scheduler::reserve_or_preempt(Sequence* seq, int num_tokens, SchedulerStep& step) {
   const int target = seq->num_computed + num_tokens;
-  while (!kv_.reserve(seq->id, target)) {
+  while (!kv_.allocate(seq->id, seq->tokens, target)) {
     if (kv_.blocks_needed(seq->id, target) > kv_.num_blocks()) {
       step.out_of_cache.push_back(seq);
       return false;
@@ -135,7 +136,7 @@ SchedulerStep Scheduler::schedule() {
         if (running_.size() < before) --i;  // the list shrank under us; `seq` may be gone
         continue;
       }
-      step.chunks.push_back({seq, n});
+      step.chunks.push_back({seq, n, {}});
       budget -= n;
     }
   }
@@ -155,32 +156,32 @@ SchedulerStep Scheduler::schedule() {
       passed.push_back(w);
       continue;
     }
-    if (!kv_.has(seq->id)) {
-      seq->num_computed = kv_.adopt_cached_prefix(seq->id, seq->tokens);
-      if (seq->num_preemptions == 0) seq->cached_prompt_tokens = seq->num_computed;
-    }
-    const int n = std::min(seq->num_uncomputed(), budget);
-    if (kv_.blocks_needed(seq->id, seq->num_computed + n) > kv_.num_blocks()) {
+    // A waiting sequence holds no blocks: query the prefix cache, then commit the hit and the
+    // chunk's blocks together or not at all.
+    const PrefixHit hit = kv_.find_cached_prefix(seq->tokens);
+    const int cached = hit.num_tokens(kv_.block_size());
+    const int n = std::min(static_cast<int>(seq->tokens.size()) - cached, budget);
+    if (kv_.blocks_needed(seq->id, cached + n) > kv_.num_blocks()) {
       waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(w));
-      kv_.free(seq->id);
       step.out_of_cache.push_back(seq);
       passed.clear();  // indices moved
       continue;
     }
-    if (!kv_.reserve(seq->id, seq->num_computed + n)) {
-      // Not enough free blocks: give back what it adopted (the blocks keep their hashes on the
-      // free list, so a later admission finds them again) and stop admitting this step.
-      kv_.free(seq->id);
-      seq->num_computed = 0;
-      break;
-    }
+    if (!kv_.allocate(seq->id, seq->tokens, cached + n, hit)) break;  // no room: admission stops this step
+    seq->num_computed = cached;
+    if (seq->num_preemptions == 0) seq->cached_prompt_tokens = cached;
     waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(w));
     passed.clear();
     seq->status = SequenceStatus::running;
     running_.push_back(seq);
     ++running_per_call[fairness_key(*seq)];
-    step.chunks.push_back({seq, n});
+    step.chunks.push_back({seq, n, {}});
     budget -= n;
+  }
+  // Tables are final once no more preemption can happen: each chunk carries its own.
+  for (ScheduledChunk& chunk : step.chunks) {
+    const std::span<const int32_t> table = kv_.block_table(chunk.seq->id);
+    chunk.block_ids.assign(table.begin(), table.end());
   }
   return step;
 }

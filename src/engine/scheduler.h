@@ -20,10 +20,12 @@ struct SchedulerConfig {
   int max_num_batched_tokens = 2048;
 };
 
-// One sequence's share of a step: num_tokens new tokens starting at seq->num_computed.
+// One sequence's share of a step: num_tokens new tokens starting at seq->num_computed, and the
+// sequence's block table, which covers them (the runner writes and reads K/V through it).
 struct ScheduledChunk {
   Sequence* seq = nullptr;
   int num_tokens = 0;
+  std::vector<int32_t> block_ids;
 };
 
 struct SchedulerStep {
@@ -37,7 +39,8 @@ struct SchedulerStep {
 
 class Scheduler {
  public:
-  Scheduler(const SchedulerConfig& config, KvCacheManager& kv);
+  // The scheduler owns the KV bookkeeping: block tables, reference counts and the prefix cache.
+  Scheduler(const SchedulerConfig& config, int num_kv_blocks, int block_size, bool enable_prefix_caching);
 
   void add(Sequence* seq);
   SchedulerStep schedule();
@@ -48,6 +51,7 @@ class Scheduler {
   size_t num_waiting() const { return waiting_.size(); }
   int64_t num_preemptions() const { return num_preemptions_; }
   const SchedulerConfig& config() const { return config_; }
+  const KvCacheManager& kv() const { return kv_; }
 
  private:
   // Gives `seq` blocks for `num_tokens` more tokens, preempting later-admitted sequences as
@@ -63,7 +67,7 @@ class Scheduler {
   void make_room_for_a_new_call(std::unordered_map<uint64_t, int>& running_per_call, SchedulerStep& step);
 
   SchedulerConfig config_;
-  KvCacheManager& kv_;
+  KvCacheManager kv_;
   std::vector<Sequence*> running_;  // in admission order
   std::deque<Sequence*> waiting_;   // arrival order; preempted sequences go to the front
   int64_t num_preemptions_ = 0;

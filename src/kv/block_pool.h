@@ -43,6 +43,8 @@ class BlockPool {
   // cached under the same hash stays the canonical one.
   void cache_full_block(int32_t block, BlockHash hash, BlockHash parent, std::span<const int32_t> tokens);
   bool is_cached(int32_t block) const { return blocks_[block].cached; }
+  // Drops the block's hash from the prefix cache (its K/V turned out never to be written).
+  void uncache(int32_t block);
   int num_cached() const { return static_cast<int>(cache_.size()); }
 
   // Drops every cached hash (e.g. after the cache memory was reset).
@@ -60,7 +62,6 @@ class BlockPool {
   };
   void unlink_free(int32_t block);
   void push_free_back(int32_t block);
-  void uncache(int32_t block);
 
   int block_size_;
   std::vector<Block> blocks_;

@@ -1,19 +1,22 @@
 #pragma once
-// The interface between the forward pass and whatever owns KV memory. Memory is cut into blocks
-// of `block_size` tokens; one block holds K and V of every layer and KV head for its tokens, laid
-// out [layer][K then V][kv_head][token][head_dim], so attention reads one contiguous run of
-// block_size * head_dim values per (layer, K/V, head, block). A sequence's cache is the list of
-// its block ids in position order (its block table).
+// The KV memory the forward pass writes and attention reads: geometry + dtype + one pool of
+// blocks, allocated once. Which block holds which positions of a sequence (its block table) is
+// bookkeeping the scheduler owns (KvCacheManager); each forward batch carries the tables.
+//
+// Memory is cut into blocks of `block_size` tokens; one block holds K and V of every layer and KV
+// head for its tokens, laid out [layer][K then V][kv_head][token][head_dim], so attention reads
+// one contiguous run of block_size * head_dim values per (layer, K/V, head, block). Addresses
+// inside the pool come from kern::kv_block_offset (kernels/kv_block.h), the one place that knows.
 //
 // The pool carries a dtype: FP32 for the scalar reference forward (the oracle in tests), BF16 for
 // the fast runner (half the memory and bandwidth; the SLAB attention kernels read BF16 K/V).
 // Whoever allocates a cache asks the runner which one it needs (ModelRunner::kv_dtype()).
 #include <cstddef>
 #include <cstdint>
-#include <span>
-#include <stdexcept>
 
 #include "kernels/bf16.h"
+#include "kernels/kv_block.h"
+#include "runtime/aligned_buffer.h"
 
 namespace slab {
 
@@ -36,27 +39,33 @@ struct KvGeometry {
   size_t bytes_per_token(KvDtype dtype) const {
     return static_cast<size_t>(num_layers) * 2 * num_kv_heads * head_dim * kv_dtype_bytes(dtype);
   }
+  // One layer's K and V in the kernels' terms.
+  kern::KvBlockLayout layer_layout(int layer) const {
+    const size_t k_offset = static_cast<size_t>(layer) * layer_stride();
+    return {block_size, head_dim, block_stride(), head_stride(), k_offset, k_offset + kv_stride()};
+  }
 };
 
 class KvCache {
  public:
-  virtual ~KvCache() = default;
-  virtual const KvGeometry& geometry() const = 0;
-  virtual KvDtype dtype() const = 0;
+  // numa_node >= 0 binds the pool's memory to that node (the instance's, with --numa-node).
+  KvCache(const KvGeometry& geometry, int num_blocks, KvDtype dtype = KvDtype::f32, int numa_node = -1);
+
+  const KvGeometry& geometry() const { return geometry_; }
+  KvDtype dtype() const { return dtype_; }
+  int num_blocks() const { return num_blocks_; }
+  size_t bytes() const { return pool_.size(); }
   // Base of the block pool; strides (KvGeometry) count elements of dtype().
-  virtual void* pool_bytes() = 0;
+  void* pool_bytes() { return pool_.data(); }
   // Typed views; asking for the wrong dtype is a wiring bug (a runner fed the other cache).
-  float* pool_f32() {
-    if (dtype() != KvDtype::f32) throw std::logic_error("KV cache holds bf16, not float32");
-    return static_cast<float*>(pool_bytes());
-  }
-  kern::bf16_t* pool_bf16() {
-    if (dtype() != KvDtype::bf16) throw std::logic_error("KV cache holds float32, not bf16");
-    return static_cast<kern::bf16_t*>(pool_bytes());
-  }
-  // Block ids of a sequence, in position order. The owner guarantees they cover every position
-  // the next forward pass writes.
-  virtual std::span<const int32_t> block_table(int64_t seq_id) const = 0;
+  float* pool_f32();
+  kern::bf16_t* pool_bf16();
+
+ private:
+  KvGeometry geometry_;
+  KvDtype dtype_;
+  int num_blocks_;
+  AlignedBuffer pool_;  // 64-byte aligned for the attention kernels' vector loads
 };
 
 }  // namespace slab

@@ -1,5 +1,6 @@
 #include "kv/kv_cache_manager.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -8,10 +9,9 @@ namespace slab {
 KvCacheManager::KvCacheManager(int num_blocks, int block_size, bool enable_prefix_caching)
     : pool_(num_blocks, block_size), prefix_caching_(enable_prefix_caching) {}
 
-int KvCacheManager::adopt_cached_prefix(int64_t seq_id, std::span<const int32_t> tokens) {
-  Table& table = tables_[seq_id];
-  if (!table.blocks.empty()) throw std::logic_error("adopt_cached_prefix: sequence already has blocks");
-  if (!prefix_caching_) return 0;
+PrefixHit KvCacheManager::find_cached_prefix(std::span<const int32_t> tokens) const {
+  PrefixHit hit;
+  if (!prefix_caching_ || tokens.empty()) return hit;
   const int bs = pool_.block_size();
   // The last token is always computed, so a prompt of exactly k full blocks reuses k - 1.
   const int max_blocks = (static_cast<int>(tokens.size()) - 1) / bs;
@@ -19,17 +19,13 @@ int KvCacheManager::adopt_cached_prefix(int64_t seq_id, std::span<const int32_t>
   for (int i = 0; i < max_blocks; ++i) {
     std::span<const int32_t> block_tokens = tokens.subspan(static_cast<size_t>(i) * bs, bs);
     const BlockHash hash = hash_block(parent, block_tokens);
-    std::optional<int32_t> hit = pool_.find_cached(hash, parent, block_tokens);
-    if (!hit) break;
-    pool_.acquire(*hit);
-    table.blocks.push_back(*hit);
-    table.hashes.push_back(hash);
+    std::optional<int32_t> block = pool_.find_cached(hash, parent, block_tokens);
+    if (!block) break;
+    hit.blocks.push_back(*block);
+    hit.hashes.push_back(hash);
     parent = hash;
   }
-  const int hit_tokens = static_cast<int>(table.blocks.size()) * bs;
-  prefix_query_tokens_ += static_cast<int64_t>(tokens.size());
-  prefix_hit_tokens_ += hit_tokens;
-  return hit_tokens;
+  return hit;
 }
 
 int KvCacheManager::blocks_needed(int64_t seq_id, int num_tokens) const {
@@ -39,20 +35,41 @@ int KvCacheManager::blocks_needed(int64_t seq_id, int num_tokens) const {
   return std::max(0, want - have);
 }
 
-bool KvCacheManager::reserve(int64_t seq_id, int num_tokens) {
-  const int needed = blocks_needed(seq_id, num_tokens);
-  if (needed > pool_.num_free()) return false;
+bool KvCacheManager::allocate(int64_t seq_id, std::span<const int32_t> tokens, int num_tokens, const PrefixHit& hit) {
+  if (static_cast<size_t>(num_tokens) > tokens.size()) throw std::logic_error("KvCacheManager::allocate: tokens shorter than num_tokens");
+  const bool is_new = !has(seq_id);
+  if (!is_new && !hit.blocks.empty()) throw std::logic_error("KvCacheManager::allocate: a prefix hit for a sequence that has blocks");
+  const int bs = pool_.block_size();
+  if (hit.num_tokens(bs) > num_tokens) throw std::logic_error("KvCacheManager::allocate: prefix hit beyond num_tokens");
+  // Hit blocks nobody references sit on the free list: taking them leaves fewer to allocate.
+  int hit_free = 0;
+  for (int32_t b : hit.blocks) {
+    if (!pool_.is_cached(b)) throw std::logic_error("KvCacheManager::allocate: prefix hit went stale");
+    hit_free += pool_.ref_count(b) == 0 ? 1 : 0;
+  }
+  const int fresh = blocks_needed(seq_id, num_tokens) - static_cast<int>(hit.blocks.size());
+  if (fresh > pool_.num_free() - hit_free) return false;
+
   Table& table = tables_[seq_id];
-  for (int i = 0; i < needed; ++i) table.blocks.push_back(*pool_.allocate());
+  for (size_t i = 0; i < hit.blocks.size(); ++i) {
+    pool_.acquire(hit.blocks[i]);
+    table.blocks.push_back(hit.blocks[i]);
+    table.hashes.push_back(hit.hashes[i]);
+  }
+  for (int i = 0; i < fresh; ++i) table.blocks.push_back(*pool_.allocate());
+  if (is_new && prefix_caching_) {
+    prefix_query_tokens_ += static_cast<int64_t>(tokens.size());
+    prefix_hit_tokens_ += hit.num_tokens(bs);
+  }
+  cache_full_blocks(table, tokens, num_tokens);
   return true;
 }
 
-void KvCacheManager::cache_computed(int64_t seq_id, std::span<const int32_t> tokens, int num_computed) {
+void KvCacheManager::cache_full_blocks(Table& table, std::span<const int32_t> tokens, int num_tokens) {
   if (!prefix_caching_) return;
-  Table& table = tables_.at(seq_id);
   const int bs = pool_.block_size();
-  const size_t full_blocks = static_cast<size_t>(num_computed / bs);
-  while (table.hashes.size() < full_blocks && table.hashes.size() < table.blocks.size()) {
+  const size_t full_blocks = std::min(static_cast<size_t>(num_tokens / bs), table.blocks.size());
+  while (table.hashes.size() < full_blocks) {
     const size_t i = table.hashes.size();
     const BlockHash parent = i == 0 ? 0 : table.hashes[i - 1];
     std::span<const int32_t> block_tokens = tokens.subspan(i * bs, bs);
@@ -62,11 +79,15 @@ void KvCacheManager::cache_computed(int64_t seq_id, std::span<const int32_t> tok
   }
 }
 
-void KvCacheManager::free(int64_t seq_id) {
+void KvCacheManager::free(int64_t seq_id, int num_computed) {
   auto it = tables_.find(seq_id);
   if (it == tables_.end()) return;
-  const std::vector<int32_t>& blocks = it->second.blocks;
-  for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) pool_.release(*b);
+  const Table& table = it->second;
+  // Hashed at allocation but never written: another request must not find them.
+  for (size_t i = static_cast<size_t>(std::max(0, num_computed) / pool_.block_size()); i < table.hashes.size(); ++i) {
+    pool_.uncache(table.blocks[i]);
+  }
+  for (auto b = table.blocks.rbegin(); b != table.blocks.rend(); ++b) pool_.release(*b);
   tables_.erase(it);
 }
 

@@ -1,11 +1,13 @@
 // The transformer forward pass over a flattened batch, read top to bottom: embed, then per layer
 // attention and MLP blocks with pre-norm residuals, then the final norm and the output head.
 // Every op comes from kernels/; this file only wires shapes, positions and the KV cache.
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "kernels/kv_block.h"
 #include "kernels/reference.h"
 #include "model/model.h"
 #include "model/rope_params.h"
@@ -17,46 +19,7 @@ const float* bias_or_null(const std::vector<float>& bias) {
   return bias.empty() ? nullptr : bias.data();
 }
 
-
-// Where token `pos` of a sequence keeps its K (or V) for one layer and KV head.
-float* cache_slot(float* pool, std::span<const int32_t> block_table, const KvGeometry& g,
-                  size_t layer_kv_offset, int kv_head, int pos) {
-  const size_t block = static_cast<size_t>(block_table[static_cast<size_t>(pos / g.block_size)]);
-  return pool + block * g.block_stride() + layer_kv_offset + static_cast<size_t>(kv_head) * g.head_stride() +
-         static_cast<size_t>(pos % g.block_size) * g.head_dim;
-}
-
 }  // namespace
-
-// Checks the batch against the model and the cache before any memory is touched.
-void validate_forward_batch(const ModelConfig& config, const ForwardBatch& batch, const KvCache& cache) {
-  const KvGeometry& g = cache.geometry();
-  if (g.num_layers != config.num_layers || g.num_kv_heads != config.num_kv_heads ||
-      g.head_dim != config.head_dim) {
-    throw std::invalid_argument("forward: KV cache geometry does not match the model");
-  }
-  size_t total = 0;
-  for (const BatchSequence& seq : batch.sequences) {
-    if (seq.num_tokens <= 0 || seq.start_pos < 0) {
-      throw std::invalid_argument("forward: sequence " + std::to_string(seq.seq_id) +
-                                  " has no new tokens or a negative start position");
-    }
-    const size_t capacity = cache.block_table(seq.seq_id).size() * static_cast<size_t>(g.block_size);
-    if (static_cast<size_t>(seq.start_pos + seq.num_tokens) > capacity) {
-      throw std::invalid_argument("forward: sequence " + std::to_string(seq.seq_id) +
-                                  " runs past the blocks its cache holds");
-    }
-    total += static_cast<size_t>(seq.num_tokens);
-  }
-  if (total != batch.tokens.size()) {
-    throw std::invalid_argument("forward: sequence lengths do not add up to the token count");
-  }
-  for (int token : batch.tokens) {
-    if (token < 0 || token >= config.vocab_size) {
-      throw std::invalid_argument("forward: token id " + std::to_string(token) + " outside the vocabulary");
-    }
-  }
-}
 
 std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCache& cache) {
   const ModelConfig& c = model.config;
@@ -71,18 +34,8 @@ std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCach
   const KvGeometry& g = cache.geometry();
   float* pool = cache.pool_f32();  // the oracle keeps an FP32 cache
 
-  // Per token: which sequence it belongs to and its position.
-  std::vector<int> token_seq(n_tokens);
-  std::vector<int> token_pos(n_tokens);
-  for (int s = 0, t = 0; s < static_cast<int>(batch.sequences.size()); ++s) {
-    for (int i = 0; i < batch.sequences[s].num_tokens; ++i, ++t) {
-      token_seq[t] = s;
-      token_pos[t] = batch.sequences[s].start_pos + i;
-    }
-  }
-  std::vector<std::span<const int32_t>> tables;
-  for (const BatchSequence& seq : batch.sequences) tables.push_back(cache.block_table(seq.seq_id));
-
+  const BatchLayout layout = layout_batch(batch);
+  const std::vector<int>& token_pos = layout.token_pos;
   std::vector<float> inv_freq(static_cast<size_t>(hd / 2));
   ref::rope_inverse_frequencies(inv_freq.data(), hd, rope_frequency_params(c));
   const float attn_scale = 1.0f / std::sqrt(static_cast<float>(hd));
@@ -109,8 +62,7 @@ std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCach
 
   for (int l = 0; l < c.num_layers; ++l) {
     const LayerWeights& lw = w.layers[l];
-    const size_t k_offset = static_cast<size_t>(l) * g.layer_stride();
-    const size_t v_offset = k_offset + g.kv_stride();
+    const kern::KvBlockLayout kv_layout = g.layer_layout(l);
 
     // Attention block.
     for (int t = 0; t < n_tokens; ++t) {
@@ -129,18 +81,14 @@ std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCach
       }
       ref::rope(qt, c.num_heads, hd, token_pos[t], inv_freq.data(), ref::RopeStyle::rotate_half);
       ref::rope(kt, c.num_kv_heads, hd, token_pos[t], inv_freq.data(), ref::RopeStyle::rotate_half);
-      const float* vt = &v[static_cast<size_t>(t) * kv_dim];
-      for (int h = 0; h < c.num_kv_heads; ++h) {
-        const auto& table = tables[token_seq[t]];
-        std::copy(kt + h * hd, kt + (h + 1) * hd, cache_slot(pool, table, g, k_offset, h, token_pos[t]));
-        std::copy(vt + h * hd, vt + (h + 1) * hd, cache_slot(pool, table, g, v_offset, h, token_pos[t]));
-      }
+      kern::kv_write(pool, kv_layout, batch.sequences[layout.token_seq[t]].block_table.data(), token_pos[t], kt,
+                     &v[static_cast<size_t>(t) * kv_dim], c.num_kv_heads);
     }
     // Every new K/V of this layer is in the cache before any token attends, so tokens of one
     // sequence in the same batch see each other causally.
     for (int t = 0; t < n_tokens; ++t) {
-      ref::PagedKv kv{pool, tables[token_seq[t]].data(), g.block_size, g.block_stride(),
-                      k_offset, v_offset, g.head_stride()};
+      ref::PagedKv kv{pool, batch.sequences[layout.token_seq[t]].block_table.data(), g.block_size, g.block_stride(),
+                      kv_layout.k_offset, kv_layout.v_offset, g.head_stride()};
       ref::attention(&attn[static_cast<size_t>(t) * q_dim], &q[static_cast<size_t>(t) * q_dim], kv,
                      c.num_heads, c.num_kv_heads, hd, token_pos[t], c.sliding_window, attn_scale);
     }
@@ -160,13 +108,7 @@ std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCach
   }
 
   // Output head over the rows that want logits.
-  std::vector<int> rows;
-  if (batch.all_logits) {
-    for (int t = 0; t < n_tokens; ++t) rows.push_back(t);
-  } else {
-    int end = 0;
-    for (const BatchSequence& seq : batch.sequences) rows.push_back((end += seq.num_tokens) - 1);
-  }
+  const std::vector<int>& rows = layout.logit_rows;
   std::vector<float> normed(static_cast<size_t>(rows.size()) * dim);
   for (size_t r = 0; r < rows.size(); ++r) {
     ref::rmsnorm(&normed[r * dim], &x[static_cast<size_t>(rows[r]) * dim], w.final_norm.data(), dim, c.rms_norm_eps);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/attention.h"
+#include "kernels/kv_block.h"
 #include "kernels/linear_bf16.h"
 #include "kernels/reference.h"
 #include "kernels/rowwise_bf16.h"
@@ -44,26 +45,8 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   kern::bf16_t* kv_pool = cache.pool_bf16();
   const float attn_scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
-  // Per token: its sequence and position; the rows that want logits.
-  std::vector<int> token_seq(static_cast<size_t>(T)), token_pos(static_cast<size_t>(T));
-  std::vector<std::span<const int32_t>> tables;
-  int max_pos = 0;
-  for (int s = 0, t = 0; s < static_cast<int>(batch.sequences.size()); ++s) {
-    const BatchSequence& seq = batch.sequences[static_cast<size_t>(s)];
-    tables.push_back(cache.block_table(seq.seq_id));
-    for (int i = 0; i < seq.num_tokens; ++i, ++t) {
-      token_seq[static_cast<size_t>(t)] = s;
-      token_pos[static_cast<size_t>(t)] = seq.start_pos + i;
-    }
-    max_pos = std::max(max_pos, seq.start_pos + seq.num_tokens);
-  }
-  std::vector<int> rows;
-  if (batch.all_logits) {
-    for (int t = 0; t < T; ++t) rows.push_back(t);
-  } else {
-    int end = 0;
-    for (const BatchSequence& seq : batch.sequences) rows.push_back((end += seq.num_tokens) - 1);
-  }
+  const BatchLayout layout = layout_batch(batch);
+  const std::vector<int>& rows = layout.logit_rows;
   const int R = static_cast<int>(rows.size());
 
   // Attention plan: depends only on the sequences (rows, lengths, block tables), so one plan
@@ -76,7 +59,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     a.q_start = row;
     a.q_len = seq.num_tokens;
     a.kv_len = seq.start_pos + seq.num_tokens;
-    a.block_table = tables[static_cast<size_t>(s)].data();
+    a.block_table = seq.block_table.data();
     attn_seqs.push_back(a);
     row += seq.num_tokens;
   }
@@ -92,8 +75,8 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   const kern::Isa attn_isa = isa == kern::Isa::avx512_bf16 ? kern::Isa::avx512_bf16 : kern::Isa::scalar;
 
   // RoPE tables grow (doubling) to cover the furthest position; computed once per position.
-  if (max_pos > ws.rope_positions) {
-    const int want = std::max(max_pos, 2 * ws.rope_positions);
+  if (layout.end_pos > ws.rope_positions) {
+    const int want = std::max(layout.end_pos, 2 * ws.rope_positions);
     ws.rope_cos.resize(static_cast<size_t>(want) * half);
     ws.rope_sin.resize(static_cast<size_t>(want) * half);
     kern::rope_tables(ws.rope_cos.data(), ws.rope_sin.data(), ws.inv_freq.data(), half, ws.rope_positions, want);
@@ -152,8 +135,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
 
   for (int l = 0; l < c.num_layers; ++l) {
     const PackedLayer& lw = w.layers[static_cast<size_t>(l)];
-    const size_t k_offset = static_cast<size_t>(l) * g.layer_stride();
-    const size_t v_offset = k_offset + g.kv_stride();
+    const kern::KvBlockLayout kv_layout = g.layer_layout(l);
 
     // Attention block.
     pool.parallel_for(T, [&](int t, int) {
@@ -165,7 +147,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
       float* qt = qkv + static_cast<size_t>(t) * qkv_dim;
       float* kt = qt + q_dim;
       const float* vt = kt + kv_dim;
-      const int pos = token_pos[static_cast<size_t>(t)];
+      const int pos = layout.token_pos[static_cast<size_t>(t)];
       if (c.qk_norm) {
         for (int h = 0; h < c.num_heads; ++h) ref::rmsnorm(qt + h * hd, qt + h * hd, lw.q_norm.data(), hd, c.rms_norm_eps);
         for (int h = 0; h < c.num_kv_heads; ++h) ref::rmsnorm(kt + h * hd, kt + h * hd, lw.k_norm.data(), hd, c.rms_norm_eps);
@@ -174,14 +156,8 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
       const float* sn = ws.rope_sin.data() + static_cast<size_t>(pos) * half;
       kern::rope_rotate_half(qt, c.num_heads, hd, cs, sn);
       kern::rope_rotate_half(kt, c.num_kv_heads, hd, cs, sn);
-      const auto& table = tables[static_cast<size_t>(token_seq[static_cast<size_t>(t)])];
-      const size_t block = static_cast<size_t>(table[static_cast<size_t>(pos / g.block_size)]);
-      const size_t in_block = static_cast<size_t>(pos % g.block_size) * hd;
-      for (int h = 0; h < c.num_kv_heads; ++h) {
-        kern::bf16_t* base = kv_pool + block * g.block_stride() + static_cast<size_t>(h) * g.head_stride() + in_block;
-        kern::convert_f32_to_bf16(base + k_offset, kt + h * hd, static_cast<size_t>(hd), isa);
-        kern::convert_f32_to_bf16(base + v_offset, vt + h * hd, static_cast<size_t>(hd), isa);
-      }
+      const BatchSequence& seq = batch.sequences[static_cast<size_t>(layout.token_seq[static_cast<size_t>(t)])];
+      kern::kv_write(kv_pool, kv_layout, seq.block_table.data(), pos, kt, vt, c.num_kv_heads, isa);
     });
     // Every new K/V of the layer is in the cache before any token attends (causal within a
     // sequence of the batch): the write above finished on all threads.
@@ -190,7 +166,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     aa.ldq = static_cast<size_t>(qkv_dim);
     aa.out = attn;
     aa.ldo = static_cast<size_t>(q_dim);
-    aa.kv = {kv_pool, g.block_size, g.block_stride(), k_offset, v_offset, g.head_stride()};
+    aa.kv = {kv_pool, g.block_size, g.block_stride(), kv_layout.k_offset, kv_layout.v_offset, g.head_stride()};
     aa.seqs = attn_seqs.data();
     aa.n_seqs = static_cast<int>(attn_seqs.size());
     aa.scale = attn_scale;

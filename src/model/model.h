@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,11 +33,14 @@ std::unique_ptr<Checkpoint> open_model_checkpoint(const std::filesystem::path& m
 std::string describe_model_weights(const std::filesystem::path& model);
 
 // One sequence's share of a forward batch: `num_tokens` new tokens at positions
-// start_pos .. start_pos + num_tokens - 1 (start_pos = tokens already in its cache).
+// start_pos .. start_pos + num_tokens - 1 (start_pos = tokens already in its cache), and its
+// block table (block ids of the KvCache in position order, covering every position up to
+// start_pos + num_tokens; the caller keeps it alive through the forward call).
 struct BatchSequence {
   int64_t seq_id = 0;
   int start_pos = 0;
   int num_tokens = 0;
+  std::span<const int32_t> block_table;
 };
 
 // A flattened variable-length batch: the new tokens of every sequence, concatenated in the order
@@ -55,5 +59,15 @@ std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCach
 // Throws std::invalid_argument when the batch does not fit the model or the cache (every forward
 // implementation checks with this before touching memory).
 void validate_forward_batch(const ModelConfig& config, const ForwardBatch& batch, const KvCache& cache);
+
+// The batch bookkeeping both forward passes share: each token's sequence and position, and the
+// rows whose logits are returned (the last token of each sequence, or every token).
+struct BatchLayout {
+  std::vector<int> token_seq;
+  std::vector<int> token_pos;
+  std::vector<int> logit_rows;
+  int end_pos = 0;  // one past the furthest position of any sequence
+};
+BatchLayout layout_batch(const ForwardBatch& batch);
 
 }  // namespace slab

@@ -103,7 +103,7 @@ ContiguousKvCache make_cache(const Model& m, int max_tokens) {
 
 std::vector<float> all_logits(const Model& m, const std::vector<int>& prompt) {
   ContiguousKvCache cache = make_cache(m, 256);
-  ForwardBatch b{prompt, {{0, 0, static_cast<int>(prompt.size())}}, true};
+  ForwardBatch b{prompt, {{0, 0, static_cast<int>(prompt.size()), cache.block_table(0)}}, true};
   return forward(m, b, cache);
 }
 
@@ -111,7 +111,7 @@ std::vector<int> greedy(const Model& m, int first, int n) {
   ContiguousKvCache cache = make_cache(m, 256);
   std::vector<int> out{first};
   for (int i = 0; i < n; ++i) {
-    ForwardBatch b{{out.back()}, {{0, i, 1}}, false};
+    ForwardBatch b{{out.back()}, {{0, i, 1, cache.block_table(0)}}, false};
     const std::vector<float> logits = forward(m, b, cache);
     out.push_back(static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
   }

@@ -89,7 +89,7 @@ std::vector<float> all_logits(const Model& m, const std::vector<int>& prompt) {
   geometry.head_dim = m.config.head_dim;
   geometry.block_size = 16;
   ContiguousKvCache cache(geometry, 1, 128);
-  ForwardBatch b{prompt, {{0, 0, static_cast<int>(prompt.size())}}, true};
+  ForwardBatch b{prompt, {{0, 0, static_cast<int>(prompt.size()), cache.block_table(0)}}, true};
   return forward(m, b, cache);
 }
 

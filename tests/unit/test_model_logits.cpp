@@ -95,7 +95,7 @@ TEST_CASE("forward matches transformers on every fixture architecture", "[model]
       // (1) The whole prompt in one pass, logits for every position.
       {
         ContiguousKvCache cache = make_cache(m, 1, 64);
-        ForwardBatch b{e.prompt, {{0, 0, n}}, true};
+        ForwardBatch b{e.prompt, {{0, 0, n, cache.block_table(0)}}, true};
         const auto logits = forward(m, b, cache);
         REQUIRE(logits.size() == static_cast<size_t>(n) * vocab);
         for (int t = 0; t < n; ++t) {
@@ -108,7 +108,7 @@ TEST_CASE("forward matches transformers on every fixture architecture", "[model]
         ContiguousKvCache cache = make_cache(m, 1, 64);
         std::vector<float> last;
         for (int t = 0; t < n; ++t) {
-          ForwardBatch b{{e.prompt[t]}, {{0, t, 1}}, false};
+          ForwardBatch b{{e.prompt[t]}, {{0, t, 1, cache.block_table(0)}}, false};
           last = forward(m, b, cache);
           REQUIRE(last.size() == static_cast<size_t>(vocab));
           check_row(last.data(), e.logits[t], "decode position " + std::to_string(t));
@@ -116,7 +116,7 @@ TEST_CASE("forward matches transformers on every fixture architecture", "[model]
         std::vector<int> generated;
         for (size_t i = 0; i < e.greedy.size(); ++i) {
           generated.push_back(argmax_row(last.data(), vocab));
-          ForwardBatch b{{generated.back()}, {{0, n + static_cast<int>(i), 1}}, false};
+          ForwardBatch b{{generated.back()}, {{0, n + static_cast<int>(i), 1, cache.block_table(0)}}, false};
           last = forward(m, b, cache);
         }
         CHECK(generated == e.greedy);
@@ -127,7 +127,7 @@ TEST_CASE("forward matches transformers on every fixture architecture", "[model]
       {
         std::vector<int> other(e.prompt.rbegin(), e.prompt.rend());
         ContiguousKvCache alone_cache = make_cache(m, 1, 64);
-        ForwardBatch alone{other, {{0, 0, n}}, true};
+        ForwardBatch alone{other, {{0, 0, n, alone_cache.block_table(0)}}, true};
         const auto other_logits = forward(m, alone, alone_cache);
 
         const int a0 = 12, a1 = 7;  // first pass: 12 tokens of seq 0, 7 of seq 1
@@ -135,7 +135,7 @@ TEST_CASE("forward matches transformers on every fixture architecture", "[model]
         std::vector<int> tokens = slice(other, 0, a1);
         const auto p0 = slice(e.prompt, 0, a0);
         tokens.insert(tokens.end(), p0.begin(), p0.end());
-        ForwardBatch b1{tokens, {{1, 0, a1}, {0, 0, a0}}, true};  // seq 1 first: order is the batch's
+        ForwardBatch b1{tokens, {{1, 0, a1, cache.block_table(1)}, {0, 0, a0, cache.block_table(0)}}, true};  // seq 1 first: order is the batch's
         const auto l1 = forward(m, b1, cache);
         REQUIRE(l1.size() == static_cast<size_t>(a0 + a1) * vocab);
         for (int t = 0; t < a1; ++t) {
@@ -150,7 +150,7 @@ TEST_CASE("forward matches transformers on every fixture architecture", "[model]
         tokens = slice(e.prompt, a0, n);
         const auto o = slice(other, a1, a1 + 2);
         tokens.insert(tokens.end(), o.begin(), o.end());
-        ForwardBatch b2{tokens, {{0, a0, n - a0}, {1, a1, 2}}, false};
+        ForwardBatch b2{tokens, {{0, a0, n - a0, cache.block_table(0)}, {1, a1, 2, cache.block_table(1)}}, false};
         const auto l2 = forward(m, b2, cache);
         REQUIRE(l2.size() == 2u * vocab);
         check_row(&l2[0], e.logits[n - 1], "batched seq 0 last position");
@@ -177,13 +177,13 @@ TEST_CASE("stories260K: greedy continuation of BOS equals transformers'", "[mode
   REQUIRE(prompt == std::vector<int>{m.config.bos_token_id});
   const int vocab = m.config.vocab_size;
   ContiguousKvCache cache = make_cache(m, 1, 128);
-  ForwardBatch b{prompt, {{0, 0, 1}}, false};
+  ForwardBatch b{prompt, {{0, 0, 1, cache.block_table(0)}}, false};
   std::vector<float> logits = forward(m, b, cache);
   std::vector<int> got;
   for (size_t i = 0; i < want_tokens.size(); ++i) {
     if (i < step_logits.size()) check_row(logits.data(), step_logits[i], "step " + std::to_string(i));
     got.push_back(argmax_row(logits.data(), vocab));
-    ForwardBatch next{{got.back()}, {{0, static_cast<int>(i) + 1, 1}}, false};
+    ForwardBatch next{{got.back()}, {{0, static_cast<int>(i) + 1, 1, cache.block_table(0)}}, false};
     logits = forward(m, next, cache);
   }
   CHECK(got == want_tokens);

@@ -45,9 +45,10 @@ void check_reference_counts(const KvCacheManager& kv, const std::vector<std::uni
 
 void run_workload(const Workload& w) {
   std::mt19937 rng(w.seed);
-  KvCacheManager kv(w.num_blocks, w.block_size, w.prefix_caching);
-  Scheduler scheduler(w.config, kv);
+  Scheduler scheduler(w.config, w.num_blocks, w.block_size, w.prefix_caching);
+  const KvCacheManager& kv = scheduler.kv();
   std::vector<std::unique_ptr<Sequence>> seqs;
+  std::vector<int32_t> kv_content(static_cast<size_t>(w.num_blocks) * w.block_size, -1);  // token id per cache slot
   const std::vector<int32_t> shared_prefix = [&] {
     std::vector<int32_t> p(40);
     for (int32_t& t : p) t = static_cast<int32_t>(rng() % 100);
@@ -80,7 +81,9 @@ void run_workload(const Workload& w) {
       REQUIRE(in_step.insert(c.seq).second);
       REQUIRE(c.num_tokens > 0);
       REQUIRE(c.num_tokens <= c.seq->num_uncomputed());
-      REQUIRE(static_cast<int>(kv.block_table(c.seq->id).size()) * w.block_size >= c.seq->num_computed + c.num_tokens);
+      const auto table = kv.block_table(c.seq->id);
+      REQUIRE(std::equal(c.block_ids.begin(), c.block_ids.end(), table.begin(), table.end()));
+      REQUIRE(static_cast<int>(c.block_ids.size()) * w.block_size >= c.seq->num_computed + c.num_tokens);
       tokens += c.num_tokens;
     }
     REQUIRE(tokens <= w.config.max_num_batched_tokens);
@@ -88,11 +91,25 @@ void run_workload(const Workload& w) {
     if (submitted > finished) REQUIRE_FALSE(step.empty());
     check_reference_counts(kv, seqs);
 
-    // Simulated forward pass and sampling.
+    // Simulated forward pass: every chunk writes its tokens' "K/V" (the token ids) through its
+    // block ids, then every chunk reads its whole context back, as attention does after the
+    // layer's writes. A block handed out from the prefix cache that nobody computed shows here.
+    for (const ScheduledChunk& c : step.chunks) {
+      for (int p = c.seq->num_computed; p < c.seq->num_computed + c.num_tokens; ++p) {
+        kv_content[static_cast<size_t>(c.block_ids[static_cast<size_t>(p / w.block_size)]) * w.block_size + p % w.block_size] =
+            c.seq->tokens[static_cast<size_t>(p)];
+      }
+    }
+    for (const ScheduledChunk& c : step.chunks) {
+      for (int p = 0; p < c.seq->num_computed + c.num_tokens; ++p) {
+        REQUIRE(kv_content[static_cast<size_t>(c.block_ids[static_cast<size_t>(p / w.block_size)]) * w.block_size +
+                           p % w.block_size] == c.seq->tokens[static_cast<size_t>(p)]);
+      }
+    }
+    // Sampling.
     for (const ScheduledChunk& c : step.chunks) {
       Sequence& s = *c.seq;
       s.num_computed += c.num_tokens;
-      kv.cache_computed(s.id, s.tokens, s.num_computed);
       if (s.num_uncomputed() > 0) continue;
       s.tokens.push_back(static_cast<int32_t>(s.tokens.size() % 100));
       if (s.num_output() >= s.request.stop.max_tokens) {
@@ -123,8 +140,7 @@ TEST_CASE("randomised workloads: budget and sequence limits hold, blocks are nev
 }
 
 TEST_CASE("a full cache preempts the most recently admitted sequence and requeues it first", "[engine][scheduler]") {
-  KvCacheManager kv(4, 16, false);
-  Scheduler scheduler({4, 256}, kv);
+  Scheduler scheduler({4, 256}, 4, 16, false);
   std::vector<std::unique_ptr<Sequence>> seqs;
   for (int i = 0; i < 2; ++i) {
     Request r;
@@ -170,8 +186,7 @@ bool scheduled(const SchedulerStep& step, const Sequence* seq) {
 }  // namespace
 
 TEST_CASE("a call holding every slot gives one up the next step to a call with nothing running", "[engine][scheduler]") {
-  KvCacheManager kv(256, 16, false);
-  Scheduler scheduler({4, 1024}, kv);
+  Scheduler scheduler({4, 1024}, 256, 16, false);
   std::vector<std::unique_ptr<Sequence>> seqs;
   for (int i = 0; i < 10; ++i) {
     seqs.push_back(call_sequence(i, 1, 8));
@@ -195,8 +210,7 @@ TEST_CASE("a call holding every slot gives one up the next step to a call with n
 }
 
 TEST_CASE("a freed slot goes to the waiting call with the fewest running sequences", "[engine][scheduler]") {
-  KvCacheManager kv(256, 16, false);
-  Scheduler scheduler({3, 1024}, kv);
+  Scheduler scheduler({3, 1024}, 256, 16, false);
   std::vector<std::unique_ptr<Sequence>> seqs;
   seqs.push_back(call_sequence(0, 2, 8));  // call 2: one sequence, running
   scheduler.add(seqs.back().get());
@@ -211,4 +225,36 @@ TEST_CASE("a freed slot goes to the waiting call with the fewest running sequenc
   SchedulerStep step = scheduler.schedule();
   CHECK(scheduled(step, seqs[7].get()));
   for (int i = 3; i <= 6; ++i) CHECK_FALSE(scheduled(step, seqs[static_cast<size_t>(i)].get()));
+}
+
+TEST_CASE("a later request's chunk carries the blocks an earlier one cached at allocation", "[engine][scheduler]") {
+  Scheduler scheduler({4, 1024}, 16, 16, true);
+  Request r;
+  for (int i = 0; i < 40; ++i) r.prompt.push_back(i);
+  r.stop.max_tokens = 4;
+  Sequence first(0, r, nullptr, nullptr, 0), second(1, r, nullptr, nullptr, 1);
+  scheduler.add(&first);
+  SchedulerStep step1 = scheduler.schedule();
+  REQUIRE(step1.chunks.size() == 1);
+  REQUIRE(step1.chunks[0].block_ids.size() == 3);
+  first.num_computed = 40;  // the forward pass ran
+  first.tokens.push_back(99);
+
+  scheduler.add(&second);
+  SchedulerStep step2 = scheduler.schedule();
+  REQUIRE(step2.chunks.size() == 2);
+  const ScheduledChunk& c = step2.chunks[1];
+  REQUIRE(c.seq == &second);
+  REQUIRE(second.num_computed == 32);  // two full blocks from the prefix cache
+  REQUIRE(second.cached_prompt_tokens == 32);
+  REQUIRE(c.num_tokens == 8);
+  REQUIRE(c.block_ids.size() == 3);
+  REQUIRE(c.block_ids[0] == step1.chunks[0].block_ids[0]);
+  REQUIRE(c.block_ids[1] == step1.chunks[0].block_ids[1]);
+  REQUIRE(c.block_ids[2] != step1.chunks[0].block_ids[2]);
+  const auto table = scheduler.kv().block_table(second.id);
+  REQUIRE(std::equal(c.block_ids.begin(), c.block_ids.end(), table.begin(), table.end()));
+  scheduler.remove(&first);
+  scheduler.remove(&second);
+  REQUIRE(scheduler.kv().num_free_blocks() == 16);
 }

@@ -1,0 +1,75 @@
+// kv_write against positions computed here from the documented block layout
+// ([block][layer][K then V][kv_head][token][head_dim]): every value lands in its slot, nothing
+// else in the pool changes, and the BF16 pool holds the round-to-nearest-even value.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/kv_block.h"
+
+using namespace slab::kern;
+
+namespace {
+
+struct Shape {
+  int layers = 3, kv_heads = 2, head_dim = 16, block_size = 16;
+  size_t head_stride() const { return static_cast<size_t>(block_size) * head_dim; }
+  size_t part_stride() const { return head_stride() * kv_heads; }
+  size_t layer_stride() const { return 2 * part_stride(); }
+  size_t block_stride() const { return layer_stride() * layers; }
+  KvBlockLayout layout(int layer) const {
+    const size_t k = static_cast<size_t>(layer) * layer_stride();
+    return {block_size, head_dim, block_stride(), head_stride(), k, k + part_stride()};
+  }
+  // Index of (block, layer, K=0/V=1, head, token, dim), written out longhand.
+  size_t index(int block, int layer, int part, int head, int token, int dim) const {
+    return ((((static_cast<size_t>(block) * layers + layer) * 2 + part) * kv_heads + head) * block_size + token) * head_dim +
+           dim;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("kv_write stores one token's K and V at the block-table slot of its position", "[kv][kernels]") {
+  const Shape s;
+  const int n_blocks = 5;
+  const std::vector<int32_t> table = {3, 0, 4};  // positions 0-15 in block 3, 16-31 in block 0, ...
+  const size_t n = s.block_stride() * n_blocks;
+  std::vector<float> k(static_cast<size_t>(s.kv_heads) * s.head_dim), v(k.size());
+  for (size_t i = 0; i < k.size(); ++i) {
+    k[i] = 0.1f + static_cast<float>(i) * 1.001f;
+    v[i] = -0.3f - static_cast<float>(i) * 0.997f;
+  }
+  for (const int layer : {0, 2}) {
+    for (const int pos : {0, 17, 47}) {
+      INFO("layer " << layer << " position " << pos);
+      std::vector<float> pool(n, -7.0f);
+      std::vector<bf16_t> pool_b(n, bf16_t{0x7fc1});  // a NaN pattern: untouched slots stay it
+      kv_write(pool.data(), s.layout(layer), table.data(), pos, k.data(), v.data(), s.kv_heads);
+      kv_write(pool_b.data(), s.layout(layer), table.data(), pos, k.data(), v.data(), s.kv_heads, Isa::scalar);
+      std::vector<bool> written(n, false);
+      const int block = table[static_cast<size_t>(pos / s.block_size)];
+      for (int h = 0; h < s.kv_heads; ++h) {
+        for (int d = 0; d < s.head_dim; ++d) {
+          const size_t src = static_cast<size_t>(h) * s.head_dim + d;
+          const size_t ki = s.index(block, layer, 0, h, pos % s.block_size, d);
+          const size_t vi = s.index(block, layer, 1, h, pos % s.block_size, d);
+          REQUIRE(pool[ki] == k[src]);
+          REQUIRE(pool[vi] == v[src]);
+          REQUIRE(pool_b[ki] == f32_to_bf16(k[src]));
+          REQUIRE(pool_b[vi] == f32_to_bf16(v[src]));
+          REQUIRE(ki == kv_block_offset(block, s.block_stride(), s.layout(layer).k_offset, h, s.head_stride(),
+                                        pos % s.block_size, s.head_dim) + static_cast<size_t>(d));
+          written[ki] = written[vi] = true;
+        }
+      }
+      for (size_t i = 0; i < n; ++i) {
+        if (written[i]) continue;
+        REQUIRE(pool[i] == -7.0f);
+        REQUIRE(pool_b[i] == bf16_t{0x7fc1});
+      }
+    }
+  }
+}
