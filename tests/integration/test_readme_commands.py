@@ -95,7 +95,7 @@ def classify(command):
     return False, None
 
 
-def adapt(command, binary, port, scratch):
+def adapt(command, binary, port, scratch, launch_port=0):
     cmd = re.sub(r"(localhost|127\.0\.0\.1):8000", "127.0.0.1:%d" % port, command)
     cmd = re.sub(r"(^|\s)(\./)?build/slabserve\b", r"\1" + binary, cmd)
     cmd = re.sub(r"^slabserve\b", binary, cmd)
@@ -105,8 +105,30 @@ def adapt(command, binary, port, scratch):
         # The default model's vocabulary has 512 tokens; its context holds 128 + 128.
         cmd = cmd.replace("/tmp/results", scratch) + " --vocab-size 512"
     if cmd.startswith("scripts/launch-multi.sh"):
-        cmd = cmd.replace("scripts/launch-multi.sh", "scripts/launch-multi.sh --port %d --binary %s" % (port + 1, binary), 1)
+        cmd = cmd.replace("scripts/launch-multi.sh", "scripts/launch-multi.sh --port %d --binary %s" % (launch_port, binary), 1)
     return cmd
+
+
+def free_port_run(count):
+    """`count` consecutive free ports below Linux's ephemeral range (32768-60999), where no
+    outgoing connection (nginx's to its upstreams) can take one before its server binds it."""
+    import random
+    import socket
+    for _ in range(200):
+        first = random.randrange(20000, 32000 - count)
+        try:
+            socks = []
+            for p in range(first, first + count):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", p))
+            return first
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError("no %d consecutive free ports" % count)
 
 
 def wait_healthy(url, proc, timeout):
@@ -123,16 +145,16 @@ def wait_healthy(url, proc, timeout):
     return False
 
 
-def run_launch_multi(cmd, port, env):
+def run_launch_multi(cmd, front_port, env):
     """The launcher serves until SIGTERM: start it, send the README's first request through
     nginx, stop it, and expect a clean exit."""
     proc = subprocess.Popen(["bash", "-c", cmd], cwd=ROOT, env=env, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    ok = wait_healthy("http://127.0.0.1:%d" % (port + 1), proc, 120)
+    ok = wait_healthy("http://127.0.0.1:%d" % front_port, proc, 120)
     out = ""
     if ok:
         body = b'{"prompt": "Once upon a time", "max_tokens": 8}'
-        req = urllib.request.Request("http://127.0.0.1:%d/v1/completions" % (port + 1), data=body,
+        req = urllib.request.Request("http://127.0.0.1:%d/v1/completions" % front_port, data=body,
                                      headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=60) as r:
             ok = r.status == 200
@@ -199,10 +221,11 @@ def main():
                         if reason:
                             excluded.append("%s: %s (%s)" % (where, command.split("\n")[0][:70], reason))
                             continue
-                        cmd = adapt(command, binary, port, scratch)
+                        launch_port = free_port_run(2 + (os.cpu_count() or 1))  # nginx, then its instances
+                        cmd = adapt(command, binary, port, scratch, launch_port)
                         ran += 1
                         if command.startswith("scripts/launch-multi.sh"):
-                            ok, out = run_launch_multi(cmd, port, env)
+                            ok, out = run_launch_multi(cmd, launch_port, env)
                         else:
                             r = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=ROOT, env=env,
                                                capture_output=True, text=True, timeout=300)

@@ -108,9 +108,9 @@ Logits run(ModelRunner& runner, const std::vector<int>& tokens) {
   Logits out;
   const int n = static_cast<int>(tokens.size());
   ContiguousKvCache c1 = make_cache(runner.config(), runner.kv_dtype()), c2 = make_cache(runner.config(), runner.kv_dtype());
-  out.prefill = runner.forward({tokens, {{0, 0, n}}, true}, c1);
+  out.prefill = runner.forward({tokens, {{0, 0, n, c1.block_table(0)}}, true}, c1);
   for (int t = 0; t < n; ++t) {
-    const auto row = runner.forward({{tokens[static_cast<size_t>(t)]}, {{0, t, 1}}, false}, c2);
+    const auto row = runner.forward({{tokens[static_cast<size_t>(t)]}, {{0, t, 1, c2.block_table(0)}}, false}, c2);
     out.decode.insert(out.decode.end(), row.begin(), row.end());
   }
   return out;
@@ -118,7 +118,7 @@ Logits run(ModelRunner& runner, const std::vector<int>& tokens) {
 
 std::vector<float> reference_logits(const Model& m, const std::vector<int>& tokens) {
   ContiguousKvCache cache = make_cache(m.config, KvDtype::f32);
-  return forward(m, {tokens, {{0, 0, static_cast<int>(tokens.size())}}, true}, cache);
+  return forward(m, {tokens, {{0, 0, static_cast<int>(tokens.size()), cache.block_table(0)}}, true}, cache);
 }
 
 }  // namespace
@@ -352,11 +352,11 @@ TEST_CASE("quantized runner: stories260K greedy text stays close to transformers
     const int vocab = runner->config().vocab_size;
     KvGeometry g{runner->config().num_layers, runner->config().num_kv_heads, runner->config().head_dim, 16};
     ContiguousKvCache cache(g, 1, 256, runner->kv_dtype());
-    std::vector<float> logits = runner->forward({prompt, {{0, 0, static_cast<int>(prompt.size())}}, false}, cache);
+    std::vector<float> logits = runner->forward({prompt, {{0, 0, static_cast<int>(prompt.size()), cache.block_table(0)}}, false}, cache);
     std::vector<int> got;
     for (size_t i = 0; i < want.size(); ++i) {
       got.push_back(static_cast<int>(std::max_element(logits.begin(), logits.begin() + vocab) - logits.begin()));
-      logits = runner->forward({{got.back()}, {{0, static_cast<int>(prompt.size() + i), 1}}, false}, cache);
+      logits = runner->forward({{got.back()}, {{0, static_cast<int>(prompt.size() + i), 1, cache.block_table(0)}}, false}, cache);
     }
     size_t same = 0;
     while (same < got.size() && got[same] == want[same]) ++same;
