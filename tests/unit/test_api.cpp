@@ -157,7 +157,7 @@ TEST_CASE("api: the engine's greedy tokens from BOS are transformers'", "[engine
   CHECK(stats.generation_tokens == static_cast<int64_t>(greedy.size()));
 }
 
-TEST_CASE("api: an aborted request ends with FinishReason::abort; submit refuses what can never run", "[engine_api]") {
+TEST_CASE("api: an aborted request ends with FinishReason::abort and submit refuses what can never run", "[engine_api]") {
   const std::string model = slab::test::stories260k_or_skip();
   if (model.empty()) return;
   std::unique_ptr<LoadedModel> loaded = LoadedModel::load(small_options(model));
@@ -181,7 +181,7 @@ TEST_CASE("api: an aborted request ends with FinishReason::abort; submit refuses
   CHECK_THROWS_AS(engine.submit(outside, stream), std::invalid_argument);
 }
 
-TEST_CASE("api: chat rendering with a built-in template is Python jinja2's; without one it is refused", "[engine_api]") {
+TEST_CASE("api: chat rendering with a built-in template is Python jinja2's, and without one it is refused", "[engine_api]") {
   const std::string model = slab::test::stories260k_or_skip();
   if (model.empty()) return;
   LoadOptions options = small_options(model);

@@ -48,7 +48,7 @@ TEST_CASE("built-in chat templates are the seven llama-server names", "[chat][bu
   }
 }
 
-TEST_CASE("--chat-template takes a built-in name or a file", "[chat][builtin]") {
+TEST_CASE("the --chat-template option takes a built-in name or a file", "[chat][builtin]") {
   CHECK(slab::chat::read_chat_template_option("chatml") == *slab::chat::builtin_chat_template("chatml"));
   const auto file = std::filesystem::temp_directory_path() / "slab_chat_template_option_test.jinja";
   std::ofstream(file) << "{{ messages | length }}";

@@ -48,7 +48,8 @@ GgufBuilder every_type_file() {
 }  // namespace
 
 TEST_CASE("gguf: metadata of every value type and tensor infos are read as written", "[gguf]") {
-  const GgufFile f = parse(every_type_file().bytes());
+  const std::string bytes = every_type_file().bytes();  // the parsed file points into it
+  const GgufFile f = parse(bytes);
   CHECK(f.version() == 3);
   CHECK(f.alignment() == 32);
   CHECK(f.get_int("k.u8") == 200);
@@ -113,7 +114,8 @@ TEST_CASE("gguf: a custom general.alignment places the data section and offsets"
 }
 
 TEST_CASE("gguf: typed reads refuse a key of another type naming the key and both types", "[gguf]") {
-  const GgufFile f = parse(every_type_file().bytes(), "model.gguf");
+  const std::string bytes = every_type_file().bytes();  // the parsed file points into it
+  const GgufFile f = parse(bytes, "model.gguf");
   REQUIRE_THROWS_WITH(f.get_int("k.str"), Contains("model.gguf") && Contains("'k.str'") && Contains("integer") && Contains("string"));
   REQUIRE_THROWS_WITH(f.get_string("k.u32"), Contains("'k.u32'") && Contains("u32"));
   REQUIRE_THROWS_WITH(f.get_array("k.floats", {GgufValueType::string}), Contains("'k.floats'") && Contains("f32"));

@@ -159,7 +159,7 @@ TEST_CASE("header, target and field-count limits give 431 and 414", "[http]") {
   }
 }
 
-TEST_CASE("keep-alive follows the version and the Connection header; Expect: 100-continue is seen", "[http]") {
+TEST_CASE("keep-alive follows the version and the Connection header, and Expect: 100-continue is seen", "[http]") {
   auto keep_alive = [](const std::string& raw) {
     RequestParser p;
     p.feed(raw);

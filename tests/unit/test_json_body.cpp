@@ -50,7 +50,7 @@ std::string object_of(int members) {
 }
 }  // namespace
 
-TEST_CASE("an inner object of 4096 members parses in insertion order; one more is refused", "[api][json]") {
+TEST_CASE("an inner object of 4096 members parses in insertion order and one more is refused", "[api][json]") {
   const json parsed = parse_json_object("{\"logit_bias\":" + object_of(4096) + "}", 64);
   REQUIRE(parsed["logit_bias"].size() == 4096);
   CHECK(parsed["logit_bias"].begin().key() == "k0");
@@ -59,7 +59,7 @@ TEST_CASE("an inner object of 4096 members parses in insertion order; one more i
                     Catch::Matchers::Contains("more than 4096 members"));
 }
 
-TEST_CASE("a body of 256 fields parses; 257 or 100,000 are refused at the first one over", "[api][json]") {
+TEST_CASE("a body of 256 fields parses and 257 or 100,000 are refused at the first one over", "[api][json]") {
   CHECK(parse_json_object(object_of(256), 64).size() == 256);
   CHECK_THROWS_WITH(parse_json_object(object_of(257), 64), Catch::Matchers::Contains("more than 256 fields"));
   CHECK_THROWS_WITH(parse_json_object(object_of(100000), 64), Catch::Matchers::Contains("more than 256 fields"));
