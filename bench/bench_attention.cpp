@@ -68,8 +68,8 @@ AttentionArgs base_args(const bf16_t* pool, float* q, float* out, float* ws, Isa
   return a;
 }
 
-Result bench_decode(ThreadPool& pool, bench::ReadBandwidthProbe& probe, int batch, int context,
-                    size_t sweep_bytes, Isa isa, const Config& cfg) {
+Result bench_decode(ThreadPool& pool, bench::ReadBandwidthProbe& probe, int batch, int context, size_t sweep_bytes,
+                    Isa isa, const Config& cfg) {
   const int blocks_per_seq = (context + kBlock - 1) / kBlock;
   const size_t set_bytes = static_cast<size_t>(batch) * blocks_per_seq * block_stride() * 2;
   const int sets = static_cast<int>(std::max<size_t>(1, (sweep_bytes + set_bytes - 1) / set_bytes));
@@ -78,8 +78,8 @@ Result bench_decode(ThreadPool& pool, bench::ReadBandwidthProbe& probe, int batc
   bf16_t* kvp = kv.as<bf16_t>();
   pool.run_on_all([&](int t, int nt) {  // first touch on the threads; small finite values
     const auto [lo, hi] = ThreadPool::chunk(static_cast<int>(n_blocks), nt, t);
-    std::fill(kvp + static_cast<size_t>(lo) * block_stride(),
-              kvp + static_cast<size_t>(hi) * block_stride(), bf16_t{0x3c00});
+    std::fill(kvp + static_cast<size_t>(lo) * block_stride(), kvp + static_cast<size_t>(hi) * block_stride(),
+              bf16_t{0x3c00});
   });
   std::vector<int32_t> ids(n_blocks);
   std::iota(ids.begin(), ids.end(), 0);
@@ -153,8 +153,7 @@ Result bench_decode(ThreadPool& pool, bench::ReadBandwidthProbe& probe, int batc
 Result bench_prefill(ThreadPool& pool, int n, Isa isa, const Config& cfg) {
   const int blocks = (n + kBlock - 1) / kBlock;
   AlignedBuffer kv(static_cast<size_t>(blocks) * block_stride() * sizeof(bf16_t));
-  std::fill(kv.as<bf16_t>(), kv.as<bf16_t>() + static_cast<size_t>(blocks) * block_stride(),
-            bf16_t{0x3c00});
+  std::fill(kv.as<bf16_t>(), kv.as<bf16_t>() + static_cast<size_t>(blocks) * block_stride(), bf16_t{0x3c00});
   std::vector<int32_t> table(static_cast<size_t>(blocks));
   std::iota(table.begin(), table.end(), 0);
   const AttnSeq seq{0, n, n, table.data()};
@@ -215,8 +214,7 @@ int main(int argc, char** argv) {
     } else if (arg == "--isa" && i + 1 < argc) {
       cfg.isa = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--threads N] [--reps N] [--cycle-x N] [--isa scalar]\n",
-                   argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--threads N] [--reps N] [--cycle-x N] [--isa scalar]\n", argv[0]);
       return 2;
     }
   }
@@ -230,47 +228,45 @@ int main(int argc, char** argv) {
 
   std::printf("cpu:      %s\n", cpu.summary().c_str());
   std::printf("topology: %s\n", topo.summary().c_str());
-  std::printf("threads:  %d (pinned: %s), kernel isa: %s\n", pool.size(),
-              pool.bindings()[0].empty() ? "no" : "yes", isa_name(isa));
+  std::printf("threads:  %d (pinned: %s), kernel isa: %s\n", pool.size(), pool.bindings()[0].empty() ? "no" : "yes",
+              isa_name(isa));
   bench::ReadBandwidthProbe probe(pool, sweep);
   const bench::Stat bw = probe.measure(cfg.quick ? 5 : 15);
   bench::Stat peak_cpu;
   const bench::Stat peak = bench::measure_bf16_peak(pool, cfg.quick ? 3 : 7, &peak_cpu);
-  std::printf("read bandwidth (%zu MB, %d threads): %.1f GB/s  [min %.1f, max %.1f]\n", sweep >> 20,
-              pool.size(), bw.median, bw.min, bw.max);
+  std::printf("read bandwidth (%zu MB, %d threads): %.1f GB/s  [min %.1f, max %.1f]\n", sweep >> 20, pool.size(),
+              bw.median, bw.min, bw.max);
   std::printf("bf16 peak (vdpbf16ps, %d threads):    %.0f GFLOP/s  [min %.0f, max %.0f]; from CPU time %.0f\n\n",
               pool.size(), peak.median, peak.min, peak.max, peak_cpu.median);
-  std::printf("Wall-time medians; 'cpu' columns: the same from the busiest thread's CPU time inside\n"
-              "the kernel (and the probe / peak loop), robust to other processes taking the cores.\n\n");
+  std::printf(
+      "Wall-time medians; 'cpu' columns: the same from the busiest thread's CPU time inside\n"
+      "the kernel (and the probe / peak loop), robust to other processes taking the cores.\n\n");
 
-  std::printf("decode: TinyLlama heads 32/4 x 64, %d layers per step, KV swept over >= %zu MB\n",
-              kLayers, sweep >> 20);
-  std::printf("%5s %7s %8s %6s %7s %10s %10s %7s %6s %6s %6s  %s\n", "batch", "context", "KV MB",
-              "items", "merges", "us/step", "cpu us", "GB/s", "bw", "%bw", "cpu%", "us min..max");
+  std::printf("decode: TinyLlama heads 32/4 x 64, %d layers per step, KV swept over >= %zu MB\n", kLayers, sweep >> 20);
+  std::printf("%5s %7s %8s %6s %7s %10s %10s %7s %6s %6s %6s  %s\n", "batch", "context", "KV MB", "items", "merges",
+              "us/step", "cpu us", "GB/s", "bw", "%bw", "cpu%", "us min..max");
   for (int batch : {1, 16}) {
     for (int context : {128, 1024, 4096}) {
       const Result r = bench_decode(pool, probe, batch, context, sweep, isa, cfg);
       const double mb = static_cast<double>(batch) * context * kLayers * kKvHeads * kHeadDim * 4 / 1e6;
-      std::printf("%5d %7d %8.1f %6zu %7zu %10.1f %10.1f %7.1f %6.1f %5.0f%% %5.0f%%  %.0f..%.0f\n",
-                  batch, context, mb, r.items, r.merges, r.us, r.cpu_us, r.gbs, r.bw,
-                  100.0 * r.ratio, 100.0 * r.cpu_ratio, r.spread.min, r.spread.max);
+      std::printf("%5d %7d %8.1f %6zu %7zu %10.1f %10.1f %7.1f %6.1f %5.0f%% %5.0f%%  %.0f..%.0f\n", batch, context, mb,
+                  r.items, r.merges, r.us, r.cpu_us, r.gbs, r.bw, 100.0 * r.ratio, 100.0 * r.cpu_ratio, r.spread.min,
+                  r.spread.max);
       std::fflush(stdout);
     }
   }
   std::printf("\nprefill: one sequence, causal, 32/4 heads x 64, one layer\n");
-  std::printf("%6s %6s %10s %10s %8s %6s %6s  %s\n", "tokens", "items", "us/call", "cpu us",
-              "GFLOP/s", "%peak", "cpu%", "us min..max");
+  std::printf("%6s %6s %10s %10s %8s %6s %6s  %s\n", "tokens", "items", "us/call", "cpu us", "GFLOP/s", "%peak", "cpu%",
+              "us min..max");
   for (int n : {512, 2048}) {
     if (cfg.quick && n > 512) continue;
     const Result r = bench_prefill(pool, n, isa, cfg);
-    std::printf("%6d %6zu %10.1f %10.1f %8.1f %5.0f%% %5.0f%%  %.0f..%.0f\n", n, r.items, r.us,
-                r.cpu_us, r.gflops, peak.median > 0 ? 100.0 * r.gflops / peak.median : 0.0,
-                peak_cpu.median > 0 ? 100.0 * r.cpu_ratio / peak_cpu.median : 0.0, r.spread.min,
-                r.spread.max);
+    std::printf("%6d %6zu %10.1f %10.1f %8.1f %5.0f%% %5.0f%%  %.0f..%.0f\n", n, r.items, r.us, r.cpu_us, r.gflops,
+                peak.median > 0 ? 100.0 * r.gflops / peak.median : 0.0,
+                peak_cpu.median > 0 ? 100.0 * r.cpu_ratio / peak_cpu.median : 0.0, r.spread.min, r.spread.max);
     std::fflush(stdout);
   }
   const bench::Stat bw_end = probe.measure(cfg.quick ? 5 : 15);
-  std::printf("\nat the end: read bandwidth %.1f GB/s [%.1f..%.1f]\n", bw_end.median, bw_end.min,
-              bw_end.max);
+  std::printf("\nat the end: read bandwidth %.1f GB/s [%.1f..%.1f]\n", bw_end.median, bw_end.min, bw_end.max);
   return 0;
 }

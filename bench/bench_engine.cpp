@@ -85,7 +85,8 @@ RunResult run(slab::Engine& engine, const std::vector<slab::Request>& requests) 
   return r;
 }
 
-slab::Request random_request(std::mt19937& rng, int vocab, const std::vector<int32_t>& prefix, int len, int output_len) {
+slab::Request random_request(std::mt19937& rng, int vocab, const std::vector<int32_t>& prefix, int len,
+                             int output_len) {
   slab::Request r;
   r.prompt = prefix;
   while (static_cast<int>(r.prompt.size()) < len) r.prompt.push_back(static_cast<int32_t>(3 + rng() % (vocab - 3)));
@@ -101,19 +102,26 @@ int main(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--model") o.model = value;
-    else if (flag == "--concurrency") o.concurrency = parse_list(value);
-    else if (flag == "--prompt-len") o.prompt_len = std::stoi(value);
-    else if (flag == "--output-len") o.output_len = std::stoi(value);
-    else if (flag == "--prefix-len") o.prefix_len = std::stoi(value);
-    else if (flag == "--suffix-len") o.suffix_len = std::stoi(value);
+    if (flag == "--model")
+      o.model = value;
+    else if (flag == "--concurrency")
+      o.concurrency = parse_list(value);
+    else if (flag == "--prompt-len")
+      o.prompt_len = std::stoi(value);
+    else if (flag == "--output-len")
+      o.output_len = std::stoi(value);
+    else if (flag == "--prefix-len")
+      o.prefix_len = std::stoi(value);
+    else if (flag == "--suffix-len")
+      o.suffix_len = std::stoi(value);
     else {
       std::fprintf(stderr, "bench_engine: unknown flag %s\n", flag.c_str());
       return 2;
     }
   }
   if (o.model.empty()) {
-    std::fprintf(stderr, "usage: bench_engine --model DIR [--concurrency 1,4,16,64] [--prompt-len N] [--output-len N]\n");
+    std::fprintf(stderr,
+                 "usage: bench_engine --model DIR [--concurrency 1,4,16,64] [--prompt-len N] [--output-len N]\n");
     return 2;
   }
   const slab::Model model = slab::load_model(o.model);
@@ -126,7 +134,8 @@ int main(int argc, char** argv) {
   config.kv_cache_bytes = size_t{4} << 30;
   std::printf("model %s: %d layers, hidden %d, vocab %d\n", o.model.c_str(), model.config.num_layers,
               model.config.hidden_size, vocab);
-  std::printf("%-12s %10s %12s %14s %12s %12s\n", "concurrency", "requests", "seconds", "output tok/s", "TTFT p50 s", "TPOT p50 ms");
+  std::printf("%-12s %10s %12s %14s %12s %12s\n", "concurrency", "requests", "seconds", "output tok/s", "TTFT p50 s",
+              "TPOT p50 ms");
   {
     slab::Engine engine(model, nullptr, config);
     run(engine, {random_request(rng, vocab, {}, o.prompt_len, 4)});  // warm-up: pages in the weights
@@ -153,7 +162,8 @@ int main(int argc, char** argv) {
     run(engine, {random_request(rng, vocab, prefix, o.prefix_len + o.suffix_len, 1)});
     seconds[caching] = run(engine, shared).seconds;
   }
-  std::printf("prefix cache: 8 requests sharing a %d-token prefix (+%d own, 16 out): %.2f s without, %.2f s with: %.2fx\n",
-              o.prefix_len, o.suffix_len, seconds[0], seconds[1], seconds[0] / seconds[1]);
+  std::printf(
+      "prefix cache: 8 requests sharing a %d-token prefix (+%d own, 16 out): %.2f s without, %.2f s with: %.2fx\n",
+      o.prefix_len, o.suffix_len, seconds[0], seconds[1], seconds[0] / seconds[1]);
   return 0;
 }

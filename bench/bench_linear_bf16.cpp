@@ -59,7 +59,8 @@ struct Config {
   std::string model = "all";
   int cycle_x = 16;
   std::vector<int> ms = {1, 4, 16, 128, 512};
-  std::string isa;  // "" = best the CPU has; or scalar / avx2 / avx512_bf16  // memory-bound rows cycle through weights totalling cycle_x times the L3
+  std::string
+      isa;  // "" = best the CPU has; or scalar / avx2 / avx512_bf16  // memory-bound rows cycle through weights totalling cycle_x times the L3
 };
 
 // Fills n bf16 values of magnitude in [2^-7, 1) with random signs and mantissas (xorshift:
@@ -98,10 +99,10 @@ std::vector<AlignedBuffer> make_weight_copies(ThreadPool& pool, const Shape& s, 
 }
 
 struct Result {
-  double us = 0, gbs = 0, gflops = 0;  // wall time: medians
-  double bw = 0, bw_ratio = 0;         // memory-bound rows: adjacent bandwidth samples, ratio
-  double cpu_us = 0, cpu_bw_ratio = 0; // the same from the busiest thread's CPU time
-  bench::Stat spread;                  // per-call microseconds (wall)
+  double us = 0, gbs = 0, gflops = 0;   // wall time: medians
+  double bw = 0, bw_ratio = 0;          // memory-bound rows: adjacent bandwidth samples, ratio
+  double cpu_us = 0, cpu_bw_ratio = 0;  // the same from the busiest thread's CPU time
+  bench::Stat spread;                   // per-call microseconds (wall)
 };
 
 Result bench_shape(ThreadPool& pool, bench::ReadBandwidthProbe& probe, const Shape& s, int m, Isa isa,
@@ -218,8 +219,9 @@ void bench_rmsnorm(ThreadPool& pool, bench::ReadBandwidthProbe& probe, Isa isa, 
       ratios.push_back(static_cast<double>(m) * dim * 6 / per_call / 1e9 / bw.wall);
     }
     const double med = bench::summarize(us).median;
-    std::printf("rmsnorm   dim %4d  M %3d: %8.2f us/call  %6.1f GB/s (read FP32 + write BF16)  %3.0f%% of read bandwidth\n",
-                dim, m, med, static_cast<double>(m) * dim * 6 / (med * 1e-6) / 1e9, 100.0 * bench::summarize(ratios).median);
+    std::printf(
+        "rmsnorm   dim %4d  M %3d: %8.2f us/call  %6.1f GB/s (read FP32 + write BF16)  %3.0f%% of read bandwidth\n",
+        dim, m, med, static_cast<double>(m) * dim * 6 / (med * 1e-6) / 1e9, 100.0 * bench::summarize(ratios).median);
   }
 }
 
@@ -250,8 +252,10 @@ int main(int argc, char** argv) {
     } else if (arg == "--model" && i + 1 < argc) {
       cfg.model = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--threads N] [--reps N] [--model tinyllama|qwen|all]\n"
-                   "       [--cycle-x N (weights cycled per memory-bound row, x L3; default 16)] [--m 1,4,16] [--isa scalar|avx2]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--quick] [--threads N] [--reps N] [--model tinyllama|qwen|all]\n"
+                   "       [--cycle-x N (weights cycled per memory-bound row, x L3; default 16)] [--m 1,4,16] [--isa "
+                   "scalar|avx2]\n",
                    argv[0]);
       return 2;
     }
@@ -259,17 +263,15 @@ int main(int argc, char** argv) {
   const CpuFeatures& cpu = cpu_features();
   const TopologyInfo topo = Topology::system().process_info();
   ThreadPool pool({.n_threads = cfg.threads});
-  Isa isa = cpu.has_avx512_bf16_kernels() ? Isa::avx512_bf16
-            : cpu.has_avx2_kernels()      ? Isa::avx2
-                                          : Isa::scalar;
+  Isa isa = cpu.has_avx512_bf16_kernels() ? Isa::avx512_bf16 : cpu.has_avx2_kernels() ? Isa::avx2 : Isa::scalar;
   if (cfg.isa == "scalar") isa = Isa::scalar;
   if (cfg.isa == "avx2" && cpu.has_avx2_kernels()) isa = Isa::avx2;
   const size_t l3 = topo.l3_bytes ? topo.l3_bytes : (size_t{32} << 20);
 
   std::printf("cpu:      %s\n", cpu.summary().c_str());
   std::printf("topology: %s\n", topo.summary().c_str());
-  std::printf("threads:  %d (pinned: %s), kernel isa: %s\n", pool.size(),
-              pool.bindings()[0].empty() ? "no" : "yes", isa_name(isa));
+  std::printf("threads:  %d (pinned: %s), kernel isa: %s\n", pool.size(), pool.bindings()[0].empty() ? "no" : "yes",
+              isa_name(isa));
 
   const size_t probe_bytes = static_cast<size_t>(cfg.cycle_x) * l3;  // same sweep as the kernels
   bench::ReadBandwidthProbe probe(pool, probe_bytes);
@@ -277,33 +279,31 @@ int main(int argc, char** argv) {
   bench::Stat peak_cpu;
   const bench::Stat peak = bench::measure_bf16_peak(pool, cfg.quick ? 3 : 7, &peak_cpu);
   const bench::Stat disp = bench::measure_dispatch_us(pool, 9, 20000);
-  std::printf("read bandwidth (%zu MB, %d threads): %.1f GB/s  [min %.1f, max %.1f]\n",
-              probe_bytes >> 20, pool.size(), bw.median, bw.min, bw.max);
+  std::printf("read bandwidth (%zu MB, %d threads): %.1f GB/s  [min %.1f, max %.1f]\n", probe_bytes >> 20, pool.size(),
+              bw.median, bw.min, bw.max);
   std::printf("bf16 peak (vdpbf16ps, %d threads):    %.0f GFLOP/s  [min %.0f, max %.0f]; from CPU time %.0f\n",
               pool.size(), peak.median, peak.min, peak.max, peak_cpu.median);
-  std::printf("empty parallel_for:                  %.3f us  [min %.3f, max %.3f]\n\n",
-              disp.median, disp.min, disp.max);
+  std::printf("empty parallel_for:                  %.3f us  [min %.3f, max %.3f]\n\n", disp.median, disp.min,
+              disp.max);
 
   std::printf(
       "Wall-time medians. M <= 16: %%bw = kernel GB/s over the read bandwidth sampled just before\n"
       "each repetition (median of per-repetition ratios; 'bw' = median sample). M >= 128:\n"
       "%%peak = GFLOP/s over the bf16 peak above. 'cpu' columns: the same from the busiest\n"
       "thread's CPU time (kernel and probe alike), robust to other processes taking the cores.\n\n");
-  std::printf("%-12s %-7s %3s %5s %4s %6s %9s %9s %6s %5s %5s %5s %7s %6s %5s  %s\n", "model", "op",
-              "M", "N", "K", "W MB", "us/call", "cpu us", "GB/s", "bw", "%bw", "cpu%", "GFLOP/s",
-              "%peak", "cpu%", "wall us min..max");
+  std::printf("%-12s %-7s %3s %5s %4s %6s %9s %9s %6s %5s %5s %5s %7s %6s %5s  %s\n", "model", "op", "M", "N", "K",
+              "W MB", "us/call", "cpu us", "GB/s", "bw", "%bw", "cpu%", "GFLOP/s", "%peak", "cpu%", "wall us min..max");
   for (const Shape& s : kShapes) {
     if (cfg.model != "all" && std::string(s.model).rfind(cfg.model, 0) != 0) continue;
     const size_t bytes = packed_bf16_elems(s.n, s.k) * sizeof(bf16_t);  // = packed_swiglu_elems for whole panels
     const size_t sweep = static_cast<size_t>(cfg.cycle_x) * l3;
-    const auto weights = make_weight_copies(
-        pool, s, static_cast<int>(std::max<size_t>(2, (sweep + bytes - 1) / bytes)));
+    const auto weights =
+        make_weight_copies(pool, s, static_cast<int>(std::max<size_t>(2, (sweep + bytes - 1) / bytes)));
     for (int m : cfg.ms) {
       if (std::string(s.op) == "lm_head" && m > 16) continue;  // prefill computes logits of last rows only
       const Result r = bench_shape(pool, probe, s, m, isa, weights, cfg);
       const double wmb = static_cast<double>(packed_bf16_elems(s.n, s.k)) * 2 / 1e6;
-      char bw_ratio[16] = "", bw_adj[16] = "", cpu_bw[16] = "", peak_ratio[16] = "",
-           cpu_peak[16] = "";
+      char bw_ratio[16] = "", bw_adj[16] = "", cpu_bw[16] = "", peak_ratio[16] = "", cpu_peak[16] = "";
       if (m <= 16) {
         std::snprintf(bw_ratio, sizeof bw_ratio, "%.0f%%", 100.0 * r.bw_ratio);
         std::snprintf(bw_adj, sizeof bw_adj, "%.1f", r.bw);
@@ -314,9 +314,9 @@ int main(int argc, char** argv) {
         const double cpu_gflops = 2.0 * m * s.n * static_cast<double>(s.k) / (r.cpu_us * 1e3);
         std::snprintf(cpu_peak, sizeof cpu_peak, "%.0f%%", 100.0 * cpu_gflops / peak_cpu.median);
       }
-      std::printf("%-12s %-7s %3d %5d %4d %6.1f %9.1f %9.1f %6.1f %5s %5s %5s %7.0f %6s %5s  %.0f..%.0f\n",
-                  s.model, s.op, m, s.n, s.k, wmb, r.us, r.cpu_us, r.gbs, bw_adj, bw_ratio, cpu_bw,
-                  r.gflops, peak_ratio, cpu_peak, r.spread.min, r.spread.max);
+      std::printf("%-12s %-7s %3d %5d %4d %6.1f %9.1f %9.1f %6.1f %5s %5s %5s %7.0f %6s %5s  %.0f..%.0f\n", s.model,
+                  s.op, m, s.n, s.k, wmb, r.us, r.cpu_us, r.gbs, bw_adj, bw_ratio, cpu_bw, r.gflops, peak_ratio,
+                  cpu_peak, r.spread.min, r.spread.max);
       std::fflush(stdout);
     }
   }
@@ -324,7 +324,7 @@ int main(int argc, char** argv) {
   for (int dim : {2048, 896}) bench_rmsnorm(pool, probe, isa, dim, l3);
   const bench::Stat peak_end = bench::measure_bf16_peak(pool, 3);
   const bench::Stat bw_end = probe.measure(cfg.quick ? 5 : 15);
-  std::printf("\nat the end: read bandwidth %.1f GB/s [%.1f..%.1f], bf16 peak %.0f GFLOP/s\n",
-              bw_end.median, bw_end.min, bw_end.max, peak_end.median);
+  std::printf("\nat the end: read bandwidth %.1f GB/s [%.1f..%.1f], bf16 peak %.0f GFLOP/s\n", bw_end.median,
+              bw_end.min, bw_end.max, peak_end.median);
   return 0;
 }

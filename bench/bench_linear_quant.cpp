@@ -111,8 +111,8 @@ struct Result {
   double us = 0, cpu_us = 0, bw_ratio = 0, cpu_bw_ratio = 0;
 };
 
-Result bench_one(ThreadPool& pool, bench::ReadBandwidthProbe& probe, const Kind& kind, const Shape& s, int m,
-                 Isa isa, const std::vector<AlignedBuffer>& weights, const Config& cfg) {
+Result bench_one(ThreadPool& pool, bench::ReadBandwidthProbe& probe, const Kind& kind, const Shape& s, int m, Isa isa,
+                 const std::vector<AlignedBuffer>& weights, const Config& cfg) {
   const bool memory_bound = m <= kQuantDecodeMaxM;
   const int copies = memory_bound ? static_cast<int>(weights.size()) : 1;
   AlignedBuffer x(static_cast<size_t>(m) * s.k * sizeof(bf16_t));
@@ -227,7 +227,8 @@ int main(int argc, char** argv) {
     } else if (arg == "--m" && i + 1 < argc) {
       cfg.ms = parse_list(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--threads N] [--reps N] [--m 1,4,8,64,256] [--isa scalar|avx2] [--cycle-x N]\n"
+      std::fprintf(stderr,
+                   "usage: %s [--quick] [--threads N] [--reps N] [--m 1,4,8,64,256] [--isa scalar|avx2] [--cycle-x N]\n"
                    "       [--ops o,up,down] [--kinds bf16,w8,w8g128,w4g32,w4g128,w4g128z]\n",
                    argv[0]);
       return 2;
@@ -251,22 +252,24 @@ int main(int argc, char** argv) {
   const bench::Stat int8_peak = bench::measure_int8_peak(pool, cfg.quick ? 3 : 7, &int8_cpu);
   const bench::Stat bf16_peak = bench::measure_bf16_peak(pool, cfg.quick ? 3 : 7, &bf16_cpu);
   std::printf("read bandwidth (%zu MB sweep): %.1f GB/s [%.1f..%.1f]\n", sweep >> 20, bw.median, bw.min, bw.max);
-  std::printf("int8 peak (vpdpbusd):  %.0f GOP/s [%.0f..%.0f]; from CPU time %.0f\n", int8_peak.median,
-              int8_peak.min, int8_peak.max, int8_cpu.median);
+  std::printf("int8 peak (vpdpbusd):  %.0f GOP/s [%.0f..%.0f]; from CPU time %.0f\n", int8_peak.median, int8_peak.min,
+              int8_peak.max, int8_cpu.median);
   std::printf("bf16 peak (vdpbf16ps): %.0f GFLOP/s [%.0f..%.0f]; from CPU time %.0f\n\n", bf16_peak.median,
               bf16_peak.min, bf16_peak.max, bf16_cpu.median);
-  std::printf("M <= 8: %%bw = GB/s of packed weight bytes (+ x, out) over the adjacent bandwidth sample.\n"
-              "M >= 64: %%peak = GOP/s over the int8 peak (bf16 rows: over the bf16 peak).\n"
-              "vs bf16 = the BF16 kernel's CPU time on the same shape and M over this kernel's.\n\n");
-  std::printf("%-5s %-8s %3s %5s %5s %7s %9s %9s %6s %5s %5s %7s %6s %5s %7s\n", "op", "weights", "M", "N", "K",
-              "W MB", "us/call", "cpu us", "GB/s", "%bw", "cpu%", "GOP/s", "%peak", "cpu%", "vs bf16");
+  std::printf(
+      "M <= 8: %%bw = GB/s of packed weight bytes (+ x, out) over the adjacent bandwidth sample.\n"
+      "M >= 64: %%peak = GOP/s over the int8 peak (bf16 rows: over the bf16 peak).\n"
+      "vs bf16 = the BF16 kernel's CPU time on the same shape and M over this kernel's.\n\n");
+  std::printf("%-5s %-8s %3s %5s %5s %7s %9s %9s %6s %5s %5s %7s %6s %5s %7s\n", "op", "weights", "M", "N", "K", "W MB",
+              "us/call", "cpu us", "GB/s", "%bw", "cpu%", "GOP/s", "%peak", "cpu%", "vs bf16");
   for (const Shape& s : kShapes) {
     if (!selected(cfg.ops, s.op)) continue;
     std::vector<double> bf16_us(cfg.ms.size(), 0.0);  // CPU time per call
     for (const Kind& kind : kKinds) {
       if (!selected(cfg.kinds, kind.name)) continue;
       const size_t bytes = weight_bytes(kind, s);
-      const auto weights = make_weights(pool, kind, s, static_cast<int>(std::max<size_t>(2, (sweep + bytes - 1) / bytes)));
+      const auto weights =
+          make_weights(pool, kind, s, static_cast<int>(std::max<size_t>(2, (sweep + bytes - 1) / bytes)));
       for (size_t mi = 0; mi < cfg.ms.size(); ++mi) {
         const int m = cfg.ms[mi];
         const Result r = bench_one(pool, probe, kind, s, m, isa, weights, cfg);

@@ -57,8 +57,10 @@ int run_bench(const BenchOptions& o) {
   ro.numa_node = placement.numa_node;
   const std::optional<WeightQuantization> quantization = parse_weight_quantization(o.quantization);
   if (!quantization || (o.quantize_lm_head && !rtn_quant_format(*quantization))) {
-    std::fprintf(stderr, "error: --quantization %s%s: expected auto, none, w8, w4 or w4g128 (--quantize-lm-head: w8/w4/w4g128)\n",
-                 o.quantization.c_str(), o.quantize_lm_head ? " with --quantize-lm-head" : "");
+    std::fprintf(
+        stderr,
+        "error: --quantization %s%s: expected auto, none, w8, w4 or w4g128 (--quantize-lm-head: w8/w4/w4g128)\n",
+        o.quantization.c_str(), o.quantize_lm_head ? " with --quantize-lm-head" : "");
     return 2;
   }
   ro.quantization = *quantization;
@@ -68,9 +70,9 @@ int run_bench(const BenchOptions& o) {
   const double load_s = seconds_since(t0);
   const ModelConfig& c = runner->config();
   ThreadPool& pool = runner->thread_pool();  // created here, on this (the dispatching) thread
-  std::printf("model %s (%s; %s): %d layers, hidden %d, vocab %d | %s | %s | loaded and packed in %.1f s\n", dir.c_str(),
-              c.model_type.c_str(), describe_model_weights(dir).c_str(), c.num_layers, c.hidden_size, c.vocab_size, runner->describe().c_str(),
-              describe_thread_bindings(pool.bindings()).c_str(), load_s);
+  std::printf("model %s (%s; %s): %d layers, hidden %d, vocab %d | %s | %s | loaded and packed in %.1f s\n",
+              dir.c_str(), c.model_type.c_str(), describe_model_weights(dir).c_str(), c.num_layers, c.hidden_size,
+              c.vocab_size, runner->describe().c_str(), describe_thread_bindings(pool.bindings()).c_str(), load_s);
   std::printf("weights: %s\n", runner->weight_format().c_str());
 
   const int B = o.batch, P = o.prompt_len, D = o.decode_tokens;
@@ -84,7 +86,9 @@ int run_bench(const BenchOptions& o) {
   for (int s = 0; s < B; ++s) prefill.sequences.push_back({s, 0, P, cache.block_table(s)});
 
   // Warm-up (workspace, RoPE tables, page faults), then timed prefills over the same cache slots.
-  (void)runner->forward({std::vector<int>(prompt.begin(), prompt.begin() + std::min(P, 16)), {{0, 0, std::min(P, 16), cache.block_table(0)}}, false},
+  (void)runner->forward({std::vector<int>(prompt.begin(), prompt.begin() + std::min(P, 16)),
+                         {{0, 0, std::min(P, 16), cache.block_table(0)}},
+                         false},
                         cache);
   std::vector<double> prefill_s;
   for (int r = 0; r < o.reps; ++r) {
@@ -139,17 +143,18 @@ int run_bench(const BenchOptions& o) {
   const Stat ratio = summarize(ratio_wall);
   std::printf("decode: batch %d, %d steps: %.1f tokens/s (median step %.2f ms; mean %.1f tokens/s)\n", B, D,
               B / step_med, step_med * 1e3, B * D / decode_total);
-  std::printf("roofline: %.1f MB of packed weights per step; read bandwidth %.1f GB/s (median of %zu samples, min %.1f, "
-              "max %.1f) = %.1f tokens/s\n",
-              weight_bytes / 1e6, bw.median, bw_wall.size(), bw.min, bw.max, B * bw.median * 1e9 / weight_bytes);
-  std::printf("decode at %.1f %% of roofline (median over steps, each against the bandwidth sample taken just before "
-              "it; min %.1f %%, max %.1f %%)\n",
-              100.0 * ratio.median, 100.0 * ratio.min, 100.0 * ratio.max);
+  std::printf(
+      "roofline: %.1f MB of packed weights per step; read bandwidth %.1f GB/s (median of %zu samples, min %.1f, "
+      "max %.1f) = %.1f tokens/s\n",
+      weight_bytes / 1e6, bw.median, bw_wall.size(), bw.min, bw.max, B * bw.median * 1e9 / weight_bytes);
+  std::printf(
+      "decode at %.1f %% of roofline (median over steps, each against the bandwidth sample taken just before "
+      "it; min %.1f %%, max %.1f %%)\n",
+      100.0 * ratio.median, 100.0 * ratio.min, 100.0 * ratio.max);
   // The same ratio from CPU time (the dispatching thread's per step, the busiest probe thread's):
   // on a machine shared with other work, wall time counts their turns on the cores too.
   std::printf("cpu-time view: decode %.1f tokens/s, read bandwidth %.1f GB/s -> decode at %.1f %% of roofline\n",
-              B / summarize(step_cpu).median, summarize(bw_cpu).median,
-              100.0 * summarize(ratio_cpu).median);
+              B / summarize(step_cpu).median, summarize(bw_cpu).median, 100.0 * summarize(ratio_cpu).median);
   return 0;
 }
 
@@ -158,18 +163,24 @@ int run_bench(const BenchOptions& o) {
 
 int main(int argc, char** argv) {
   slab::bench::BenchOptions o;
-  CLI::App app{"bench_model: prefill and decode speed of the model runner on random token ids, against the machine's limits"};
-  app.add_option("--model,-m", o.model, "Hugging Face model folder (config.json, safetensors; no tokenizer needed), or a GGUF file")
+  CLI::App app{
+      "bench_model: prefill and decode speed of the model runner on random token ids, against the machine's limits"};
+  app.add_option("--model,-m", o.model,
+                 "Hugging Face model folder (config.json, safetensors; no tokenizer needed), or a GGUF file")
       ->required();
-  app.add_option("--prompt-len", o.prompt_len, "Prompt tokens per sequence")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--prompt-len", o.prompt_len, "Prompt tokens per sequence")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--decode-tokens", o.decode_tokens, "Decode steps")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--batch", o.batch, "Sequences decoded together")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--reps", o.reps, "Timed prefill passes")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--threads", o.threads, "Compute threads, one pinned per physical core (0: all the cores chosen)")
       ->capture_default_str();
   app.add_option("--cpuset", o.cpuset, "OS cpus to compute on, as a Linux cpu list (default: the process's cpuset)");
-  app.add_option("--numa-node", o.numa_node, "Compute on and bind memory to NUMA node N (-1: no binding)")->capture_default_str();
-  app.add_option("--quantization", o.quantization, "Projection weights: auto, none, w8, w4, w4g128 (as slabserve serve)")
+  app.add_option("--numa-node", o.numa_node, "Compute on and bind memory to NUMA node N (-1: no binding)")
+      ->capture_default_str();
+  app.add_option("--quantization", o.quantization,
+                 "Projection weights: auto, none, w8, w4, w4g128 (as slabserve serve)")
       ->capture_default_str();
   app.add_flag("--quantize-lm-head", o.quantize_lm_head, "With w8/w4/w4g128: the output head as well");
   CLI11_PARSE(app, argc, argv);

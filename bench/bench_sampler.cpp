@@ -44,12 +44,9 @@ struct Mode {
 };
 
 const Mode kModes[] = {
-    {"greedy", 0.0f, 1.0f, 0, 0.0f, -1},
-    {"T0.8 top_p0.95", 0.8f, 0.95f, 0, 0.0f, -1},
-    {"T1 top_k40", 1.0f, 1.0f, 40, 0.0f, -1},
-    {"T1 min_p0.05", 1.0f, 1.0f, 0, 0.05f, -1},
-    {"T1 no filter", 1.0f, 1.0f, 0, 0.0f, -1},
-    {"greedy logprobs5", 0.0f, 1.0f, 0, 0.0f, 5},
+    {"greedy", 0.0f, 1.0f, 0, 0.0f, -1},       {"T0.8 top_p0.95", 0.8f, 0.95f, 0, 0.0f, -1},
+    {"T1 top_k40", 1.0f, 1.0f, 40, 0.0f, -1},  {"T1 min_p0.05", 1.0f, 1.0f, 0, 0.05f, -1},
+    {"T1 no filter", 1.0f, 1.0f, 0, 0.0f, -1}, {"greedy logprobs5", 0.0f, 1.0f, 0, 0.0f, 5},
 };
 
 // The sampler as it was before it stopped sorting: a full (partial_)sort of the vocabulary for
@@ -185,7 +182,9 @@ int main(int argc, char** argv) {
     } else if (arg == "--batch" && i + 1 < argc) {
       batches = parse_list(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--flat] [--reps N] [--isa scalar|avx2] [--vocab 32000,...] [--batch 1,16,64]\n", argv[0]);
+      std::fprintf(
+          stderr, "usage: %s [--quick] [--flat] [--reps N] [--isa scalar|avx2] [--vocab 32000,...] [--batch 1,16,64]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -202,14 +201,16 @@ int main(int argc, char** argv) {
   std::printf("cpu:      %s\n", cpu.summary().c_str());
   std::printf("topology: %s\n", topo.summary().c_str());
   std::printf("sampling kernel isa: %s; one thread\n", kern::isa_name(isa));
-  std::printf("read bandwidth (1 thread, %zu MB): %.1f GB/s  [min %.1f, max %.1f]\n\n", (8 * l3) >> 20,
-              bw.median, bw.min, bw.max);
+  std::printf("read bandwidth (1 thread, %zu MB): %.1f GB/s  [min %.1f, max %.1f]\n\n", (8 * l3) >> 20, bw.median,
+              bw.min, bw.max);
   std::printf("logits: %s\n", flat ? "flat, N(0, 2)" : "N(0, 2) and 32 head tokens 2..8 above");
-  std::printf("ms per token, medians of %d repetitions (cpu: from the thread's CPU time). 'sort' = the\n"
-              "full-sort sampler on the same rows (median of %d); 'bound' = reading the row's logits\n"
-              "once at the bandwidth above.\n\n", reps, quick ? 1 : 2);
-  std::printf("%-7s %5s %-17s %9s %9s %9s %9s %8s %8s\n", "vocab", "batch", "mode", "ms", "cpu ms",
-              "sort ms", "sort cpu", "x faster", "bound ms");
+  std::printf(
+      "ms per token, medians of %d repetitions (cpu: from the thread's CPU time). 'sort' = the\n"
+      "full-sort sampler on the same rows (median of %d); 'bound' = reading the row's logits\n"
+      "once at the bandwidth above.\n\n",
+      reps, quick ? 1 : 2);
+  std::printf("%-7s %5s %-17s %9s %9s %9s %9s %8s %8s\n", "vocab", "batch", "mode", "ms", "cpu ms", "sort ms",
+              "sort cpu", "x faster", "bound ms");
   double sink = 0.0;
   for (size_t vocab : vocabs) {
     const double bound_ms = 4.0 * static_cast<double>(vocab) / (bw.median * 1e9) * 1e3;
@@ -226,13 +227,9 @@ int main(int argc, char** argv) {
         p.seed = 7;
         std::vector<Sampler> samplers;
         for (size_t r = 0; r < batch; ++r) samplers.emplace_back(p, isa);
-        const Timing now = time_rows(batch, reps, [&](size_t r) {
-          sink += samplers[r].sample(rows[r], {}, {}).token;
-        });
+        const Timing now = time_rows(batch, reps, [&](size_t r) { sink += samplers[r].sample(rows[r], {}, {}).token; });
         FullSortSampler old(mode);
-        const Timing sorted = time_rows(batch, quick ? 1 : 2, [&](size_t r) {
-          sink += old.sample(rows[r]);
-        });
+        const Timing sorted = time_rows(batch, quick ? 1 : 2, [&](size_t r) { sink += old.sample(rows[r]); });
         sink += old.sink_;
         std::printf("%-7zu %5zu %-17s %9.3f %9.3f %9.3f %9.3f %8.1f %8.3f\n", vocab, batch, mode.name, now.wall_ms,
                     now.cpu_ms, sorted.wall_ms, sorted.cpu_ms, sorted.cpu_ms / now.cpu_ms, bound_ms);

@@ -2,9 +2,9 @@
 
 #include <immintrin.h>
 
-#include <ctime>
 #include <cstdint>
 #include <cstring>
+#include <ctime>
 
 #include "runtime/cpu_features.h"
 
@@ -80,7 +80,9 @@ __attribute__((target("avx512f,avx512vnni"))) long dpbusd_loop(long iters) {
       "jnz 1b"
       : "+r"(left)
       : "v"(x), "v"(y)
-      : "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "cc");
+      : "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19",
+        "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31",
+        "cc");
   return iters + left;
 }
 
@@ -115,14 +117,11 @@ Stat measure_int8_peak(ThreadPool& pool, int reps, Stat* cpu_based) {
 }
 
 ReadBandwidthProbe::ReadBandwidthProbe(ThreadPool& pool, size_t bytes)
-    : pool_(pool),
-      per_thread_(bytes / static_cast<size_t>(pool.size()) / 4096 * 4096),
-      buf_(per_thread_ * static_cast<size_t>(pool.size())),
-      sink_(static_cast<size_t>(pool.size()) * 8, 0.0) {
+    : pool_(pool), per_thread_(bytes / static_cast<size_t>(pool.size()) / 4096 * 4096),
+      buf_(per_thread_ * static_cast<size_t>(pool.size())), sink_(static_cast<size_t>(pool.size()) * 8, 0.0) {
   // First touch by the thread that will read it (page placement on NUMA machines).
-  pool_.run_on_all([&](int t, int) {
-    std::memset(buf_.as<char>() + per_thread_ * static_cast<size_t>(t), 1, per_thread_);
-  });
+  pool_.run_on_all(
+      [&](int t, int) { std::memset(buf_.as<char>() + per_thread_ * static_cast<size_t>(t), 1, per_thread_); });
 }
 
 double thread_cpu_seconds() {

@@ -42,8 +42,8 @@ inline double now_seconds() {
 class ReadBandwidthProbe {
  public:
   ReadBandwidthProbe(ThreadPool& pool, size_t bytes);
-  Rate once();                   // GB/s (1e9 bytes/s) of one pass
-  Stat measure(int reps);        // wall-time GB/s, after one warm-up pass
+  Rate once();             // GB/s (1e9 bytes/s) of one pass
+  Stat measure(int reps);  // wall-time GB/s, after one warm-up pass
  private:
   ThreadPool& pool_;
   size_t per_thread_ = 0;

@@ -62,12 +62,10 @@ AttnClass classify_attention(int q_len) {
   return AttnClass::prefill;
 }
 
-AttentionPlan plan_attention(const AttnShape& shape, const AttnSeq* seqs, int n_seqs,
-                             int n_threads) {
+AttentionPlan plan_attention(const AttnShape& shape, const AttnSeq* seqs, int n_seqs, int n_threads) {
   if (shape.n_heads <= 0 || shape.n_kv_heads <= 0 || shape.n_heads % shape.n_kv_heads != 0 ||
-      group_of(shape) > kAttnMaxVectors || shape.head_dim <= 0 ||
-      shape.head_dim > kAttnMaxHeadDim || shape.block_size <= 0 ||
-      shape.block_size > kAttnMaxBlockSize || n_threads <= 0) {
+      group_of(shape) > kAttnMaxVectors || shape.head_dim <= 0 || shape.head_dim > kAttnMaxHeadDim ||
+      shape.block_size <= 0 || shape.block_size > kAttnMaxBlockSize || n_threads <= 0) {
     throw std::invalid_argument("plan_attention: unsupported shape");
   }
   AttentionPlan plan;
@@ -115,8 +113,7 @@ AttentionPlan plan_attention(const AttnShape& shape, const AttnSeq* seqs, int n_
     const size_t pstride = partial_floats(vectors, shape.head_dim);
     for (int h = 0; h < shape.n_kv_heads; ++h) {
       if (splits > 1) {
-        plan.merges.push_back({b.seq, h, b.row0, b.row1, static_cast<int64_t>(partials), splits,
-                               pstride});
+        plan.merges.push_back({b.seq, h, b.row0, b.row1, static_cast<int64_t>(partials), splits, pstride});
       }
       for (int sp = 0; sp < splits; ++sp) {
         AttnWorkItem it;
@@ -168,18 +165,18 @@ constexpr int kPrefetchBlocks = 2;  // KV blocks of an item prefetched ahead (in
 
 // Prefetches the first n elements of K and V of one KV head of a block into L1.
 void prefetch_block(const AttentionArgs& a, int32_t block, int kv_head, size_t n) {
-  const char* k = reinterpret_cast<const char*>(a.kv.pool + kv_block_offset(block, a.kv.block_stride, a.kv.k_offset,
-                                                                             kv_head, a.kv.head_stride, 0, 0));
-  const char* v = reinterpret_cast<const char*>(a.kv.pool + kv_block_offset(block, a.kv.block_stride, a.kv.v_offset,
-                                                                             kv_head, a.kv.head_stride, 0, 0));
+  const char* k = reinterpret_cast<const char*>(
+      a.kv.pool + kv_block_offset(block, a.kv.block_stride, a.kv.k_offset, kv_head, a.kv.head_stride, 0, 0));
+  const char* v = reinterpret_cast<const char*>(
+      a.kv.pool + kv_block_offset(block, a.kv.block_stride, a.kv.v_offset, kv_head, a.kv.head_stride, 0, 0));
   for (size_t i = 0; i < n * sizeof(bf16_t); i += 64) {
     __builtin_prefetch(k + i, 0, 2);
     __builtin_prefetch(v + i, 0, 2);
   }
 }
 
-void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkItem& it,
-              float* scratch, const ScratchLayout& lay, bool avx) {
+void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkItem& it, float* scratch,
+              const ScratchLayout& lay, bool avx) {
   const AttnShape& sh = plan.shape;
   const int group = group_of(sh);
   const int hd = sh.head_dim;
@@ -194,8 +191,8 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
   float* mx = scratch + lay.mx;
   float* l = scratch + lay.l;
   for (int r = 0; r < it.row1 - it.row0; ++r) {
-    const float* src = a.q + static_cast<size_t>(sq.q_start + it.row0 + r) * a.ldq +
-                       static_cast<size_t>(it.kv_head) * group * uhd;
+    const float* src =
+        a.q + static_cast<size_t>(sq.q_start + it.row0 + r) * a.ldq + static_cast<size_t>(it.kv_head) * group * uhd;
     float* dst = qs + static_cast<size_t>(r) * group * uhd;
     for (size_t d = 0; d < static_cast<size_t>(group) * uhd; ++d) dst[d] = src[d] * a.scale;
   }
@@ -226,27 +223,28 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
     const int t0 = std::max(it.kv0, base) - base;
     const int t1 = std::min(it.kv1, base + bs) - base;
     const int32_t block = sq.block_table[b];
-    const bf16_t* kb = a.kv.pool + kv_block_offset(block, a.kv.block_stride, a.kv.k_offset, it.kv_head,
-                                                   a.kv.head_stride, 0, 0);
-    const bf16_t* vb = a.kv.pool + kv_block_offset(block, a.kv.block_stride, a.kv.v_offset, it.kv_head,
-                                                   a.kv.head_stride, 0, 0);
+    const bf16_t* kb =
+        a.kv.pool + kv_block_offset(block, a.kv.block_stride, a.kv.k_offset, it.kv_head, a.kv.head_stride, 0, 0);
+    const bf16_t* vb =
+        a.kv.pool + kv_block_offset(block, a.kv.block_stride, a.kv.v_offset, it.kv_head, a.kv.head_stride, 0, 0);
     int pf_next = 0;
     blk.pf_lines = 0;
     blk.pf_next = &pf_next;
     if (b == it.kv0 / bs) {  // the first blocks at once
       for (int nb = b + 1; nb < b + kPrefetchBlocks && nb * bs < it.kv1; ++nb) {
-        prefetch_block(a, sq.block_table[nb], it.kv_head,
-                       static_cast<size_t>(std::min(bs, it.kv1 - nb * bs)) * uhd);
+        prefetch_block(a, sq.block_table[nb], it.kv_head, static_cast<size_t>(std::min(bs, it.kv1 - nb * bs)) * uhd);
       }
     }
     if (const int nb = b + kPrefetchBlocks; nb * bs < it.kv1) {
       // Later blocks are random pages: their DRAM reads go out while this block computes.
-      blk.pf_k = reinterpret_cast<const char*>(a.kv.pool + kv_block_offset(sq.block_table[nb], a.kv.block_stride,
-                                                                           a.kv.k_offset, it.kv_head, a.kv.head_stride, 0, 0));
-      blk.pf_v = reinterpret_cast<const char*>(a.kv.pool + kv_block_offset(sq.block_table[nb], a.kv.block_stride,
-                                                                           a.kv.v_offset, it.kv_head, a.kv.head_stride, 0, 0));
-      blk.pf_lines = static_cast<int>(
-          (static_cast<size_t>(std::min(bs, it.kv1 - nb * bs)) * uhd * sizeof(bf16_t) + 63) / 64);
+      blk.pf_k =
+          reinterpret_cast<const char*>(a.kv.pool + kv_block_offset(sq.block_table[nb], a.kv.block_stride,
+                                                                    a.kv.k_offset, it.kv_head, a.kv.head_stride, 0, 0));
+      blk.pf_v =
+          reinterpret_cast<const char*>(a.kv.pool + kv_block_offset(sq.block_table[nb], a.kv.block_stride,
+                                                                    a.kv.v_offset, it.kv_head, a.kv.head_stride, 0, 0));
+      blk.pf_lines =
+          static_cast<int>((static_cast<size_t>(std::min(bs, it.kv1 - nb * bs)) * uhd * sizeof(bf16_t) + 63) / 64);
       if (!avx) prefetch_block(a, sq.block_table[nb], it.kv_head, static_cast<size_t>(bs) * uhd);
     }
     if (avx) {
@@ -277,8 +275,8 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
 
   if (it.partial < 0) {
     for (int r = 0; r < it.row1 - it.row0; ++r) {
-      float* dst = a.out + static_cast<size_t>(sq.q_start + it.row0 + r) * a.ldo +
-                   static_cast<size_t>(it.kv_head) * group * uhd;
+      float* dst =
+          a.out + static_cast<size_t>(sq.q_start + it.row0 + r) * a.ldo + static_cast<size_t>(it.kv_head) * group * uhd;
       for (int g = 0; g < group; ++g) {
         const int v = r * group + g;
         const float inv = l[v] > 0.0f ? 1.0f / l[v] : 0.0f;
@@ -297,8 +295,7 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
 
 }  // namespace
 
-void attention_run(const AttentionArgs& args, const AttentionPlan& plan, int thread,
-                   int n_threads) {
+void attention_run(const AttentionArgs& args, const AttentionPlan& plan, int thread, int n_threads) {
   if (n_threads != plan.n_threads) throw std::invalid_argument("attention_run: thread count");
   const ScratchLayout lay = scratch_layout(plan.shape);
   float* scratch = args.workspace + plan.scratch_floats * static_cast<size_t>(thread);
@@ -307,20 +304,16 @@ void attention_run(const AttentionArgs& args, const AttentionPlan& plan, int thr
   const int e = plan.thread_begin[static_cast<size_t>(thread) + 1];
   if (b == e) return;
   for (int i = b; i < e; ++i) {
-    run_item(args, plan, plan.items[static_cast<size_t>(plan.order[static_cast<size_t>(i)])],
-             scratch, lay, avx);
+    run_item(args, plan, plan.items[static_cast<size_t>(plan.order[static_cast<size_t>(i)])], scratch, lay, avx);
   }
 }
 
-void attention_merge(const AttentionArgs& args, const AttentionPlan& plan, int thread,
-                     int n_threads) {
+void attention_merge(const AttentionArgs& args, const AttentionPlan& plan, int thread, int n_threads) {
   const AttnShape& sh = plan.shape;
   const int group = group_of(sh);
   const auto uhd = static_cast<size_t>(sh.head_dim);
-  const float* partials =
-      args.workspace + plan.scratch_floats * static_cast<size_t>(plan.n_threads);
-  for (size_t i = static_cast<size_t>(thread); i < plan.merges.size();
-       i += static_cast<size_t>(n_threads)) {
+  const float* partials = args.workspace + plan.scratch_floats * static_cast<size_t>(plan.n_threads);
+  for (size_t i = static_cast<size_t>(thread); i < plan.merges.size(); i += static_cast<size_t>(n_threads)) {
     const AttnMergeItem& mi = plan.merges[i];
     const AttnSeq& sq = args.seqs[mi.seq];
     const int vectors = (mi.row1 - mi.row0) * group;

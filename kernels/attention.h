@@ -50,7 +50,7 @@
 
 namespace slab::kern {
 
-inline constexpr int kAttnMaxVectors = 64;     // query vectors sharing one KV block read
+inline constexpr int kAttnMaxVectors = 64;  // query vectors sharing one KV block read
 inline constexpr int kAttnMaxHeadDim = 256;
 inline constexpr int kAttnMaxBlockSize = 128;
 inline constexpr int kAttnDecodeMaxRows = 1;
@@ -115,24 +115,21 @@ struct AttentionPlan {
   std::vector<int> order;         // item indices grouped by thread
   std::vector<int> thread_begin;  // thread t runs order[thread_begin[t] .. thread_begin[t + 1])
   std::vector<AttnMergeItem> merges;
-  size_t scratch_floats = 0;      // per thread, at the start of the workspace
-  size_t workspace_floats = 0;    // total; the caller provides this many, 64-byte aligned
+  size_t scratch_floats = 0;                     // per thread, at the start of the workspace
+  size_t workspace_floats = 0;                   // total; the caller provides this many, 64-byte aligned
   int n_decode = 0, n_multi = 0, n_prefill = 0;  // sequences per class
   bool needs_merge() const { return !merges.empty(); }
 };
 
 // Plans one call for n_threads threads. seqs must stay valid only during the call (the plan
 // copies what it needs); the same seqs are passed again in AttentionArgs.
-AttentionPlan plan_attention(const AttnShape& shape, const AttnSeq* seqs, int n_seqs,
-                             int n_threads);
-inline size_t attention_workspace_floats(const AttentionPlan& plan) {
-  return plan.workspace_floats;
-}
+AttentionPlan plan_attention(const AttnShape& shape, const AttnSeq* seqs, int n_seqs, int n_threads);
+inline size_t attention_workspace_floats(const AttentionPlan& plan) { return plan.workspace_floats; }
 
 struct AttentionArgs {
   const float* q = nullptr;  // [rows][n_heads * head_dim], row stride ldq floats
   size_t ldq = 0;
-  float* out = nullptr;      // [rows][n_heads * head_dim], row stride ldo floats
+  float* out = nullptr;  // [rows][n_heads * head_dim], row stride ldo floats
   size_t ldo = 0;
   AttnKvPool kv;
   const AttnSeq* seqs = nullptr;
@@ -143,11 +140,9 @@ struct AttentionArgs {
 };
 
 // Phase 1 on every thread t in [0, plan.n_threads).
-void attention_run(const AttentionArgs& args, const AttentionPlan& plan, int thread,
-                   int n_threads);
+void attention_run(const AttentionArgs& args, const AttentionPlan& plan, int thread, int n_threads);
 // Phase 2 (only when plan.needs_merge()) on every thread after every phase 1 finished.
-void attention_merge(const AttentionArgs& args, const AttentionPlan& plan, int thread,
-                     int n_threads);
+void attention_merge(const AttentionArgs& args, const AttentionPlan& plan, int thread, int n_threads);
 
 // Both phases through the caller's pool: run_on_all(f) calls f(thread, n_threads) once on each
 // thread and returns when all have (ThreadPool::run_on_all does).

@@ -76,10 +76,9 @@ SLAB_AVX512 void pv(const AttnBlock& b, int i, int lo, int hi, const float* alph
       const __m512 f0 = g >= written_lo ? _mm512_loadu_ps(s + g) : _mm512_setzero_ps();
       const __m512 f1 = g + 16 < hi ? _mm512_loadu_ps(s + g + 16) : _mm512_setzero_ps();
       const __m512i h = (__m512i)_mm512_cvtne2ps_pbh(f1, f0);
-      const __m512 h0 = _mm512_castsi512_ps(
-          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));
-      const __m512 h1 = _mm512_castsi512_ps(
-          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1)), 16));
+      const __m512 h0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));
+      const __m512 h1 =
+          _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1)), 16));
       const __m512i l = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(f1, h1), _mm512_sub_ps(f0, h0));
       _mm512_store_si512(&ph[j][g / 2], h);
       _mm512_store_si512(&pl[j][g / 2], l);
@@ -124,8 +123,7 @@ SLAB_AVX512 void pv(const AttnBlock& b, int i, int lo, int hi, const float* alph
     for (int c = 0; c < NP; ++c) {
       _mm512_storeu_ps(op + 32 * c, _mm512_permutex2var_ps(acc[j][c][0], idx_n0(), acc[j][c][1]));
       if (2 * c + 1 < NC) {
-        _mm512_storeu_ps(op + 32 * c + 16,
-                         _mm512_permutex2var_ps(acc[j][c][0], idx_n1(), acc[j][c][1]));
+        _mm512_storeu_ps(op + 32 * c + 16, _mm512_permutex2var_ps(acc[j][c][0], idx_n1(), acc[j][c][1]));
       }
     }
   }
@@ -207,8 +205,7 @@ SLAB_AVX512 void score_groups(const AttnBlock& b, int i0, int gi) {
       _mm_prefetch((l < b.pf_lines ? b.pf_k + 64 * l : b.pf_v + 64 * (l - b.pf_lines)), _MM_HINT_T1);
       const int l2 = (*b.pf_next)++;
       if (l2 < 2 * b.pf_lines) {
-        _mm_prefetch((l2 < b.pf_lines ? b.pf_k + 64 * l2 : b.pf_v + 64 * (l2 - b.pf_lines)),
-                     _MM_HINT_T1);
+        _mm_prefetch((l2 < b.pf_lines ? b.pf_k + 64 * l2 : b.pf_v + 64 * (l2 - b.pf_lines)), _MM_HINT_T1);
       }
     }
     __m512bh k[G];
@@ -300,8 +297,8 @@ SLAB_AVX512 void block_impl(const AttnBlock& b) {
     const __m512 vm = _mm512_set1_ps(mnew);
     __m512 vsum = _mm512_setzero_ps();
     for (int g = g0; g < hi; g += 16) {
-      const __m512 p = _mm512_maskz_mov_ps(range_mask(g, lo, hi),
-                                           exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(s + g), vm)));
+      const __m512 p =
+          _mm512_maskz_mov_ps(range_mask(g, lo, hi), exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(s + g), vm)));
       _mm512_storeu_ps(s + g, p);
       vsum = _mm512_add_ps(vsum, p);
     }
@@ -361,12 +358,10 @@ SLAB_AVX512 void stage_q_hilo_avx512(float* dst, const float* q, int m, int hd) 
       const __m512 f0 = _mm512_loadu_ps(qv + 32 * c);
       const __m512 f1 = 2 * c + 1 < nc ? _mm512_loadu_ps(qv + 32 * c + 16) : _mm512_setzero_ps();
       const __m512i hi = (__m512i)_mm512_cvtne2ps_pbh(f1, f0);  // f0 in the low half
-      const __m512 h0 = _mm512_castsi512_ps(
-          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(hi)), 16));
-      const __m512 h1 = _mm512_castsi512_ps(
-          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(hi, 1)), 16));
-      const __m512i lo =
-          (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(f1, h1), _mm512_sub_ps(f0, h0));
+      const __m512 h0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(hi)), 16));
+      const __m512 h1 =
+          _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(hi, 1)), 16));
+      const __m512i lo = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(f1, h1), _mm512_sub_ps(f0, h0));
       _mm512_storeu_si512(d + 16 * c, hi);
       _mm512_storeu_si512(d + 16 * (np + c), lo);
     }

@@ -14,14 +14,15 @@ namespace {
 
 using detail::Tile;
 
-constexpr int kDecodeMaxM = 8;     // up to here every row rides along one pass over W
-constexpr int kDecodeWideM = 4;    // up to here the decode tile is 64 columns wide
-constexpr int kLargeMR = 6;        // large-M register tile: 6 rows x 64 columns
-constexpr int kKBlockPairs = 256;  // K block of the large path: 512 elements
-constexpr int kMinSplitPairs = 32; // split-K chunks are at least this many pairs
+constexpr int kDecodeMaxM = 8;      // up to here every row rides along one pass over W
+constexpr int kDecodeWideM = 4;     // up to here the decode tile is 64 columns wide
+constexpr int kLargeMR = 6;         // large-M register tile: 6 rows x 64 columns
+constexpr int kKBlockPairs = 256;   // K block of the large path: 512 elements
+constexpr int kMinSplitPairs = 32;  // split-K chunks are at least this many pairs
 
 constexpr int kMidMaxM = 16;
-constexpr int kDecodeRunPanels = 8;  // dynamic decode share: 8 panels (1 MB of weights at K = 2048)       // 9..16 rows: 8x32 tiles (two row tiles share each K block)
+constexpr int kDecodeRunPanels =
+    8;  // dynamic decode share: 8 panels (1 MB of weights at K = 2048)       // 9..16 rows: 8x32 tiles (two row tiles share each K block)
 
 struct Range {
   int lo, hi;
@@ -50,14 +51,9 @@ int decode_splits(int m, int n, int k, int n_threads, bool swiglu) {
 
 void run_tile(const Tile& t, Isa isa) {
   switch (isa) {
-    case Isa::avx512_bf16:
-      detail::tile_avx512_bf16(t);
-      return;
-    case Isa::avx2:
-      detail::tile_avx2(t);
-      return;
-    case Isa::scalar:
-      break;
+    case Isa::avx512_bf16: detail::tile_avx512_bf16(t); return;
+    case Isa::avx2: detail::tile_avx2(t); return;
+    case Isa::scalar: break;
   }
   detail::tile_scalar(t);
 }
@@ -157,8 +153,7 @@ void decode_split_unit(const LinearArgs& a, int unit, int splits) {
   Tile t;
   t.a = a.x + 2 * static_cast<size_t>(r.lo);
   t.lda = a.ldx;
-  t.b = a.w.data + static_cast<size_t>(panel) * panel_stride(a.w.k) +
-        static_cast<size_t>(r.lo) * 2 * kPanelCols;
+  t.b = a.w.data + static_cast<size_t>(panel) * panel_stride(a.w.k) + static_cast<size_t>(r.lo) * 2 * kPanelCols;
   t.panel_stride = panel_stride(a.w.k);
   t.mr = a.m;
   t.np = 1;
@@ -207,10 +202,9 @@ void large_group(const LinearArgs& a, LargeTile lt, int g, int rt0, int rt1, flo
       {
         // The next block: further down these panels, or the first block of the next group.
         const bool more = kb_end < pairs;
-        const bf16_t* next = more ? panel0 + static_cast<size_t>(kb_end) * 2 * kPanelCols
-                                  : panel0 + static_cast<size_t>(np) * stride;
-        const int next_pairs = more ? std::min(pairs, kb_end + kKBlockPairs) - kb_end
-                                    : std::min(pairs, kKBlockPairs);
+        const bf16_t* next =
+            more ? panel0 + static_cast<size_t>(kb_end) * 2 * kPanelCols : panel0 + static_cast<size_t>(np) * stride;
+        const int next_pairs = more ? std::min(pairs, kb_end + kKBlockPairs) - kb_end : std::min(pairs, kKBlockPairs);
         const int lines = 2 * next_pairs;  // per panel: a pair of a panel is 128 bytes
         const int tiles = rt1 - rt0;
         const int share = ceil_div(lines, tiles);
@@ -289,12 +283,9 @@ void pack_impl(bf16_t* dst, const Src* w, int n, int k, size_t ldw) {
 
 const char* isa_name(Isa isa) {
   switch (isa) {
-    case Isa::avx512_bf16:
-      return "avx512_bf16";
-    case Isa::avx2:
-      return "avx2";
-    case Isa::scalar:
-      break;
+    case Isa::avx512_bf16: return "avx512_bf16";
+    case Isa::avx2: return "avx2";
+    case Isa::scalar: break;
   }
   return "scalar";
 }
@@ -311,12 +302,8 @@ void convert_bf16_to_f32(float* dst, const bf16_t* src, size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
 }
 
-void pack_linear_bf16(bf16_t* dst, const float* w, int n, int k, size_t ldw) {
-  pack_impl(dst, w, n, k, ldw);
-}
-void pack_linear_bf16(bf16_t* dst, const bf16_t* w, int n, int k, size_t ldw) {
-  pack_impl(dst, w, n, k, ldw);
-}
+void pack_linear_bf16(bf16_t* dst, const float* w, int n, int k, size_t ldw) { pack_impl(dst, w, n, k, ldw); }
+void pack_linear_bf16(bf16_t* dst, const bf16_t* w, int n, int k, size_t ldw) { pack_impl(dst, w, n, k, ldw); }
 
 template <typename Src>
 void pack_swiglu_impl(bf16_t* dst, const Src* gate, const Src* up, int n_out, int k, size_t ldw) {
@@ -364,7 +351,8 @@ void linear_bf16_compute(const LinearArgs& a, int thread, int n_threads) {
   if (a.m <= kDecodeMaxM) {
     const int splits = decode_splits(a.m, a.w.n, a.w.k, n_threads, false);
     if (splits == 1) {
-      for_each_share(a, thread, n_threads, panels, kDecodeRunPanels, [&a](int lo, int hi) { decode_panels(a, lo, hi); });
+      for_each_share(a, thread, n_threads, panels, kDecodeRunPanels,
+                     [&a](int lo, int hi) { decode_panels(a, lo, hi); });
     } else if (thread < panels * splits) {
       decode_split_unit(a, thread, splits);
     }
@@ -400,15 +388,15 @@ void linear_bf16_reduce(const LinearArgs& a, int thread, int n_threads) {
     const int col = p * kPanelCols;
     const size_t o = static_cast<size_t>(row) * a.ldo + col;
     detail::finish_row(acc, std::min(kPanelCols, a.w.n - col), a.bias ? a.bias + col : nullptr,
-               a.residual ? a.residual + static_cast<size_t>(row) * a.ldr + col : nullptr,
-               a.out_f32 ? a.out_f32 + o : nullptr, a.out_bf16 ? a.out_bf16 + o : nullptr);
+                       a.residual ? a.residual + static_cast<size_t>(row) * a.ldr + col : nullptr,
+                       a.out_f32 ? a.out_f32 + o : nullptr, a.out_bf16 ? a.out_bf16 + o : nullptr);
   }
 }
 
 namespace detail {
 
-void finish_row(const float* acc, int n_valid, const float* bias, const float* residual,
-                float* out_f32, bf16_t* out_bf16) {
+void finish_row(const float* acc, int n_valid, const float* bias, const float* residual, float* out_f32,
+                bf16_t* out_bf16) {
   for (int j = 0; j < n_valid; ++j) {
     float v = acc[j];
     if (bias) v += bias[j];
@@ -451,8 +439,7 @@ void tile_scalar(const Tile& t) {
       continue;
     }
     const size_t o = static_cast<size_t>(r) * t.ldo;
-    finish_row(acc[r], t.n_valid, t.bias,
-               t.residual ? t.residual + static_cast<size_t>(r) * t.ldr : nullptr,
+    finish_row(acc[r], t.n_valid, t.bias, t.residual ? t.residual + static_cast<size_t>(r) * t.ldr : nullptr,
                t.out_f32 ? t.out_f32 + o : nullptr, t.out_bf16 ? t.out_bf16 + o : nullptr);
   }
 }

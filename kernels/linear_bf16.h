@@ -39,8 +39,7 @@ inline int packed_panels(int n) { return (n + kPanelCols - 1) / kPanelCols; }
 inline int packed_pairs(int k) { return (k + 1) / 2; }
 // Elements (bf16) of the packed form of an [n, k] matrix.
 inline size_t packed_bf16_elems(int n, int k) {
-  return static_cast<size_t>(packed_panels(n)) * static_cast<size_t>(packed_pairs(k)) * 2 *
-         kPanelCols;
+  return static_cast<size_t>(packed_panels(n)) * static_cast<size_t>(packed_pairs(k)) * 2 * kPanelCols;
 }
 
 // Packs W[n][k] (row stride ldw elements) into dst (packed_bf16_elems(n, k) elements; 64-byte
@@ -65,17 +64,17 @@ struct PackedBf16 {
 };
 
 struct LinearArgs {
-  const bf16_t* x = nullptr;     // [m][k], row stride ldx elements
+  const bf16_t* x = nullptr;  // [m][k], row stride ldx elements
   size_t ldx = 0;
   PackedBf16 w;
   int m = 0;
-  float* out_f32 = nullptr;      // exactly one of out_f32 / out_bf16; row stride ldo elements
+  float* out_f32 = nullptr;  // exactly one of out_f32 / out_bf16; row stride ldo elements
   bf16_t* out_bf16 = nullptr;
   size_t ldo = 0;
-  const float* bias = nullptr;   // [n] or null
+  const float* bias = nullptr;      // [n] or null
   const float* residual = nullptr;  // [m][n] row stride ldr, or null; may equal out_f32 (in place)
   size_t ldr = 0;
-  float* workspace = nullptr;    // linear_bf16_workspace_floats(...) floats, 64-byte aligned
+  float* workspace = nullptr;  // linear_bf16_workspace_floats(...) floats, 64-byte aligned
   Isa isa = Isa::scalar;
   // W packed by pack_swiglu_bf16: out_bf16[m][w.n / 2] = SiLU(x·gateᵀ)·(x·upᵀ). Needs out_bf16
   // and no bias or residual. Never split over K; M > 8 uses the 6×64 tile for every M.

@@ -20,8 +20,7 @@ SLAB_AVX2 void rows_panel(const Tile& t, int row0, int panel, float* acc_out) {
   __m256 acc[R][4];
   for (int r = 0; r < R; ++r) {
     for (int j = 0; j < 4; ++j) {
-      acc[r][j] = t.load_c ? _mm256_loadu_ps(t.c + static_cast<size_t>(row0 + r) * t.ldc +
-                                             panel * 32 + 8 * j)
+      acc[r][j] = t.load_c ? _mm256_loadu_ps(t.c + static_cast<size_t>(row0 + r) * t.ldc + panel * 32 + 8 * j)
                            : _mm256_setzero_ps();
     }
   }
@@ -31,8 +30,7 @@ SLAB_AVX2 void rows_panel(const Tile& t, int row0, int panel, float* acc_out) {
   for (int p = 0; p < pairs; ++p) {
     __m256 even[4], odd[4];
     for (int j = 0; j < 4; ++j) {
-      const __m256i w = _mm256_loadu_si256(
-          reinterpret_cast<const __m256i*>(b + 64 * static_cast<size_t>(p) + 16 * j));
+      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * static_cast<size_t>(p) + 16 * j));
       even[j] = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
       odd[j] = _mm256_castsi256_ps(_mm256_and_si256(w, hi_mask));
     }

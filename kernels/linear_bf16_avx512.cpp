@@ -36,8 +36,7 @@ SLAB_AVX512_BF16 void tile_impl(const Tile& t) {
   for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 4
     for (int j = 0; j < NJ; ++j) {
-      acc[r][j] = t.load_c ? _mm512_loadu_ps(t.c + static_cast<size_t>(r) * t.ldc + 16 * j)
-                           : _mm512_setzero_ps();
+      acc[r][j] = t.load_c ? _mm512_loadu_ps(t.c + static_cast<size_t>(r) * t.ldc + 16 * j) : _mm512_setzero_ps();
     }
   }
   const bf16_t* b0 = t.b;
@@ -107,8 +106,7 @@ SLAB_AVX512_BF16 void tile_impl(const Tile& t) {
       if (mask[j] == 0) continue;
       __m512 v = t.bias ? _mm512_add_ps(acc[r][j], bias[j]) : acc[r][j];
       if (t.residual) {
-        v = _mm512_add_ps(
-            v, _mm512_maskz_loadu_ps(mask[j], t.residual + static_cast<size_t>(r) * t.ldr + 16 * j));
+        v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask[j], t.residual + static_cast<size_t>(r) * t.ldr + 16 * j));
       }
       if (t.out_f32) {
         _mm512_mask_storeu_ps(t.out_f32 + static_cast<size_t>(r) * t.ldo + 16 * j, mask[j], v);
@@ -123,11 +121,10 @@ SLAB_AVX512_BF16 void tile_impl(const Tile& t) {
 using TileFn = void (*)(const Tile&);
 
 // [np - 1][mr - 1]; 64-column tiles exist up to 6 rows (24 accumulators + 4 weights + 1 x).
-constexpr TileFn kTiles[2][8] = {
-    {tile_impl<1, 1>, tile_impl<2, 1>, tile_impl<3, 1>, tile_impl<4, 1>, tile_impl<5, 1>,
-     tile_impl<6, 1>, tile_impl<7, 1>, tile_impl<8, 1>},
-    {tile_impl<1, 2>, tile_impl<2, 2>, tile_impl<3, 2>, tile_impl<4, 2>, tile_impl<5, 2>,
-     tile_impl<6, 2>, nullptr, nullptr}};
+constexpr TileFn kTiles[2][8] = {{tile_impl<1, 1>, tile_impl<2, 1>, tile_impl<3, 1>, tile_impl<4, 1>, tile_impl<5, 1>,
+                                  tile_impl<6, 1>, tile_impl<7, 1>, tile_impl<8, 1>},
+                                 {tile_impl<1, 2>, tile_impl<2, 2>, tile_impl<3, 2>, tile_impl<4, 2>, tile_impl<5, 2>,
+                                  tile_impl<6, 2>, nullptr, nullptr}};
 
 }  // namespace
 

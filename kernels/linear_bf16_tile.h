@@ -12,10 +12,10 @@ struct Tile {
   size_t lda = 0;
   const bf16_t* b = nullptr;  // panel 0 at pair0 (next panel: + panel_stride elements)
   size_t panel_stride = 0;
-  int mr = 1;                 // rows, 1..8
-  int np = 1;                 // panels, 1..2 (32 or 64 columns)
-  int n_pairs = 0;            // full k-pairs
-  bool half_pair = false;     // then one more pair whose x high element is K's end (zero)
+  int mr = 1;              // rows, 1..8
+  int np = 1;              // panels, 1..2 (32 or 64 columns)
+  int n_pairs = 0;         // full k-pairs
+  bool half_pair = false;  // then one more pair whose x high element is K's end (zero)
   // Software prefetch: pf_lines 64-byte lines from pf (in panel 0; the same offset in the
   // second panel), pf_per_pair of them per k-pair iteration (0: none). The lines may lie past
   // the matrix: prefetches never fault.
@@ -25,8 +25,8 @@ struct Tile {
   // Accumulator source and sink: scratch c [mr][ldc] FP32 (all np·32 columns).
   float* c = nullptr;
   size_t ldc = 0;
-  bool load_c = false;        // start from c (else from zero)
-  bool epilogue = false;      // finish into out (else store to c)
+  bool load_c = false;    // start from c (else from zero)
+  bool epilogue = false;  // finish into out (else store to c)
   // Epilogue: columns [0, n_valid) of the tile are real; rows are all real.
   float* out_f32 = nullptr;
   bf16_t* out_bf16 = nullptr;
@@ -41,8 +41,8 @@ void tile_scalar(const Tile& t);
 void tile_avx2(const Tile& t);
 void tile_avx512_bf16(const Tile& t);
 // Epilogue of one row of one tile from FP32 sums: + bias, + residual, store FP32 or BF16.
-void finish_row(const float* acc, int n_valid, const float* bias, const float* residual,
-                float* out_f32, bf16_t* out_bf16);
+void finish_row(const float* acc, int n_valid, const float* bias, const float* residual, float* out_f32,
+                bf16_t* out_bf16);
 void convert_f32_to_bf16_avx512(bf16_t* dst, const float* src, size_t n);
 
 }  // namespace slab::kern::detail

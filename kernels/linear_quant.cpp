@@ -44,8 +44,8 @@ size_t code_offset(int bits, int c, int k, bool* high) {
 }
 
 // Writes row n of W as codes (kp of them) with its scales and zeros (groups of them).
-void put_row(uint8_t* dst, const QuantFormat& f, int k, int n, const uint8_t* codes,
-             const float* scales, const uint8_t* zeros) {
+void put_row(uint8_t* dst, const QuantFormat& f, int k, int n, const uint8_t* codes, const float* scales,
+             const uint8_t* zeros) {
   const size_t panel_bytes = quant_panel_bytes(f, k);
   const int kp = quant_padded_k(f, k), groups = quant_groups(f, k);
   uint8_t* panel = dst + static_cast<size_t>(n / kQuantPanelCols) * panel_bytes;
@@ -61,15 +61,13 @@ void put_row(uint8_t* dst, const QuantFormat& f, int k, int n, const uint8_t* co
   for (int g = 0; g < groups; ++g) {
     scale_out[static_cast<size_t>(g) * kQuantPanelCols + c] = f32_to_bf16(scales[g]);
     if (f.zero_point) {
-      scale_out[(static_cast<size_t>(groups) + g) * kQuantPanelCols + c] =
-          f32_to_bf16(static_cast<float>(zeros[g]));
+      scale_out[(static_cast<size_t>(groups) + g) * kQuantPanelCols + c] = f32_to_bf16(static_cast<float>(zeros[g]));
     }
   }
 }
 
 // Round-to-nearest codes of one row (see pack_quant_linear).
-void quantize_weight_row(const QuantFormat& f, const float* w, int k, uint8_t* codes, float* scales,
-                         uint8_t* zeros) {
+void quantize_weight_row(const QuantFormat& f, const float* w, int k, uint8_t* codes, float* scales, uint8_t* zeros) {
   const int gs = quant_group_size(f, k), kp = quant_padded_k(f, k);
   const int top = max_code(f);
   for (int g = 0; g * gs < kp; ++g) {
@@ -177,8 +175,7 @@ void finish_tile(const QuantLinearArgs& a, const float* sums, int row, int rows,
   const int n_valid = std::min(cols, a.w.n - col);
   for (int r = 0; r < rows; ++r) {
     const size_t o = static_cast<size_t>(row + r) * a.ldo + col;
-    detail::finish_row(sums + static_cast<size_t>(r) * detail::kQuantTileCols, n_valid,
-                       a.bias ? a.bias + col : nullptr,
+    detail::finish_row(sums + static_cast<size_t>(r) * detail::kQuantTileCols, n_valid, a.bias ? a.bias + col : nullptr,
                        a.residual ? a.residual + static_cast<size_t>(row + r) * a.ldr + col : nullptr,
                        a.out_f32 ? a.out_f32 + o : nullptr, a.out_bf16 ? a.out_bf16 + o : nullptr);
   }
@@ -186,28 +183,18 @@ void finish_tile(const QuantLinearArgs& a, const float* sums, int row, int rows,
 
 void run_decode_tile(const QuantTile& t, Isa isa) {
   switch (isa) {
-    case Isa::avx512_bf16:
-      detail::quant_decode_tile_avx512(t);
-      return;
-    case Isa::avx2:
-      detail::quant_decode_tile_avx2(t);
-      return;
-    case Isa::scalar:
-      break;
+    case Isa::avx512_bf16: detail::quant_decode_tile_avx512(t); return;
+    case Isa::avx2: detail::quant_decode_tile_avx2(t); return;
+    case Isa::scalar: break;
   }
   detail::quant_decode_tile_scalar(t);
 }
 
 void run_batch_tile(const QuantTile& t, Isa isa) {
   switch (isa) {
-    case Isa::avx512_bf16:
-      detail::quant_batch_tile_avx512(t);
-      return;
-    case Isa::avx2:
-      detail::quant_batch_tile_avx2(t);
-      return;
-    case Isa::scalar:
-      break;
+    case Isa::avx512_bf16: detail::quant_batch_tile_avx512(t); return;
+    case Isa::avx2: detail::quant_batch_tile_avx2(t); return;
+    case Isa::scalar: break;
   }
   detail::quant_batch_tile_scalar(t);
 }
@@ -313,8 +300,8 @@ void pack_quant_linear(uint8_t* dst, const QuantFormat& f, const bf16_t* w, int 
   pack_rtn(dst, f, w, n, k, ldw);
 }
 
-void pack_quant_linear_codes(uint8_t* dst, const QuantFormat& f, const uint8_t* codes, size_t ldc,
-                             const float* scales, const uint8_t* zeros, int n, int k) {
+void pack_quant_linear_codes(uint8_t* dst, const QuantFormat& f, const uint8_t* codes, size_t ldc, const float* scales,
+                             const uint8_t* zeros, int n, int k) {
   check_quant_format(f);
   if (f.zero_point && !zeros) throw std::invalid_argument("pack_quant_linear_codes: zeros needed");
   std::memset(dst, 0, packed_quant_bytes(f, n, k));
@@ -322,8 +309,8 @@ void pack_quant_linear_codes(uint8_t* dst, const QuantFormat& f, const uint8_t* 
   std::vector<uint8_t> row(static_cast<size_t>(kp)), z(static_cast<size_t>(groups));
   for (int r = 0; r < n; ++r) {
     for (int g = 0; g < groups; ++g) {
-      z[static_cast<size_t>(g)] = static_cast<uint8_t>(
-          f.zero_point ? zeros[static_cast<size_t>(r) * groups + g] : detail::implied_zero(f.bits));
+      z[static_cast<size_t>(g)] = static_cast<uint8_t>(f.zero_point ? zeros[static_cast<size_t>(r) * groups + g]
+                                                                    : detail::implied_zero(f.bits));
     }
     for (int kk = 0; kk < kp; ++kk) {
       const uint8_t c = kk < k ? codes[static_cast<size_t>(r) * ldc + kk] : z[static_cast<size_t>(kk / gs)];
@@ -406,8 +393,7 @@ void quant_linear_compute(const QuantLinearArgs& a, int thread, int n_threads) {
 
 namespace detail {
 
-void quantize_row_scalar(int8_t* xq, float* scale, int32_t* sums, const bf16_t* x, int k, int kp,
-                         int group_size) {
+void quantize_row_scalar(int8_t* xq, float* scale, int32_t* sums, const bf16_t* x, int k, int kp, int group_size) {
   float amax = 0.0f;
   for (int i = 0; i < k; ++i) amax = std::max(amax, std::fabs(bf16_to_f32(x[i])));
   const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
@@ -443,7 +429,8 @@ void quant_decode_tile_scalar(const QuantTile& t) {
         float total = 0.0f;
         for (int g = 0; g < t.groups; ++g) {
           float dot = 0.0f;
-          for (int kk = g * gk; kk < (g + 1) * gk; ++kk) dot += bf16_to_f32(x[kk]) * static_cast<float>(tile_code(t, q, c, kk));
+          for (int kk = g * gk; kk < (g + 1) * gk; ++kk)
+            dot += bf16_to_f32(x[kk]) * static_cast<float>(tile_code(t, q, c, kk));
           const float scale = bf16_to_f32(tile_scales(t, q, g)[c]);
           total += scale * (dot - tile_zero(t, q, g, c) * t.xsum[static_cast<size_t>(r) * t.groups + g]);
         }

@@ -80,8 +80,8 @@ void pack_quant_linear(uint8_t* dst, const QuantFormat& f, const bf16_t* w, int 
 // ldc): W8 the unsigned code (int8 value + 128), W4 0..15 one per byte. scales[n][groups] and
 // zeros[n][groups] (zeros only with f.zero_point; W8 zeros 0..255, W4 0..15). Scales are
 // rounded to BF16.
-void pack_quant_linear_codes(uint8_t* dst, const QuantFormat& f, const uint8_t* codes, size_t ldc,
-                             const float* scales, const uint8_t* zeros, int n, int k);
+void pack_quant_linear_codes(uint8_t* dst, const QuantFormat& f, const uint8_t* codes, size_t ldc, const float* scales,
+                             const uint8_t* zeros, int n, int k);
 
 // W[n][k] back from the packed form (row stride ldw): scale · (code − zero), in FP32.
 void dequantize_quant_linear(float* w, size_t ldw, const uint8_t* packed, const QuantFormat& f, int n, int k);
@@ -98,7 +98,7 @@ struct QuantLinearArgs {
   size_t ldx = 0;
   PackedQuant w;
   int m = 0;
-  float* out_f32 = nullptr;   // exactly one of out_f32 / out_bf16; row stride ldo elements
+  float* out_f32 = nullptr;  // exactly one of out_f32 / out_bf16; row stride ldo elements
   bf16_t* out_bf16 = nullptr;
   size_t ldo = 0;
   const float* bias = nullptr;      // [n] or null

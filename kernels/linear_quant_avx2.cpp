@@ -78,8 +78,8 @@ SLAB_AVX2 void decode_row_panel(const QuantTile& t, int r, int q, float* out16) 
           const __m256 w = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), sc, off);
           acc[i] = _mm256_fmadd_ps(w, x_lo, acc[i]);
         } else {
-          const __m256 w_lo = _mm256_fmadd_ps(
-              _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(0x0f))), sc, off);
+          const __m256 w_lo =
+              _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(0x0f))), sc, off);
           const __m256 w_hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4)), sc, off);
           acc[i] = _mm256_fmadd_ps(w_lo, x_lo, acc[i]);
           acc[i] = _mm256_fmadd_ps(w_hi, x_hi, acc[i]);
@@ -164,9 +164,8 @@ SLAB_AVX2 void batch_panel(const QuantTile& t, int q, float* out) {
 
 using PanelFn = void (*)(const QuantTile&, int, float*);
 // [bits == 4][mr - 1]
-constexpr PanelFn kBatchPanels[2][4] = {
-    {batch_panel<1, 8>, batch_panel<2, 8>, batch_panel<3, 8>, batch_panel<4, 8>},
-    {batch_panel<1, 4>, batch_panel<2, 4>, batch_panel<3, 4>, batch_panel<4, 4>}};
+constexpr PanelFn kBatchPanels[2][4] = {{batch_panel<1, 8>, batch_panel<2, 8>, batch_panel<3, 8>, batch_panel<4, 8>},
+                                        {batch_panel<1, 4>, batch_panel<2, 4>, batch_panel<3, 4>, batch_panel<4, 4>}};
 
 }  // namespace
 

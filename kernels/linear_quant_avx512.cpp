@@ -17,8 +17,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
-#define SLAB_AVX512_QUANT \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni")))
+#define SLAB_AVX512_QUANT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni")))
 
 namespace slab::kern::detail {
 namespace {
@@ -161,8 +160,8 @@ SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
           const __m512bh w1 = _mm512_cvtne2ps_pbh(f[3], f[2]);
 #pragma GCC unroll 8
           for (int r = 0; r < MR; ++r) {
-            const __m512bh xv = (__m512bh)_mm512_set1_epi64(
-                static_cast<long long>(load_u64(xk + static_cast<size_t>(r) * t.ldx)));
+            const __m512bh xv =
+                (__m512bh)_mm512_set1_epi64(static_cast<long long>(load_u64(xk + static_cast<size_t>(r) * t.ldx)));
             acc[r][q][0] = _mm512_dpbf16_ps(acc[r][q][0], w0, xv);
             acc[r][q][1] = _mm512_dpbf16_ps(acc[r][q][1], w1, xv);
           }
@@ -209,8 +208,7 @@ SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
       const __m512 sum1 = kTotalsInL1 ? _mm512_load_ps(total_l1[r][q][1]) : total[kTotalsInL1 ? 0 : r][q][1];
       const __m512 v0 = _mm512_add_ps(sum0, _mm512_permute_ps(sum0, 0xb1));
       const __m512 v1 = _mm512_add_ps(sum1, _mm512_permute_ps(sum1, 0xb1));
-      _mm512_storeu_ps(t.out + static_cast<size_t>(r) * kQuantTileCols + 16 * q,
-                       _mm512_permutex2var_ps(v0, cols, v1));
+      _mm512_storeu_ps(t.out + static_cast<size_t>(r) * kQuantTileCols + 16 * q, _mm512_permutex2var_ps(v0, cols, v1));
     }
   }
 }
@@ -309,11 +307,11 @@ using TileFn = void (*)(const QuantTile&);
 
 // [bits == 4][np - 1][mr - 1]; two panels only for 1-2 rows (decode_panels).
 constexpr TileFn kDecodeTiles[2][2][kQuantDecodeTileRows] = {
-    {{decode_tile<1, 1, 8>, decode_tile<2, 1, 8>, decode_tile<3, 1, 8>, decode_tile<4, 1, 8>,
-      decode_tile<5, 1, 8>, decode_tile<6, 1, 8>, decode_tile<7, 1, 8>, decode_tile<8, 1, 8>},
+    {{decode_tile<1, 1, 8>, decode_tile<2, 1, 8>, decode_tile<3, 1, 8>, decode_tile<4, 1, 8>, decode_tile<5, 1, 8>,
+      decode_tile<6, 1, 8>, decode_tile<7, 1, 8>, decode_tile<8, 1, 8>},
      {decode_tile<1, 2, 8>, decode_tile<2, 2, 8>, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr}},
-    {{decode_tile<1, 1, 4>, decode_tile<2, 1, 4>, decode_tile<3, 1, 4>, decode_tile<4, 1, 4>,
-      decode_tile<5, 1, 4>, decode_tile<6, 1, 4>, decode_tile<7, 1, 4>, decode_tile<8, 1, 4>},
+    {{decode_tile<1, 1, 4>, decode_tile<2, 1, 4>, decode_tile<3, 1, 4>, decode_tile<4, 1, 4>, decode_tile<5, 1, 4>,
+      decode_tile<6, 1, 4>, decode_tile<7, 1, 4>, decode_tile<8, 1, 4>},
      {decode_tile<1, 2, 4>, decode_tile<2, 2, 4>, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr}}};
 // W4 tiles stop at 4 rows (batch_tile_rows): 6 x 2 spilled (12 + 12 sums, 4 nibble vectors, 2 x).
 constexpr TileFn kBatchTiles[2][2][kQuantBatchTileRows] = {
@@ -337,15 +335,13 @@ SLAB_AVX512_QUANT inline __m512 load_x(const bf16_t* x, int i, int k) {
 
 }  // namespace
 
-void quant_decode_tile_avx512(const QuantTile& t) {
-  kDecodeTiles[t.bits == 4][t.np - 1][t.mr - 1](t);
-}
+void quant_decode_tile_avx512(const QuantTile& t) { kDecodeTiles[t.bits == 4][t.np - 1][t.mr - 1](t); }
 void quant_batch_tile_avx512(const QuantTile& t) { kBatchTiles[t.bits == 4][t.np - 1][t.mr - 1](t); }
 
 // Same operations as quantize_row_scalar: max|x| exactly, v = x · (127 / max), round to nearest
 // even (vcvtps2dq under the default MXCSR = std::nearbyint), clamp to ±127.
-SLAB_AVX512_QUANT void quantize_row_avx512(int8_t* xq, float* scale, int32_t* sums, const bf16_t* x, int k,
-                                           int kp, int group_size) {
+SLAB_AVX512_QUANT void quantize_row_avx512(int8_t* xq, float* scale, int32_t* sums, const bf16_t* x, int k, int kp,
+                                           int group_size) {
   const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
   __m512 amax = _mm512_setzero_ps();
   for (int i = 0; i < k; i += 16) amax = _mm512_max_ps(amax, _mm512_and_ps(load_x(x, i, k), abs_mask));

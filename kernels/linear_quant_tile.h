@@ -20,23 +20,23 @@ struct QuantTile {
   // Weights: np consecutive panels from `panel` (see linear_quant.h for the layout).
   const uint8_t* panel = nullptr;
   size_t panel_bytes = 0;
-  size_t code_bytes = 0;   // offset of a panel's scales
-  int np = 1;              // 1..2
-  int bits = 8;            // 8 or 4
+  size_t code_bytes = 0;  // offset of a panel's scales
+  int np = 1;             // 1..2
+  int bits = 8;           // 8 or 4
   int groups = 1;
-  int group_steps = 0;     // 64-byte code steps per group
-  bool zero_point = false; // zeros stored after the scales; else implied_zero(bits)
-  int mr = 1;              // rows 1..kQuantDecodeTileRows (decode) or batch_tile_rows(bits)
+  int group_steps = 0;      // 64-byte code steps per group
+  bool zero_point = false;  // zeros stored after the scales; else implied_zero(bits)
+  int mr = 1;               // rows 1..kQuantDecodeTileRows (decode) or batch_tile_rows(bits)
   // Decode (weight-only): BF16 rows padded with zeros to the padded K, FP32 sums per group.
   const bf16_t* x = nullptr;
   size_t ldx = 0;
-  const float* xsum = nullptr;    // [mr][groups]
+  const float* xsum = nullptr;  // [mr][groups]
   // Batched: INT8 rows (padded K), their scales and INT32 sums per group.
   const int8_t* xq = nullptr;
   size_t ldxq = 0;
-  const float* xscale = nullptr;  // [mr]
-  const int32_t* xqsum = nullptr; // [mr][groups]
-  float* out = nullptr;           // [mr][kQuantTileCols]
+  const float* xscale = nullptr;   // [mr]
+  const int32_t* xqsum = nullptr;  // [mr][groups]
+  float* out = nullptr;            // [mr][kQuantTileCols]
 };
 
 inline int implied_zero(int bits) { return bits == 8 ? 128 : 8; }
@@ -60,9 +60,7 @@ void quant_batch_tile_avx512(const QuantTile& t);
 
 // One activation row to INT8 (phase 1 of M > 8): xq[kp] (zeros past k), *scale = max|x| / 127,
 // sums[g] = Σ xq over group g. Bit-identical across ISAs.
-void quantize_row_scalar(int8_t* xq, float* scale, int32_t* sums, const bf16_t* x, int k, int kp,
-                         int group_size);
-void quantize_row_avx512(int8_t* xq, float* scale, int32_t* sums, const bf16_t* x, int k, int kp,
-                         int group_size);
+void quantize_row_scalar(int8_t* xq, float* scale, int32_t* sums, const bf16_t* x, int k, int kp, int group_size);
+void quantize_row_avx512(int8_t* xq, float* scale, int32_t* sums, const bf16_t* x, int k, int kp, int group_size);
 
 }  // namespace slab::kern::detail

@@ -53,8 +53,8 @@ void rope_inverse_frequencies(float* inv_freq, int rotary_dim, const RopeFrequen
       if (wavelen > low_freq_wavelen) {
         f /= params.factor;
       } else if (wavelen >= high_freq_wavelen) {
-        const float smooth = (old_context / wavelen - params.low_freq_factor) /
-                             (params.high_freq_factor - params.low_freq_factor);
+        const float smooth =
+            (old_context / wavelen - params.low_freq_factor) / (params.high_freq_factor - params.low_freq_factor);
         f = (1.0f - smooth) * f / params.factor + smooth * f;
       }
     }
@@ -80,14 +80,14 @@ void rope(float* x, int n_heads, int head_dim, int pos, const float* inv_freq, R
   }
 }
 
-void attention(float* out, const float* q, const PagedKv& kv, int n_heads, int n_kv_heads,
-               int head_dim, int pos, int window, float scale) {
+void attention(float* out, const float* q, const PagedKv& kv, int n_heads, int n_kv_heads, int head_dim, int pos,
+               int window, float scale) {
   const int first = window > 0 ? std::max(0, pos - window + 1) : 0;
   const int group = n_heads / n_kv_heads;
   std::vector<float> scores(static_cast<size_t>(pos - first + 1));
   auto cached = [&](size_t offset, int kv_head, int p) {
     return kv.pool + kern::kv_block_offset(kv.block_table[p / kv.block_size], kv.block_stride, offset, kv_head,
-                                     kv.head_stride, p % kv.block_size, head_dim);
+                                           kv.head_stride, p % kv.block_size, head_dim);
   };
   for (int h = 0; h < n_heads; ++h) {
     const int kv_head = h / group;

@@ -52,7 +52,7 @@ struct PagedKv {
 // [first, pos], where first = max(0, pos - window + 1) when window > 0 (sliding window) and 0
 // otherwise. q and out are [n_heads][head_dim]; query head h reads KV head h / (n_heads /
 // n_kv_heads) (grouped-query attention). scale multiplies q·k before the softmax.
-void attention(float* out, const float* q, const PagedKv& kv, int n_heads, int n_kv_heads,
-               int head_dim, int pos, int window, float scale);
+void attention(float* out, const float* q, const PagedKv& kv, int n_heads, int n_kv_heads, int head_dim, int pos,
+               int window, float scale);
 
 }  // namespace slab::ref

@@ -62,8 +62,8 @@ SLAB_AVX512 void rmsnorm_to_bf16_avx512(bf16_t* out, const float* x, const float
   const __m512 scale = _mm512_set1_ps(1.0f / __builtin_sqrtf(sum / static_cast<float>(n) + eps));
   for (i = 0; i < n; i += 16) {
     const __mmask16 m = tail_mask(n - i);
-    const __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), scale),
-                                   _mm512_maskz_loadu_ps(m, weight + i));
+    const __m512 v =
+        _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), scale), _mm512_maskz_loadu_ps(m, weight + i));
     store_bf16(out + i, m, v);
   }
 }

@@ -35,9 +35,10 @@ void softmax(const float* x, size_t n, float scale, float* out, Isa isa) {
   for (size_t i = 0; i < n; ++i) out[i] *= inv_total;  // vectorised by the compiler
 }
 
-double tail_masses(const float* x, size_t n, float shift, float scale, const float* thresholds,
-                   int n_thresholds, size_t* counts, double* masses, Isa isa) {
-  if (isa == Isa::avx512_bf16) return detail::tail_masses_avx512(x, n, shift, scale, thresholds, n_thresholds, counts, masses);
+double tail_masses(const float* x, size_t n, float shift, float scale, const float* thresholds, int n_thresholds,
+                   size_t* counts, double* masses, Isa isa) {
+  if (isa == Isa::avx512_bf16)
+    return detail::tail_masses_avx512(x, n, shift, scale, thresholds, n_thresholds, counts, masses);
   if (isa == Isa::avx2) return detail::tail_masses_avx2(x, n, shift, scale, thresholds, n_thresholds, counts, masses);
   for (int j = 0; j < n_thresholds; ++j) {
     counts[j] = 0;

@@ -30,8 +30,8 @@ void softmax(const float* x, size_t n, float scale, float* out, Isa isa);
 // counts[j] = #{i : x[i] >= thresholds[j]} and masses[j] = sum of e^((x[i] - shift) · scale) over
 // those i. Returns the sum over all i (the softmax denominator).
 constexpr int kMaxThresholds = 8;
-double tail_masses(const float* x, size_t n, float shift, float scale, const float* thresholds,
-                   int n_thresholds, size_t* counts, double* masses, Isa isa);
+double tail_masses(const float* x, size_t n, float shift, float scale, const float* thresholds, int n_thresholds,
+                   size_t* counts, double* masses, Isa isa);
 
 // The first i with x[i] >= threshold, or n when there is none (argmax: threshold = row_max).
 size_t first_at_or_above(const float* x, size_t n, float threshold, Isa isa);

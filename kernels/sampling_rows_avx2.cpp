@@ -98,9 +98,8 @@ SLAB_AVX2 inline void add_to_tails(TailSums& sums, __m256 v, __m256 valid, __m25
 
 }  // namespace
 
-SLAB_AVX2 double tail_masses_avx2(const float* x, size_t n, float shift, float scale,
-                                  const float* thresholds, int n_thresholds, size_t* counts,
-                                  double* masses) {
+SLAB_AVX2 double tail_masses_avx2(const float* x, size_t n, float shift, float scale, const float* thresholds,
+                                  int n_thresholds, size_t* counts, double* masses) {
   const __m256 vshift = _mm256_set1_ps(shift), vscale = _mm256_set1_ps(scale);
   const __m256 all_lanes = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
   __m256 vthreshold[kMaxThresholds];
@@ -122,8 +121,8 @@ SLAB_AVX2 double tail_masses_avx2(const float* x, size_t n, float shift, float s
     if (i < end) {
       const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
       const __m256 valid = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(end - i)), lane));
-      add_to_tails(sums, _mm256_load_ps(Tail(x + i, end - i, 0.0f).v), valid, vshift, vscale, vthreshold,
-                   n_thresholds, counts);
+      add_to_tails(sums, _mm256_load_ps(Tail(x + i, end - i, 0.0f).v), valid, vshift, vscale, vthreshold, n_thresholds,
+                   counts);
     }
     total += reduce_add(sums.all);
     for (int j = 0; j < n_thresholds; ++j) masses[j] += reduce_add(sums.above[j]);
@@ -135,7 +134,8 @@ SLAB_AVX2 size_t indices_at_or_above_avx2(const float* x, size_t n, float thresh
   const __m256 vthreshold = _mm256_set1_ps(threshold);
   size_t count = 0;
   auto append = [&](unsigned above, size_t base) {
-    for (; above; above &= above - 1) idx[count++] = static_cast<int32_t>(base + static_cast<size_t>(__builtin_ctz(above)));
+    for (; above; above &= above - 1)
+      idx[count++] = static_cast<int32_t>(base + static_cast<size_t>(__builtin_ctz(above)));
   };
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -153,7 +153,8 @@ SLAB_AVX2 size_t first_at_or_above_avx2(const float* x, size_t n, float threshol
   const __m256 vthreshold = _mm256_set1_ps(threshold);
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const auto above = static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), vthreshold, _CMP_GE_OQ)));
+    const auto above =
+        static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), vthreshold, _CMP_GE_OQ)));
     if (above) return i + static_cast<size_t>(__builtin_ctz(above));
   }
   for (; i < n; ++i) {

@@ -70,9 +70,8 @@ SLAB_AVX512 double sum_exp_avx512(const float* x, size_t n, float shift, float s
   return total;
 }
 
-SLAB_AVX512 double tail_masses_avx512(const float* x, size_t n, float shift, float scale,
-                                      const float* thresholds, int n_thresholds, size_t* counts,
-                                      double* masses) {
+SLAB_AVX512 double tail_masses_avx512(const float* x, size_t n, float shift, float scale, const float* thresholds,
+                                      int n_thresholds, size_t* counts, double* masses) {
   const __m512 vshift = _mm512_set1_ps(shift), vscale = _mm512_set1_ps(scale);
   __m512 vthreshold[kMaxThresholds];
   for (int j = 0; j < n_thresholds; ++j) {
@@ -109,7 +108,8 @@ SLAB_AVX512 size_t indices_at_or_above_avx512(const float* x, size_t n, float th
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   size_t count = 0;
   auto append = [&](__mmask16 above, size_t base) SLAB_AVX512 {
-    _mm512_mask_compressstoreu_epi32(idx + count, above, _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(base))));
+    _mm512_mask_compressstoreu_epi32(idx + count, above,
+                                     _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(base))));
     count += static_cast<size_t>(__builtin_popcount(above));
   };
   size_t i = 0;

@@ -13,15 +13,15 @@ constexpr size_t kSumBlock = 1024;
 
 float row_max_avx512(const float* x, size_t n);
 double sum_exp_avx512(const float* x, size_t n, float shift, float scale, float* out);
-double tail_masses_avx512(const float* x, size_t n, float shift, float scale, const float* thresholds,
-                          int n_thresholds, size_t* counts, double* masses);
+double tail_masses_avx512(const float* x, size_t n, float shift, float scale, const float* thresholds, int n_thresholds,
+                          size_t* counts, double* masses);
 size_t indices_at_or_above_avx512(const float* x, size_t n, float threshold, int32_t* idx);
 size_t first_at_or_above_avx512(const float* x, size_t n, float threshold);
 
 float row_max_avx2(const float* x, size_t n);
 double sum_exp_avx2(const float* x, size_t n, float shift, float scale, float* out);
-double tail_masses_avx2(const float* x, size_t n, float shift, float scale, const float* thresholds,
-                        int n_thresholds, size_t* counts, double* masses);
+double tail_masses_avx2(const float* x, size_t n, float shift, float scale, const float* thresholds, int n_thresholds,
+                        size_t* counts, double* masses);
 size_t indices_at_or_above_avx2(const float* x, size_t n, float threshold, int32_t* idx);
 size_t first_at_or_above_avx2(const float* x, size_t n, float threshold);
 

@@ -33,7 +33,8 @@ bool authorized(const http::HttpRequest& request, const std::string& key) {
   if (!header) return false;
   std::string_view value = *header;
   constexpr std::string_view kScheme = "bearer ";
-  if (value.size() < kScheme.size() || !http::equals_ignore_case(value.substr(0, kScheme.size()), kScheme)) return false;
+  if (value.size() < kScheme.size() || !http::equals_ignore_case(value.substr(0, kScheme.size()), kScheme))
+    return false;
   value.remove_prefix(kScheme.size());
   while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
   return constant_time_equals(value, key);
@@ -131,7 +132,8 @@ void ApiServer::drain_and_stop(std::chrono::seconds timeout) {
     return metrics_.calls_in_flight() == 0;
   };
   if (!wait_idle(timeout) && ready_.load(std::memory_order_acquire)) {
-    spdlog::warn("shutdown: {} requests still running after {} s; aborting them", metrics_.calls_in_flight(), timeout.count());
+    spdlog::warn("shutdown: {} requests still running after {} s; aborting them", metrics_.calls_in_flight(),
+                 timeout.count());
     loaded_->engine().abort_all();
     wait_idle(std::chrono::seconds(2));
   }
@@ -147,9 +149,14 @@ http::Router ApiServer::routes() {
     exchange.respond(200, "application/json", body.dump(-1, ' ', false, json::error_handler_t::replace));
   };
   auto model_card = [this](const LoadedModel& m) {
-    return json{{"id", options_.served_model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "slabserve"},
-                {"root", options_.served_model_name}, {"max_model_len", m.engine().max_model_len()},
-                {"architecture", m.description().architecture}, {"weights", m.description().weights}};
+    return json{{"id", options_.served_model_name},
+                {"object", "model"},
+                {"created", 0},
+                {"owned_by", "slabserve"},
+                {"root", options_.served_model_name},
+                {"max_model_len", m.engine().max_model_len()},
+                {"architecture", m.description().architecture},
+                {"weights", m.description().weights}};
   };
 
   r.add("GET", "/health", RouteKind::light, api_route(o, Auth::open, [this](Exchange& exchange) {
@@ -160,17 +167,20 @@ http::Router ApiServer::routes() {
   r.add("GET", "/version", RouteKind::light, api_route(o, Auth::open, [json_response](Exchange& exchange) {
           json_response(exchange, {{"version", SLAB_VERSION}});
         }));
-  r.add("GET", "/v1/models", RouteKind::light, api_route(o, Auth::required, [this, json_response, model_card](Exchange& exchange) {
+  r.add("GET", "/v1/models", RouteKind::light,
+        api_route(o, Auth::required, [this, json_response, model_card](Exchange& exchange) {
           json_response(exchange, {{"object", "list"}, {"data", json::array({model_card(ready_model())})}});
         }));
-  r.add("GET", "/v1/models/*", RouteKind::light, api_route(o, Auth::required, [this, json_response, model_card](Exchange& exchange) {
+  r.add("GET", "/v1/models/*", RouteKind::light,
+        api_route(o, Auth::required, [this, json_response, model_card](Exchange& exchange) {
           const std::string id = exchange.request().path.substr(std::string_view("/v1/models/").size());
           if (id != options_.served_model_name) throw ApiError(404, "The model '" + id + "' does not exist.", "model");
           json_response(exchange, model_card(ready_model()));
         }));
   r.add("GET", "/metrics", RouteKind::light,
         api_route(o, o.metrics_without_key ? Auth::open : Auth::required, [this](Exchange& exchange) {
-          const api::EngineStats stats = ready_.load(std::memory_order_acquire) ? loaded_->engine().stats() : api::EngineStats{};
+          const api::EngineStats stats =
+              ready_.load(std::memory_order_acquire) ? loaded_->engine().stats() : api::EngineStats{};
           exchange.respond(200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render(stats));
         }));
   r.add("POST", "/v1/completions", RouteKind::work, api_route(o, Auth::required, [this](Exchange& exchange) {

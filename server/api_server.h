@@ -3,8 +3,8 @@
 // errors, the model being served, and the drain on shutdown. Handlers turn requests into token
 // ids and generation calls; nothing here touches tensors.
 #include <atomic>
-#include <functional>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,7 +21,7 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8000;
   std::string served_model_name;
-  std::string api_key;           // empty: no authentication
+  std::string api_key;               // empty: no authentication
   bool metrics_without_key = false;  // /metrics open to scrapers that have no key
   std::function<void()> on_quiet;    // see http::HttpServerOptions::on_quiet
   size_t max_request_bytes = 8 << 20;

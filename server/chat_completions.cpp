@@ -23,7 +23,9 @@ class ChatShape : public ResponseShape {
             {"logprobs", logprobs_ ? logprobs_json(c.logprobs) : json(nullptr)},
             {"finish_reason", finish_reason_name(c.finish_reason)}};
   }
-  json opening_delta(size_t index) override { return delta(index, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr); }
+  json opening_delta(size_t index) override {
+    return delta(index, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr);
+  }
   json output_delta(size_t index, const RequestOutput& out, const ChoiceState&) override {
     const bool with_logprobs = logprobs_ && !out.logprobs.empty();
     if (out.text.empty() && !with_logprobs) return nullptr;
@@ -35,7 +37,10 @@ class ChatShape : public ResponseShape {
 
  private:
   static json delta(size_t index, json content, json logprobs, json finish) {
-    return {{"index", index}, {"delta", std::move(content)}, {"logprobs", std::move(logprobs)}, {"finish_reason", std::move(finish)}};
+    return {{"index", index},
+            {"delta", std::move(content)},
+            {"logprobs", std::move(logprobs)},
+            {"finish_reason", std::move(finish)}};
   }
 
   json token_entry(int32_t id, float logprob) const {
@@ -60,7 +65,8 @@ class ChatShape : public ResponseShape {
 
 }  // namespace
 
-void handle_chat_completions(const LoadedModel& loaded, const ServerOptions& options, Metrics& metrics, http::Exchange& exchange) {
+void handle_chat_completions(const LoadedModel& loaded, const ServerOptions& options, Metrics& metrics,
+                             http::Exchange& exchange) {
   const ChatRequest r = parse_chat_request(parse_json_object(exchange.request().body, options.max_json_depth));
   check_model_name(r.model, options);
   GenerationJob job;

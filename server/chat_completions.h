@@ -6,6 +6,7 @@
 
 namespace slab::server {
 
-void handle_chat_completions(const LoadedModel& loaded, const ServerOptions& options, Metrics& metrics, http::Exchange& exchange);
+void handle_chat_completions(const LoadedModel& loaded, const ServerOptions& options, Metrics& metrics,
+                             http::Exchange& exchange);
 
 }  // namespace slab::server

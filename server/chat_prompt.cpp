@@ -13,8 +13,8 @@ std::string render_chat_prompt(const LoadedModel& loaded, const ChatRequest& req
   }
   std::string text;
   try {
-    text = loaded.render_chat(request.messages, request.tools, request.add_generation_prompt, request.chat_template_kwargs,
-                              std::time(nullptr));
+    text = loaded.render_chat(request.messages, request.tools, request.add_generation_prompt,
+                              request.chat_template_kwargs, std::time(nullptr));
   } catch (const api::ChatTemplateError& e) {
     throw ApiError(400, std::string("chat template error: ") + e.what(), "messages");
   }
@@ -24,7 +24,8 @@ std::string render_chat_prompt(const LoadedModel& loaded, const ChatRequest& req
     const std::string final_text = content.is_string() ? content.get<std::string>() : std::string();
     const size_t at = final_text.empty() ? std::string::npos : text.rfind(final_text);
     if (at == std::string::npos) {
-      throw ApiError(400, "'continue_final_message': the final message's content does not appear in the rendered prompt",
+      throw ApiError(400,
+                     "'continue_final_message': the final message's content does not appear in the rendered prompt",
                      "continue_final_message");
     }
     text.resize(at + final_text.size());

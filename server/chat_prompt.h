@@ -5,8 +5,8 @@
 // llama-server renders it).
 #include <string>
 
-#include "chat_request.h"
 #include "api_server.h"
+#include "chat_request.h"
 
 namespace slab::server {
 

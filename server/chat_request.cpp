@@ -14,12 +14,16 @@ constexpr std::array<std::string_view, 5> kRoles = {"system", "developer", "user
 json flatten_content(const json& content, size_t index) {
   const std::string where = "messages[" + std::to_string(index) + "].content";
   if (content.is_null() || content.is_string()) return content;
-  if (!content.is_array()) throw ApiError(400, "'" + where + "' must be a string, a list of content parts or null", "messages");
+  if (!content.is_array())
+    throw ApiError(400, "'" + where + "' must be a string, a list of content parts or null", "messages");
   std::string text;
   for (size_t i = 0; i < content.size(); ++i) {
     const json& part = content[i];
     if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
-      throw ApiError(400, "'" + where + "[" + std::to_string(i) + "]' must be {\"type\": \"text\", \"text\": ...}; other content types are not supported", "messages");
+      throw ApiError(400,
+                     "'" + where + "[" + std::to_string(i) +
+                         "]' must be {\"type\": \"text\", \"text\": ...}; other content types are not supported",
+                     "messages");
     }
     if (i > 0) text += "\n";
     text += part["text"].get<std::string>();
@@ -29,7 +33,8 @@ json flatten_content(const json& content, size_t index) {
 
 json validate_messages(const json& body) {
   const json* messages = find_field(body, "messages");
-  if (messages == nullptr || !messages->is_array()) throw ApiError(400, "'messages' must be a list of messages", "messages");
+  if (messages == nullptr || !messages->is_array())
+    throw ApiError(400, "'messages' must be a list of messages", "messages");
   if (messages->empty()) throw ApiError(400, "'messages' must not be empty", "messages");
   json out = json::array();
   for (size_t i = 0; i < messages->size(); ++i) {
@@ -39,8 +44,10 @@ json validate_messages(const json& body) {
     auto role = m.find("role");
     if (role == m.end() || !role->is_string()) throw ApiError(400, "'" + where + ".role' must be a string", "messages");
     if (std::find(kRoles.begin(), kRoles.end(), role->get<std::string>()) == kRoles.end()) {
-      throw ApiError(400, "'" + where + ".role' must be one of system, developer, user, assistant, tool; got '" +
-                              role->get<std::string>() + "'", "messages");
+      throw ApiError(400,
+                     "'" + where + ".role' must be one of system, developer, user, assistant, tool; got '" +
+                         role->get<std::string>() + "'",
+                     "messages");
     }
     json message = m;
     if (m.contains("content")) message["content"] = flatten_content(m["content"], i);
@@ -54,10 +61,11 @@ json validate_messages(const json& body) {
 
 }  // namespace
 
-constexpr std::string_view kTemplateFieldNames[] = {"model", "messages", "tools", "add_generation_prompt",
-                                                     "continue_final_message", "chat_template_kwargs"};
-constexpr std::string_view kChatFieldNames[] = {"logprobs", "top_logprobs", "max_completion_tokens", "tool_choice",
-                                                "parallel_tool_calls", "response_format", "store", "modalities"};
+constexpr std::string_view kTemplateFieldNames[] = {
+    "model", "messages", "tools", "add_generation_prompt", "continue_final_message", "chat_template_kwargs"};
+constexpr std::string_view kChatFieldNames[] = {"logprobs",    "top_logprobs",        "max_completion_tokens",
+                                                "tool_choice", "parallel_tool_calls", "response_format",
+                                                "store",       "modalities"};
 constexpr std::string_view kTokenizeFieldNames[] = {"add_special_tokens", "return_token_strs"};
 constexpr UnsupportedField kNotYetStructured = {"", "structured output is not implemented yet"};
 
@@ -66,10 +74,12 @@ constexpr UnsupportedField kNotYetStructured = {"", "structured output is not im
 void check_chat_only_fields(const json& body, bool tools_given) {
   if (const json* choice = find_field(body, "tool_choice")) {
     const bool harmless = choice->is_string() && (*choice == "none" || (*choice == "auto" && !tools_given));
-    if (!harmless) throw ApiError(400, "'tool_choice' is not supported: tool calling is not implemented yet", "tool_choice");
+    if (!harmless)
+      throw ApiError(400, "'tool_choice' is not supported: tool calling is not implemented yet", "tool_choice");
   }
   if (find_field(body, "parallel_tool_calls") != nullptr) {
-    throw ApiError(400, "'parallel_tool_calls' is not supported: tool calling is not implemented yet", "parallel_tool_calls");
+    throw ApiError(400, "'parallel_tool_calls' is not supported: tool calling is not implemented yet",
+                   "parallel_tool_calls");
   }
   if (const json* format = find_field(body, "response_format")) {
     const json* type = format->is_object() ? find_field(*format, "type") : nullptr;
@@ -77,13 +87,18 @@ void check_chat_only_fields(const json& body, bool tools_given) {
       throw ApiError(400, "'response_format' must be an object with a 'type'", "response_format");
     }
     if (*type != "text") {
-      throw ApiError(400, "'response_format' of type " + type->dump() + " is not supported: only {\"type\": \"text\"} "
-                          "(structured output is not implemented yet)", "response_format");
+      throw ApiError(400,
+                     "'response_format' of type " + type->dump() +
+                         " is not supported: only {\"type\": \"text\"} "
+                         "(structured output is not implemented yet)",
+                     "response_format");
     }
   }
-  if (read_bool(body, "store", false)) throw ApiError(400, "'store' is not supported: completions are not stored", "store");
+  if (read_bool(body, "store", false))
+    throw ApiError(400, "'store' is not supported: completions are not stored", "store");
   if (const json* modalities = find_field(body, "modalities")) {
-    if (*modalities != json::array({"text"})) throw ApiError(400, "'modalities' other than [\"text\"] is not supported", "modalities");
+    if (*modalities != json::array({"text"}))
+      throw ApiError(400, "'modalities' other than [\"text\"] is not supported", "modalities");
   }
 }
 
@@ -91,25 +106,26 @@ ChatRequest parse_chat_request(const json& body, bool for_tokenize) {
   if (for_tokenize) {
     reject_unknown_fields(body, {kTemplateFieldNames, kTokenizeFieldNames});
   } else {
-    reject_unknown_fields(body, {kTemplateFieldNames, kChatFieldNames, kSamplingFieldNames},
-                          {{"reasoning_effort", "this server has no reasoning-effort control"},
-                           {"prediction", "predicted outputs are not implemented"},
-                           {"audio", "audio output is not supported"},
-                           {"functions", "the legacy function calling is not implemented"},
-                           {"function_call", "the legacy function calling is not implemented"},
-                           {"web_search_options", "web search is not available"},
-                           {"metadata", "completions are not stored"},
-                           {"service_tier", "there is one service tier"},
-                           {"prompt_logprobs", "prompt log probabilities are not computed"},
-                           {"echo", "echoing the prompt in chat completions is not implemented"},
-                           {"chat_template", "a per-request chat template is not accepted; start the server with --chat-template"},
-                           {"guided_json", kNotYetStructured.reason},
-                           {"guided_regex", kNotYetStructured.reason},
-                           {"guided_choice", kNotYetStructured.reason},
-                           {"guided_grammar", kNotYetStructured.reason},
-                           {"structured_outputs", kNotYetStructured.reason},
-                           {"grammar", kNotYetStructured.reason},
-                           {"json_schema", kNotYetStructured.reason}});
+    reject_unknown_fields(
+        body, {kTemplateFieldNames, kChatFieldNames, kSamplingFieldNames},
+        {{"reasoning_effort", "this server has no reasoning-effort control"},
+         {"prediction", "predicted outputs are not implemented"},
+         {"audio", "audio output is not supported"},
+         {"functions", "the legacy function calling is not implemented"},
+         {"function_call", "the legacy function calling is not implemented"},
+         {"web_search_options", "web search is not available"},
+         {"metadata", "completions are not stored"},
+         {"service_tier", "there is one service tier"},
+         {"prompt_logprobs", "prompt log probabilities are not computed"},
+         {"echo", "echoing the prompt in chat completions is not implemented"},
+         {"chat_template", "a per-request chat template is not accepted; start the server with --chat-template"},
+         {"guided_json", kNotYetStructured.reason},
+         {"guided_regex", kNotYetStructured.reason},
+         {"guided_choice", kNotYetStructured.reason},
+         {"guided_grammar", kNotYetStructured.reason},
+         {"structured_outputs", kNotYetStructured.reason},
+         {"grammar", kNotYetStructured.reason},
+         {"json_schema", kNotYetStructured.reason}});
   }
   ChatRequest r;
   r.model = read_string(body, "model").value_or("");
@@ -127,12 +143,14 @@ ChatRequest parse_chat_request(const json& body, bool for_tokenize) {
   r.add_generation_prompt = read_bool(body, "add_generation_prompt", true);
   r.continue_final_message = read_bool(body, "continue_final_message", false);
   if (r.add_generation_prompt && r.continue_final_message && find_field(body, "add_generation_prompt") != nullptr) {
-    throw ApiError(400, "'continue_final_message' and 'add_generation_prompt' cannot both be true", "continue_final_message");
+    throw ApiError(400, "'continue_final_message' and 'add_generation_prompt' cannot both be true",
+                   "continue_final_message");
   }
   if (r.continue_final_message) {
     r.add_generation_prompt = false;
     if (r.messages.back().value("role", "") != "assistant") {
-      throw ApiError(400, "'continue_final_message' needs the last message to be from the assistant", "continue_final_message");
+      throw ApiError(400, "'continue_final_message' needs the last message to be from the assistant",
+                     "continue_final_message");
     }
   }
   if (const json* kwargs = find_field(body, "chat_template_kwargs")) {
@@ -142,7 +160,8 @@ ChatRequest parse_chat_request(const json& body, bool for_tokenize) {
   if (for_tokenize) return r;
   r.logprobs = read_bool(body, "logprobs", false);
   r.top_logprobs = static_cast<int>(read_integer(body, "top_logprobs", 0, 0, 20));
-  if (r.top_logprobs > 0 && !r.logprobs) throw ApiError(400, "'top_logprobs' needs 'logprobs' to be true", "top_logprobs");
+  if (r.top_logprobs > 0 && !r.logprobs)
+    throw ApiError(400, "'top_logprobs' needs 'logprobs' to be true", "top_logprobs");
   r.sampling = parse_sampling_fields(body, {"max_completion_tokens", "max_tokens"});
   return r;
 }

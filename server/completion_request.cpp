@@ -10,7 +10,9 @@ std::vector<Prompt> read_prompts(const json& body) {
   if (p == nullptr) throw ApiError(400, "'prompt' is required", "prompt");
   if (p->is_string()) return {p->get<std::string>()};
   if (!p->is_array() || p->empty()) {
-    throw ApiError(400, "'prompt' must be a string, a list of strings, a list of token ids or a list of lists of token ids", "prompt");
+    throw ApiError(400,
+                   "'prompt' must be a string, a list of strings, a list of token ids or a list of lists of token ids",
+                   "prompt");
   }
   if ((*p)[0].is_number()) return {read_token_ids(*p, "prompt")};
   std::vector<Prompt> prompts;
@@ -48,7 +50,8 @@ CompletionRequest parse_completion_request(const json& body) {
   r.echo = read_bool(body, "echo", false);
   if (r.echo && r.logprobs) {
     // With echo, OpenAI and vLLM also return the prompt's log probabilities, which are not computed.
-    throw ApiError(400, "'echo' together with 'logprobs' is not supported (prompt log probabilities are not computed)", "echo");
+    throw ApiError(400, "'echo' together with 'logprobs' is not supported (prompt log probabilities are not computed)",
+                   "echo");
   }
   r.sampling = parse_sampling_fields(body, {"max_tokens"});
   return r;

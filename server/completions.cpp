@@ -18,8 +18,10 @@ std::vector<PromptInput> prepare_prompts(const LoadedModel& loaded, const Comple
       prepared.ids = std::get<std::vector<int32_t>>(p);
       for (int32_t id : prepared.ids) {
         if (id >= loaded.description().vocab_size) {
-          throw ApiError(400, "token id " + std::to_string(id) + " is outside the vocabulary (size " +
-                                  std::to_string(loaded.description().vocab_size) + ")", "prompt");
+          throw ApiError(400,
+                         "token id " + std::to_string(id) + " is outside the vocabulary (size " +
+                             std::to_string(loaded.description().vocab_size) + ")",
+                         "prompt");
         }
       }
       prepared.text = loaded.tokenizer().decode(prepared.ids, /*skip_special_tokens=*/false);
@@ -58,7 +60,9 @@ class CompletionShape : public ResponseShape {
   }
 
  private:
-  const std::string& prompt_text(size_t index) const { return prompts_[index / static_cast<size_t>(request_.sampling.n)].text; }
+  const std::string& prompt_text(size_t index) const {
+    return prompts_[index / static_cast<size_t>(request_.sampling.n)].text;
+  }
 
   static json entry(size_t index, const std::string& text, json logprobs, json finish) {
     return {{"index", index}, {"text", text}, {"logprobs", std::move(logprobs)}, {"finish_reason", std::move(finish)}};
@@ -66,7 +70,9 @@ class CompletionShape : public ResponseShape {
 
   json logprobs(size_t index, const std::vector<TokenLogprobs>& logprobs) {
     if (!request_.logprobs) return nullptr;
-    json out = {{"tokens", json::array()}, {"token_logprobs", json::array()}, {"top_logprobs", json::array()},
+    json out = {{"tokens", json::array()},
+                {"token_logprobs", json::array()},
+                {"top_logprobs", json::array()},
                 {"text_offset", json::array()}};
     for (const TokenLogprobs& lp : logprobs) {
       const std::string token = tokenizer_.decode(std::vector<int32_t>{lp.token}, false);
@@ -89,8 +95,10 @@ class CompletionShape : public ResponseShape {
 
 }  // namespace
 
-void handle_completions(const LoadedModel& loaded, const ServerOptions& options, Metrics& metrics, http::Exchange& exchange) {
-  const CompletionRequest r = parse_completion_request(parse_json_object(exchange.request().body, options.max_json_depth));
+void handle_completions(const LoadedModel& loaded, const ServerOptions& options, Metrics& metrics,
+                        http::Exchange& exchange) {
+  const CompletionRequest r =
+      parse_completion_request(parse_json_object(exchange.request().body, options.max_json_depth));
   check_model_name(r.model, options);
   GenerationJob job;
   job.prompts = prepare_prompts(loaded, r);

@@ -5,6 +5,7 @@
 
 namespace slab::server {
 
-void handle_completions(const LoadedModel& loaded, const ServerOptions& options, Metrics& metrics, http::Exchange& exchange);
+void handle_completions(const LoadedModel& loaded, const ServerOptions& options, Metrics& metrics,
+                        http::Exchange& exchange);
 
 }  // namespace slab::server

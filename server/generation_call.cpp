@@ -31,8 +31,8 @@ void GenerationCall::record_finish(size_t choice, FinishReason reason, double qu
   const ChoiceState& c = choices_[choice];
   const double e2e = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   metrics_.observe_request(e2e, queue_seconds, reason);
-  spdlog::info("{}/{}: prompt {} tokens ({} cached), output {} tokens, ttft {:.3f}s, {:.1f} tokens/s, finish {}", log_id_,
-               choice, c.prompt_tokens, c.cached_tokens, c.completion_tokens, c.ttft_seconds,
+  spdlog::info("{}/{}: prompt {} tokens ({} cached), output {} tokens, ttft {:.3f}s, {:.1f} tokens/s, finish {}",
+               log_id_, choice, c.prompt_tokens, c.cached_tokens, c.completion_tokens, c.ttft_seconds,
                c.completion_tokens > 1 ? (c.completion_tokens - 1) / std::max(e2e - c.ttft_seconds, 1e-9) : 0.0,
                finish_reason_name(reason));
 }
@@ -91,8 +91,10 @@ json GenerationCall::usage(int prompt_tokens) const {
     completion += c.completion_tokens;
     cached = std::max(cached, c.cached_tokens);
   }
-  return {{"prompt_tokens", prompt_tokens}, {"total_tokens", prompt_tokens + completion},
-          {"completion_tokens", completion}, {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+  return {{"prompt_tokens", prompt_tokens},
+          {"total_tokens", prompt_tokens + completion},
+          {"completion_tokens", completion},
+          {"prompt_tokens_details", {{"cached_tokens", cached}}}};
 }
 
 uint64_t new_prefix_group() {

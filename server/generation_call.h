@@ -9,9 +9,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "slabserve/engine.h"
 #include "json_fields.h"
 #include "metrics.h"
+#include "slabserve/engine.h"
 
 namespace slab::server {
 

@@ -8,13 +8,16 @@
 namespace slab::server {
 namespace {
 
-std::vector<Request> engine_requests(const LoadedModel& loaded, const ServerOptions& options, const GenerationJob& job) {
+std::vector<Request> engine_requests(const LoadedModel& loaded, const ServerOptions& options,
+                                     const GenerationJob& job) {
   const int n = job.sampling.n;
   const size_t sequences = job.prompts.size() * static_cast<size_t>(n);
   if (sequences > static_cast<size_t>(options.max_sequences_per_request)) {
-    throw ApiError(400, "the request asks for " + std::to_string(sequences) + " sequences (" + std::to_string(job.prompts.size()) +
-                            " prompts x n = " + std::to_string(n) + "); the server takes at most " +
-                            std::to_string(options.max_sequences_per_request) + " per request (--max-sequences-per-request)",
+    throw ApiError(400,
+                   "the request asks for " + std::to_string(sequences) + " sequences (" +
+                       std::to_string(job.prompts.size()) + " prompts x n = " + std::to_string(n) +
+                       "); the server takes at most " + std::to_string(options.max_sequences_per_request) +
+                       " per request (--max-sequences-per-request)",
                    job.prompts.size() > 1 ? "prompt" : "n");
   }
   const uint64_t base_seed = job.sampling.seed.value_or(std::random_device{}());
@@ -23,8 +26,8 @@ std::vector<Request> engine_requests(const LoadedModel& loaded, const ServerOpti
   for (const PromptInput& p : job.prompts) {
     const uint64_t prompt_group = n > 1 ? new_prefix_group() : 0;
     for (int c = 0; c < n; ++c) {
-      requests.push_back(make_engine_request(job.sampling, p.ids, loaded.engine().max_model_len(), loaded.eos_token_ids(),
-                                             base_seed + requests.size(), job.logprobs));
+      requests.push_back(make_engine_request(job.sampling, p.ids, loaded.engine().max_model_len(),
+                                             loaded.eos_token_ids(), base_seed + requests.size(), job.logprobs));
       requests.back().prefix_group = prompt_group;
       requests.back().fairness_group = call_group;
     }
@@ -34,14 +37,16 @@ std::vector<Request> engine_requests(const LoadedModel& loaded, const ServerOpti
 
 }  // namespace
 
-void serve_generation(const LoadedModel& loaded, const ServerOptions& options, Metrics& metrics, http::Exchange& exchange,
-                      const GenerationJob& job, ResponseShape& shape) {
+void serve_generation(const LoadedModel& loaded, const ServerOptions& options, Metrics& metrics,
+                      http::Exchange& exchange, const GenerationJob& job, ResponseShape& shape) {
   int prompt_tokens = 0;
   for (const PromptInput& p : job.prompts) prompt_tokens += static_cast<int>(p.ids.size());
   const std::string id = make_response_id(job.id_prefix);
   GenerationCall call(loaded.engine(), metrics, id);
   call.submit(engine_requests(loaded, options, job));
-  const json envelope = {{"id", id}, {"object", shape.object(job.sampling.stream)}, {"created", unix_time_now()},
+  const json envelope = {{"id", id},
+                         {"object", shape.object(job.sampling.stream)},
+                         {"created", unix_time_now()},
                          {"model", options.served_model_name}};
   auto with_choices = [&envelope](json choices) {
     json out = envelope;

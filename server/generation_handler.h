@@ -23,8 +23,8 @@ struct PromptInput {
 struct GenerationJob {
   std::vector<PromptInput> prompts;  // n choices each, prompt-major
   SamplingFields sampling;
-  int logprobs = -1;                 // -1: none; n >= 0: the chosen token's and the n most likely
-  const char* id_prefix = "cmpl";   // "cmpl-…", "chatcmpl-…"
+  int logprobs = -1;               // -1: none; n >= 0: the chosen token's and the n most likely
+  const char* id_prefix = "cmpl";  // "cmpl-…", "chatcmpl-…"
 };
 
 class ResponseShape {
@@ -44,7 +44,7 @@ class ResponseShape {
 
 // Runs the job and answers on `exchange`. Throws ApiError for requests the engine refuses
 // (before any byte is sent). A client that goes away aborts its sequences within one step.
-void serve_generation(const LoadedModel& loaded, const ServerOptions& options, Metrics& metrics, http::Exchange& exchange,
-                      const GenerationJob& job, ResponseShape& shape);
+void serve_generation(const LoadedModel& loaded, const ServerOptions& options, Metrics& metrics,
+                      http::Exchange& exchange, const GenerationJob& job, ResponseShape& shape);
 
 }  // namespace slab::server

@@ -16,7 +16,8 @@ namespace {
     if (!s.empty() && s.back() == '.') s.pop_back();
     return s;
   };
-  throw ApiError(400, std::string("'") + name + "' must be between " + num(lo) + " and " + num(hi) + ", got " + v.dump(), name);
+  throw ApiError(
+      400, std::string("'") + name + "' must be between " + num(lo) + " and " + num(hi) + ", got " + v.dump(), name);
 }
 
 }  // namespace
@@ -142,8 +143,9 @@ void reject_unknown_fields(const json& body, std::initializer_list<std::span<con
                            std::initializer_list<UnsupportedField> unsupported) {
   for (const auto& item : body.items()) {
     const std::string& key = item.key();  // a plain reference: clang 14 cannot capture bindings
-    if (std::any_of(accepted.begin(), accepted.end(),
-                    [&](std::span<const std::string_view> names) { return std::find(names.begin(), names.end(), key) != names.end(); })) {
+    if (std::any_of(accepted.begin(), accepted.end(), [&](std::span<const std::string_view> names) {
+          return std::find(names.begin(), names.end(), key) != names.end();
+        })) {
       continue;
     }
     for (const auto& [name, reason] : unsupported) {
@@ -172,9 +174,9 @@ int64_t read_integer(const json& body, const char* name, int64_t fallback, int64
   if (v == nullptr) return fallback;
   if (!v->is_number_integer()) throw ApiError(400, std::string("'") + name + "' must be an integer", name);
   // Unsigned JSON integers above INT64_MAX would wrap in get<int64_t>(); compare them unsigned.
-  const bool in_range = v->is_number_unsigned()
-                            ? v->get<uint64_t>() <= static_cast<uint64_t>(hi) && static_cast<int64_t>(v->get<uint64_t>()) >= lo
-                            : v->get<int64_t>() >= lo && v->get<int64_t>() <= hi;
+  const bool in_range = v->is_number_unsigned() ? v->get<uint64_t>() <= static_cast<uint64_t>(hi) &&
+                                                      static_cast<int64_t>(v->get<uint64_t>()) >= lo
+                                                : v->get<int64_t>() >= lo && v->get<int64_t>() <= hi;
   if (!in_range) out_of_range(name, static_cast<double>(lo), static_cast<double>(hi), *v);
   return v->get<int64_t>();
 }
@@ -199,7 +201,8 @@ std::vector<int32_t> read_token_ids(const json& list, const char* name) {
   for (const json& t : list) {
     constexpr uint64_t kMaxId = std::numeric_limits<int32_t>::max();
     const bool valid = t.is_number_unsigned() ? t.get<uint64_t>() <= kMaxId
-                                              : t.is_number_integer() && t.get<int64_t>() >= 0 && t.get<int64_t>() <= static_cast<int64_t>(kMaxId);
+                                              : t.is_number_integer() && t.get<int64_t>() >= 0 &&
+                                                    t.get<int64_t>() <= static_cast<int64_t>(kMaxId);
     if (!valid) {
       throw ApiError(400, std::string("'") + name + "' must hold non-negative integer token ids", name);
     }

@@ -34,11 +34,11 @@ std::string escape_label(const std::string& v) {
   return out;
 }
 
-const std::vector<double> kLatencyBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
+const std::vector<double> kLatencyBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,
                                              0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0};
-const std::vector<double> kTokenLatencyBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
+const std::vector<double> kTokenLatencyBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
                                                   0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
-const std::vector<double> kRequestBuckets = {0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0,
+const std::vector<double> kRequestBuckets = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
                                              30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
 }  // namespace
@@ -99,7 +99,8 @@ std::string Metrics::render(const api::EngineStats& s) const {
   sample(out, "vllm:generation_tokens_total", labels_, static_cast<double>(s.generation_tokens));
   header(out, "vllm:num_preemptions_total", "counter", "Cumulative number of preemptions from the engine.");
   sample(out, "vllm:num_preemptions_total", labels_, static_cast<double>(s.num_preemptions));
-  header(out, "vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.");
+  header(out, "vllm:prefix_cache_queries_total", "counter",
+         "Prefix cache queries, in terms of number of queried tokens.");
   sample(out, "vllm:prefix_cache_queries_total", labels_, static_cast<double>(s.prefix_query_tokens));
   header(out, "vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.");
   sample(out, "vllm:prefix_cache_hits_total", labels_, static_cast<double>(s.prefix_hit_tokens));

@@ -25,10 +25,13 @@ SamplingFields parse_sampling_fields(const json& body, std::initializer_list<con
   f.presence_penalty = read_number(body, "presence_penalty", 0.0f, -2.0, 2.0);
   f.frequency_penalty = read_number(body, "frequency_penalty", 0.0f, -2.0, 2.0);
   if (const json* bias = find_field(body, "logit_bias")) {
-    if (!bias->is_object()) throw ApiError(400, "'logit_bias' must map token ids (as strings) to numbers", "logit_bias");
+    if (!bias->is_object())
+      throw ApiError(400, "'logit_bias' must map token ids (as strings) to numbers", "logit_bias");
     if (bias->size() > kMaxLogitBiasEntries) {
-      throw ApiError(400, "'logit_bias' may hold at most " + std::to_string(kMaxLogitBiasEntries) + " entries, got " +
-                              std::to_string(bias->size()), "logit_bias");
+      throw ApiError(400,
+                     "'logit_bias' may hold at most " + std::to_string(kMaxLogitBiasEntries) + " entries, got " +
+                         std::to_string(bias->size()),
+                     "logit_bias");
     }
     for (const auto& [key, value] : bias->items()) {
       size_t used = 0;
@@ -47,7 +50,8 @@ SamplingFields parse_sampling_fields(const json& body, std::initializer_list<con
     }
   }
   if (find_field(body, "seed") != nullptr) {
-    f.seed = static_cast<uint64_t>(read_integer(body, "seed", 0, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()));
+    f.seed = static_cast<uint64_t>(
+        read_integer(body, "seed", 0, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()));
   }
   f.n = static_cast<int>(read_integer(body, "n", 1, 1, 16));
   f.min_tokens = static_cast<int>(read_integer(body, "min_tokens", 0, 0, kIntMax));
@@ -55,7 +59,8 @@ SamplingFields parse_sampling_fields(const json& body, std::initializer_list<con
   if (const json* s = find_field(body, "stop")) {
     if (s->is_string()) {
       f.stop.push_back(s->get<std::string>());
-    } else if (s->is_array() && s->size() <= 16 && std::all_of(s->begin(), s->end(), [](const json& x) { return x.is_string(); })) {
+    } else if (s->is_array() && s->size() <= 16 &&
+               std::all_of(s->begin(), s->end(), [](const json& x) { return x.is_string(); })) {
       for (const json& x : *s) f.stop.push_back(x.get<std::string>());
     } else {
       throw ApiError(400, "'stop' must be a string or a list of at most 16 strings", "stop");
@@ -80,16 +85,20 @@ Request make_engine_request(const SamplingFields& f, std::vector<int32_t> prompt
   const int prompt_len = static_cast<int>(prompt.size());
   const int room = max_model_len - prompt_len;
   if (room <= 0) {
-    throw ApiError(400, "This model's maximum context length is " + std::to_string(max_model_len) + " tokens. However, the prompt has " +
-                            std::to_string(prompt_len) + " tokens, which leaves no room for the completion. Please reduce the length of the prompt.",
+    throw ApiError(400,
+                   "This model's maximum context length is " + std::to_string(max_model_len) +
+                       " tokens. However, the prompt has " + std::to_string(prompt_len) +
+                       " tokens, which leaves no room for the completion. Please reduce the length of the prompt.",
                    "messages");
   }
   const int max_tokens = f.max_tokens.value_or(room);
   if (max_tokens > room) {
-    throw ApiError(400, "This model's maximum context length is " + std::to_string(max_model_len) +
-                            " tokens. However, you requested " + std::to_string(static_cast<int64_t>(prompt_len) + max_tokens) +
-                            " tokens (" + std::to_string(prompt_len) + " in the messages, " + std::to_string(max_tokens) +
-                            " in the completion). Please reduce the length of the messages or completion.",
+    throw ApiError(400,
+                   "This model's maximum context length is " + std::to_string(max_model_len) +
+                       " tokens. However, you requested " +
+                       std::to_string(static_cast<int64_t>(prompt_len) + max_tokens) + " tokens (" +
+                       std::to_string(prompt_len) + " in the messages, " + std::to_string(max_tokens) +
+                       " in the completion). Please reduce the length of the messages or completion.",
                    "max_tokens");
   }
   Request r;

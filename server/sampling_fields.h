@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "slabserve/engine.h"
 #include "json_fields.h"
+#include "slabserve/engine.h"
 
 namespace slab::server {
 
@@ -32,10 +32,25 @@ struct SamplingFields {
 };
 
 // The body fields parse_sampling_fields reads (every endpoint that generates accepts them).
-inline constexpr std::string_view kSamplingFieldNames[] = {
-    "max_tokens", "temperature", "top_p",      "top_k", "min_p",      "repetition_penalty", "presence_penalty",
-    "frequency_penalty", "logit_bias", "seed", "n",    "min_tokens", "ignore_eos",         "stop",
-    "stop_token_ids",    "stream",     "stream_options", "best_of", "user"};
+inline constexpr std::string_view kSamplingFieldNames[] = {"max_tokens",
+                                                           "temperature",
+                                                           "top_p",
+                                                           "top_k",
+                                                           "min_p",
+                                                           "repetition_penalty",
+                                                           "presence_penalty",
+                                                           "frequency_penalty",
+                                                           "logit_bias",
+                                                           "seed",
+                                                           "n",
+                                                           "min_tokens",
+                                                           "ignore_eos",
+                                                           "stop",
+                                                           "stop_token_ids",
+                                                           "stream",
+                                                           "stream_options",
+                                                           "best_of",
+                                                           "user"};
 
 // Most entries of logit_bias accepted (OpenAI's and vLLM's limit).
 inline constexpr size_t kMaxLogitBiasEntries = 300;

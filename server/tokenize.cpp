@@ -39,7 +39,8 @@ void handle_detokenize(const LoadedModel& loaded, const ServerOptions& options, 
   if (tokens == nullptr) throw ApiError(400, "'tokens' is required", "tokens");
   const std::vector<int32_t> ids = read_token_ids(*tokens, "tokens");
   for (int32_t id : ids) {
-    if (id >= loaded.tokenizer().vocab_size()) throw ApiError(400, "token id " + std::to_string(id) + " is outside the vocabulary", "tokens");
+    if (id >= loaded.tokenizer().vocab_size())
+      throw ApiError(400, "token id " + std::to_string(id) + " is outside the vocabulary", "tokens");
   }
   json out = {{"prompt", loaded.tokenizer().decode(ids, /*skip_special_tokens=*/false)}};
   exchange.respond(200, "application/json", out.dump(-1, ' ', false, json::error_handler_t::replace));

@@ -85,8 +85,7 @@ inline nlohmann::json safetensors_header(const std::vector<TestTensor>& tensors)
 }
 
 // A whole file from raw header text and data; `declared_len` overrides the length prefix.
-inline std::string safetensors_raw(const std::string& header_text, const std::string& data,
-                                   int64_t declared_len = -1) {
+inline std::string safetensors_raw(const std::string& header_text, const std::string& data, int64_t declared_len = -1) {
   std::string header = header_text;
   if (declared_len < 0) {
     while (header.size() % 8 != 0) header += ' ';  // the format pads with spaces to 8 bytes

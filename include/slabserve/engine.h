@@ -14,6 +14,7 @@ class Engine;
 
 namespace slab::api {
 
+using slab::finish_reason_name;
 using slab::FinishReason;
 using slab::Request;
 using slab::RequestOutput;
@@ -21,7 +22,6 @@ using slab::RequestStream;
 using slab::SamplingParams;
 using slab::StopConditions;
 using slab::TokenLogprobs;
-using slab::finish_reason_name;
 
 // Counters and gauges (for /metrics), read from any thread.
 struct EngineStats {

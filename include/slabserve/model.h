@@ -50,7 +50,8 @@ struct ModelDescription {
 // A chat template failed to render (the message says why; raised_by_template when the
 // template's own raise_exception refused the input).
 struct ChatTemplateError : std::runtime_error {
-  ChatTemplateError(const std::string& message, bool raised) : std::runtime_error(message), raised_by_template(raised) {}
+  ChatTemplateError(const std::string& message, bool raised)
+      : std::runtime_error(message), raised_by_template(raised) {}
   bool raised_by_template = false;
 };
 

@@ -12,9 +12,9 @@ namespace slab::api {
 // Where the engine computes and keeps its memory. The rules are those of --threads, --cpuset
 // and --numa-node (docs/ARCHITECTURE.md): one pinned pool thread per physical core chosen.
 struct PlacementOptions {
-  int threads = 0;      // 0: every core the cpuset and node select; more than those is an error
-  std::string cpuset;   // Linux cpu list ("0-3,8"); "": the process's own cpuset
-  int numa_node = -1;   // -1: any node and no memory binding
+  int threads = 0;     // 0: every core the cpuset and node select; more than those is an error
+  std::string cpuset;  // Linux cpu list ("0-3,8"); "": the process's own cpuset
+  int numa_node = -1;  // -1: any node and no memory binding
 };
 
 // Empty when `placement` can be resolved on this machine, else the reason, starting with the
@@ -27,7 +27,7 @@ struct EngineOptions {
   int max_num_batched_tokens = 2048;  // new tokens in one step
   int block_size = 32;                // tokens per KV cache block, a positive multiple of 16
   size_t kv_cache_bytes = size_t{1} << 30;
-  int kv_cache_tokens = 0;            // > 0: the KV cache holds this many tokens (wins over kv_cache_bytes)
+  int kv_cache_tokens = 0;  // > 0: the KV cache holds this many tokens (wins over kv_cache_bytes)
   bool enable_prefix_caching = true;
   // 0: the model's context, clamped (with a warning) to what the KV cache holds; > 0: this
   // length, refused when the KV cache cannot hold it.
@@ -53,7 +53,7 @@ struct LoadOptions {
   // on the INT8/INT4 kernels as they are), "none" (BF16 everywhere), "w8" (INT8 per output
   // channel), "w4" (INT4 groups of 32), "w4g128" (INT4 groups of 128), quantized at load.
   std::string quantization = "auto";
-  bool quantize_lm_head = false;  // with w8/w4/w4g128: the output head as well
+  bool quantize_lm_head = false;          // with w8/w4/w4g128: the output head as well
   LoadProgressCallback on_load_progress;  // optional
 };
 

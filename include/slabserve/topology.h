@@ -9,9 +9,9 @@ namespace slab::api {
 
 using slab::CoreInfo;
 using slab::InstancePlan;
+using slab::partition;
 using slab::PartitionOptions;
 using slab::Topology;
 using slab::TopologyInfo;
-using slab::partition;
 
 }  // namespace slab::api

@@ -99,8 +99,7 @@ int run_generate(const GenerateOptions& o) {
   const double prefill_s = last.first_token_seconds;
   const double decode_s = last.elapsed_seconds - last.first_token_seconds;
   const int decoded = std::max(0, last.completion_tokens - 1);
-  std::fprintf(stderr,
-               "prompt: %zu tokens, %.1f tokens/s | generated: %d tokens, %.1f tokens/s | finish: %s\n",
+  std::fprintf(stderr, "prompt: %zu tokens, %.1f tokens/s | generated: %d tokens, %.1f tokens/s | finish: %s\n",
                request.prompt.size(), request.prompt.size() / std::max(prefill_s, 1e-9), last.completion_tokens,
                decoded / std::max(decode_s, 1e-9), api::finish_reason_name(last.finish_reason));
   return 0;
@@ -111,10 +110,13 @@ int run_generate(const GenerateOptions& o) {
 Command add_generate_command(CLI::App& app) {
   auto options = std::make_shared<GenerateOptions>();
   CLI::App* cmd = app.add_subcommand("generate", "Continue one prompt and print the text and speed");
-  cmd->add_option("--model,-m", options->model, "Hugging Face model folder (config.json, safetensors, tokenizer), or a GGUF file (or a folder holding one)");
+  cmd->add_option(
+      "--model,-m", options->model,
+      "Hugging Face model folder (config.json, safetensors, tokenizer), or a GGUF file (or a folder holding one)");
   cmd->add_option("--prompt,-p", options->prompt, "Prompt text; empty starts from BOS");
   cmd->add_option("-n,--max-tokens", options->max_tokens, "Tokens to generate")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--temperature", options->temperature, "Sampling temperature; 0 is greedy (default: the model's generation_config, else greedy)")
+  cmd->add_option("--temperature", options->temperature,
+                  "Sampling temperature; 0 is greedy (default: the model's generation_config, else greedy)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--top-p", options->top_p, "Nucleus sampling mass")->check(CLI::Range(0.0f, 1.0f));
   cmd->add_option("--top-k", options->top_k, "Keep the k most likely tokens; 0 is off")->check(CLI::NonNegativeNumber);

@@ -12,9 +12,10 @@ int main(int argc, char** argv) {
   CLI::App app{"slabserve: LLM inference server for CPUs"};
   app.require_subcommand(1);
   app.set_version_flag("--version", SLAB_VERSION);
-  app.set_config("--config", "", "Read options from a TOML/INI file: a [serve] section with the long option names as keys");
-  std::vector<slab::cli::Command> commands = {slab::cli::add_generate_command(app),
-                                             slab::cli::add_serve_command(app), slab::cli::add_topology_command(app)};
+  app.set_config("--config", "",
+                 "Read options from a TOML/INI file: a [serve] section with the long option names as keys");
+  std::vector<slab::cli::Command> commands = {slab::cli::add_generate_command(app), slab::cli::add_serve_command(app),
+                                              slab::cli::add_topology_command(app)};
   CLI11_PARSE(app, argc, argv);
   try {
     for (const auto& command : commands) {

@@ -4,17 +4,17 @@
 #include <malloc.h>
 #include <sys/resource.h>
 
-#include <csignal>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
+#include <csignal>
 
 #include <chrono>
 #include <iostream>
 #include <memory>
 #include <thread>
 
-#include "commands.h"
 #include "api_server.h"
+#include "commands.h"
 #include "load_progress.h"
 #include "placement_flags.h"
 #include "quantization_flag.h"
@@ -37,21 +37,23 @@ std::unique_ptr<server::LoadedModel> load_for_serving(const ServeOptions& o) {
     loaded = api::LoadedModel::load(load);
   }
   if (!loaded->has_chat_template()) {
-    spdlog::warn("the model has no chat template: /v1/chat/completions will refuse requests (pass --chat-template FILE "
-                 "or one of {})",
-                 api::builtin_chat_template_list());
+    spdlog::warn(
+        "the model has no chat template: /v1/chat/completions will refuse requests (pass --chat-template FILE "
+        "or one of {})",
+        api::builtin_chat_template_list());
   }
   const api::ModelDescription& d = loaded->description();
   spdlog::info("model {} ({}; {}): {} layers, hidden {}, {} heads / {} KV heads, vocab {}, context {}, compute: {}",
-               o.server.served_model_name, d.architecture, d.weights, d.num_layers, d.hidden_size, d.num_heads, d.num_kv_heads,
-               d.vocab_size, d.max_model_len, d.compute);
+               o.server.served_model_name, d.architecture, d.weights, d.num_layers, d.hidden_size, d.num_heads,
+               d.num_kv_heads, d.vocab_size, d.max_model_len, d.compute);
   spdlog::info("placement: {}; weights {:.1f} MiB, loaded in {:.1f} s", d.placement, d.weight_bytes / double(1 << 20),
                d.load_seconds);
   spdlog::info("weights: {}", d.weight_format);
-  spdlog::info("KV cache: {} blocks of {} tokens ({} tokens, {:.1f} MiB {}), prefix caching {}; scheduler: {} sequences, "
-               "{} tokens per step",
-               d.kv_cache_blocks, d.kv_block_size, d.kv_cache_blocks * d.kv_block_size, d.kv_cache_bytes / double(1 << 20),
-               d.kv_dtype, d.prefix_caching ? "on" : "off", d.max_num_seqs, d.max_num_batched_tokens);
+  spdlog::info(
+      "KV cache: {} blocks of {} tokens ({} tokens, {:.1f} MiB {}), prefix caching {}; scheduler: {} sequences, "
+      "{} tokens per step",
+      d.kv_cache_blocks, d.kv_block_size, d.kv_cache_blocks * d.kv_block_size, d.kv_cache_bytes / double(1 << 20),
+      d.kv_dtype, d.prefix_caching ? "on" : "off", d.max_num_seqs, d.max_num_batched_tokens);
   return loaded;
 }
 
@@ -67,8 +69,8 @@ void raise_open_files_limit(server::ServerOptions& options) {
   }
   const rlim_t usable = limit.rlim_cur > 128 ? limit.rlim_cur - 128 : 0;  // weights, logs, epoll...
   if (static_cast<rlim_t>(options.max_connections) > usable) {
-    spdlog::warn("--max-connections {} is above what the open-files limit ({}) allows; using {}", options.max_connections,
-                 limit.rlim_cur, usable);
+    spdlog::warn("--max-connections {} is above what the open-files limit ({}) allows; using {}",
+                 options.max_connections, limit.rlim_cur, usable);
     options.max_connections = static_cast<int>(usable);
   }
 }
@@ -160,22 +162,32 @@ Command add_serve_command(CLI::App& app) {
   // --config belongs to the main app (CLI11 reads config files there); fallthrough lets it be
   // written after `serve` as users expect.
   cmd->fallthrough();
-  cmd->add_option("--model,-m", options->load.model, "Hugging Face model folder (config.json, safetensors, tokenizer), or a GGUF file (or a folder holding one)");
+  cmd->add_option(
+      "--model,-m", options->load.model,
+      "Hugging Face model folder (config.json, safetensors, tokenizer), or a GGUF file (or a folder holding one)");
   cmd->add_option("--host", options->server.host, "Address to listen on")->capture_default_str();
-  cmd->add_option("--port", options->server.port, "Port to listen on")->capture_default_str()->check(CLI::Range(1, 65535));
-  cmd->add_option("--served-model-name", options->server.served_model_name, "Model name clients use (default: the folder name)");
+  cmd->add_option("--port", options->server.port, "Port to listen on")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65535));
+  cmd->add_option("--served-model-name", options->server.served_model_name,
+                  "Model name clients use (default: the folder name)");
   cmd->add_option("--api-key", options->server.api_key,
                   "Require this key as 'Authorization: Bearer KEY' on every route but /health and /version")
       ->envname("SLAB_API_KEY");
-  cmd->add_option("--chat-template", options->load.chat_template,
-                  "Chat template overriding the model's: a Jinja file, or one built in: " + api::builtin_chat_template_list())
+  cmd->add_option(
+         "--chat-template", options->load.chat_template,
+         "Chat template overriding the model's: a Jinja file, or one built in: " + api::builtin_chat_template_list())
       ->check(CLI::Validator(
           [](std::string& value) -> std::string {
             if (api::chat_template_option_exists(value)) return {};
-            return value + ": no such file, and not a built-in chat template (" + api::builtin_chat_template_list() + ")";
+            return value + ": no such file, and not a built-in chat template (" + api::builtin_chat_template_list() +
+                   ")";
           },
           "NAME|FILE"));
-  cmd->add_option("--dtype", options->load.dtype, "Compute dtype: auto or bfloat16 (BF16 kernels where the CPU has AVX2 or AVX-512 BF16), float32 (scalar reference)")->capture_default_str();
+  cmd->add_option("--dtype", options->load.dtype,
+                  "Compute dtype: auto or bfloat16 (BF16 kernels where the CPU has AVX2 or AVX-512 BF16), float32 "
+                  "(scalar reference)")
+      ->capture_default_str();
   cmd->add_option("--http-threads", options->server.http_threads,
                   "Request workers; each request in progress (a stream, one waiting for the engine) holds one, idle "
                   "and half-sent connections none (0: 2 x --max-num-seqs + 16, at least 64)")
@@ -183,45 +195,58 @@ Command add_serve_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-request-bytes", options->server.max_request_bytes,
                   "Largest request body accepted, whatever its framing (413 above)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--max-json-depth", options->server.max_json_depth,
                   "Deepest nesting of objects and arrays accepted in a request body (400 above)")
-      ->capture_default_str()->check(CLI::Range(2, 1000));
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1000));
   cmd->add_option("--max-sequences-per-request", options->server.max_sequences_per_request,
                   "Most sequences one request may create, prompts x n (400 above)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--max-connections", options->server.max_connections,
                   "Most open connections; beyond, new ones get 503 and are closed")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--http-request-timeout", options->server.http_request_timeout_s,
                   "Seconds a client has to send one whole request, header and body (408 after)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--http-idle-timeout", options->server.http_idle_timeout_s,
                   "Seconds an idle keep-alive connection stays open")
-      ->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_flag("--metrics-without-key", options->server.metrics_without_key,
-                "Serve /metrics without the API key (for scrapers); every other route but /health and /version needs it");
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag(
+      "--metrics-without-key", options->server.metrics_without_key,
+      "Serve /metrics without the API key (for scrapers); every other route but /health and /version needs it");
   cmd->add_option("--shutdown-timeout", options->shutdown_timeout_s,
                   "Seconds in-flight requests may finish after SIGTERM/SIGINT before they are aborted")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
 
   api::EngineOptions& engine = options->server.engine;
   cmd->add_option("--max-model-len", engine.max_model_len, "Context length limit (default: the model's)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-num-seqs", engine.max_num_seqs, "Most sequences running at once")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--max-num-batched-tokens", engine.max_num_batched_tokens, "Most new tokens in one step")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--block-size", engine.block_size, "Tokens per KV cache block (a multiple of 16)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option_function<double>(
-         "--kv-cache-memory", [&engine](double gib) { engine.kv_cache_bytes = static_cast<size_t>(gib * (1ull << 30)); },
+         "--kv-cache-memory",
+         [&engine](double gib) { engine.kv_cache_bytes = static_cast<size_t>(gib * (1ull << 30)); },
          "KV cache size in GiB (default 1)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--kv-cache-tokens", engine.kv_cache_tokens, "KV cache size in tokens (overrides --kv-cache-memory)")
       ->check(CLI::PositiveNumber);
-  cmd->add_flag_function("--no-prefix-caching", [&engine](std::int64_t) { engine.enable_prefix_caching = false; },
-                         "Do not reuse cached KV blocks of shared prompt prefixes");
+  cmd->add_flag_function(
+      "--no-prefix-caching", [&engine](std::int64_t) { engine.enable_prefix_caching = false; },
+      "Do not reuse cached KV blocks of shared prompt prefixes");
   add_placement_flags(*cmd, options->load.placement);
   add_quantization_flags(*cmd, options->load);
   return [cmd, options]() { return cmd->parsed() ? run_serve(*options) : -1; };

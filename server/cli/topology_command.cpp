@@ -33,8 +33,10 @@ int run_topology(const TopologyOptions& o) {
   }
   if (o.json) {
     nlohmann::json out;
-    out["machine"] = {{"summary", info.summary()},   {"cores", info.cores.size()},
-                      {"pus", info.n_pus},           {"numa_nodes", info.numa_nodes},
+    out["machine"] = {{"summary", info.summary()},
+                      {"cores", info.cores.size()},
+                      {"pus", info.n_pus},
+                      {"numa_nodes", info.numa_nodes},
                       {"l3_groups", l3s.size()}};
     out["instances"] = nlohmann::json::array();
     for (size_t i = 0; i < plans.size(); ++i) {
@@ -52,9 +54,8 @@ int run_topology(const TopologyOptions& o) {
             << "partition: " << plans.size() << (plans.size() == 1 ? " instance\n" : " instances\n");
   for (size_t i = 0; i < plans.size(); ++i) {
     const api::InstancePlan& p = plans[i];
-    std::cout << "  instance " << i << ": cpus " << p.cpu_list() << " (" << p.cpus.size()
-              << " cores), memory on node " << p.node_list() << ", http core "
-              << (p.http_cpu >= 0 ? std::to_string(p.http_cpu) : "none") << "\n";
+    std::cout << "  instance " << i << ": cpus " << p.cpu_list() << " (" << p.cpus.size() << " cores), memory on node "
+              << p.node_list() << ", http core " << (p.http_cpu >= 0 ? std::to_string(p.http_cpu) : "none") << "\n";
   }
   return 0;
 }
@@ -63,9 +64,11 @@ int run_topology(const TopologyOptions& o) {
 
 Command add_topology_command(CLI::App& app) {
   auto options = std::make_shared<TopologyOptions>();
-  CLI::App* cmd = app.add_subcommand("topology", "Print the machine's cores and NUMA nodes and how to split them into instances");
-  auto* synthetic = cmd->add_option("--synthetic", options->synthetic,
-                                    "Describe a machine instead: hwloc synthetic string, e.g. \"pack:2 [numa] l3:16 core:8 pu:2\"");
+  CLI::App* cmd =
+      app.add_subcommand("topology", "Print the machine's cores and NUMA nodes and how to split them into instances");
+  auto* synthetic =
+      cmd->add_option("--synthetic", options->synthetic,
+                      "Describe a machine instead: hwloc synthetic string, e.g. \"pack:2 [numa] l3:16 core:8 pu:2\"");
   cmd->add_option("--xml", options->xml, "Describe a machine instead: hwloc XML file (lstopo out.xml)")
       ->check(CLI::ExistingFile)
       ->excludes(synthetic);

@@ -27,10 +27,10 @@ struct Connection {
   int fd;
   Phase phase = Phase::reading;
   RequestParser parser;
-  std::string input;            // received, not yet framed (pipelined requests wait here)
-  bool sent_continue = false;   // "100 Continue" already sent for the request being read
-  size_t drained_bytes = 0;     // input discarded since an error answer
-  Clock::time_point deadline;   // idle, request-read or drain deadline, by phase
+  std::string input;           // received, not yet framed (pipelined requests wait here)
+  bool sent_continue = false;  // "100 Continue" already sent for the request being read
+  size_t drained_bytes = 0;    // input discarded since an error answer
+  Clock::time_point deadline;  // idle, request-read or drain deadline, by phase
   // Set by the worker: the response could not be written, or the connection must not be reused.
   bool close_after_response = false;
   // Set by the reactor when the server stops, read by the worker's writes and liveness checks.

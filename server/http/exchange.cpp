@@ -49,8 +49,8 @@ bool Exchange::send(std::string_view data) {
 }
 
 std::string Exchange::status_head(int status, std::string_view content_type, const HeaderList& headers) const {
-  std::string head = "HTTP/1." + std::to_string(request_.minor_version >= 1 ? 1 : 0) + " " + std::to_string(status) + " " +
-                     reason_phrase(status) + "\r\n";
+  std::string head = "HTTP/1." + std::to_string(request_.minor_version >= 1 ? 1 : 0) + " " + std::to_string(status) +
+                     " " + reason_phrase(status) + "\r\n";
   if (!content_type.empty()) head.append("Content-Type: ").append(content_type).append("\r\n");
   for (const auto& [name, value] : headers) head.append(name).append(": ").append(value).append("\r\n");
   return head;

@@ -13,14 +13,14 @@ namespace slab::http {
 bool equals_ignore_case(std::string_view a, std::string_view b);
 
 struct HttpRequest {
-  std::string method;  // as sent: "GET", "POST", ...
-  std::string target;  // the request-target: path and query
-  std::string path;    // target up to '?'
-  std::string query;   // after '?', without it
-  int minor_version = 1;  // HTTP/1.<minor>
+  std::string method;                                        // as sent: "GET", "POST", ...
+  std::string target;                                        // the request-target: path and query
+  std::string path;                                          // target up to '?'
+  std::string query;                                         // after '?', without it
+  int minor_version = 1;                                     // HTTP/1.<minor>
   std::vector<std::pair<std::string, std::string>> headers;  // in arrival order, values trimmed
-  std::string body;       // de-chunked
-  bool keep_alive = true; // what the client asked for (version default, Connection header)
+  std::string body;                                          // de-chunked
+  bool keep_alive = true;  // what the client asked for (version default, Connection header)
 
   // The first header of that name (case-insensitive), or nullopt.
   std::optional<std::string_view> header(std::string_view name) const;

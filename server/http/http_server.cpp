@@ -35,11 +35,13 @@ constexpr int kSweepEveryMs = 100;
 
 }  // namespace
 
-HttpServer::HttpServer(HttpServerOptions options, Router router) : options_(std::move(options)), router_(std::move(router)) {
+HttpServer::HttpServer(HttpServerOptions options, Router router)
+    : options_(std::move(options)), router_(std::move(router)) {
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (epoll_fd_ < 0 || wake_fd_ < 0) throw std::runtime_error(std::string("cannot create the event loop: ") + std::strerror(errno));
+  if (epoll_fd_ < 0 || wake_fd_ < 0)
+    throw std::runtime_error(std::string("cannot create the event loop: ") + std::strerror(errno));
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = wake_fd_;
@@ -89,7 +91,7 @@ bool HttpServer::bind(std::string& error) {
   socklen_t len = sizeof addr;
   ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
   bound_port_ = addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
-                                            : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+                                           : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = listen_fd_;
@@ -98,8 +100,10 @@ bool HttpServer::bind(std::string& error) {
 }
 
 void HttpServer::run() {
-  for (int i = 0; i < options_.worker_threads; ++i) work_pool_.threads.emplace_back([this] { worker_loop(work_pool_); });
-  for (int i = 0; i < options_.light_threads; ++i) light_pool_.threads.emplace_back([this] { worker_loop(light_pool_); });
+  for (int i = 0; i < options_.worker_threads; ++i)
+    work_pool_.threads.emplace_back([this] { worker_loop(work_pool_); });
+  for (int i = 0; i < options_.light_threads; ++i)
+    light_pool_.threads.emplace_back([this] { worker_loop(light_pool_); });
   reactor_loop();
   for (WorkerPool* pool : {&work_pool_, &light_pool_}) {
     {
@@ -286,8 +290,9 @@ void HttpServer::dispatch(const std::shared_ptr<Connection>& c, HttpRequest requ
   if (stopping_) return answer_inline(503, "the server is shutting down");
   if (match.handler == nullptr) {
     if (match.status == 405) {
-      return answer_inline(405, "method " + request.method + " is not allowed on " + request.path + " (allowed: " + match.allow + ")",
-                           "Allow: " + match.allow + "\r\n");
+      return answer_inline(
+          405, "method " + request.method + " is not allowed on " + request.path + " (allowed: " + match.allow + ")",
+          "Allow: " + match.allow + "\r\n");
     }
     return answer_inline(404, "no route " + request.method + " " + request.path);
   }
@@ -395,7 +400,8 @@ void HttpServer::run_job(Job& job) {
   Exchange exchange(c, std::move(job.request), options_.write_timeout);
   auto fail = [&](const char* what) {
     spdlog::error("{} {}: {}", exchange.request().method, exchange.request().path, what);
-    if (!exchange.responded()) exchange.respond(500, "application/json", options_.error_body(500, std::string("internal error: ") + what));
+    if (!exchange.responded())
+      exchange.respond(500, "application/json", options_.error_body(500, std::string("internal error: ") + what));
   };
   try {
     (*job.handler)(exchange);

@@ -32,10 +32,10 @@ struct HttpServerOptions {
   std::string host = "127.0.0.1";
   int port = 8000;
   int listen_backlog = 1024;
-  int worker_threads = 64;   // work routes running at once
-  int light_threads = 2;     // light routes running at once
-  size_t max_queued = 1024;  // complete requests waiting for a worker; 503 beyond
-  size_t max_connections = 4096;  // open connections; beyond, new ones get 503 and are closed
+  int worker_threads = 64;                           // work routes running at once
+  int light_threads = 2;                             // light routes running at once
+  size_t max_queued = 1024;                          // complete requests waiting for a worker; 503 beyond
+  size_t max_connections = 4096;                     // open connections; beyond, new ones get 503 and are closed
   std::chrono::milliseconds idle_timeout{5000};      // a keep-alive connection with no request byte
   std::chrono::milliseconds request_timeout{30000};  // from a request's first byte to its last
   std::chrono::milliseconds write_timeout{30000};    // a response write that makes no progress
@@ -104,17 +104,17 @@ class HttpServer {
   Router router_;
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
-  int wake_fd_ = -1;  // eventfd: returned connections, stop
+  int wake_fd_ = -1;   // eventfd: returned connections, stop
   int spare_fd_ = -1;  // given up to accept (and close) one connection when out of descriptors
   int bound_port_ = 0;
   std::unordered_map<int, std::shared_ptr<Connection>> connections_;  // reactor thread only
 
   std::mutex returned_mutex_;
   std::vector<std::shared_ptr<Connection>> returned_;
-  bool stop_requested_ = false;  // under returned_mutex_
-  bool stopping_ = false;        // reactor thread only
+  bool stop_requested_ = false;                       // under returned_mutex_
+  bool stopping_ = false;                             // reactor thread only
   std::chrono::steady_clock::time_point last_event_;  // reactor thread only
-  bool quiet_reported_ = true;   // reactor thread only: on_quiet called since the last event
+  bool quiet_reported_ = true;                        // reactor thread only: on_quiet called since the last event
 
   WorkerPool work_pool_;
   WorkerPool light_pool_;

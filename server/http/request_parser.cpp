@@ -100,7 +100,8 @@ bool RequestParser::take_line(std::string_view data, size_t& pos, std::string_vi
   const size_t end = newline == std::string_view::npos ? data.size() : newline;
   const size_t piece = end - pos;
   if (line_.size() + piece > line_limit) {
-    fail(over_limit_status, std::string(what) + " is longer than the server accepts (" + std::to_string(line_limit) + " bytes)");
+    fail(over_limit_status,
+         std::string(what) + " is longer than the server accepts (" + std::to_string(line_limit) + " bytes)");
     return false;
   }
   line_.append(data.substr(pos, piece));
@@ -178,8 +179,7 @@ size_t RequestParser::feed(std::string_view data) {
         line_.clear();
         break;
       }
-      case Phase::done:
-        break;
+      case Phase::done: break;
     }
   }
   return pos;
@@ -196,7 +196,8 @@ void RequestParser::parse_request_line(std::string_view line) {
   const std::string_view version = line.substr(sp2 + 1);
   if (!is_token(method)) return fail(400, "malformed request method");
   if (target.size() > limits_.max_target_bytes) {
-    return fail(414, "the request target is longer than the server accepts (" + std::to_string(limits_.max_target_bytes) + " bytes)");
+    return fail(414, "the request target is longer than the server accepts (" +
+                         std::to_string(limits_.max_target_bytes) + " bytes)");
   }
   if (target.empty() || std::any_of(target.begin(), target.end(), [](char c) { return c <= ' ' || c == 0x7f; })) {
     return fail(400, "malformed request target");

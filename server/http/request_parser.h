@@ -64,7 +64,7 @@ class RequestParser {
   Phase phase_ = Phase::request_line;
   bool started_ = false;
   size_t header_bytes_ = 0;
-  std::string line_;        // a line split across feeds
+  std::string line_;  // a line split across feeds
   HttpRequest request_;
   uint64_t body_remaining_ = 0;  // Content-Length bytes, or the current chunk's
   int error_status_ = 0;

@@ -15,8 +15,8 @@ Router::Match Router::find(const std::string& method, const std::string& path) c
   Match match;
   match.status = 404;
   for (const Route& r : routes_) {
-    const bool path_matches = r.prefix ? path.size() > r.path.size() && path.compare(0, r.path.size(), r.path) == 0
-                                       : path == r.path;
+    const bool path_matches =
+        r.prefix ? path.size() > r.path.size() && path.compare(0, r.path.size(), r.path) == 0 : path == r.path;
     if (!path_matches) continue;
     if (r.method == method) {
       match.handler = &r.handler;

@@ -20,8 +20,8 @@ class Router {
   struct Match {
     const Handler* handler = nullptr;  // null: no route; see status
     RouteKind kind = RouteKind::work;
-    int status = 0;                    // 404 or 405 when handler is null
-    std::string allow;                 // with 405: the methods the path takes, "GET, POST"
+    int status = 0;     // 404 or 405 when handler is null
+    std::string allow;  // with 405: the methods the path takes, "GET, POST"
   };
 
   // `path` is matched exactly, or as a prefix when it ends with '*' ("/v1/models/*").

@@ -33,7 +33,9 @@ struct LoadedModel::Parts {
 
 namespace {
 
-Placement resolve(const PlacementOptions& p) { return resolve_placement(Topology::system(), p.cpuset, p.numa_node, p.threads); }
+Placement resolve(const PlacementOptions& p) {
+  return resolve_placement(Topology::system(), p.cpuset, p.numa_node, p.threads);
+}
 
 std::optional<std::string> read_chat_template_source(const std::filesystem::path& path, const std::string& option) {
   return option.empty() ? chat::read_model_chat_template(path) : chat::read_chat_template_option(option);
@@ -92,7 +94,8 @@ std::string check_load_options(const LoadOptions& options) {
     return "--quantize-lm-head needs --quantization w8, w4 or w4g128";
   }
   if (options.dtype == "float32" && rtn_quant_format(*quantization)) {
-    return "--quantization " + options.quantization + " runs on the quantized kernels; --dtype float32 (the scalar "
+    return "--quantization " + options.quantization +
+           " runs on the quantized kernels; --dtype float32 (the scalar "
            "reference) has none";
   }
   const EngineOptions& e = options.engine;
@@ -188,12 +191,14 @@ bool LoadedModel::has_chat_template() const { return parts_->chat_template.has_v
 Engine& LoadedModel::engine() const { return *parts_->api_engine; }
 
 std::string LoadedModel::render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
-                                     bool add_generation_prompt, const nlohmann::ordered_json& kwargs, std::time_t now) const {
+                                     bool add_generation_prompt, const nlohmann::ordered_json& kwargs,
+                                     std::time_t now) const {
   if (!parts_->chat_template) throw std::logic_error("the model has no chat template");
   const nlohmann::ordered_json special_tokens = {{"bos_token", parts_->tokenizer->bos_token()},
                                                  {"eos_token", parts_->tokenizer->eos_token()}};
   try {
-    return chat::render_chat_request(*parts_->chat_template, messages, tools, add_generation_prompt, special_tokens, kwargs, now);
+    return chat::render_chat_request(*parts_->chat_template, messages, tools, add_generation_prompt, special_tokens,
+                                     kwargs, now);
   } catch (const chat::TemplateRaisedError& e) {
     throw ChatTemplateError(e.what(), /*raised=*/true);
   } catch (const chat::TemplateError& e) {

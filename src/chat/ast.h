@@ -15,21 +15,21 @@ using ExprPtr = std::unique_ptr<Expr>;
 
 struct Expr {
   enum class Kind {
-    Literal,    // value
-    Name,       // name
-    ListLit,    // args
-    TupleLit,   // args
-    DictLit,    // args: key, value, key, value, ...
-    Attr,       // a.name
-    Index,      // a[b]
-    Slice,      // a[b:c:d]; absent parts are null
-    Call,       // a(args, kwargs)
-    Filter,     // a|name(args, kwargs); a null: the body of a filter/set block
-    Test,       // a is name(args); negated when `negate`
-    Unary,      // op a: "-", "+", "not"
-    Binary,     // a op b: + - * / // % ** ~ == != < <= > >= in "not in" and or
-    Cond,       // b if a else c (c may be null)
-    Compare,    // args[0] ops[0] args[1] ops[1] args[2] ...: chained comparisons
+    Literal,   // value
+    Name,      // name
+    ListLit,   // args
+    TupleLit,  // args
+    DictLit,   // args: key, value, key, value, ...
+    Attr,      // a.name
+    Index,     // a[b]
+    Slice,     // a[b:c:d]; absent parts are null
+    Call,      // a(args, kwargs)
+    Filter,    // a|name(args, kwargs); a null: the body of a filter/set block
+    Test,      // a is name(args); negated when `negate`
+    Unary,     // op a: "-", "+", "not"
+    Binary,    // a op b: + - * / // % ** ~ == != < <= > >= in "not in" and or
+    Cond,      // b if a else c (c may be null)
+    Compare,   // args[0] ops[0] args[1] ops[1] args[2] ...: chained comparisons
   };
   Kind kind;
   int line = 0;

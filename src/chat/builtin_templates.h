@@ -12,6 +12,6 @@ namespace slab::chat {
 std::optional<std::string_view> builtin_chat_template(std::string_view name);
 
 std::vector<std::string> builtin_chat_template_names();  // chatml, llama2, llama3, mistral, gemma, phi3, qwen
-std::string builtin_chat_template_list();               // the same as "chatml, llama2, ..." for messages
+std::string builtin_chat_template_list();                // the same as "chatml, llama2, ..." for messages
 
 }  // namespace slab::chat

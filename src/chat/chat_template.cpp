@@ -15,7 +15,8 @@ ChatTemplate::~ChatTemplate() = default;
 ChatTemplate::ChatTemplate(ChatTemplate&&) noexcept = default;
 ChatTemplate& ChatTemplate::operator=(ChatTemplate&&) noexcept = default;
 
-std::string ChatTemplate::render(const nlohmann::ordered_json& context, std::time_t now, const RenderLimits& limits) const {
+std::string ChatTemplate::render(const nlohmann::ordered_json& context, std::time_t now,
+                                 const RenderLimits& limits) const {
   Renderer renderer(limits, now);
   try {
     return renderer.render(*parsed_, from_json(context));
@@ -56,8 +57,8 @@ void check_nesting(const nlohmann::ordered_json& j, const char* what) {
     auto [node, level] = pending.back();
     pending.pop_back();
     if (level > kMaxValueNesting)
-      throw TemplateError(std::string(what) + " nest lists and objects deeper than " + std::to_string(kMaxValueNesting) +
-                          " levels");
+      throw TemplateError(std::string(what) + " nest lists and objects deeper than " +
+                          std::to_string(kMaxValueNesting) + " levels");
     if (node->is_structured())
       for (const auto& child : *node) pending.emplace_back(&child, level + 1);
   }
@@ -90,8 +91,10 @@ nlohmann::ordered_json chat_context(const nlohmann::ordered_json& messages, cons
     }
   }
   context["messages"] = std::move(chat);
-  if (with_tools) context["tools"] = tools;
-  else context.erase("tools");  // a kwarg of that name must not stand in for it either
+  if (with_tools)
+    context["tools"] = tools;
+  else
+    context.erase("tools");  // a kwarg of that name must not stand in for it either
   context["documents"] = nullptr;
   context["add_generation_prompt"] = add_generation_prompt;
   return context;
@@ -108,8 +111,8 @@ std::string render_chat(const ChatTemplate& tmpl, const nlohmann::ordered_json& 
 
 std::string render_chat_request(const ChatTemplate& tmpl, const nlohmann::ordered_json& messages,
                                 const nlohmann::ordered_json& tools, bool add_generation_prompt,
-                                const nlohmann::ordered_json& special_tokens,
-                                const nlohmann::ordered_json& kwargs, std::time_t now) {
+                                const nlohmann::ordered_json& special_tokens, const nlohmann::ordered_json& kwargs,
+                                std::time_t now) {
   try {
     return render_chat(tmpl, messages, tools, add_generation_prompt, special_tokens, kwargs, now);
   } catch (const TemplateRaisedError&) {

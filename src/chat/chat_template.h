@@ -42,14 +42,14 @@ inline constexpr std::size_t kStackScale = 1;
 
 // Bounds that keep a hostile or broken template from running away.
 struct RenderLimits {
-  std::size_t max_output_bytes = 16u << 20;      // also caps any single string or list built
+  std::size_t max_output_bytes = 16u << 20;        // also caps any single string or list built
   std::uint64_t max_loop_iterations = 10'000'000;  // all loops of one render together
   int max_call_depth = 200;                        // macro recursion
   // Stack the renderer may use below render()'s frame: whatever mix of macro recursion, nested
   // blocks and nested expressions a template builds, past this it fails with a TemplateError
   // instead of overflowing. Render on a thread with comfortably more stack than this.
   std::size_t max_stack_bytes = kStackScale << 20;
-  std::int64_t max_range_size = 100'000;           // range(n)
+  std::int64_t max_range_size = 100'000;  // range(n)
 };
 
 struct Template;  // parsed form (ast.h)
@@ -78,8 +78,8 @@ class ChatTemplate {  // parsed once at model load, rendered per request; render
 // strftime_now formats, in local time.
 std::string render_chat(const ChatTemplate& tmpl, const nlohmann::ordered_json& messages,
                         const nlohmann::ordered_json& tools, bool add_generation_prompt,
-                        const nlohmann::ordered_json& special_tokens,
-                        const nlohmann::ordered_json& kwargs, std::time_t now);
+                        const nlohmann::ordered_json& special_tokens, const nlohmann::ordered_json& kwargs,
+                        std::time_t now);
 
 // render_chat for a server request. A request without tools (tools null) whose rendering with
 // transformers' tools=None fails for any reason but the template's own raise_exception is rendered
@@ -88,7 +88,7 @@ std::string render_chat(const ChatTemplate& tmpl, const nlohmann::ordered_json& 
 // tools=None raises TypeError; if the second attempt fails too, the first error is thrown.
 std::string render_chat_request(const ChatTemplate& tmpl, const nlohmann::ordered_json& messages,
                                 const nlohmann::ordered_json& tools, bool add_generation_prompt,
-                                const nlohmann::ordered_json& special_tokens,
-                                const nlohmann::ordered_json& kwargs, std::time_t now);
+                                const nlohmann::ordered_json& special_tokens, const nlohmann::ordered_json& kwargs,
+                                std::time_t now);
 
 }  // namespace slab::chat

@@ -99,7 +99,8 @@ void Renderer::check_stack() const {
   std::uintptr_t used = here < stack_base_ ? stack_base_ - here : here - stack_base_;
   if (used > limits_.max_stack_bytes)
     throw TemplateError("template recursion too deep: rendering needs more than " +
-                        std::to_string(limits_.max_stack_bytes >> 10) + " KiB of stack (nested blocks, macros or expressions)");
+                        std::to_string(limits_.max_stack_bytes >> 10) +
+                        " KiB of stack (nested blocks, macros or expressions)");
 }
 
 std::string Renderer::render(const Template& tmpl, const Value& context) {
@@ -133,9 +134,7 @@ Renderer::Flow Renderer::exec(const Body& body, const ScopePtr& scope, std::stri
           if (Flow f = exec(s.else_body, scope, out); f != Flow::Normal) return f;
         break;
       }
-      case Stmt::Kind::For:
-        exec_for(s, scope, out);
-        break;
+      case Stmt::Kind::For: exec_for(s, scope, out); break;
       case Stmt::Kind::Set: {
         Value v = eval(*s.expr, scope);
         if (!s.target.attribute.empty()) {
@@ -160,16 +159,15 @@ Renderer::Flow Renderer::exec(const Body& body, const ScopePtr& scope, std::stri
         assign(s.target, std::move(v), scope);
         break;
       }
-      case Stmt::Kind::Macro:
-        scope->set(s.name, Value::from_callable(std::make_shared<MacroFn>(s, scope)));
-        break;
+      case Stmt::Kind::Macro: scope->set(s.name, Value::from_callable(std::make_shared<MacroFn>(s, scope))); break;
       case Stmt::Kind::CallBlock: {
         const Expr& call = *s.expr;
         Value callee = eval(*call.a, scope);
         CallArgs args = eval_args(call, scope);
         Value caller = Value::from_callable(std::make_shared<CallerFn>(s, scope));
         if (callee.kind == Value::Kind::Callable) {
-          if (auto* macro = dynamic_cast<const MacroFn*>(callee.callable.get()); macro && !dynamic_cast<const CallerFn*>(macro)) {
+          if (auto* macro = dynamic_cast<const MacroFn*>(callee.callable.get());
+              macro && !dynamic_cast<const CallerFn*>(macro)) {
             args.keyword.emplace_back("caller", caller);
           }
         }
@@ -229,10 +227,10 @@ Renderer::Flow Renderer::exec_for(const Stmt& s, const ScopePtr& scope, std::str
     loop->entries.emplace_back("length", Value::from_int(n));
     loop->entries.emplace_back("depth", Value::from_int(1));
     loop->entries.emplace_back("depth0", Value::from_int(0));
-    loop->entries.emplace_back("previtem", i > 0 ? items[static_cast<std::size_t>(i - 1)]
-                                                 : Value::undefined("there is no previous item"));
-    loop->entries.emplace_back("nextitem", i + 1 < n ? items[static_cast<std::size_t>(i + 1)]
-                                                     : Value::undefined("there is no next item"));
+    loop->entries.emplace_back(
+        "previtem", i > 0 ? items[static_cast<std::size_t>(i - 1)] : Value::undefined("there is no previous item"));
+    loop->entries.emplace_back(
+        "nextitem", i + 1 < n ? items[static_cast<std::size_t>(i + 1)] : Value::undefined("there is no next item"));
     loop->entries.emplace_back("cycle", Value::from_callable(std::make_shared<CycleFn>(i)));
     iter_scope->set("loop", Value::from_dict(std::move(loop)));
     assign(s.target, items[static_cast<std::size_t>(i)], iter_scope);
@@ -263,8 +261,9 @@ CallArgs Renderer::eval_args(const Expr& e, const ScopePtr& scope) {
 }
 
 Value Renderer::apply_filter_expr(const Expr& e, const ScopePtr& scope, const Value* block_value) {
-  Value input = e.a ? (e.a->kind == Expr::Kind::Filter ? apply_filter_expr(*e.a, scope, block_value) : eval(*e.a, scope))
-                    : (block_value ? *block_value : Value::undefined("no filter input"));
+  Value input =
+      e.a ? (e.a->kind == Expr::Kind::Filter ? apply_filter_expr(*e.a, scope, block_value) : eval(*e.a, scope))
+          : (block_value ? *block_value : Value::undefined("no filter input"));
   CallArgs args = eval_args(e, scope);
   return apply_filter(*this, e.name, input, args);
 }
@@ -318,11 +317,13 @@ Value Renderer::call_macro(const Stmt& def, const ScopePtr& closure, CallArgs& a
     throw TemplateError("TypeError: macro '" + def.name + "' takes not more than " + std::to_string(def.params.size()) +
                         " argument(s)");
   if (!extra->entries.empty() && !def.takes_kwargs)
-    throw TemplateError("TypeError: macro '" + def.name + "' takes no keyword argument '" + extra->entries[0].first + "'");
+    throw TemplateError("TypeError: macro '" + def.name + "' takes no keyword argument '" + extra->entries[0].first +
+                        "'");
   for (std::size_t i = 0; i < def.params.size(); ++i) {
     if (bound[i]) continue;
     const auto& p = def.params[i];
-    scope->set(p.name, p.default_value ? eval(*p.default_value, scope) : Value::undefined("'" + p.name + "' is undefined"));
+    scope->set(p.name,
+               p.default_value ? eval(*p.default_value, scope) : Value::undefined("'" + p.name + "' is undefined"));
   }
   scope->set("varargs", Value::from_list(std::move(varargs), true));
   scope->set("kwargs", Value::from_dict(std::move(extra)));

@@ -123,7 +123,8 @@ Value Renderer::eval(const Expr& e, const ScopePtr& scope) {
       Value v = eval(*e.a, scope);
       if (e.name == "not") return Value::from_bool(!truthy(v));
       if (v.is_undefined()) throw_undefined(v);
-      if (!v.is_number()) throw TemplateError("TypeError: bad operand type for unary " + e.name + ": '" + type_name(v) + "'");
+      if (!v.is_number())
+        throw TemplateError("TypeError: bad operand type for unary " + e.name + ": '" + type_name(v) + "'");
       if (e.name == "+") return v.kind == Value::Kind::Bool ? Value::from_int(v.boolean) : v;
       if (v.kind == Value::Kind::Float) return Value::from_float(-v.number);
       std::int64_t i = v.kind == Value::Kind::Bool ? v.boolean : v.integer;
@@ -149,10 +150,14 @@ Value Renderer::eval(const Expr& e, const ScopePtr& scope) {
         Value right = eval(*e.args[i + 1], scope);
         const std::string& op = e.ops[i];
         bool ok;
-        if (op == "==") ok = equals(left, right);
-        else if (op == "!=") ok = !equals(left, right);
-        else if (op == "in") ok = contains(right, left);
-        else if (op == "not in") ok = !contains(right, left);
+        if (op == "==")
+          ok = equals(left, right);
+        else if (op == "!=")
+          ok = !equals(left, right);
+        else if (op == "in")
+          ok = contains(right, left);
+        else if (op == "not in")
+          ok = !contains(right, left);
         else {
           int c = compare(left, right);
           ok = op == "<" ? c < 0 : op == "<=" ? c <= 0 : op == ">" ? c > 0 : c >= 0;

@@ -80,7 +80,8 @@ Value f_dictsort(Renderer&, const Value& v, CallArgs& args) {
   if (!v.is_mapping()) throw TemplateError("TypeError: dictsort expects a mapping");
   bool cs = a.get_bool(0, false), rev = a.get_bool(2, false);
   std::string by = a.get_string(1, "key");
-  if (by != "key" && by != "value") throw TemplateError("FilterArgumentError: You can only sort by either \"key\" or \"value\"");
+  if (by != "key" && by != "value")
+    throw TemplateError("FilterArgumentError: You can only sort by either \"key\" or \"value\"");
   std::vector<Value> pairs;
   for (const auto& [k, item] : v.dict->entries) pairs.push_back(Value::from_list({Value::from_string(k), item}, true));
   std::size_t pos = by == "key" ? 0 : 1;
@@ -107,7 +108,8 @@ Value f_escape(Renderer&, const Value& v, CallArgs&) {
 }
 
 Value f_first(Renderer&, const Value& v, CallArgs&) {
-  if (v.is_list()) return v.items().empty() ? Value::undefined("No first item, sequence was empty.") : v.items().front();
+  if (v.is_list())
+    return v.items().empty() ? Value::undefined("No first item, sequence was empty.") : v.items().front();
   std::vector<Value> items = iterate(v);
   return items.empty() ? Value::undefined("No first item, sequence was empty.") : items.front();
 }
@@ -160,7 +162,9 @@ bool parse_int(std::string s, std::int64_t base, std::int64_t& out) {
   std::int64_t value = 0;
   for (char c : s) {
     if (c == '_') continue;
-    int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : std::isalpha(static_cast<unsigned char>(c)) ? std::tolower(c) - 'a' + 10 : 99;
+    int d = std::isdigit(static_cast<unsigned char>(c))   ? c - '0'
+            : std::isalpha(static_cast<unsigned char>(c)) ? std::tolower(c) - 'a' + 10
+                                                          : 99;
     if (d >= base) return false;
     if (__builtin_mul_overflow(value, base, &value) || __builtin_add_overflow(value, d, &value)) return false;
   }
@@ -189,7 +193,8 @@ Value f_int(Renderer&, const Value& v, CallArgs& args) {
     std::int64_t i;
     if (parse_int(v.text, a.get_int(1, 10), i)) return Value::from_int(i);
     double d;
-    if (parse_float(v.text, d) && std::isfinite(d) && std::fabs(d) < 9.2e18) return Value::from_int(static_cast<std::int64_t>(d));
+    if (parse_float(v.text, d) && std::isfinite(d) && std::fabs(d) < 9.2e18)
+      return Value::from_int(static_cast<std::int64_t>(d));
   }
   return a.get_or(0, Value::from_int(0));
 }
@@ -204,10 +209,12 @@ Value f_indent(Renderer& r, const Value& v, CallArgs& args) {
   ArgReader a("indent", args, {"width", "first", "blank"});
   // jinja2 appends "\n" to the value itself: anything but a string fails there.
   if (v.is_undefined()) throw_undefined(v);
-  if (!v.is_string()) throw TemplateError("TypeError: unsupported operand type(s) for +=: '" + type_name(v) + "' and 'str'");
+  if (!v.is_string())
+    throw TemplateError("TypeError: unsupported operand type(s) for +=: '" + type_name(v) + "' and 'str'");
   std::string indention;
   const Value* w = a.get(0);
-  if (w && w->is_string()) indention = w->text;
+  if (w && w->is_string())
+    indention = w->text;
   else {
     if (w && w->is_undefined()) throw_undefined(*w);
     std::int64_t n = a.get_strict_int(0, 4);
@@ -396,7 +403,8 @@ Value f_sum(Renderer& r, const Value& v, CallArgs& args) {
   ArgReader a("sum", args, {"attribute", "start"});
   std::string attribute = a.get_string(0, "");
   Value total = a.get_or(1, Value::from_int(0));
-  for (auto& item : iterate(v)) total = binary_op(r, "+", total, attribute.empty() ? item : r.get_path(item, attribute));
+  for (auto& item : iterate(v))
+    total = binary_op(r, "+", total, attribute.empty() ? item : r.get_path(item, attribute));
   return total;
 }
 
@@ -422,8 +430,10 @@ Value f_tojson(Renderer&, const Value& v, CallArgs& args) {
   o.ensure_ascii = a.get_bool(0, false);
   if (const Value* ind = a.get(1); ind && !ind->is_none()) {
     o.has_indent = true;
-    if (ind->is_string()) o.indent = ind->text;
-    else o.indent.assign(static_cast<std::size_t>(std::clamp<std::int64_t>(a.get_int(1, 0), 0, 256)), ' ');
+    if (ind->is_string())
+      o.indent = ind->text;
+    else
+      o.indent.assign(static_cast<std::size_t>(std::clamp<std::int64_t>(a.get_int(1, 0), 0, 256)), ' ');
     o.item_separator = ",";
   }
   if (const Value* sep = a.get(2); sep && !sep->is_none()) {
@@ -475,17 +485,59 @@ struct FilterEntry {
 };
 
 const FilterEntry kFilters[] = {
-    {"abs", f_abs}, {"attr", f_attr}, {"batch", f_batch}, {"capitalize", f_capitalize}, {"center", f_center},
-    {"count", f_length}, {"d", f_default}, {"default", f_default}, {"dictsort", f_dictsort}, {"e", f_escape},
-    {"escape", f_escape}, {"filesizeformat", nullptr}, {"first", f_first}, {"float", f_float},
-    {"forceescape", f_escape}, {"format", f_format}, {"groupby", nullptr}, {"indent", f_indent}, {"int", f_int},
-    {"items", f_items}, {"join", f_join}, {"last", f_last}, {"length", f_length}, {"list", f_list},
-    {"lower", f_lower}, {"map", f_map}, {"max", f_max}, {"min", f_min}, {"pprint", nullptr}, {"random", nullptr},
-    {"reject", f_reject}, {"rejectattr", f_rejectattr}, {"replace", f_replace}, {"reverse", f_reverse},
-    {"round", f_round}, {"safe", f_safe}, {"select", f_select}, {"selectattr", f_selectattr}, {"slice", nullptr},
-    {"sort", f_sort}, {"string", f_string}, {"striptags", nullptr}, {"sum", f_sum}, {"title", f_title},
-    {"tojson", f_tojson}, {"trim", f_trim}, {"truncate", nullptr}, {"unique", f_unique}, {"upper", f_upper},
-    {"urlencode", nullptr}, {"urlize", nullptr}, {"wordcount", f_wordcount}, {"wordwrap", nullptr},
+    {"abs", f_abs},
+    {"attr", f_attr},
+    {"batch", f_batch},
+    {"capitalize", f_capitalize},
+    {"center", f_center},
+    {"count", f_length},
+    {"d", f_default},
+    {"default", f_default},
+    {"dictsort", f_dictsort},
+    {"e", f_escape},
+    {"escape", f_escape},
+    {"filesizeformat", nullptr},
+    {"first", f_first},
+    {"float", f_float},
+    {"forceescape", f_escape},
+    {"format", f_format},
+    {"groupby", nullptr},
+    {"indent", f_indent},
+    {"int", f_int},
+    {"items", f_items},
+    {"join", f_join},
+    {"last", f_last},
+    {"length", f_length},
+    {"list", f_list},
+    {"lower", f_lower},
+    {"map", f_map},
+    {"max", f_max},
+    {"min", f_min},
+    {"pprint", nullptr},
+    {"random", nullptr},
+    {"reject", f_reject},
+    {"rejectattr", f_rejectattr},
+    {"replace", f_replace},
+    {"reverse", f_reverse},
+    {"round", f_round},
+    {"safe", f_safe},
+    {"select", f_select},
+    {"selectattr", f_selectattr},
+    {"slice", nullptr},
+    {"sort", f_sort},
+    {"string", f_string},
+    {"striptags", nullptr},
+    {"sum", f_sum},
+    {"title", f_title},
+    {"tojson", f_tojson},
+    {"trim", f_trim},
+    {"truncate", nullptr},
+    {"unique", f_unique},
+    {"upper", f_upper},
+    {"urlencode", nullptr},
+    {"urlize", nullptr},
+    {"wordcount", f_wordcount},
+    {"wordwrap", nullptr},
     {"xmlattr", nullptr},
 };
 

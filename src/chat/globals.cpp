@@ -15,7 +15,8 @@ ArgReader::ArgReader(const std::string& function, CallArgs& args, std::vector<st
   for (const auto& [k, v] : args.keyword) {
     std::size_t i = 0;
     while (i < names.size() && names[i] != k) ++i;
-    if (i == names.size()) throw TemplateError("TypeError: " + function + "() got an unexpected keyword argument '" + k + "'");
+    if (i == names.size())
+      throw TemplateError("TypeError: " + function + "() got an unexpected keyword argument '" + k + "'");
     if (slots_[i]) throw TemplateError("TypeError: " + function + "() got multiple values for argument '" + k + "'");
     slots_[i] = &v;
   }
@@ -33,7 +34,8 @@ std::int64_t ArgReader::get_int(std::size_t index, std::int64_t fallback) const 
   if (!v || v->is_none()) return fallback;
   if (v->is_int()) return v->kind == Value::Kind::Bool ? v->boolean : v->integer;
   if (v->kind == Value::Kind::Float) return static_cast<std::int64_t>(v->number);
-  throw TemplateError("TypeError: " + function_ + "(): '" + type_name(*v) + "' object cannot be interpreted as an integer");
+  throw TemplateError("TypeError: " + function_ + "(): '" + type_name(*v) +
+                      "' object cannot be interpreted as an integer");
 }
 
 bool ArgReader::get_bool(std::size_t index, bool fallback) const {
@@ -49,7 +51,8 @@ std::string ArgReader::get_string(std::size_t index, const std::string& fallback
 std::int64_t ArgReader::get_strict_int(std::size_t index, std::int64_t fallback) const {
   const Value* v = get(index);
   if (!v) return fallback;
-  if (!v->is_int()) throw TemplateError("TypeError: '" + type_name(*v) + "' object cannot be interpreted as an integer");
+  if (!v->is_int())
+    throw TemplateError("TypeError: '" + type_name(*v) + "' object cannot be interpreted as an integer");
   return v->kind == Value::Kind::Bool ? v->boolean : v->integer;
 }
 
@@ -57,8 +60,8 @@ std::string ArgReader::get_strict_string(std::size_t index, const std::string& f
   const Value* v = get(index);
   if (!v || (allow_none && v->is_none())) return fallback;
   if (!v->is_string())
-    throw TemplateError("TypeError: " + function_ + "() argument must be str" + (allow_none ? " or None" : "") + ", not " +
-                        type_name(*v));
+    throw TemplateError("TypeError: " + function_ + "() argument must be str" + (allow_none ? " or None" : "") +
+                        ", not " + type_name(*v));
   return v->text;
 }
 
@@ -86,7 +89,8 @@ Value range_fn(Renderer& r, CallArgs& args) {
   std::int64_t start = 0, stop = 0, step = 1;
   const auto& p = args.positional;
   if (!args.keyword.empty()) throw TemplateError("TypeError: range() takes no keyword arguments");
-  if (p.size() == 1) stop = int_arg(p[0]);
+  if (p.size() == 1)
+    stop = int_arg(p[0]);
   else if (p.size() == 2 || p.size() == 3) {
     start = int_arg(p[0]);
     stop = int_arg(p[1]);

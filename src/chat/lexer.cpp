@@ -128,8 +128,9 @@ class Lexer {
         line_ += src_[pos_] == '\n';
         ++pos_;
       }
-      if (pos_ >= src_.size()) fail(is_var ? "unexpected end of template, expected 'end of print statement'" :
-                                             "unexpected end of template, expected 'end of statement block'");
+      if (pos_ >= src_.size())
+        fail(is_var ? "unexpected end of template, expected 'end of print statement'"
+                    : "unexpected end of template, expected 'end of statement block'");
       char c = src_[pos_];
       if (depth == 0) {
         std::string_view rest(src_.data() + pos_, src_.size() - pos_);
@@ -154,7 +155,8 @@ class Lexer {
         lex_number();
       } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
         std::size_t b = pos_;
-        while (pos_ < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[pos_])) || src_[pos_] == '_')) ++pos_;
+        while (pos_ < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[pos_])) || src_[pos_] == '_'))
+          ++pos_;
         push(Token::Type::Name, src_.substr(b, pos_ - b));
       } else {
         static const char* const two_char[] = {"//", "**", "==", "!=", "<=", ">="};
@@ -198,8 +200,10 @@ class Lexer {
         continue;
       }
       std::string text = src_.substr(pos_, open - pos_);
-      if (sign == '-') text = rstrip_ws(std::move(text));
-      else if (sign != '+') lstrip_line(text, pos_ == 0 || src_[pos_ - 1] == '\n');
+      if (sign == '-')
+        text = rstrip_ws(std::move(text));
+      else if (sign != '+')
+        lstrip_line(text, pos_ == 0 || src_[pos_ - 1] == '\n');
       emit_text(std::move(text));
       count_lines(pos_, p + 2);
       pos_ = p + 2;
@@ -244,7 +248,8 @@ class Lexer {
           for (int k = 0; k < n; ++k) {
             char h = src_[pos_ + k];
             if (!std::isxdigit(static_cast<unsigned char>(h))) fail("truncated \\" + std::string(1, e) + " escape");
-            cp = cp * 16 + static_cast<char32_t>(std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (std::tolower(h) - 'a' + 10));
+            cp = cp * 16 + static_cast<char32_t>(
+                               std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (std::tolower(h) - 'a' + 10));
           }
           if (cp > 0x10FFFF) fail("illegal Unicode character");
           pos_ += n;
@@ -286,8 +291,10 @@ class Lexer {
       if (src_[i] != '_') text += src_[i];
     Token t{is_float ? Token::Type::Float : Token::Type::Int, text, 0, 0.0, line_};
     try {
-      if (is_float) t.float_value = std::stod(text);
-      else t.int_value = std::stoll(text);
+      if (is_float)
+        t.float_value = std::stod(text);
+      else
+        t.int_value = std::stoll(text);
     } catch (const std::exception&) {
       if (!is_float) {  // beyond int64: keep it as a float rather than fail
         t.type = Token::Type::Float;

@@ -68,8 +68,7 @@ Value binary_op(Renderer& r, const std::string& op, const Value& a, const Value&
       items.insert(items.end(), b.items().begin(), b.items().end());
       return Value::from_list(std::move(items), a.list->is_tuple);
     }
-    if (a.is_string())
-      throw TemplateError("TypeError: can only concatenate str (not \"" + type_name(b) + "\") to str");
+    if (a.is_string()) throw TemplateError("TypeError: can only concatenate str (not \"" + type_name(b) + "\") to str");
     if (a.is_list() && !a.list->is_tuple)
       throw TemplateError("TypeError: can only concatenate list (not \"" + type_name(b) + "\") to list");
     unsupported("+", a, b);
@@ -162,8 +161,10 @@ bool contains(const Value& container, const Value& item) {
 // printf-style formatting: %s %r %d %i %f %x %o %e %g %%, with flags, width and precision.
 std::string percent_format(Renderer& r, const std::string& fmt, const Value& args) {
   std::vector<Value> values;
-  if (args.is_list() && args.list->is_tuple) values = args.items();
-  else values.push_back(args);
+  if (args.is_list() && args.list->is_tuple)
+    values = args.items();
+  else
+    values.push_back(args);
   std::size_t next = 0;
   std::string out;
   for (std::size_t i = 0; i < fmt.size(); ++i) {
@@ -209,13 +210,17 @@ std::string percent_format(Renderer& r, const std::string& fmt, const Value& arg
           if (cps.size() > prec) s = utf8_encode(cps.substr(0, prec));
         }
         std::int64_t pad = width - utf8_length(s);
-        if (pad > 0) s = left ? s + std::string(static_cast<std::size_t>(pad), ' ') : std::string(static_cast<std::size_t>(pad), ' ') + s;
+        if (pad > 0)
+          s = left ? s + std::string(static_cast<std::size_t>(pad), ' ')
+                   : std::string(static_cast<std::size_t>(pad), ' ') + s;
         out += s;
       }
     } else if (v.is_undefined()) {  // int() / float() of it raise
       throw_undefined(v);
     } else if (conv == 'd' || conv == 'i' || conv == 'x' || conv == 'X' || conv == 'o') {
-      if (!v.is_number()) throw TemplateError("TypeError: %" + std::string(1, conv) + " format: a real number is required, not " + type_name(v));
+      if (!v.is_number())
+        throw TemplateError("TypeError: %" + std::string(1, conv) + " format: a real number is required, not " +
+                            type_name(v));
       auto n = static_cast<long long>(v.kind == Value::Kind::Float ? std::trunc(v.number) : int_of(v));
       std::snprintf(buf, sizeof buf, (spec + "ll" + (conv == 'i' ? 'd' : conv)).c_str(), n);
       out += buf;

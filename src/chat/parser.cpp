@@ -9,7 +9,7 @@
 namespace slab::chat {
 namespace {
 
-constexpr int kMaxNesting = 128;     // parser recursion (blocks, parentheses), so parsing cannot exhaust the stack
+constexpr int kMaxNesting = 128;    // parser recursion (blocks, parentheses), so parsing cannot exhaust the stack
 constexpr int kMaxExprDepth = 200;  // height of an expression tree, so evaluating it cannot either
 
 class Parser {
@@ -256,7 +256,8 @@ class Parser {
         if (!skip_op(",")) break;
       }
       expect_block_end();
-      s->body = tag == "with" ? parse_body({"endwith"}, &ended, "with") : parse_body({"endgeneration"}, &ended, "generation");
+      s->body =
+          tag == "with" ? parse_body({"endwith"}, &ended, "with") : parse_body({"endgeneration"}, &ended, "generation");
       expect_block_end();
       return s;
     }
@@ -386,9 +387,8 @@ class Parser {
     ExprPtr cmp;
     while (true) {
       std::string op;
-      if (cur().type == Token::Type::Op &&
-          (cur().text == "==" || cur().text == "!=" || cur().text == "<" || cur().text == "<=" || cur().text == ">" ||
-           cur().text == ">=")) {
+      if (cur().type == Token::Type::Op && (cur().text == "==" || cur().text == "!=" || cur().text == "<" ||
+                                            cur().text == "<=" || cur().text == ">" || cur().text == ">=")) {
         op = cur().text;
         next();
       } else if (is_name("in")) {
@@ -460,9 +460,12 @@ class Parser {
     switch (t.type) {
       case Token::Type::Name: {
         auto e = node(Expr::Kind::Literal);
-        if (t.text == "true" || t.text == "True") e->value = Value::from_bool(true);
-        else if (t.text == "false" || t.text == "False") e->value = Value::from_bool(false);
-        else if (t.text == "none" || t.text == "None") e->value = Value::none();
+        if (t.text == "true" || t.text == "True")
+          e->value = Value::from_bool(true);
+        else if (t.text == "false" || t.text == "False")
+          e->value = Value::from_bool(false);
+        else if (t.text == "none" || t.text == "None")
+          e->value = Value::none();
         else {
           e->kind = Expr::Kind::Name;
           e->name = t.text;

@@ -38,13 +38,15 @@ std::optional<std::string> read_model_chat_template(const std::filesystem::path&
   if (field->is_string()) return field->get<std::string>();
   if (field->is_array()) {
     for (const auto& entry : *field) {
-      if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template") && entry["template"].is_string()) {
+      if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template") &&
+          entry["template"].is_string()) {
         return entry["template"].get<std::string>();
       }
     }
     throw std::runtime_error(config_path.string() + ": field 'chat_template' lists no template named 'default'");
   }
-  throw std::runtime_error(config_path.string() + ": field 'chat_template' must be a string or a list of named templates");
+  throw std::runtime_error(config_path.string() +
+                           ": field 'chat_template' must be a string or a list of named templates");
 }
 
 }  // namespace slab::chat

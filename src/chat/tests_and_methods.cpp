@@ -12,7 +12,9 @@ namespace {
 std::int64_t int_value(const Value& v) {
   if (v.is_undefined()) throw_undefined(v);
   if (!v.is_number()) throw TemplateError("TypeError: not all arguments converted during string formatting");
-  return v.kind == Value::Kind::Bool ? v.boolean : v.kind == Value::Kind::Float ? static_cast<std::int64_t>(v.number) : v.integer;
+  return v.kind == Value::Kind::Bool    ? v.boolean
+         : v.kind == Value::Kind::Float ? static_cast<std::int64_t>(v.number)
+                                        : v.integer;
 }
 
 bool cased_all(const std::string& s, bool upper) {
@@ -29,11 +31,12 @@ bool cased_all(const std::string& s, bool upper) {
   return any;
 }
 
-const char* const kTests[] = {"boolean", "callable", "defined", "divisibleby", "eq", "equalto", "==", "escaped",
-                              "even", "false", "filter", "float", "ge", ">=", "gt", ">", "greaterthan", "in",
-                              "integer", "iterable", "le", "<=", "lower", "lt", "<", "lessthan", "mapping", "ne",
-                              "!=", "none", "number", "odd", "sameas", "sequence", "string", "test", "true",
-                              "undefined", "upper"};
+const char* const kTests[] = {
+    "boolean",     "callable", "defined", "divisibleby", "eq",   "equalto",   "==",     "escaped",
+    "even",        "false",    "filter",  "float",       "ge",   ">=",        "gt",     ">",
+    "greaterthan", "in",       "integer", "iterable",    "le",   "<=",        "lower",  "lt",
+    "<",           "lessthan", "mapping", "ne",          "!=",   "none",      "number", "odd",
+    "sameas",      "sequence", "string",  "test",        "true", "undefined", "upper"};
 
 }  // namespace
 
@@ -94,10 +97,11 @@ bool apply_test(Renderer& r, const std::string& name, const Value& v, CallArgs& 
 namespace {
 
 const char* const kStringMethods[] = {
-    "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "startswith", "endswith", "replace", "upper",
-    "lower", "title", "capitalize", "format", "join", "find", "rfind", "index", "rindex", "count", "isdigit",
-    "isnumeric", "isdecimal", "isalpha", "isalnum", "isspace", "islower", "isupper", "center", "ljust", "rjust",
-    "zfill", "partition", "rpartition", "swapcase", "removeprefix", "removesuffix", "casefold"};
+    "strip",     "lstrip",     "rstrip",   "split",        "rsplit",       "splitlines", "startswith", "endswith",
+    "replace",   "upper",      "lower",    "title",        "capitalize",   "format",     "join",       "find",
+    "rfind",     "index",      "rindex",   "count",        "isdigit",      "isnumeric",  "isdecimal",  "isalpha",
+    "isalnum",   "isspace",    "islower",  "isupper",      "center",       "ljust",      "rjust",      "zfill",
+    "partition", "rpartition", "swapcase", "removeprefix", "removesuffix", "casefold"};
 const char* const kDictMethods[] = {"items", "keys", "values", "get", "copy"};
 const char* const kListMethods[] = {"index", "count", "copy"};
 const char* const kUnsafeDict[] = {"clear", "pop", "popitem", "setdefault", "update"};
@@ -154,25 +158,29 @@ std::string apply_format_spec(const Value& v, const std::string& spec) {
     ++i;
   }
   std::int64_t width = 0;
-  while (i < spec.size() && std::isdigit(static_cast<unsigned char>(spec[i])) && width < 100000) width = width * 10 + (spec[i++] - '0');
+  while (i < spec.size() && std::isdigit(static_cast<unsigned char>(spec[i])) && width < 100000)
+    width = width * 10 + (spec[i++] - '0');
   char grouping = '\0';
   if (i < spec.size() && (spec[i] == ',' || spec[i] == '_')) grouping = spec[i++];
   int precision = -1;
   if (i < spec.size() && spec[i] == '.') {
     precision = 0;
     ++i;
-    while (i < spec.size() && std::isdigit(static_cast<unsigned char>(spec[i])) && precision < 1000) precision = precision * 10 + (spec[i++] - '0');
+    while (i < spec.size() && std::isdigit(static_cast<unsigned char>(spec[i])) && precision < 1000)
+      precision = precision * 10 + (spec[i++] - '0');
   }
   char type = i < spec.size() ? spec[i++] : '\0';
   if (i != spec.size()) throw TemplateError("ValueError: Invalid format specifier '" + spec + "'");
   std::string body;
   bool numeric = v.is_number();
   if (v.is_string() || (!numeric && (type == '\0' || type == 's'))) {
-    if (type != '\0' && type != 's') throw TemplateError("ValueError: Unknown format code '" + std::string(1, type) + "' for object of type 'str'");
+    if (type != '\0' && type != 's')
+      throw TemplateError("ValueError: Unknown format code '" + std::string(1, type) + "' for object of type 'str'");
     body = to_str(v);
     if (precision >= 0) {
       std::u32string b = utf8_decode(body);
-      if (b.size() > static_cast<std::size_t>(precision)) body = utf8_encode(b.substr(0, static_cast<std::size_t>(precision)));
+      if (b.size() > static_cast<std::size_t>(precision))
+        body = utf8_encode(b.substr(0, static_cast<std::size_t>(precision)));
     }
     numeric = false;
   } else if (numeric) {
@@ -180,14 +188,21 @@ std::string apply_format_spec(const Value& v, const std::string& spec) {
     double d = as_double(v);
     bool is_integer = v.is_int();
     if (type == 'd' || type == 'x' || type == 'X' || type == 'o' || type == 'b') {
-      if (!is_integer) throw TemplateError("ValueError: Unknown format code '" + std::string(1, type) + "' for object of type 'float'");
+      if (!is_integer)
+        throw TemplateError("ValueError: Unknown format code '" + std::string(1, type) +
+                            "' for object of type 'float'");
       long long n = v.kind == Value::Kind::Bool ? v.boolean : v.integer;
       unsigned long long mag = n < 0 ? 0ULL - static_cast<unsigned long long>(n) : static_cast<unsigned long long>(n);
       if (type == 'b') {
         body = mag == 0 ? "0" : "";
         for (; mag; mag >>= 1) body.insert(body.begin(), static_cast<char>('0' + (mag & 1)));
       } else {
-        std::snprintf(buf, sizeof buf, type == 'd' ? "%llu" : type == 'o' ? "%llo" : type == 'x' ? "%llx" : "%llX", mag);
+        std::snprintf(buf, sizeof buf,
+                      type == 'd'   ? "%llu"
+                      : type == 'o' ? "%llo"
+                      : type == 'x' ? "%llx"
+                                    : "%llX",
+                      mag);
         body = buf;
       }
       if (n < 0) body.insert(0, "-");
@@ -269,9 +284,12 @@ std::string str_format(Renderer& r, const std::string& fmt, CallArgs& args) {
           if (k == field) v = &kv;
         if (!v) throw TemplateError("KeyError: '" + field + "'");
       }
-      if (conversion == "r") out += apply_format_spec(Value::from_string(repr(*v)), spec);
-      else if (conversion == "s") out += apply_format_spec(Value::from_string(to_str(*v)), spec);
-      else out += apply_format_spec(*v, spec);
+      if (conversion == "r")
+        out += apply_format_spec(Value::from_string(repr(*v)), spec);
+      else if (conversion == "s")
+        out += apply_format_spec(Value::from_string(to_str(*v)), spec);
+      else
+        out += apply_format_spec(*v, spec);
       r.check_size(out.size());
       i = close;
     } else if (c == '}') {
@@ -319,7 +337,8 @@ Value string_method(Renderer& r, const std::string& s, const std::string& name, 
   }
   if (name == "splitlines") {
     ArgReader a(name, args, {"keepends"});
-    if (a.get_strict_int(0, 0) != 0) throw TemplateError("splitlines(keepends=True) is not supported by this template engine");
+    if (a.get_strict_int(0, 0) != 0)
+      throw TemplateError("splitlines(keepends=True) is not supported by this template engine");
     return Value::from_list(strings(py_splitlines(s)));
   }
   if (name == "startswith" || name == "endswith") {
@@ -339,7 +358,9 @@ Value string_method(Renderer& r, const std::string& s, const std::string& name, 
   if (name == "capitalize") return Value::from_string(py_capitalize(s));
   if (name == "swapcase") {
     std::string out = s;
-    for (char& c : out) c = std::isupper(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : static_cast<char>(std::toupper(c));
+    for (char& c : out)
+      c = std::isupper(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c))
+                                                      : static_cast<char>(std::toupper(c));
     return Value::from_string(std::move(out));
   }
   if (name == "format") return Value::from_string(str_format(r, s, args));
@@ -348,7 +369,8 @@ Value string_method(Renderer& r, const std::string& s, const std::string& name, 
     std::string out;
     bool first = true;
     for (const auto& item : iterate(a.get_or(0, Value::from_list({})))) {
-      if (!item.is_string()) throw TemplateError("TypeError: sequence item: expected str instance, " + type_name(item) + " found");
+      if (!item.is_string())
+        throw TemplateError("TypeError: sequence item: expected str instance, " + type_name(item) + " found");
       if (!first) out += s;
       first = false;
       out += item.text;
@@ -395,7 +417,8 @@ Value string_method(Renderer& r, const std::string& s, const std::string& name, 
     if (sep.empty()) throw TemplateError("ValueError: empty separator");
     std::size_t at = name == "partition" ? s.find(sep) : s.rfind(sep);
     if (at == std::string::npos)
-      return name == "partition" ? Value::from_list(strings({s, "", ""}), true) : Value::from_list(strings({"", "", s}), true);
+      return name == "partition" ? Value::from_list(strings({s, "", ""}), true)
+                                 : Value::from_list(strings({"", "", s}), true);
     return Value::from_list(strings({s.substr(0, at), sep, s.substr(at + sep.size())}), true);
   }
   if (name == "removeprefix" || name == "removesuffix") {
@@ -438,11 +461,16 @@ Value call_method(Renderer& r, const Value& self, const std::string& name, CallA
     if (name == "copy") return Value::from_dict(std::make_shared<DictData>(*self.dict));
     std::vector<Value> out;
     for (const auto& [k, v] : self.dict->entries) {
-      if (name == "keys") out.push_back(Value::from_string(k));
-      else if (name == "values") out.push_back(v);
-      else out.push_back(Value::from_list({Value::from_string(k), v}, true));
+      if (name == "keys")
+        out.push_back(Value::from_string(k));
+      else if (name == "values")
+        out.push_back(v);
+      else
+        out.push_back(Value::from_list({Value::from_string(k), v}, true));
     }
-    return Value::from_view(std::move(out), name == "keys" ? "dict_keys" : name == "values" ? "dict_values" : "dict_items");
+    return Value::from_view(std::move(out), name == "keys"     ? "dict_keys"
+                                            : name == "values" ? "dict_values"
+                                                               : "dict_items");
   }
   if (self.is_list()) {
     if (name == "copy") return Value::from_list(self.items());

@@ -67,9 +67,8 @@ std::int64_t utf8_length(std::string_view s) {
 }
 
 bool py_isspace(char32_t c) {
-  return (c >= 9 && c <= 13) || c == ' ' || (c >= 0x1C && c <= 0x1F) || c == 0x85 || c == 0xA0 ||
-         c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-         c == 0x205F || c == 0x3000;
+  return (c >= 9 && c <= 13) || c == ' ' || (c >= 0x1C && c <= 0x1F) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 char32_t ascii_upper(char32_t c) { return (c >= 'a' && c <= 'z') ? c - 32 : c; }
 char32_t ascii_lower(char32_t c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
@@ -220,8 +219,10 @@ std::string py_upper(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (char32_t c : utf8_decode(s)) {
-    if (c == 0xDF) out += "SS";  // Python: 'ß'.upper() == 'SS'
-    else utf8_append(out, unicode_upper(c));
+    if (c == 0xDF)
+      out += "SS";  // Python: 'ß'.upper() == 'SS'
+    else
+      utf8_append(out, unicode_upper(c));
   }
   return out;
 }

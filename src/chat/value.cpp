@@ -255,8 +255,8 @@ int compare(const Value& a, const Value& b) {
   }
   if (a.is_undefined()) throw_undefined(a);
   if (b.is_undefined()) throw_undefined(b);
-  throw TemplateError("TypeError: '<' not supported between instances of '" + type_name(a) + "' and '" +
-                      type_name(b) + "'");
+  throw TemplateError("TypeError: '<' not supported between instances of '" + type_name(a) + "' and '" + type_name(b) +
+                      "'");
 }
 
 std::string type_name(const Value& v) {
@@ -394,9 +394,12 @@ static void dump_json_into(std::string& out, const Value& v, const JsonDumpOptio
     case Value::Kind::Bool: out += v.boolean ? "true" : "false"; return;
     case Value::Kind::Int: out += std::to_string(v.integer); return;
     case Value::Kind::Float:
-      if (std::isnan(v.number)) out += "NaN";
-      else if (std::isinf(v.number)) out += v.number < 0 ? "-Infinity" : "Infinity";
-      else out += format_float(v.number);
+      if (std::isnan(v.number))
+        out += "NaN";
+      else if (std::isinf(v.number))
+        out += v.number < 0 ? "-Infinity" : "Infinity";
+      else
+        out += format_float(v.number);
       return;
     case Value::Kind::String: dump_json_string(out, v.text, o.ensure_ascii); return;
     case Value::Kind::List: {
@@ -445,8 +448,7 @@ static void dump_json_into(std::string& out, const Value& v, const JsonDumpOptio
       out += '}';
       return;
     }
-    default:
-      throw TemplateError("TypeError: Object of type " + type_name(v) + " is not JSON serializable");
+    default: throw TemplateError("TypeError: Object of type " + type_name(v) + " is not JSON serializable");
   }
 }
 

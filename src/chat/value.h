@@ -126,7 +126,7 @@ std::string type_name(const Value& v);  // "dict", "str", ... as Python names th
 std::vector<Value> iterate(const Value& v);
 std::int64_t length_of(const Value& v);  // len(); throws when v has none
 
-int nesting_of(const Value& v);  // 0 for scalars (and namespaces), 1 for a flat list or dict, ...
+int nesting_of(const Value& v);                    // 0 for scalars (and namespaces), 1 for a flat list or dict, ...
 Value from_json(const nlohmann::ordered_json& j);  // throws TemplateError past kMaxValueNesting
 
 // transformers' tojson: json.dumps(x, ensure_ascii, indent, separators, sort_keys).

@@ -1,8 +1,8 @@
 #include "engine/engine.h"
 
+#include <spdlog/spdlog.h>
 #include <algorithm>
 #include <future>
-#include <spdlog/spdlog.h>
 #include <stdexcept>
 
 namespace slab {
@@ -29,20 +29,19 @@ Engine::Engine(ModelRunner& runner, const Tokenizer* tokenizer, const EngineConf
 Engine::Engine(std::unique_ptr<ModelRunner> owned, ModelRunner* runner, const Tokenizer* tokenizer,
                const EngineConfig& config)
     : owned_runner_(std::move(owned)), runner_(runner ? *runner : *owned_runner_), model_config_(runner_.config()),
-      tokenizer_(tokenizer),
-      config_(config),
+      tokenizer_(tokenizer), config_(config),
       max_model_len_(config.max_model_len > 0 ? std::min(config.max_model_len, model_config_.max_position_embeddings)
                                               : model_config_.max_position_embeddings),
       kv_memory_({model_config_.num_layers, model_config_.num_kv_heads, model_config_.head_dim, config.block_size},
-                 config.num_kv_blocks > 0
-                     ? config.num_kv_blocks
-                     : blocks_for_budget({model_config_.num_layers, model_config_.num_kv_heads, model_config_.head_dim,
-                                          config.block_size},
-                                         runner_.kv_dtype(), config.kv_cache_bytes),
+                 config.num_kv_blocks > 0 ? config.num_kv_blocks
+                                          : blocks_for_budget({model_config_.num_layers, model_config_.num_kv_heads,
+                                                               model_config_.head_dim, config.block_size},
+                                                              runner_.kv_dtype(), config.kv_cache_bytes),
                  runner_.kv_dtype(), runner_.numa_node()),
       scheduler_(config.scheduler, kv_memory_.num_blocks(), config.block_size, config.enable_prefix_caching) {
   if (config.block_size <= 0 || config.block_size % 16 != 0) {
-    throw std::invalid_argument("block size must be a positive multiple of 16, got " + std::to_string(config.block_size));
+    throw std::invalid_argument("block size must be a positive multiple of 16, got " +
+                                std::to_string(config.block_size));
   }
   // One sequence can use the whole cache but no more: a context the cache cannot hold would be
   // advertised and then cut short with "length". An explicit --max-model-len above it is an
@@ -50,13 +49,15 @@ Engine::Engine(std::unique_ptr<ModelRunner> owned, ModelRunner* runner, const To
   const int cache_tokens = kv_memory_.num_blocks() * config.block_size;
   if (max_model_len_ > cache_tokens) {
     if (config.max_model_len > 0) {
-      throw std::invalid_argument("--max-model-len " + std::to_string(config.max_model_len) + " is more than the KV cache holds (" +
-                                  std::to_string(cache_tokens) + " tokens); give the cache more memory (--kv-cache-memory) "
+      throw std::invalid_argument("--max-model-len " + std::to_string(config.max_model_len) +
+                                  " is more than the KV cache holds (" + std::to_string(cache_tokens) +
+                                  " tokens); give the cache more memory (--kv-cache-memory) "
                                   "or lower --max-model-len");
     }
-    spdlog::warn("the KV cache holds {} tokens, fewer than the model's context of {}: serving a context of {} tokens "
-                 "(give the cache more memory with --kv-cache-memory for the full context)",
-                 cache_tokens, max_model_len_, cache_tokens);
+    spdlog::warn(
+        "the KV cache holds {} tokens, fewer than the model's context of {}: serving a context of {} tokens "
+        "(give the cache more memory with --kv-cache-memory for the full context)",
+        cache_tokens, max_model_len_, cache_tokens);
     max_model_len_ = cache_tokens;
   }
   // The runner's thread pool starts on the loop thread (which it pins as worker 0) before the
@@ -102,8 +103,8 @@ int64_t Engine::submit(Request request, std::shared_ptr<RequestStream> stream) {
   }
   for (int32_t t : request.stop.stop_token_ids) {
     if (t < 0 || t >= model_config_.vocab_size) {
-      throw std::invalid_argument("stop_token_ids names token id " + std::to_string(t) + ", outside the vocabulary (size " +
-                                  std::to_string(model_config_.vocab_size) + ")");
+      throw std::invalid_argument("stop_token_ids names token id " + std::to_string(t) +
+                                  ", outside the vocabulary (size " + std::to_string(model_config_.vocab_size) + ")");
     }
   }
   for (const auto& [t, bias] : request.sampling.logit_bias) {
@@ -120,8 +121,8 @@ int64_t Engine::submit(Request request, std::shared_ptr<RequestStream> stream) {
   {
     std::lock_guard lock(inbox_mutex_);
     id = next_id_++;
-    new_sequences_.push_back(std::make_unique<Sequence>(id, std::move(request), std::move(stream), tokenizer_,
-                                                        static_cast<uint64_t>(id)));
+    new_sequences_.push_back(
+        std::make_unique<Sequence>(id, std::move(request), std::move(stream), tokenizer_, static_cast<uint64_t>(id)));
   }
   inbox_ready_.notify_one();
   return id;
@@ -233,8 +234,8 @@ void Engine::run_step() {
         banned.insert(banned.end(), seq.request.stop.eos_token_ids.begin(), seq.request.stop.eos_token_ids.end());
       }
     }
-    SampledToken sampled = seq.sampler.sample(std::span<float>(logits.data() + i * vocab, vocab), seq.prompt(),
-                                              seq.output(), banned);
+    SampledToken sampled =
+        seq.sampler.sample(std::span<float>(logits.data() + i * vocab, vocab), seq.prompt(), seq.output(), banned);
     ++generated;
     emit_token(seq, sampled);  // may finish and destroy `seq`
   }
@@ -268,7 +269,8 @@ void Engine::emit_token(Sequence& seq, const SampledToken& sampled) {
   if (seq.request.sampling.logprobs >= 0) out.logprobs.push_back({token, sampled.logprob, sampled.top});
 
   std::optional<FinishReason> finish_reason;
-  const bool stop_token = contains(stop.stop_token_ids, token) || (!stop.ignore_eos && contains(stop.eos_token_ids, token));
+  const bool stop_token =
+      contains(stop.stop_token_ids, token) || (!stop.ignore_eos && contains(stop.eos_token_ids, token));
   if (stop_token) {
     finish_reason = FinishReason::stop;  // the stop token's text is not part of the output
   } else if (seq.detokenizer) {
@@ -276,7 +278,8 @@ void Engine::emit_token(Sequence& seq, const SampledToken& sampled) {
     out.text = std::move(piece.text);
     if (piece.stopped) finish_reason = FinishReason::stop;
   }
-  if (!finish_reason && (seq.num_output() >= stop.max_tokens || static_cast<int>(seq.tokens.size()) >= max_model_len_)) {
+  if (!finish_reason &&
+      (seq.num_output() >= stop.max_tokens || static_cast<int>(seq.tokens.size()) >= max_model_len_)) {
     finish_reason = FinishReason::length;
   }
   if (finish_reason && *finish_reason == FinishReason::length && seq.detokenizer) {

@@ -25,10 +25,10 @@ namespace slab {
 struct EngineConfig {
   SchedulerConfig scheduler;
   int block_size = 32;
-  int num_kv_blocks = 0;        // 0: derive from kv_cache_bytes
+  int num_kv_blocks = 0;  // 0: derive from kv_cache_bytes
   size_t kv_cache_bytes = size_t{1} << 30;
   bool enable_prefix_caching = true;
-  int max_model_len = 0;        // 0: the model's max_position_embeddings
+  int max_model_len = 0;  // 0: the model's max_position_embeddings
 };
 
 // Counters and gauges for /metrics, read from any thread.
@@ -39,7 +39,7 @@ struct EngineStats {
   int64_t num_preemptions = 0;
   int64_t prefix_query_tokens = 0;
   int64_t prefix_hit_tokens = 0;
-  int64_t prompt_tokens = 0;      // whole prompts of requests that got their first token
+  int64_t prompt_tokens = 0;  // whole prompts of requests that got their first token
   int64_t generation_tokens = 0;
   int64_t steps = 0;
 };
@@ -79,7 +79,8 @@ class Engine {
 
  private:
   // Runs `runner`, or the owned one when runner is null.
-  Engine(std::unique_ptr<ModelRunner> owned, ModelRunner* runner, const Tokenizer* tokenizer, const EngineConfig& config);
+  Engine(std::unique_ptr<ModelRunner> owned, ModelRunner* runner, const Tokenizer* tokenizer,
+         const EngineConfig& config);
   void loop();
   void take_inbox();
   void run_step();
@@ -94,8 +95,8 @@ class Engine {
   const Tokenizer* tokenizer_;
   EngineConfig config_;
   int max_model_len_;
-  KvCache kv_memory_;     // geometry + dtype + pool; which blocks a sequence holds is the scheduler's
-  Scheduler scheduler_;   // owns the KV bookkeeping (KvCacheManager)
+  KvCache kv_memory_;    // geometry + dtype + pool; which blocks a sequence holds is the scheduler's
+  Scheduler scheduler_;  // owns the KV bookkeeping (KvCacheManager)
   std::unordered_map<int64_t, std::unique_ptr<Sequence>> sequences_;  // loop thread only
 
   // Inbox from other threads.

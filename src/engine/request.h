@@ -20,11 +20,11 @@ const char* finish_reason_name(FinishReason reason);
 
 struct StopConditions {
   int max_tokens = 16;
-  int min_tokens = 0;                    // EOS and stop tokens are suppressed before this many
-  std::vector<int32_t> stop_token_ids;   // end generation; emitted as tokens, not as text
-  std::vector<int32_t> eos_token_ids;    // the model's EOS; ignored with ignore_eos
+  int min_tokens = 0;                   // EOS and stop tokens are suppressed before this many
+  std::vector<int32_t> stop_token_ids;  // end generation; emitted as tokens, not as text
+  std::vector<int32_t> eos_token_ids;   // the model's EOS; ignored with ignore_eos
   bool ignore_eos = false;
-  std::vector<std::string> stop_strings; // end generation; never part of the text
+  std::vector<std::string> stop_strings;  // end generation; never part of the text
 };
 
 struct Request {
@@ -49,17 +49,17 @@ struct TokenLogprobs {
 
 // One event of a request's output. Text is always complete UTF-8 with stop strings held back.
 struct RequestOutput {
-  int64_t request_id = 0;              // as submit() returned it; several requests may share a stream
-  std::vector<int32_t> tokens;         // newly generated
-  std::vector<TokenLogprobs> logprobs; // one per new token when sampling.logprobs >= 0
-  std::string text;                    // new text
+  int64_t request_id = 0;               // as submit() returned it; several requests may share a stream
+  std::vector<int32_t> tokens;          // newly generated
+  std::vector<TokenLogprobs> logprobs;  // one per new token when sampling.logprobs >= 0
+  std::string text;                     // new text
   bool finished = false;
   FinishReason finish_reason = FinishReason::stop;
-  std::string error;                   // with FinishReason::error
+  std::string error;  // with FinishReason::error
   int prompt_tokens = 0;
-  int cached_prompt_tokens = 0;        // served from the prefix cache
-  int completion_tokens = 0;           // so far
-  double queue_seconds = 0.0;          // from submit until first scheduled (so far, if still waiting)
+  int cached_prompt_tokens = 0;  // served from the prefix cache
+  int completion_tokens = 0;     // so far
+  double queue_seconds = 0.0;    // from submit until first scheduled (so far, if still waiting)
   // Engine-side clock, from submit: when the first token was sampled (0 before) and when this
   // event was made. Consumers that read events late still get true generation speeds.
   double first_token_seconds = 0.0;

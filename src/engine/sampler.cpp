@@ -89,8 +89,8 @@ void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> 
   }
 }
 
-SampledToken Sampler::sample(std::span<float> logits, std::span<const int32_t> prompt,
-                             std::span<const int32_t> output, std::span<const int32_t> banned) {
+SampledToken Sampler::sample(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
+                             std::span<const int32_t> banned) {
   SampledToken result;
   const kern::Isa isa = selector_.isa();
   // Log probabilities are reported from the model's own distribution, before any processing:
@@ -99,9 +99,8 @@ SampledToken Sampler::sample(std::span<float> logits, std::span<const int32_t> p
   std::span<const float> raw = logits;
   std::optional<LogSoftmax> log_softmax;
   if (params_.logprobs >= 0) {
-    const bool processed = !params_.logit_bias.empty() || !banned.empty() ||
-                           params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
-                           params_.frequency_penalty != 0.0f;
+    const bool processed = !params_.logit_bias.empty() || !banned.empty() || params_.repetition_penalty != 1.0f ||
+                           params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f;
     if (processed) {
       raw_logits_scratch().assign(logits.begin(), logits.end());
       raw = raw_logits_scratch();
@@ -118,7 +117,8 @@ SampledToken Sampler::sample(std::span<float> logits, std::span<const int32_t> p
     if (token >= 0 && static_cast<size_t>(token) < logits.size()) logits[static_cast<size_t>(token)] += bias;
   }
   for (int32_t t : banned) {
-    if (t >= 0 && static_cast<size_t>(t) < logits.size()) logits[static_cast<size_t>(t)] = -std::numeric_limits<float>::infinity();
+    if (t >= 0 && static_cast<size_t>(t) < logits.size())
+      logits[static_cast<size_t>(t)] = -std::numeric_limits<float>::infinity();
   }
   apply_penalties(logits, prompt, output);
   result.token = params_.temperature <= 0.0f || params_.top_k == 1 ? greedy(logits) : draw(logits);
@@ -135,7 +135,8 @@ int32_t Sampler::greedy(std::span<const float> logits) const {
 }
 
 int32_t Sampler::draw(std::span<const float> logits) {
-  const DrawCandidates& c = selector_.candidates(logits, params_.temperature, params_.top_k, params_.top_p, params_.min_p);
+  const DrawCandidates& c =
+      selector_.candidates(logits, params_.temperature, params_.top_k, params_.top_p, params_.min_p);
   if (c.whole_vocab) return draw_from_whole_vocab(logits);
   std::discrete_distribution<size_t> pick(c.weights.begin(), c.weights.end());
   return c.tokens[pick(rng_)];
@@ -148,7 +149,8 @@ int32_t Sampler::draw_from_whole_vocab(std::span<const float> logits) {
   std::vector<float>& weights = weights_scratch();
   weights.resize(n);
   const float max = kern::row_max(logits.data(), n, selector_.isa());
-  const double total = kern::sum_exp(logits.data(), n, max, 1.0f / params_.temperature, weights.data(), selector_.isa());
+  const double total =
+      kern::sum_exp(logits.data(), n, max, 1.0f / params_.temperature, weights.data(), selector_.isa());
   const double target = std::generate_canonical<double, 53>(rng_) * total;
   double cumulative = 0.0;
   size_t block = 0;

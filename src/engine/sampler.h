@@ -28,14 +28,13 @@ class Sampler {
 
   // `prompt` and `output` are the sequence's tokens so far (for penalties); `banned` tokens
   // (stop tokens under min_tokens) get no probability. Logits are modified in place.
-  SampledToken sample(std::span<float> logits, std::span<const int32_t> prompt,
-                      std::span<const int32_t> output, std::span<const int32_t> banned = {});
+  SampledToken sample(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
+                      std::span<const int32_t> banned = {});
 
   const SamplingParams& params() const { return params_; }
 
  private:
-  void apply_penalties(std::span<float> logits, std::span<const int32_t> prompt,
-                       std::span<const int32_t> output);
+  void apply_penalties(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output);
   int32_t greedy(std::span<const float> logits) const;
   int32_t draw(std::span<const float> logits);
   int32_t draw_from_whole_vocab(std::span<const float> logits);

@@ -10,7 +10,7 @@ namespace slab {
 struct SamplingParams {
   float temperature = 1.0f;  // 0: greedy
   float top_p = 1.0f;
-  int top_k = 0;             // 0: off
+  int top_k = 0;  // 0: off
   float min_p = 0.0f;
   uint64_t seed = 0;
   float repetition_penalty = 1.0f;  // > 1 discourages tokens of the prompt and output

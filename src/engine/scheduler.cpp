@@ -13,8 +13,8 @@ void Scheduler::add(Sequence* seq) {
   // Arrival order, priority as the tiebreak among equal arrivals; in practice arrival is unique
   // so this is a push_back, but it keeps the queue sorted if callers batch-submit.
   auto pos = std::find_if(waiting_.begin(), waiting_.end(), [&](const Sequence* w) {
-    return w->num_preemptions == 0 && (w->arrival > seq->arrival ||
-                                       (w->arrival == seq->arrival && w->request.priority > seq->request.priority));
+    return w->num_preemptions == 0 &&
+           (w->arrival > seq->arrival || (w->arrival == seq->arrival && w->request.priority > seq->request.priority));
   });
   waiting_.insert(pos, seq);
 }
@@ -62,10 +62,12 @@ uint64_t Scheduler::fairness_key(const Sequence& seq) {
   // Sequences outside any group are calls of their own; their ids cannot collide with group
   // numbers in practice (both count up from 1, groups from a separate counter), and a collision
   // would only make two calls share a turn.
-  return seq.request.fairness_group != 0 ? seq.request.fairness_group : (uint64_t{1} << 63) | static_cast<uint64_t>(seq.id);
+  return seq.request.fairness_group != 0 ? seq.request.fairness_group
+                                         : (uint64_t{1} << 63) | static_cast<uint64_t>(seq.id);
 }
 
-size_t Scheduler::next_to_admit(const std::unordered_map<uint64_t, int>& running_per_call, const std::vector<size_t>& passed) const {
+size_t Scheduler::next_to_admit(const std::unordered_map<uint64_t, int>& running_per_call,
+                                const std::vector<size_t>& passed) const {
   size_t best = waiting_.size();
   int best_running = 0;
   for (size_t w = 0; w < waiting_.size(); ++w) {

@@ -63,7 +63,8 @@ class Scheduler {
   // The client call a sequence belongs to, for fair admission.
   static uint64_t fairness_key(const Sequence& seq);
   // Index in waiting_ of the sequence to admit next (waiting_.size(): none), skipping `passed`.
-  size_t next_to_admit(const std::unordered_map<uint64_t, int>& running_per_call, const std::vector<size_t>& passed) const;
+  size_t next_to_admit(const std::unordered_map<uint64_t, int>& running_per_call,
+                       const std::vector<size_t>& passed) const;
   void make_room_for_a_new_call(std::unordered_map<uint64_t, int>& running_per_call, SchedulerStep& step);
 
   SchedulerConfig config_;

@@ -54,9 +54,7 @@ struct Sequence {
   int num_output() const { return static_cast<int>(tokens.size()) - prompt_len; }
   int num_uncomputed() const { return static_cast<int>(tokens.size()) - num_computed; }
   std::span<const int32_t> prompt() const { return {tokens.data(), static_cast<size_t>(prompt_len)}; }
-  std::span<const int32_t> output() const {
-    return {tokens.data() + prompt_len, static_cast<size_t>(num_output())};
-  }
+  std::span<const int32_t> output() const { return {tokens.data() + prompt_len, static_cast<size_t>(num_output())}; }
 };
 
 }  // namespace slab

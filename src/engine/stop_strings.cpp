@@ -5,8 +5,7 @@
 
 namespace slab {
 
-StopStringMatcher::StopStringMatcher(std::vector<std::string> stop_strings)
-    : stop_strings_(std::move(stop_strings)) {
+StopStringMatcher::StopStringMatcher(std::vector<std::string> stop_strings) : stop_strings_(std::move(stop_strings)) {
   std::erase_if(stop_strings_, [](const std::string& s) { return s.empty(); });
 }
 

@@ -26,9 +26,7 @@ constexpr double kMassMargin = 1e-5;
 
 struct RankOrder {
   const float* logits;
-  bool operator()(int32_t a, int32_t b) const {
-    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-  }
+  bool operator()(int32_t a, int32_t b) const { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); }
 };
 
 // Below this many survivors std::sort is as fast as the radix sort's three passes and tables.
@@ -131,8 +129,8 @@ const std::vector<int32_t>& TokenSelector::top_k(std::span<const float> logits, 
   return top;
 }
 
-float TokenSelector::nucleus_threshold(std::span<const float> logits, float max, float temperature,
-                                       float top_p, double* total) {
+float TokenSelector::nucleus_threshold(std::span<const float> logits, float max, float temperature, float top_p,
+                                       double* total) {
   // Thresholds at probability ratios 2^-0.5 .. 2^-64 below the top token, in logit units.
   float thresholds[kern::kMaxThresholds];
   size_t counts[kern::kMaxThresholds];
@@ -141,11 +139,11 @@ float TokenSelector::nucleus_threshold(std::span<const float> logits, float max,
   for (int j = 0; j < kern::kMaxThresholds; ++j) {
     thresholds[j] = static_cast<float>(max - temperature * ln2 * std::ldexp(0.5, j));
   }
-  float above = max;     // a threshold known to hold too little (the top token alone may suffice)
+  float above = max;        // a threshold known to hold too little (the top token alone may suffice)
   float reached = kNegInf;  // one known to hold enough; -inf: the whole vocabulary
   for (int pass = 0; pass < 4; ++pass) {
-    *total = kern::tail_masses(logits.data(), logits.size(), max, 1.0f / temperature, thresholds,
-                               kern::kMaxThresholds, counts, masses, isa_);
+    *total = kern::tail_masses(logits.data(), logits.size(), max, 1.0f / temperature, thresholds, kern::kMaxThresholds,
+                               counts, masses, isa_);
     const double target = (top_p + kMassMargin) * *total;
     int first = -1;
     for (int j = 0; j < kern::kMaxThresholds && first < 0; ++j) {
@@ -167,8 +165,8 @@ float TokenSelector::nucleus_threshold(std::span<const float> logits, float max,
   return reached;
 }
 
-const DrawCandidates& TokenSelector::candidates(std::span<const float> logits, float temperature,
-                                                int top_k, float top_p, float min_p) {
+const DrawCandidates& TokenSelector::candidates(std::span<const float> logits, float temperature, int top_k,
+                                                float top_p, float min_p) {
   DrawCandidates& c = scratch().candidates;
   c.whole_vocab = false;
   c.tokens.clear();

@@ -18,9 +18,9 @@ namespace slab {
 kern::Isa best_sampling_isa();
 
 struct DrawCandidates {
-  bool whole_vocab = false;      // no filter asked for: every token, weight e^((l - max) / T)
-  std::vector<int32_t> tokens;   // otherwise what the filters keep, in rank order
-  std::vector<double> weights;   // their draw weights, proportional to their probabilities
+  bool whole_vocab = false;     // no filter asked for: every token, weight e^((l - max) / T)
+  std::vector<int32_t> tokens;  // otherwise what the filters keep, in rank order
+  std::vector<double> weights;  // their draw weights, proportional to their probabilities
 };
 
 // Results (top_k's list, candidates) live in per-thread scratch shared by every selector on the
@@ -36,15 +36,14 @@ class TokenSelector {
   // What vLLM's order of filters keeps at `temperature` (> 0): top_k (0: off) first, then min_p
   // (probability >= min_p times the top one), then top_p (the shortest rank-order prefix whose
   // probability, under the softmax of what top_k kept, reaches top_p; all of it if none does).
-  const DrawCandidates& candidates(std::span<const float> logits, float temperature, int top_k,
-                                   float top_p, float min_p);
+  const DrawCandidates& candidates(std::span<const float> logits, float temperature, int top_k, float top_p,
+                                   float min_p);
 
   kern::Isa isa() const { return isa_; }
 
  private:
   // A logit threshold at or below which the nucleus ends, and the softmax denominator.
-  float nucleus_threshold(std::span<const float> logits, float max, float temperature, float top_p,
-                          double* total);
+  float nucleus_threshold(std::span<const float> logits, float max, float temperature, float top_p, double* total);
 
   kern::Isa isa_;
 };

@@ -29,14 +29,21 @@ BlockHash hash_block(BlockHash parent, std::span<const int32_t> tokens) {
 BlockPool::BlockPool(int num_blocks, int block_size)
     : block_size_(block_size), blocks_(static_cast<size_t>(num_blocks)),
       tokens_(static_cast<size_t>(num_blocks) * block_size) {
-  if (num_blocks <= 0 || block_size <= 0) throw std::invalid_argument("BlockPool: needs at least one block of at least one token");
+  if (num_blocks <= 0 || block_size <= 0)
+    throw std::invalid_argument("BlockPool: needs at least one block of at least one token");
   for (int32_t b = 0; b < num_blocks; ++b) push_free_back(b);
 }
 
 void BlockPool::unlink_free(int32_t block) {
   Block& b = blocks_[block];
-  if (b.prev_free >= 0) blocks_[b.prev_free].next_free = b.next_free; else free_head_ = b.next_free;
-  if (b.next_free >= 0) blocks_[b.next_free].prev_free = b.prev_free; else free_tail_ = b.prev_free;
+  if (b.prev_free >= 0)
+    blocks_[b.prev_free].next_free = b.next_free;
+  else
+    free_head_ = b.next_free;
+  if (b.next_free >= 0)
+    blocks_[b.next_free].prev_free = b.prev_free;
+  else
+    free_tail_ = b.prev_free;
   b.prev_free = b.next_free = -1;
   b.on_free_list = false;
   --num_free_;
@@ -46,7 +53,10 @@ void BlockPool::push_free_back(int32_t block) {
   Block& b = blocks_[block];
   b.prev_free = free_tail_;
   b.next_free = -1;
-  if (free_tail_ >= 0) blocks_[free_tail_].next_free = block; else free_head_ = block;
+  if (free_tail_ >= 0)
+    blocks_[free_tail_].next_free = block;
+  else
+    free_head_ = block;
   free_tail_ = block;
   b.on_free_list = true;
   ++num_free_;
@@ -77,7 +87,8 @@ void BlockPool::acquire(int32_t block) {
 
 void BlockPool::release(int32_t block) {
   Block& b = blocks_[block];
-  if (b.ref_count <= 0) throw std::logic_error("BlockPool: block " + std::to_string(block) + " released more often than acquired");
+  if (b.ref_count <= 0)
+    throw std::logic_error("BlockPool: block " + std::to_string(block) + " released more often than acquired");
   if (--b.ref_count == 0) push_free_back(block);
 }
 
@@ -95,7 +106,8 @@ std::optional<int32_t> BlockPool::find_cached(BlockHash hash, BlockHash parent, 
 }
 
 void BlockPool::cache_full_block(int32_t block, BlockHash hash, BlockHash parent, std::span<const int32_t> tokens) {
-  if (tokens.size() != static_cast<size_t>(block_size_)) throw std::logic_error("BlockPool: only full blocks are cached");
+  if (tokens.size() != static_cast<size_t>(block_size_))
+    throw std::logic_error("BlockPool: only full blocks are cached");
   Block& b = blocks_[block];
   if (b.cached || cache_.count(hash) != 0) return;
   b.cached = true;

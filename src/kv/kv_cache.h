@@ -32,9 +32,9 @@ struct KvGeometry {
   int block_size = 32;
 
   size_t head_stride() const { return static_cast<size_t>(block_size) * head_dim; }
-  size_t kv_stride() const { return head_stride() * num_kv_heads; }     // K -> V
-  size_t layer_stride() const { return 2 * kv_stride(); }                // layer -> layer
-  size_t block_stride() const { return layer_stride() * num_layers; }    // block -> block
+  size_t kv_stride() const { return head_stride() * num_kv_heads; }    // K -> V
+  size_t layer_stride() const { return 2 * kv_stride(); }              // layer -> layer
+  size_t block_stride() const { return layer_stride() * num_layers; }  // block -> block
   // Bytes one token's K and V take over all layers.
   size_t bytes_per_token(KvDtype dtype) const {
     return static_cast<size_t>(num_layers) * 2 * num_kv_heads * head_dim * kv_dtype_bytes(dtype);

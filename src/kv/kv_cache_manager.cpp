@@ -36,9 +36,11 @@ int KvCacheManager::blocks_needed(int64_t seq_id, int num_tokens) const {
 }
 
 bool KvCacheManager::allocate(int64_t seq_id, std::span<const int32_t> tokens, int num_tokens, const PrefixHit& hit) {
-  if (static_cast<size_t>(num_tokens) > tokens.size()) throw std::logic_error("KvCacheManager::allocate: tokens shorter than num_tokens");
+  if (static_cast<size_t>(num_tokens) > tokens.size())
+    throw std::logic_error("KvCacheManager::allocate: tokens shorter than num_tokens");
   const bool is_new = !has(seq_id);
-  if (!is_new && !hit.blocks.empty()) throw std::logic_error("KvCacheManager::allocate: a prefix hit for a sequence that has blocks");
+  if (!is_new && !hit.blocks.empty())
+    throw std::logic_error("KvCacheManager::allocate: a prefix hit for a sequence that has blocks");
   const int bs = pool_.block_size();
   if (hit.num_tokens(bs) > num_tokens) throw std::logic_error("KvCacheManager::allocate: prefix hit beyond num_tokens");
   // Hit blocks nobody references sit on the free list: taking them leaves fewer to allocate.

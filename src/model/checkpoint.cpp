@@ -72,9 +72,7 @@ void convert_to_f32(const TensorView& view, float* out) {
   const size_t n = static_cast<size_t>(view.numel());
   const auto* src = static_cast<const uint8_t*>(view.data);
   switch (view.dtype) {
-    case DType::f32:
-      std::memcpy(out, src, n * sizeof(float));
-      return;
+    case DType::f32: std::memcpy(out, src, n * sizeof(float)); return;
     case DType::f16:
       for (size_t i = 0; i < n; ++i) {
         uint16_t h;

@@ -15,9 +15,7 @@
 namespace slab {
 namespace {
 
-const float* bias_or_null(const std::vector<float>& bias) {
-  return bias.empty() ? nullptr : bias.data();
-}
+const float* bias_or_null(const std::vector<float>& bias) { return bias.empty() ? nullptr : bias.data(); }
 
 }  // namespace
 
@@ -66,8 +64,8 @@ std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCach
 
     // Attention block.
     for (int t = 0; t < n_tokens; ++t) {
-      ref::rmsnorm(&xn[static_cast<size_t>(t) * dim], &x[static_cast<size_t>(t) * dim],
-                   lw.attn_norm.data(), dim, c.rms_norm_eps);
+      ref::rmsnorm(&xn[static_cast<size_t>(t) * dim], &x[static_cast<size_t>(t) * dim], lw.attn_norm.data(), dim,
+                   c.rms_norm_eps);
     }
     ref::linear(q.data(), xn.data(), lw.wq.data(), bias_or_null(lw.bq), n_tokens, q_dim, dim);
     ref::linear(k.data(), xn.data(), lw.wk.data(), bias_or_null(lw.bk), n_tokens, kv_dim, dim);
@@ -76,8 +74,10 @@ std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCach
       float* qt = &q[static_cast<size_t>(t) * q_dim];
       float* kt = &k[static_cast<size_t>(t) * kv_dim];
       if (c.qk_norm) {
-        for (int h = 0; h < c.num_heads; ++h) ref::rmsnorm(qt + h * hd, qt + h * hd, lw.q_norm.data(), hd, c.rms_norm_eps);
-        for (int h = 0; h < c.num_kv_heads; ++h) ref::rmsnorm(kt + h * hd, kt + h * hd, lw.k_norm.data(), hd, c.rms_norm_eps);
+        for (int h = 0; h < c.num_heads; ++h)
+          ref::rmsnorm(qt + h * hd, qt + h * hd, lw.q_norm.data(), hd, c.rms_norm_eps);
+        for (int h = 0; h < c.num_kv_heads; ++h)
+          ref::rmsnorm(kt + h * hd, kt + h * hd, lw.k_norm.data(), hd, c.rms_norm_eps);
       }
       ref::rope(qt, c.num_heads, hd, token_pos[t], inv_freq.data(), ref::RopeStyle::rotate_half);
       ref::rope(kt, c.num_kv_heads, hd, token_pos[t], inv_freq.data(), ref::RopeStyle::rotate_half);
@@ -87,23 +87,29 @@ std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCach
     // Every new K/V of this layer is in the cache before any token attends, so tokens of one
     // sequence in the same batch see each other causally.
     for (int t = 0; t < n_tokens; ++t) {
-      ref::PagedKv kv{pool, batch.sequences[layout.token_seq[t]].block_table.data(), g.block_size, g.block_stride(),
-                      kv_layout.k_offset, kv_layout.v_offset, g.head_stride()};
-      ref::attention(&attn[static_cast<size_t>(t) * q_dim], &q[static_cast<size_t>(t) * q_dim], kv,
-                     c.num_heads, c.num_kv_heads, hd, token_pos[t], c.sliding_window, attn_scale);
+      ref::PagedKv kv{pool,
+                      batch.sequences[layout.token_seq[t]].block_table.data(),
+                      g.block_size,
+                      g.block_stride(),
+                      kv_layout.k_offset,
+                      kv_layout.v_offset,
+                      g.head_stride()};
+      ref::attention(&attn[static_cast<size_t>(t) * q_dim], &q[static_cast<size_t>(t) * q_dim], kv, c.num_heads,
+                     c.num_kv_heads, hd, token_pos[t], c.sliding_window, attn_scale);
     }
     ref::linear(delta.data(), attn.data(), lw.wo.data(), bias_or_null(lw.bo), n_tokens, dim, q_dim);
     residual_add();
 
     // MLP block (SwiGLU).
     for (int t = 0; t < n_tokens; ++t) {
-      ref::rmsnorm(&xn[static_cast<size_t>(t) * dim], &x[static_cast<size_t>(t) * dim],
-                   lw.mlp_norm.data(), dim, c.rms_norm_eps);
+      ref::rmsnorm(&xn[static_cast<size_t>(t) * dim], &x[static_cast<size_t>(t) * dim], lw.mlp_norm.data(), dim,
+                   c.rms_norm_eps);
     }
     ref::linear(gate.data(), xn.data(), lw.w_gate.data(), bias_or_null(lw.b_gate), n_tokens, c.intermediate_size, dim);
     ref::linear(up.data(), xn.data(), lw.w_up.data(), bias_or_null(lw.b_up), n_tokens, c.intermediate_size, dim);
     ref::silu_mul(gate.data(), gate.data(), up.data(), static_cast<int>(gate.size()));
-    ref::linear(delta.data(), gate.data(), lw.w_down.data(), bias_or_null(lw.b_down), n_tokens, dim, c.intermediate_size);
+    ref::linear(delta.data(), gate.data(), lw.w_down.data(), bias_or_null(lw.b_down), n_tokens, dim,
+                c.intermediate_size);
     residual_add();
   }
 
@@ -114,7 +120,8 @@ std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCach
     ref::rmsnorm(&normed[r * dim], &x[static_cast<size_t>(rows[r]) * dim], w.final_norm.data(), dim, c.rms_norm_eps);
   }
   std::vector<float> logits(rows.size() * static_cast<size_t>(c.vocab_size));
-  ref::linear(logits.data(), normed.data(), w.output_matrix(), nullptr, static_cast<int>(rows.size()), c.vocab_size, dim);
+  ref::linear(logits.data(), normed.data(), w.output_matrix(), nullptr, static_cast<int>(rows.size()), c.vocab_size,
+              dim);
   return logits;
 }
 

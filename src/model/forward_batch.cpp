@@ -11,8 +11,7 @@ namespace slab {
 // Checks the batch against the model and the cache before any memory is touched.
 void validate_forward_batch(const ModelConfig& config, const ForwardBatch& batch, const KvCache& cache) {
   const KvGeometry& g = cache.geometry();
-  if (g.num_layers != config.num_layers || g.num_kv_heads != config.num_kv_heads ||
-      g.head_dim != config.head_dim) {
+  if (g.num_layers != config.num_layers || g.num_kv_heads != config.num_kv_heads || g.head_dim != config.head_dim) {
     throw std::invalid_argument("forward: KV cache geometry does not match the model");
   }
   size_t total = 0;

@@ -92,7 +92,8 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   float* attn = ws.attn.get(ut * q_dim);
   kern::bf16_t* attn_b = ws.attn_b.get(ut * q_dim);
   // FP32 gate/up sums only for models whose MLP is not fused (MLP biases).
-  const bool fused_mlp = std::all_of(w.layers.begin(), w.layers.end(), [](const PackedLayer& l) { return l.gate_up.swiglu; });
+  const bool fused_mlp =
+      std::all_of(w.layers.begin(), w.layers.end(), [](const PackedLayer& l) { return l.gate_up.swiglu; });
   float* gate_up = fused_mlp ? nullptr : ws.gate_up.get(ut * 2 * inter);
   kern::bf16_t* act_b = ws.act_b.get(ut * inter);
   const int n_threads = pool.size();
@@ -121,7 +122,8 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     packed_linear(a, m, quant_isa, n_threads, run_on_all);  // BF16 or W8/W4 (--quantization)
   };
   // gate+up packed as one SwiGLU matrix: straight to the BF16 input of the down projection.
-  auto swiglu = [&](const kern::bf16_t* in, size_t ldx, const PackedMatrix& m, int rows_m, kern::bf16_t* out, size_t ldo) {
+  auto swiglu = [&](const kern::bf16_t* in, size_t ldx, const PackedMatrix& m, int rows_m, kern::bf16_t* out,
+                    size_t ldo) {
     kern::LinearArgs a = linear_args(in, ldx, rows_m);
     a.out_bf16 = out;
     a.ldo = ldo;
@@ -129,9 +131,8 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     packed_linear(a, m, quant_isa, n_threads, run_on_all);
   };
 
-  pool.parallel_for(T, [&](int t, int) {
-    w.embed(x + static_cast<size_t>(t) * dim, batch.tokens[static_cast<size_t>(t)], dim);
-  });
+  pool.parallel_for(
+      T, [&](int t, int) { w.embed(x + static_cast<size_t>(t) * dim, batch.tokens[static_cast<size_t>(t)], dim); });
 
   for (int l = 0; l < c.num_layers; ++l) {
     const PackedLayer& lw = w.layers[static_cast<size_t>(l)];
@@ -149,8 +150,10 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
       const float* vt = kt + kv_dim;
       const int pos = layout.token_pos[static_cast<size_t>(t)];
       if (c.qk_norm) {
-        for (int h = 0; h < c.num_heads; ++h) ref::rmsnorm(qt + h * hd, qt + h * hd, lw.q_norm.data(), hd, c.rms_norm_eps);
-        for (int h = 0; h < c.num_kv_heads; ++h) ref::rmsnorm(kt + h * hd, kt + h * hd, lw.k_norm.data(), hd, c.rms_norm_eps);
+        for (int h = 0; h < c.num_heads; ++h)
+          ref::rmsnorm(qt + h * hd, qt + h * hd, lw.q_norm.data(), hd, c.rms_norm_eps);
+        for (int h = 0; h < c.num_kv_heads; ++h)
+          ref::rmsnorm(kt + h * hd, kt + h * hd, lw.k_norm.data(), hd, c.rms_norm_eps);
       }
       const float* cs = ws.rope_cos.data() + static_cast<size_t>(pos) * half;
       const float* sn = ws.rope_sin.data() + static_cast<size_t>(pos) * half;
@@ -198,8 +201,9 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
 
   // Output head over the rows that want logits only.
   pool.parallel_for(R, [&](int r, int) {
-    kern::rmsnorm_to_bf16(xb + static_cast<size_t>(r) * dim, x + static_cast<size_t>(rows[static_cast<size_t>(r)]) * dim,
-                          w.final_norm.data(), dim, c.rms_norm_eps, isa);
+    kern::rmsnorm_to_bf16(xb + static_cast<size_t>(r) * dim,
+                          x + static_cast<size_t>(rows[static_cast<size_t>(r)]) * dim, w.final_norm.data(), dim,
+                          c.rms_norm_eps, isa);
   });
   std::vector<float> logits(static_cast<size_t>(R) * c.vocab_size);
   linear(xb, dim, w.lm_head, R, logits.data(), static_cast<size_t>(c.vocab_size), {}, false);

@@ -24,7 +24,8 @@ uint32_t u32_at(const uint8_t* p) {
 // The 32-element formats differ only in the fifth bit, the offset and the additive minimum.
 // `has_high` is false for the 4-bit formats; `min` is added after scaling (0 for the _0 formats,
 // whose `offset` is subtracted from the quant instead).
-void dequantize_32(const uint8_t* nibbles, uint32_t high_bits, bool has_high, float d, float min, int offset, float* y) {
+void dequantize_32(const uint8_t* nibbles, uint32_t high_bits, bool has_high, float d, float min, int offset,
+                   float* y) {
   for (int j = 0; j < 16; ++j) {
     int lo = nibbles[j] & 0x0f;
     int hi = nibbles[j] >> 4;

@@ -65,7 +65,8 @@ class GgufCheckpoint final : public Checkpoint {
       if (name.empty()) continue;
       size_t heads = 0;
       if (interleaved_qk && t.name.find(".attn_q.") != std::string::npos) heads = static_cast<size_t>(config.num_heads);
-      if (interleaved_qk && t.name.find(".attn_k.") != std::string::npos) heads = static_cast<size_t>(config.num_kv_heads);
+      if (interleaved_qk && t.name.find(".attn_k.") != std::string::npos)
+        heads = static_cast<size_t>(config.num_kv_heads);
       TensorView view = make_view(t, name, heads);
       if (dequantizer(t.type) != nullptr) {
         ++dequantized[ggml_type_name(static_cast<uint32_t>(t.type))];
@@ -75,10 +76,12 @@ class GgufCheckpoint final : public Checkpoint {
     }
     if (!dequantized.empty()) {
       std::string types;
-      for (const auto& [type, count] : dequantized) types += (types.empty() ? "" : ", ") + type + " x " + std::to_string(count);
-      spdlog::info("{}: quantized tensors ({}) decoded to BF16 at open ({:.1f} MiB); Q8_0/Q4_0 projections are then "
-                   "repacked for the INT8/INT4 kernels unless --quantization says otherwise (see the packing log)",
-                   file_.source(), types, dequantized_bytes / double(1 << 20));
+      for (const auto& [type, count] : dequantized)
+        types += (types.empty() ? "" : ", ") + type + " x " + std::to_string(count);
+      spdlog::info(
+          "{}: quantized tensors ({}) decoded to BF16 at open ({:.1f} MiB); Q8_0/Q4_0 projections are then "
+          "repacked for the INT8/INT4 kernels unless --quantization says otherwise (see the packing log)",
+          file_.source(), types, dequantized_bytes / double(1 << 20));
     }
   }
 
@@ -122,14 +125,16 @@ class GgufCheckpoint final : public Checkpoint {
       }
       const size_t row_bytes = row_elems * dtype_size(view.dtype);
       std::vector<uint8_t>& buf = owned_.emplace_back(t.bytes);
-      for (size_t r = 0; r < rows; ++r) std::copy_n(t.data + from[r] * row_bytes, row_bytes, buf.data() + r * row_bytes);
+      for (size_t r = 0; r < rows; ++r)
+        std::copy_n(t.data + from[r] * row_bytes, row_bytes, buf.data() + r * row_bytes);
       view.data = buf.data();
       return view;
     }
     // Quantized: rows are whole blocks (the reader checked), so each decodes on its own.
     const GgmlTypeInfo* info = ggml_type_info(static_cast<uint32_t>(t.type));
     const DequantizeFn decode = dequantizer(t.type);
-    if (info == nullptr || decode == nullptr) file_.fail_tensor(t.name, "no decoder for type " + ggml_type_name(static_cast<uint32_t>(t.type)));
+    if (info == nullptr || decode == nullptr)
+      file_.fail_tensor(t.name, "no decoder for type " + ggml_type_name(static_cast<uint32_t>(t.type)));
     const size_t blocks_per_row = row_elems / info->block_elems;
     const size_t row_bytes = blocks_per_row * info->block_bytes;
     view.dtype = DType::bf16;
@@ -139,7 +144,8 @@ class GgufCheckpoint final : public Checkpoint {
         view.blocks = t.data;
       } else {
         std::vector<uint8_t>& blocks = owned_.emplace_back(t.bytes);
-        for (size_t r = 0; r < rows; ++r) std::copy_n(t.data + from[r] * row_bytes, row_bytes, blocks.data() + r * row_bytes);
+        for (size_t r = 0; r < rows; ++r)
+          std::copy_n(t.data + from[r] * row_bytes, row_bytes, blocks.data() + r * row_bytes);
         view.blocks = blocks.data();
       }
     }
@@ -168,16 +174,15 @@ std::string gguf_to_hf_tensor_name(const std::string& gguf_name) {
       {"output.weight", "lm_head.weight"},
   };
   static const std::map<std::string, std::string> kPerLayer = {
-      {"attn_norm.weight", "input_layernorm.weight"},
-      {"attn_q.weight", "self_attn.q_proj.weight"},       {"attn_q.bias", "self_attn.q_proj.bias"},
-      {"attn_k.weight", "self_attn.k_proj.weight"},       {"attn_k.bias", "self_attn.k_proj.bias"},
-      {"attn_v.weight", "self_attn.v_proj.weight"},       {"attn_v.bias", "self_attn.v_proj.bias"},
-      {"attn_output.weight", "self_attn.o_proj.weight"},  {"attn_output.bias", "self_attn.o_proj.bias"},
-      {"attn_q_norm.weight", "self_attn.q_norm.weight"},  {"attn_k_norm.weight", "self_attn.k_norm.weight"},
-      {"ffn_norm.weight", "post_attention_layernorm.weight"},
-      {"ffn_gate.weight", "mlp.gate_proj.weight"},        {"ffn_gate.bias", "mlp.gate_proj.bias"},
-      {"ffn_up.weight", "mlp.up_proj.weight"},            {"ffn_up.bias", "mlp.up_proj.bias"},
-      {"ffn_down.weight", "mlp.down_proj.weight"},        {"ffn_down.bias", "mlp.down_proj.bias"},
+      {"attn_norm.weight", "input_layernorm.weight"},    {"attn_q.weight", "self_attn.q_proj.weight"},
+      {"attn_q.bias", "self_attn.q_proj.bias"},          {"attn_k.weight", "self_attn.k_proj.weight"},
+      {"attn_k.bias", "self_attn.k_proj.bias"},          {"attn_v.weight", "self_attn.v_proj.weight"},
+      {"attn_v.bias", "self_attn.v_proj.bias"},          {"attn_output.weight", "self_attn.o_proj.weight"},
+      {"attn_output.bias", "self_attn.o_proj.bias"},     {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+      {"attn_k_norm.weight", "self_attn.k_norm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
+      {"ffn_gate.weight", "mlp.gate_proj.weight"},       {"ffn_gate.bias", "mlp.gate_proj.bias"},
+      {"ffn_up.weight", "mlp.up_proj.weight"},           {"ffn_up.bias", "mlp.up_proj.bias"},
+      {"ffn_down.weight", "mlp.down_proj.weight"},       {"ffn_down.bias", "mlp.down_proj.bias"},
   };
   if (auto it = kTopLevel.find(gguf_name); it != kTopLevel.end()) return it->second;
   if (gguf_name.rfind("blk.", 0) != 0) return {};
@@ -194,7 +199,9 @@ std::unique_ptr<Checkpoint> open_gguf_checkpoint(const std::filesystem::path& fi
   return std::make_unique<GgufCheckpoint>(GgufFile::open(file));
 }
 
-std::unique_ptr<Checkpoint> open_gguf_checkpoint(GgufFile file) { return std::make_unique<GgufCheckpoint>(std::move(file)); }
+std::unique_ptr<Checkpoint> open_gguf_checkpoint(GgufFile file) {
+  return std::make_unique<GgufCheckpoint>(std::move(file));
+}
 
 std::string describe_gguf_tensor_types(const GgufFile& file) {
   std::map<std::string, size_t> counts;

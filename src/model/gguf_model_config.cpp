@@ -83,8 +83,10 @@ json llama3_scaling_from_divisors(const GgufFile& f, double theta, int head_dim)
     double longest_kept = 0.0, shortest_scaled = INFINITY;
     for (size_t i = 0; i < half; ++i) {
       const double wavelength = 2.0 * std::numbers::pi / inv_freq[i];
-      if (divisors[i] == 1.0f) longest_kept = std::max(longest_kept, wavelength);
-      else shortest_scaled = std::min(shortest_scaled, wavelength);
+      if (divisors[i] == 1.0f)
+        longest_kept = std::max(longest_kept, wavelength);
+      else
+        shortest_scaled = std::min(shortest_scaled, wavelength);
     }
     // kept: wavelength < orig / high; scaled: wavelength > orig / low. Halfway between the bounds.
     orig = std::floor((std::max(longest_kept * high, 1.0) + std::min(shortest_scaled * low, 1e9)) / 2.0);
@@ -104,7 +106,10 @@ json llama3_scaling_from_divisors(const GgufFile& f, double theta, int head_dim)
                               std::to_string(divisors[i]) + " (per-dimension factors are not supported otherwise)");
     }
   }
-  return {{"rope_type", "llama3"}, {"factor", factor}, {"low_freq_factor", low}, {"high_freq_factor", high},
+  return {{"rope_type", "llama3"},
+          {"factor", factor},
+          {"low_freq_factor", low},
+          {"high_freq_factor", high},
           {"original_max_position_embeddings", scaled.original_max_position_embeddings}};
 }
 
@@ -139,21 +144,24 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   const int hidden = j["hidden_size"].get<int>();
   const int head_dim = positive_int(f, a + "attention.key_length", hidden / heads);
   if (positive_int(f, a + "attention.value_length", head_dim) != head_dim) {
-    f.fail_key(a + "attention.value_length", "differs from the key length " + std::to_string(head_dim) + " (not supported)");
+    f.fail_key(a + "attention.value_length",
+               "differs from the key length " + std::to_string(head_dim) + " (not supported)");
   }
   j["head_dim"] = head_dim;
   if (positive_int(f, a + "rope.dimension_count", head_dim) != head_dim) {
-    f.fail_key(a + "rope.dimension_count", "partial rotary embeddings are not supported (head size " +
-                                               std::to_string(head_dim) + ")");
+    f.fail_key(a + "rope.dimension_count",
+               "partial rotary embeddings are not supported (head size " + std::to_string(head_dim) + ")");
   }
   j["rms_norm_eps"] = f.get_float(a + "attention.layer_norm_rms_epsilon").value_or(1e-5);
-  if (f.get_int(a + "context_length")) j["max_position_embeddings"] = positive_int(f, a + "context_length", std::nullopt);
+  if (f.get_int(a + "context_length"))
+    j["max_position_embeddings"] = positive_int(f, a + "context_length", std::nullopt);
   j["rope_theta"] = f.get_float(a + "rope.freq_base").value_or(10000.0);
   const std::string scaling = f.get_string(a + "rope.scaling.type").value_or("none");
   const std::optional<double> factor = f.get_float(a + "rope.scaling.factor");
   const std::optional<double> legacy_linear = f.get_float(a + "rope.scale_linear");
   if (scaling == "linear" || (scaling == "none" && legacy_linear && *legacy_linear != 1.0)) {
-    j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", scaling == "linear" ? factor.value_or(1.0) : *legacy_linear}};
+    j["rope_scaling"] = {{"rope_type", "linear"},
+                         {"factor", scaling == "linear" ? factor.value_or(1.0) : *legacy_linear}};
   } else if (scaling != "none") {
     f.fail_key(a + "rope.scaling.type", "unsupported RoPE scaling type '" + scaling + "' (supported: none, linear)");
   }
@@ -179,7 +187,8 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   }
 
   json eos = json::array();
-  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+  for (const char* key :
+       {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
     if (auto id = f.get_int(key)) {
       if (*id == -1 || *id == UINT32_MAX) continue;  // how writers say "none"
       if (*id < 0 || *id > INT_MAX) f.fail_key(key, "expected a token id, found " + std::to_string(*id));
@@ -188,7 +197,8 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   }
   j["eos_token_id"] = eos;
   if (auto bos = f.get_int("tokenizer.ggml.bos_token_id"); bos && *bos != -1 && *bos != UINT32_MAX) {
-    if (*bos < 0 || *bos > INT_MAX) f.fail_key("tokenizer.ggml.bos_token_id", "expected a token id, found " + std::to_string(*bos));
+    if (*bos < 0 || *bos > INT_MAX)
+      f.fail_key("tokenizer.ggml.bos_token_id", "expected a token id, found " + std::to_string(*bos));
     j["bos_token_id"] = *bos;
   }
   return parse_model_config(j, f.source() + " (GGUF metadata as config.json)");

@@ -32,9 +32,9 @@ Model load_model_metadata(const std::filesystem::path& model_dir) {
   ModelConfig& c = model.config;
   for (int id : model.generation.eos_token_ids) {
     if (id >= c.vocab_size) {
-      throw std::runtime_error((model_dir / "generation_config.json").string() +
-                               ": field 'eos_token_id': token id " + std::to_string(id) +
-                               " is outside the vocabulary (" + std::to_string(c.vocab_size) + ")");
+      throw std::runtime_error((model_dir / "generation_config.json").string() + ": field 'eos_token_id': token id " +
+                               std::to_string(id) + " is outside the vocabulary (" + std::to_string(c.vocab_size) +
+                               ")");
     }
     if (std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) == c.eos_token_ids.end()) {
       c.eos_token_ids.push_back(id);

@@ -40,8 +40,7 @@ bool present(const json& j, const char* key) {
 
 // An integer field. Absent or null gives `fallback`; required fields pass std::nullopt-like
 // behaviour through `required`.
-int get_int(const json& j, const char* key, const std::string& source, bool required, int fallback,
-            bool positive) {
+int get_int(const json& j, const char* key, const std::string& source, bool required, int fallback, bool positive) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) {
     if (required) fail(source, key, positive ? "expected a positive integer (missing)" : "missing");
@@ -60,22 +59,21 @@ int get_int(const json& j, const char* key, const std::string& source, bool requ
     }
   }
   if (!ok || (positive && v <= 0)) {
-    fail(source, key, std::string(positive ? "expected a positive integer" : "expected an integer") +
-                          ", found " + it->dump());
+    fail(source, key,
+         std::string(positive ? "expected a positive integer" : "expected an integer") + ", found " + it->dump());
   }
   return static_cast<int>(v);
 }
 
-float get_float(const json& j, const char* key, const std::string& source, float fallback,
-                bool positive, const std::string& field_prefix = "") {
+float get_float(const json& j, const char* key, const std::string& source, float fallback, bool positive,
+                const std::string& field_prefix = "") {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
   if (!it->is_number()) fail(source, field_prefix + key, "expected a number, found " + it->dump());
   double v = it->get<double>();
   if (!std::isfinite(v) || (positive && v <= 0.0)) {
     fail(source, field_prefix + key,
-         std::string(positive ? "expected a positive number" : "expected a finite number") +
-             ", found " + it->dump());
+         std::string(positive ? "expected a positive number" : "expected a finite number") + ", found " + it->dump());
   }
   return static_cast<float>(v);
 }
@@ -93,8 +91,7 @@ std::vector<int> get_token_ids(const json& j, const char* key, const std::string
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return ids;
   auto add = [&](const json& v) {
-    if (!v.is_number_integer() || v.get<long long>() < 0 ||
-        v.get<long long>() > std::numeric_limits<int>::max()) {
+    if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > std::numeric_limits<int>::max()) {
       fail(source, key, "expected a token id or a list of token ids, found " + it->dump());
     }
     int id = static_cast<int>(v.get<long long>());
@@ -120,8 +117,7 @@ void parse_rope(const json& j, const std::string& source, ModelConfig& config) {
     params = &j["rope_scaling"];
     field = "rope_scaling";
   }
-  if (present(j, "partial_rotary_factor") &&
-      get_float(j, "partial_rotary_factor", source, 1.0f, true) != 1.0f) {
+  if (present(j, "partial_rotary_factor") && get_float(j, "partial_rotary_factor", source, 1.0f, true) != 1.0f) {
     fail(source, "partial_rotary_factor", "partial rotary embeddings are not supported");
   }
   config.rope_theta = theta;
@@ -167,8 +163,7 @@ void parse_rope(const json& j, const std::string& source, ModelConfig& config) {
     if (it != params->end() && !it->is_null()) {
       if (!it->is_number_integer() || it->get<long long>() <= 0 ||
           it->get<long long>() > std::numeric_limits<int>::max()) {
-        fail(source, prefix + "original_max_position_embeddings",
-             "expected a positive integer, found " + it->dump());
+        fail(source, prefix + "original_max_position_embeddings", "expected a positive integer, found " + it->dump());
       }
       orig = static_cast<int>(it->get<long long>());
     }
@@ -185,8 +180,8 @@ void parse_qwen_sliding_window(const json& j, const std::string& source, ModelCo
   if (present(j, "layer_types")) {
     const json& lt = j["layer_types"];
     if (!lt.is_array() || lt.size() != sliding.size()) {
-      fail(source, "layer_types", "expected a list of " + std::to_string(config.num_layers) +
-                                      " layer types, found " + lt.dump());
+      fail(source, "layer_types",
+           "expected a list of " + std::to_string(config.num_layers) + " layer types, found " + lt.dump());
     }
     for (size_t i = 0; i < sliding.size(); ++i) {
       if (lt[i] == "sliding_attention") {
@@ -203,8 +198,8 @@ void parse_qwen_sliding_window(const json& j, const std::string& source, ModelCo
   if (n == 0) return;
   if (n != sliding.size()) {
     fail(source, present(j, "layer_types") ? "layer_types" : "max_window_layers",
-         "sliding-window attention on only some layers is not supported (" + std::to_string(n) +
-             " of " + std::to_string(sliding.size()) + " layers)");
+         "sliding-window attention on only some layers is not supported (" + std::to_string(n) + " of " +
+             std::to_string(sliding.size()) + " layers)");
   }
   config.sliding_window = window;
 }
@@ -212,21 +207,22 @@ void parse_qwen_sliding_window(const json& j, const std::string& source, ModelCo
 void validate(const std::string& source, const ModelConfig& c) {
   if (c.num_kv_heads > c.num_heads || c.num_heads % c.num_kv_heads != 0) {
     fail(source, "num_key_value_heads",
-         "num_attention_heads (" + std::to_string(c.num_heads) + ") must be a multiple of " +
-             "num_key_value_heads (" + std::to_string(c.num_kv_heads) + ")");
+         "num_attention_heads (" + std::to_string(c.num_heads) + ") must be a multiple of " + "num_key_value_heads (" +
+             std::to_string(c.num_kv_heads) + ")");
   }
   if (c.head_dim % 2 != 0) {
     fail(source, "head_dim", "must be even for rotary embeddings, found " + std::to_string(c.head_dim));
   }
   for (int id : c.eos_token_ids) {
     if (id >= c.vocab_size) {
-      fail(source, "eos_token_id", "token id " + std::to_string(id) + " is outside the vocabulary (" +
-                                       std::to_string(c.vocab_size) + ")");
+      fail(source, "eos_token_id",
+           "token id " + std::to_string(id) + " is outside the vocabulary (" + std::to_string(c.vocab_size) + ")");
     }
   }
   if (c.bos_token_id >= c.vocab_size) {
-    fail(source, "bos_token_id", "token id " + std::to_string(c.bos_token_id) +
-                                     " is outside the vocabulary (" + std::to_string(c.vocab_size) + ")");
+    fail(source, "bos_token_id",
+         "token id " + std::to_string(c.bos_token_id) + " is outside the vocabulary (" + std::to_string(c.vocab_size) +
+             ")");
   }
 }
 
@@ -242,8 +238,7 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   c.model_type = mt->get<std::string>();
   const std::string& type = c.model_type;
   if (type != "llama" && type != "mistral" && type != "qwen2" && type != "qwen3") {
-    fail(source, "model_type",
-         "unsupported model type '" + type + "' (supported: llama, mistral, qwen2, qwen3)");
+    fail(source, "model_type", "unsupported model type '" + type + "' (supported: llama, mistral, qwen2, qwen3)");
   }
 
   c.vocab_size = get_int(j, "vocab_size", source, true, 0, true);
@@ -266,8 +261,7 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   }
   c.rms_norm_eps = get_float(j, "rms_norm_eps", source, 1e-6f, true);
   const int default_max_pos = type == "llama" ? 2048 : type == "mistral" ? 131072 : 32768;
-  c.max_position_embeddings =
-      get_int(j, "max_position_embeddings", source, false, default_max_pos, true);
+  c.max_position_embeddings = get_int(j, "max_position_embeddings", source, false, default_max_pos, true);
   parse_rope(j, source, c);
   c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", source, false);
 

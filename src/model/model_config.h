@@ -34,11 +34,11 @@ struct ModelConfig {
   RopeScaling rope_scaling;
   int max_position_embeddings = 2048;
   bool tie_word_embeddings = false;
-  bool qkv_bias = false;  // q/k/v projections carry a bias (qwen2; llama with attention_bias)
-  bool o_bias = false;    // o_proj carries a bias (llama with attention_bias)
-  bool mlp_bias = false;  // gate/up/down carry a bias (llama with mlp_bias)
-  bool qk_norm = false;   // per-head RMSNorm of q and k before RoPE (qwen3)
-  int sliding_window = 0; // 0: full attention
+  bool qkv_bias = false;           // q/k/v projections carry a bias (qwen2; llama with attention_bias)
+  bool o_bias = false;             // o_proj carries a bias (llama with attention_bias)
+  bool mlp_bias = false;           // gate/up/down carry a bias (llama with mlp_bias)
+  bool qk_norm = false;            // per-head RMSNorm of q and k before RoPE (qwen3)
+  int sliding_window = 0;          // 0: full attention
   std::vector<int> eos_token_ids;  // from config.json; generation_config.json may add more
   int bos_token_id = -1;
 };

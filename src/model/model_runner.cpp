@@ -26,7 +26,8 @@ kern::Isa choose_isa(KernelChoice choice, const CpuFeatures& f) {
   switch (choice) {
     case KernelChoice::reference: return kern::Isa::scalar;
     case KernelChoice::avx512_bf16:
-      if (!f.has_avx512_bf16_kernels()) throw std::runtime_error("the AVX-512 BF16 kernels were asked for, but this CPU lacks them");
+      if (!f.has_avx512_bf16_kernels())
+        throw std::runtime_error("the AVX-512 BF16 kernels were asked for, but this CPU lacks them");
       return kern::Isa::avx512_bf16;
     case KernelChoice::avx2:
       if (!f.has_avx2_kernels()) throw std::runtime_error("the AVX2 kernels were asked for, but this CPU lacks them");
@@ -37,7 +38,6 @@ kern::Isa choose_isa(KernelChoice choice, const CpuFeatures& f) {
   if (f.has_avx2_kernels()) return kern::Isa::avx2;
   return kern::Isa::scalar;  // the scalar FP32 reference forward
 }
-
 
 }  // namespace
 
@@ -71,7 +71,9 @@ void ModelRunner::init(const Checkpoint& checkpoint, const RunnerOptions& option
   const ModelConfig& c = meta_.config;
   if (c.head_dim % 2 != 0) throw std::runtime_error("head_dim must be even for RoPE");
   packed_ = std::make_unique<Packed>();
-  packed_->model = pack_model(c, checkpoint, PackOptions{options.numa_node, options.on_load_progress, options.quantization, options.quantize_lm_head});
+  packed_->model = pack_model(
+      c, checkpoint,
+      PackOptions{options.numa_node, options.on_load_progress, options.quantization, options.quantize_lm_head});
   ws_ = std::make_unique<Workspace>();
   ws_->inv_freq.resize(static_cast<size_t>(c.head_dim / 2));
   ref::rope_inverse_frequencies(ws_->inv_freq.data(), c.head_dim, rope_frequency_params(c));
@@ -81,7 +83,8 @@ std::string ModelRunner::describe() const {
   if (reference_) return "float32 scalar reference kernels, 1 thread";
   const int threads = pool_ ? pool_->size() : options_.n_threads;
   return std::string("bf16 ") + kern::isa_name(isa_) + " kernels, " +
-         (threads > 0 ? std::to_string(threads) : std::string("one per core")) + (threads == 1 ? " thread" : " threads");
+         (threads > 0 ? std::to_string(threads) : std::string("one per core")) +
+         (threads == 1 ? " thread" : " threads");
 }
 
 std::string ModelRunner::weight_format() const {

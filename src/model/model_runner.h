@@ -30,17 +30,16 @@ enum class KernelChoice { automatic, avx512_bf16, avx2, reference };
 
 struct RunnerOptions {
   KernelChoice kernels = KernelChoice::automatic;
-  int n_threads = 0;           // 0: one per physical core of cpu_list
+  int n_threads = 0;  // 0: one per physical core of cpu_list
   bool pin_threads = true;
-  std::string cpu_list;        // the pool's cores as a Linux cpu list; "": the process's cpuset
-  int numa_node = -1;          // bind packed weights and the KV cache to this node; -1: first touch
-  int max_batched_tokens = 0;  // rows the workspace is sized for at the first call (it grows)
+  std::string cpu_list;           // the pool's cores as a Linux cpu list; "": the process's cpuset
+  int numa_node = -1;             // bind packed weights and the KV cache to this node; -1: first touch
+  int max_batched_tokens = 0;     // rows the workspace is sized for at the first call (it grows)
   LoadProgress on_load_progress;  // optional: called as the checkpoint's tensors are packed
   // Projections as BF16 or W8/W4 (model/packed_quant.h); the reference path ignores it (FP32).
   WeightQuantization quantization = WeightQuantization::automatic;
   bool quantize_lm_head = false;  // with w8/w4/w4g128: the output head as well
 };
-
 
 class ModelRunner {
  public:
@@ -93,9 +92,9 @@ class ModelRunner {
   void ensure_pool();
   std::vector<float> forward_fast(const ForwardBatch& batch, KvCache& cache);
 
-  Model meta_;                          // config + generation; weights empty unless owned_fp32_
-  const Model* reference_ = nullptr;    // the FP32 model the reference path runs
-  std::unique_ptr<Model> owned_fp32_;   // when the runner converted the checkpoint itself
+  Model meta_;                         // config + generation; weights empty unless owned_fp32_
+  const Model* reference_ = nullptr;   // the FP32 model the reference path runs
+  std::unique_ptr<Model> owned_fp32_;  // when the runner converted the checkpoint itself
   kern::Isa isa_ = kern::Isa::scalar;
   RunnerOptions options_;
   std::unique_ptr<Packed> packed_;

@@ -39,7 +39,7 @@ struct ModelRunner::Workspace {
   Scratch<float> x, qkv, attn, gate_up, linear_ws, logits_rows, attn_ws;
   Scratch<kern::bf16_t> xb, attn_b, act_b;
   std::vector<float> inv_freq, rope_cos, rope_sin;  // tables: [position][head_dim / 2]
-  int rope_positions = 0;                            // positions the tables cover
+  int rope_positions = 0;                           // positions the tables cover
 };
 
 }  // namespace slab

@@ -13,7 +13,8 @@ kern::Isa quant_isa_for(kern::Isa isa) {
 
 size_t model_linear_workspace_floats(const PackedModel& model, int tokens, int head_rows, int n_threads) {
   auto floats = [n_threads](const PackedMatrix& m, int rows) -> size_t {
-    if (m.quantized) return (kern::quant_linear_workspace_bytes(rows, m.quant_view(), n_threads) + sizeof(float) - 1) / sizeof(float);
+    if (m.quantized)
+      return (kern::quant_linear_workspace_bytes(rows, m.quant_view(), n_threads) + sizeof(float) - 1) / sizeof(float);
     return kern::linear_bf16_workspace_floats(rows, m.n, m.k, n_threads, m.swiglu);
   };
   size_t most = floats(model.lm_head, head_rows);

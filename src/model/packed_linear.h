@@ -18,7 +18,8 @@ size_t model_linear_workspace_floats(const PackedModel& m, int tokens, int head_
 
 // a.w is ignored: the weights are `m`. a.swiglu only with m.swiglu.
 template <typename RunOnAll>
-void packed_linear(const kern::LinearArgs& a, const PackedMatrix& m, kern::Isa quant_isa, int n_threads, RunOnAll&& run_on_all) {
+void packed_linear(const kern::LinearArgs& a, const PackedMatrix& m, kern::Isa quant_isa, int n_threads,
+                   RunOnAll&& run_on_all) {
   if (!m.quantized) {
     kern::LinearArgs b = a;
     b.w = m.view();

@@ -135,8 +135,8 @@ void pack_stacked_blocks(uint8_t* dst, const std::vector<TensorView>& parts, int
   for (const TensorView& p : parts) {
     const size_t block_bytes = p.block_format == BlockFormat::q8_0 ? 34 : 18;
     for (int64_t r = 0; r < p.shape[0]; ++r, ++row) {
-      row_codes(p.blocks + static_cast<size_t>(r) * static_cast<size_t>(groups) * block_bytes, p.block_format, k, f.bits,
-                codes.data() + row * static_cast<size_t>(k), scales.data() + row * static_cast<size_t>(groups));
+      row_codes(p.blocks + static_cast<size_t>(r) * static_cast<size_t>(groups) * block_bytes, p.block_format, k,
+                f.bits, codes.data() + row * static_cast<size_t>(k), scales.data() + row * static_cast<size_t>(groups));
     }
   }
   kern::pack_quant_linear_codes(dst, f, codes.data(), static_cast<size_t>(k), scales.data(), nullptr, n, k);

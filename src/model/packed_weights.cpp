@@ -21,8 +21,8 @@ std::string shape_string(const std::vector<int64_t>& shape) {
 TensorView get(const Checkpoint& ck, const std::string& name, const std::vector<int64_t>& shape) {
   TensorView v = ck.tensor(name);  // throws naming the checkpoint and tensor
   if (v.shape != shape) {
-    throw std::runtime_error(v.file + ": tensor '" + name + "': expected shape " + shape_string(shape) +
-                             ", found " + shape_string(v.shape));
+    throw std::runtime_error(v.file + ": tensor '" + name + "': expected shape " + shape_string(shape) + ", found " +
+                             shape_string(v.shape));
   }
   return v;
 }
@@ -108,7 +108,8 @@ PackedMatrix pack_swiglu(const TensorView& gate, const TensorView& up, int k, co
   kern::bf16_t* dst = m.buf.as<kern::bf16_t>();
   const size_t ld = static_cast<size_t>(k);
   if (gate.dtype == DType::bf16 && up.dtype == DType::bf16) {
-    kern::pack_swiglu_bf16(dst, static_cast<const kern::bf16_t*>(gate.data), static_cast<const kern::bf16_t*>(up.data), n, k, ld);
+    kern::pack_swiglu_bf16(dst, static_cast<const kern::bf16_t*>(gate.data), static_cast<const kern::bf16_t*>(up.data),
+                           n, k, ld);
   } else {
     kern::pack_swiglu_bf16(dst, to_f32(gate).data(), to_f32(up).data(), n, k, ld);
   }
@@ -121,7 +122,7 @@ PackedMatrix pack_projection(const std::vector<TensorView>& parts, int k, Weight
                              const AllocOptions& alloc, std::map<std::string, int>& paths, bool swiglu = false) {
   std::optional<kern::QuantFormat> format = rtn_quant_format(quantization);
   std::string source = parts.front().block_format != BlockFormat::none ? block_format_name(parts.front().block_format)
-                                                                        : dtype_name(parts.front().dtype);
+                                                                       : dtype_name(parts.front().dtype);
   for (const TensorView& p : parts) {
     const std::string s = p.block_format != BlockFormat::none ? block_format_name(p.block_format) : dtype_name(p.dtype);
     if (s != source) source += "+" + s;
@@ -220,8 +221,9 @@ void PackedModel::embed(float* out, int token, int hidden) const {
   }
   // Tied: row `token` of the packed head is column token % 32 of panel token / 32, stored as
   // k-pairs 128 bytes apart (see kernels/linear_bf16.h).
-  const kern::bf16_t* panel = lm_head.buf.as<const kern::bf16_t>() +
-                              static_cast<size_t>(token / kern::kPanelCols) * kern::packed_pairs(hidden) * 2 * kern::kPanelCols;
+  const kern::bf16_t* panel = lm_head.buf.as<const kern::bf16_t>() + static_cast<size_t>(token / kern::kPanelCols) *
+                                                                         kern::packed_pairs(hidden) * 2 *
+                                                                         kern::kPanelCols;
   const int col = token % kern::kPanelCols;
   for (int k = 0; k < hidden; ++k) {
     out[k] = kern::bf16_to_f32(panel[static_cast<size_t>(k / 2) * 2 * kern::kPanelCols + col * 2 + (k % 2)]);
@@ -298,7 +300,8 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& checkpoint, const
     try {
       (void)ck.tensor("lm_head.weight");
     } catch (const std::runtime_error& e) {
-      throw std::runtime_error(std::string(e.what()) + " (tie_word_embeddings is false, so the output matrix is required)");
+      throw std::runtime_error(std::string(e.what()) +
+                               " (tie_word_embeddings is false, so the output matrix is required)");
     }
   }
   const TensorView head = c.tie_word_embeddings ? embed : ck.get("lm_head.weight", {c.vocab_size, hidden});

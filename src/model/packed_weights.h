@@ -44,8 +44,8 @@ struct PackedLayer {
 struct PackedModel {
   std::vector<PackedLayer> layers;
   std::vector<float> final_norm;
-  PackedMatrix lm_head;                   // [vocab, hidden]; also the embedding when tied
-  std::vector<kern::bf16_t> embedding;    // [vocab, hidden] row-major; empty when tied
+  PackedMatrix lm_head;                 // [vocab, hidden]; also the embedding when tied
+  std::vector<kern::bf16_t> embedding;  // [vocab, hidden] row-major; empty when tied
 
   // Embedding row of `token` as FP32 (from the packed head when the embeddings are tied).
   void embed(float* out, int token, int hidden) const;

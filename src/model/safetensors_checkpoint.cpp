@@ -32,10 +32,14 @@ constexpr uint64_t kMaxHeaderBytes = 100u << 20;  // the format's own limit is 1
 }
 
 bool parse_dtype(const std::string& s, DType& out) {
-  if (s == "F32") out = DType::f32;
-  else if (s == "F16") out = DType::f16;
-  else if (s == "BF16") out = DType::bf16;
-  else return false;
+  if (s == "F32")
+    out = DType::f32;
+  else if (s == "F16")
+    out = DType::f16;
+  else if (s == "BF16")
+    out = DType::bf16;
+  else
+    return false;
   return true;
 }
 
@@ -50,14 +54,14 @@ void read_header(const MappedFile& file, std::unordered_map<std::string, TensorV
   const fs::path& path = file.path();
   const size_t size = file.size();
   if (size < 8) {
-    fail_file(path, "truncated: " + std::to_string(size) +
-                        " bytes, too short for the 8-byte safetensors header length");
+    fail_file(path,
+              "truncated: " + std::to_string(size) + " bytes, too short for the 8-byte safetensors header length");
   }
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | file.data()[i];
   if (header_len > size - 8) {
-    fail_file(path, "header length " + std::to_string(header_len) + " exceeds the file size (" +
-                        std::to_string(size) + " bytes; truncated or not a safetensors file)");
+    fail_file(path, "header length " + std::to_string(header_len) + " exceeds the file size (" + std::to_string(size) +
+                        " bytes; truncated or not a safetensors file)");
   }
   if (header_len > kMaxHeaderBytes) {
     fail_file(path, "header length " + std::to_string(header_len) + " exceeds 100 MB");
@@ -88,8 +92,7 @@ void read_header(const MappedFile& file, std::unordered_map<std::string, TensorV
     view.name = name;
     view.file = path.string();
     if (!parse_dtype(dt->get<std::string>(), view.dtype)) {
-      fail_tensor(path, name, "unsupported dtype '" + dt->get<std::string>() +
-                                  "' (supported: F32, F16, BF16)");
+      fail_tensor(path, name, "unsupported dtype '" + dt->get<std::string>() + "' (supported: F32, F16, BF16)");
     }
     uint64_t numel = 1;
     for (const auto& d : *sh) {
@@ -106,14 +109,15 @@ void read_header(const MappedFile& file, std::unordered_map<std::string, TensorV
     const std::string offsets = "data_offsets " + off->dump();
     if (begin > end) fail_tensor(path, name, offsets + " are not in order");
     if (end > data_size) {
-      fail_tensor(path, name, offsets + " extend past the end of the data section (" +
-                                  std::to_string(data_size) + " bytes; file truncated?)");
+      fail_tensor(path, name,
+                  offsets + " extend past the end of the data section (" + std::to_string(data_size) +
+                      " bytes; file truncated?)");
     }
     const uint64_t expect = numel * dtype_size(view.dtype);
     if (end - begin != expect) {
-      fail_tensor(path, name, offsets + " hold " + std::to_string(end - begin) + " bytes but shape " +
-                                  sh->dump() + " of " + dtype_name(view.dtype) + " needs " +
-                                  std::to_string(expect));
+      fail_tensor(path, name,
+                  offsets + " hold " + std::to_string(end - begin) + " bytes but shape " + sh->dump() + " of " +
+                      dtype_name(view.dtype) + " needs " + std::to_string(expect));
     }
     view.data = data + begin;
     if (!out.emplace(name, std::move(view)).second) {
@@ -187,10 +191,12 @@ std::unique_ptr<Checkpoint> open_sharded(const fs::path& index_path) {
     if (!fs::is_regular_file(p)) {
       std::string example;
       for (const auto& [name, file] : shard_of) {
-        if (file == shard) { example = name; break; }
+        if (file == shard) {
+          example = name;
+          break;
+        }
       }
-      fail_file(index_path, "shard '" + shard + "' (holding tensor '" + example + "') not found at " +
-                                p.string());
+      fail_file(index_path, "shard '" + shard + "' (holding tensor '" + example + "') not found at " + p.string());
     }
     files.emplace_back(p);
     read_header(files.back(), tensors);
@@ -217,8 +223,7 @@ std::unique_ptr<Checkpoint> open_safetensors_checkpoint(const fs::path& model_di
     return std::make_unique<SafetensorsCheckpoint>(single.string(), std::move(files), std::move(tensors));
   }
   if (fs::exists(index)) return open_sharded(index);
-  throw std::runtime_error(model_dir.string() +
-                           ": no model.safetensors or model.safetensors.index.json");
+  throw std::runtime_error(model_dir.string() + ": no model.safetensors or model.safetensors.index.json");
 }
 
 }  // namespace slab

@@ -25,8 +25,8 @@ class Reader {
   std::vector<float> read(const std::string& name, const std::vector<int64_t>& shape) const {
     const TensorView view = checkpoint_.tensor(name);  // throws naming the checkpoint and tensor
     if (view.shape != shape) {
-      throw std::runtime_error(view.file + ": tensor '" + name + "': expected shape " +
-                               shape_string(shape) + ", found " + shape_string(view.shape));
+      throw std::runtime_error(view.file + ": tensor '" + name + "': expected shape " + shape_string(shape) +
+                               ", found " + shape_string(view.shape));
     }
     std::vector<float> out(static_cast<size_t>(view.numel()));
     convert_to_f32(view, out.data());
@@ -34,8 +34,7 @@ class Reader {
   }
 
   // An optional tensor: read when `wanted`, else left empty.
-  std::vector<float> read_if(bool wanted, const std::string& name,
-                             const std::vector<int64_t>& shape) const {
+  std::vector<float> read_if(bool wanted, const std::string& name, const std::vector<int64_t>& shape) const {
     return wanted ? read(name, shape) : std::vector<float>{};
   }
 

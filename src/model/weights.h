@@ -9,24 +9,22 @@
 namespace slab {
 
 struct LayerWeights {
-  std::vector<float> attn_norm;              // [hidden]
-  std::vector<float> wq, wk, wv, wo;         // [out, in] row-major, as in the checkpoint
-  std::vector<float> bq, bk, bv, bo;         // optional biases
-  std::vector<float> q_norm, k_norm;         // [head_dim], qwen3
-  std::vector<float> mlp_norm;               // [hidden]
-  std::vector<float> w_gate, w_up, w_down;   // [inter, hidden], [inter, hidden], [hidden, inter]
-  std::vector<float> b_gate, b_up, b_down;   // optional biases
+  std::vector<float> attn_norm;             // [hidden]
+  std::vector<float> wq, wk, wv, wo;        // [out, in] row-major, as in the checkpoint
+  std::vector<float> bq, bk, bv, bo;        // optional biases
+  std::vector<float> q_norm, k_norm;        // [head_dim], qwen3
+  std::vector<float> mlp_norm;              // [hidden]
+  std::vector<float> w_gate, w_up, w_down;  // [inter, hidden], [inter, hidden], [hidden, inter]
+  std::vector<float> b_gate, b_up, b_down;  // optional biases
 };
 
 struct ModelWeights {
   std::vector<float> token_embedding;  // [vocab, hidden]
   std::vector<LayerWeights> layers;
-  std::vector<float> final_norm;       // [hidden]
-  std::vector<float> lm_head;          // [vocab, hidden]; empty when tied to token_embedding
+  std::vector<float> final_norm;  // [hidden]
+  std::vector<float> lm_head;     // [vocab, hidden]; empty when tied to token_embedding
 
-  const float* output_matrix() const {
-    return lm_head.empty() ? token_embedding.data() : lm_head.data();
-  }
+  const float* output_matrix() const { return lm_head.empty() ? token_embedding.data() : lm_head.data(); }
 };
 
 // Reads every tensor the config calls for (Hugging Face names: model.layers.N.self_attn.q_proj.

@@ -12,9 +12,9 @@ inline constexpr size_t kCacheLine = 64;
 inline constexpr size_t kHugePage = size_t{2} << 20;
 
 struct AllocOptions {
-  int numa_node = -1;        // OS index of the node to bind to; -1: first touch decides
-  bool huge_pages = true;    // 2 MiB alignment + MADV_HUGEPAGE for buffers >= 2 MiB
-  bool zero = false;         // fill with zeros (also faults the pages in, on the binding node)
+  int numa_node = -1;      // OS index of the node to bind to; -1: first touch decides
+  bool huge_pages = true;  // 2 MiB alignment + MADV_HUGEPAGE for buffers >= 2 MiB
+  bool zero = false;       // fill with zeros (also faults the pages in, on the binding node)
 };
 
 // Raw form: returns nullptr only for bytes == 0; throws std::bad_alloc when memory is short.
@@ -44,7 +44,9 @@ class AlignedBuffer {
 
   void* data() const { return data_; }
   template <typename T>
-  T* as() const { return static_cast<T*>(data_); }
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
 

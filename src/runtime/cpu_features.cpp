@@ -65,9 +65,9 @@ CpuFeatures detect_cpu_features() {
   const bool osxsave = bit(r1.ecx, 27);
   uint64_t xcr0 = 0;
   if (osxsave) xcr0 = xgetbv0();
-  f.os_ymm = (xcr0 & 0x6) == 0x6;                       // SSE | AVX state
-  f.os_zmm = f.os_ymm && (xcr0 & 0xE0) == 0xE0;          // opmask | ZMM_Hi256 | Hi16_ZMM
-  f.os_amx = (xcr0 & 0x60000) == 0x60000;                // XTILECFG | XTILEDATA
+  f.os_ymm = (xcr0 & 0x6) == 0x6;                // SSE | AVX state
+  f.os_zmm = f.os_ymm && (xcr0 & 0xE0) == 0xE0;  // opmask | ZMM_Hi256 | Hi16_ZMM
+  f.os_amx = (xcr0 & 0x60000) == 0x60000;        // XTILECFG | XTILEDATA
 
   f.sse42 = bit(r1.ecx, 20);
   f.fma = bit(r1.ecx, 12) && f.os_ymm;
@@ -102,12 +102,21 @@ const CpuFeatures& cpu_features() {
 std::string CpuFeatures::summary() const {
   std::string s = brand.empty() ? (vendor.empty() ? std::string("unknown cpu") : vendor) : brand;
   s += ":";
-  const std::pair<const char*, bool> flags[] = {
-      {"sse4.2", sse42},         {"avx", avx},           {"avx2", avx2},
-      {"fma", fma},              {"f16c", f16c},         {"avx512f", avx512f},
-      {"avx512bw", avx512bw},    {"avx512vl", avx512vl}, {"avx512dq", avx512dq},
-      {"avx512_bf16", avx512_bf16}, {"avx512_vnni", avx512_vnni}, {"avx_vnni", avx_vnni},
-      {"amx_tile", amx_tile},    {"amx_bf16", amx_bf16}, {"amx_int8", amx_int8}};
+  const std::pair<const char*, bool> flags[] = {{"sse4.2", sse42},
+                                                {"avx", avx},
+                                                {"avx2", avx2},
+                                                {"fma", fma},
+                                                {"f16c", f16c},
+                                                {"avx512f", avx512f},
+                                                {"avx512bw", avx512bw},
+                                                {"avx512vl", avx512vl},
+                                                {"avx512dq", avx512dq},
+                                                {"avx512_bf16", avx512_bf16},
+                                                {"avx512_vnni", avx512_vnni},
+                                                {"avx_vnni", avx_vnni},
+                                                {"amx_tile", amx_tile},
+                                                {"amx_bf16", amx_bf16},
+                                                {"amx_int8", amx_int8}};
   for (const auto& [name, on] : flags) {
     if (on) {
       s += ' ';

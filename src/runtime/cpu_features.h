@@ -25,17 +25,15 @@ struct CpuFeatures {
   bool amx_bf16 = false;
   bool amx_int8 = false;
   // Operating-system support (XCR0) of the register state.
-  bool os_ymm = false;   // XMM|YMM state enabled
-  bool os_zmm = false;   // opmask, ZMM_Hi256, Hi16_ZMM enabled
-  bool os_amx = false;   // XTILECFG|XTILEDATA enabled (Linux also needs arch_prctl permission)
+  bool os_ymm = false;  // XMM|YMM state enabled
+  bool os_zmm = false;  // opmask, ZMM_Hi256, Hi16_ZMM enabled
+  bool os_amx = false;  // XTILECFG|XTILEDATA enabled (Linux also needs arch_prctl permission)
 
-  std::string vendor;    // "AuthenticAMD", "GenuineIntel", ...
-  std::string brand;     // processor brand string, trimmed
+  std::string vendor;  // "AuthenticAMD", "GenuineIntel", ...
+  std::string brand;   // processor brand string, trimmed
 
   // The AVX-512 BF16 kernels need all of avx512f/bw/vl/bf16 and zmm state.
-  bool has_avx512_bf16_kernels() const {
-    return avx512f && avx512bw && avx512vl && avx512_bf16 && os_zmm;
-  }
+  bool has_avx512_bf16_kernels() const { return avx512f && avx512bw && avx512vl && avx512_bf16 && os_zmm; }
   // The AVX-512 quantized linear kernels (kernels/linear_quant.h) need VNNI besides.
   bool has_avx512_quant_kernels() const { return has_avx512_bf16_kernels() && avx512_vnni; }
   // The AVX2 kernels need avx2 + fma + f16c and ymm state.

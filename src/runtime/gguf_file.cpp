@@ -11,8 +11,8 @@
 namespace slab {
 namespace {
 
-constexpr int kMaxArrayDepth = 4;          // GGUF writers nest arrays at most once in practice
-constexpr uint32_t kMaxDims = 4;           // ggml's GGML_MAX_DIMS
+constexpr int kMaxArrayDepth = 4;  // GGUF writers nest arrays at most once in practice
+constexpr uint32_t kMaxDims = 4;   // ggml's GGML_MAX_DIMS
 constexpr uint64_t kMaxStringBytes = 1u << 30;
 
 struct TypeRow {
@@ -39,10 +39,17 @@ constexpr TypeRow kGgmlTypes[] = {
 // Smallest encoding of one element of each value type, to bound array counts by the bytes left.
 uint64_t min_value_bytes(GgufValueType type) {
   switch (type) {
-    case GgufValueType::u8: case GgufValueType::i8: case GgufValueType::boolean: return 1;
-    case GgufValueType::u16: case GgufValueType::i16: return 2;
-    case GgufValueType::u32: case GgufValueType::i32: case GgufValueType::f32: return 4;
-    case GgufValueType::u64: case GgufValueType::i64: case GgufValueType::f64: return 8;
+    case GgufValueType::u8:
+    case GgufValueType::i8:
+    case GgufValueType::boolean: return 1;
+    case GgufValueType::u16:
+    case GgufValueType::i16: return 2;
+    case GgufValueType::u32:
+    case GgufValueType::i32:
+    case GgufValueType::f32: return 4;
+    case GgufValueType::u64:
+    case GgufValueType::i64:
+    case GgufValueType::f64: return 8;
     case GgufValueType::string: return 8;
     case GgufValueType::array: return 12;
   }
@@ -53,8 +60,7 @@ bool valid_value_type(uint32_t t) { return t <= 12; }
 
 class ByteReader {
  public:
-  ByteReader(const uint8_t* data, size_t size, const std::string& source)
-      : data_(data), size_(size), source_(source) {}
+  ByteReader(const uint8_t* data, size_t size, const std::string& source) : data_(data), size_(size), source_(source) {}
 
   size_t pos() const { return pos_; }
   size_t left() const { return size_ - pos_; }
@@ -62,9 +68,8 @@ class ByteReader {
   // `what` says what was being read, for the truncation message.
   void need(uint64_t n, const std::string& what) const {
     if (n > left()) {
-      throw std::runtime_error(source_ + ": truncated: " + what + " needs " + std::to_string(n) +
-                               " bytes at offset " + std::to_string(pos_) + ", only " +
-                               std::to_string(left()) + " left");
+      throw std::runtime_error(source_ + ": truncated: " + what + " needs " + std::to_string(n) + " bytes at offset " +
+                               std::to_string(pos_) + ", only " + std::to_string(left()) + " left");
     }
   }
   template <typename T>
@@ -78,8 +83,7 @@ class ByteReader {
   std::string read_string(const std::string& what) {
     const uint64_t n = read<uint64_t>(what + " (length)");
     if (n > kMaxStringBytes) {
-      throw std::runtime_error(source_ + ": " + what + ": string length " + std::to_string(n) +
-                               " exceeds 1 GiB");
+      throw std::runtime_error(source_ + ": " + what + ": string length " + std::to_string(n) + " exceeds 1 GiB");
     }
     need(n, what);
     std::string s(reinterpret_cast<const char*>(data_ + pos_), static_cast<size_t>(n));
@@ -94,8 +98,7 @@ class ByteReader {
   const std::string& source_;
 };
 
-GgufValue read_value(ByteReader& in, GgufValueType type, const std::string& source, const std::string& key,
-                     int depth) {
+GgufValue read_value(ByteReader& in, GgufValueType type, const std::string& source, const std::string& key, int depth) {
   GgufValue v;
   v.type = type;
   const std::string what = "key '" + key + "'";
@@ -119,7 +122,8 @@ GgufValue read_value(ByteReader& in, GgufValueType type, const std::string& sour
     case GgufValueType::f64: v.real = in.read<double>(what); break;
     case GgufValueType::boolean: {
       const uint8_t b = in.read<uint8_t>(what);
-      if (b > 1) throw std::runtime_error(source + ": key '" + key + "': bool value " + std::to_string(b) + " is not 0 or 1");
+      if (b > 1)
+        throw std::runtime_error(source + ": key '" + key + "': bool value " + std::to_string(b) + " is not 0 or 1");
       v.integer = b;
       break;
     }
@@ -173,11 +177,15 @@ const char* gguf_value_type_name(GgufValueType type) {
 
 bool GgufValue::is_integer() const {
   switch (type) {
-    case GgufValueType::u8: case GgufValueType::i8: case GgufValueType::u16: case GgufValueType::i16:
-    case GgufValueType::u32: case GgufValueType::i32: case GgufValueType::u64: case GgufValueType::i64:
-      return true;
-    default:
-      return false;
+    case GgufValueType::u8:
+    case GgufValueType::i8:
+    case GgufValueType::u16:
+    case GgufValueType::i16:
+    case GgufValueType::u32:
+    case GgufValueType::i32:
+    case GgufValueType::u64:
+    case GgufValueType::i64: return true;
+    default: return false;
   }
 }
 
@@ -219,7 +227,8 @@ GgufFile GgufFile::parse(const uint8_t* data, size_t size, const std::string& so
   in.read<uint32_t>("magic");
   f.version_ = in.read<uint32_t>("the version");
   if (f.version_ != 2 && f.version_ != 3) {
-    throw std::runtime_error(source + ": GGUF version " + std::to_string(f.version_) + " is not supported (expected 2 or 3)");
+    throw std::runtime_error(source + ": GGUF version " + std::to_string(f.version_) +
+                             " is not supported (expected 2 or 3)");
   }
   const uint64_t tensor_count = in.read<uint64_t>("the tensor count");
   const uint64_t kv_count = in.read<uint64_t>("the metadata count");
@@ -231,14 +240,16 @@ GgufFile GgufFile::parse(const uint8_t* data, size_t size, const std::string& so
   for (uint64_t i = 0; i < kv_count; ++i) {
     std::string key = in.read_string("metadata key " + std::to_string(i));
     const uint32_t t = in.read<uint32_t>("key '" + key + "' (value type)");
-    if (!valid_value_type(t)) throw std::runtime_error(source + ": key '" + key + "': unknown value type " + std::to_string(t));
+    if (!valid_value_type(t))
+      throw std::runtime_error(source + ": key '" + key + "': unknown value type " + std::to_string(t));
     GgufValue value = read_value(in, static_cast<GgufValueType>(t), source, key, 0);
     if (!f.metadata_.emplace(key, std::move(value)).second) {
       throw std::runtime_error(source + ": key '" + key + "' appears twice");
     }
   }
   if (const auto a = f.get_int("general.alignment")) {
-    if (*a <= 0 || *a > (1 << 20) || (*a & (*a - 1)) != 0) f.fail_key("general.alignment", "expected a power of two, found " + std::to_string(*a));
+    if (*a <= 0 || *a > (1 << 20) || (*a & (*a - 1)) != 0)
+      f.fail_key("general.alignment", "expected a power of two, found " + std::to_string(*a));
     f.alignment_ = static_cast<uint64_t>(*a);
   }
 
@@ -267,8 +278,9 @@ GgufFile GgufFile::parse(const uint8_t* data, size_t size, const std::string& so
     const uint32_t type = in.read<uint32_t>(what + " (type)");
     const GgmlTypeInfo* info = ggml_type_info(type);
     if (info == nullptr) {
-      f.fail_tensor(t.name, "tensor type " + ggml_type_name(type) +
-                                " is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
+      f.fail_tensor(
+          t.name, "tensor type " + ggml_type_name(type) +
+                      " is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
     }
     t.type = static_cast<GgmlType>(type);
     if (static_cast<uint64_t>(t.dims[0]) % info->block_elems != 0) {
@@ -289,9 +301,10 @@ GgufFile GgufFile::parse(const uint8_t* data, size_t size, const std::string& so
   const uint64_t data_size = data_start <= size ? size - data_start : 0;
   for (GgufTensorInfo& t : f.tensors_) {
     if (t.offset > data_size || t.bytes > data_size - t.offset) {
-      f.fail_tensor(t.name, "data at offset " + std::to_string(t.offset) + " (" + std::to_string(t.bytes) + " bytes of " +
-                                ggml_type_name(static_cast<uint32_t>(t.type)) + ") extends past the end of the data section (" +
-                                std::to_string(data_size) + " bytes; file truncated?)");
+      f.fail_tensor(t.name, "data at offset " + std::to_string(t.offset) + " (" + std::to_string(t.bytes) +
+                                " bytes of " + ggml_type_name(static_cast<uint32_t>(t.type)) +
+                                ") extends past the end of the data section (" + std::to_string(data_size) +
+                                " bytes; file truncated?)");
     }
     t.data = data + data_start + t.offset;
   }
@@ -334,21 +347,24 @@ std::optional<double> GgufFile::get_float(const std::string& key) const {
 std::optional<bool> GgufFile::get_bool(const std::string& key) const {
   const GgufValue* v = find(key);
   if (v == nullptr) return std::nullopt;
-  if (v->type != GgufValueType::boolean) fail_key(key, std::string("expected a bool, found a ") + gguf_value_type_name(v->type));
+  if (v->type != GgufValueType::boolean)
+    fail_key(key, std::string("expected a bool, found a ") + gguf_value_type_name(v->type));
   return v->integer != 0;
 }
 
 std::optional<std::string> GgufFile::get_string(const std::string& key) const {
   const GgufValue* v = find(key);
   if (v == nullptr) return std::nullopt;
-  if (v->type != GgufValueType::string) fail_key(key, std::string("expected a string, found a ") + gguf_value_type_name(v->type));
+  if (v->type != GgufValueType::string)
+    fail_key(key, std::string("expected a string, found a ") + gguf_value_type_name(v->type));
   return v->text;
 }
 
 const GgufValue* GgufFile::get_array(const std::string& key, std::initializer_list<GgufValueType> allowed) const {
   const GgufValue* v = find(key);
   if (v == nullptr) return nullptr;
-  if (v->type != GgufValueType::array) fail_key(key, std::string("expected an array, found a ") + gguf_value_type_name(v->type));
+  if (v->type != GgufValueType::array)
+    fail_key(key, std::string("expected an array, found a ") + gguf_value_type_name(v->type));
   if (allowed.size() == 0) return v;
   for (GgufValueType t : allowed) {
     if (v->element_type == t) return v;

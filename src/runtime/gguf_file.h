@@ -21,8 +21,19 @@
 namespace slab {
 
 enum class GgufValueType : uint32_t {
-  u8 = 0, i8 = 1, u16 = 2, i16 = 3, u32 = 4, i32 = 5, f32 = 6, boolean = 7, string = 8, array = 9,
-  u64 = 10, i64 = 11, f64 = 12,
+  u8 = 0,
+  i8 = 1,
+  u16 = 2,
+  i16 = 3,
+  u32 = 4,
+  i32 = 5,
+  f32 = 6,
+  boolean = 7,
+  string = 8,
+  array = 9,
+  u64 = 10,
+  i64 = 11,
+  f64 = 12,
 };
 const char* gguf_value_type_name(GgufValueType type);
 
@@ -43,7 +54,16 @@ struct GgufValue {
 // The ggml tensor types this reader accepts, with their block geometry: `block_elems` elements
 // stored in `block_bytes` bytes (1 and the element size for the plain types).
 enum class GgmlType : uint32_t {
-  f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q5_0 = 6, q5_1 = 7, q8_0 = 8, q4_k = 12, q5_k = 13, q6_k = 14,
+  f32 = 0,
+  f16 = 1,
+  q4_0 = 2,
+  q4_1 = 3,
+  q5_0 = 6,
+  q5_1 = 7,
+  q8_0 = 8,
+  q4_k = 12,
+  q5_k = 13,
+  q6_k = 14,
   bf16 = 30,
 };
 struct GgmlTypeInfo {
@@ -60,7 +80,7 @@ struct GgufTensorInfo {
   std::string name;
   std::vector<int64_t> dims;  // innermost first, as stored (ne0, ne1, ...)
   GgmlType type = GgmlType::f32;
-  uint64_t offset = 0;        // into the data section
+  uint64_t offset = 0;  // into the data section
   const uint8_t* data = nullptr;
   size_t bytes = 0;
 

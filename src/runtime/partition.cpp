@@ -65,19 +65,18 @@ std::vector<Slice> choose_slices(const TopologyInfo& topo, const PartitionOption
       }
     }
     if (slices.empty()) {
-      throw std::invalid_argument("an instance needs " + cores_word(per) +
-                                  " but the largest NUMA node has " + cores_word(largest));
+      throw std::invalid_argument("an instance needs " + cores_word(per) + " but the largest NUMA node has " +
+                                  cores_word(largest));
     }
     return slices;
   }
   const size_t n = static_cast<size_t>(o.instances);
   if (n > topo.cores.size()) {
-    throw std::invalid_argument("cannot run " + std::to_string(n) + " instances on " +
-                                cores_word(topo.cores.size()) + ": at most one instance per core");
+    throw std::invalid_argument("cannot run " + std::to_string(n) + " instances on " + cores_word(topo.cores.size()) +
+                                ": at most one instance per core");
   }
   // Instances stay inside NUMA nodes when they spread evenly over them; otherwise they span.
-  const bool per_node = n % nodes.size() == 0 &&
-                        std::all_of(nodes.begin(), nodes.end(), [&](const Slice& s) {
+  const bool per_node = n % nodes.size() == 0 && std::all_of(nodes.begin(), nodes.end(), [&](const Slice& s) {
                           return s.size() >= n / nodes.size();
                         });
   if (per_node) {
@@ -92,9 +91,8 @@ std::vector<Slice> choose_slices(const TopologyInfo& topo, const PartitionOption
   if (per > 0) {
     for (size_t i = 0; i < slices.size(); ++i) {
       if (slices[i].size() < per) {
-        throw std::invalid_argument(std::to_string(n) + " instances of " + cores_word(per) +
-                                    " do not fit: instance " + std::to_string(i) +
-                                    "'s share has " + cores_word(slices[i].size()));
+        throw std::invalid_argument(std::to_string(n) + " instances of " + cores_word(per) + " do not fit: instance " +
+                                    std::to_string(i) + "'s share has " + cores_word(slices[i].size()));
       }
       slices[i].resize(per);
     }
@@ -113,9 +111,7 @@ std::vector<InstancePlan> partition(const TopologyInfo& topo, const PartitionOpt
   }
   if (topo.cores.empty()) throw std::invalid_argument("the topology has no cores");
   const size_t reserve = options.reserve_http_core ? 1 : 0;
-  const size_t per = options.cores_per_instance > 0
-                         ? static_cast<size_t>(options.cores_per_instance) + reserve
-                         : 0;
+  const size_t per = options.cores_per_instance > 0 ? static_cast<size_t>(options.cores_per_instance) + reserve : 0;
   std::vector<InstancePlan> plans;
   for (Slice& slice : choose_slices(topo, options, per)) {
     InstancePlan plan;

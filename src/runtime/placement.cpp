@@ -36,9 +36,9 @@ std::vector<CoreInfo> cores_in_cpuset(const std::vector<CoreInfo>& allowed, std:
     if (!contains(allowed_cpus, cpu)) outside.push_back(cpu);
   }
   if (!outside.empty()) {
-    throw flag_error("--cpuset", value, "cpu(s) " + format_cpu_list(outside) +
-                                            " are not among the cpus this process may use (" +
-                                            format_cpu_list(allowed_cpus) + ")");
+    throw flag_error("--cpuset", value,
+                     "cpu(s) " + format_cpu_list(outside) + " are not among the cpus this process may use (" +
+                         format_cpu_list(allowed_cpus) + ")");
   }
   std::vector<CoreInfo> chosen;
   for (const CoreInfo& core : allowed) {

@@ -17,13 +17,11 @@ thread_local int tls_thread = -1;
 
 void futex_wait(std::atomic<uint32_t>* word, uint32_t expected) {
   // Returns at once (EAGAIN) when *word != expected; spurious wake-ups are re-checked by callers.
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, nullptr,
-          nullptr, 0);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
 }
 
 void futex_wake_all(std::atomic<uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
-          nullptr, 0);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
 }
 
 inline void cpu_relax() {
@@ -109,8 +107,7 @@ void ThreadPool::worker_main(int thread) {
     seen = g;
     if (stop_) return;
     run_chunk(thread);
-    if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
-        caller_parked_.load(std::memory_order_seq_cst) != 0) {
+    if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 && caller_parked_.load(std::memory_order_seq_cst) != 0) {
       futex_wake_all(&pending_);
     }
   }

@@ -23,12 +23,12 @@
 namespace slab {
 
 struct ThreadPoolOptions {
-  int n_threads = 0;            // 0: one per physical core of the cpuset
-  bool pin = true;              // pin worker t to core t (only when threads <= cores)
+  int n_threads = 0;  // 0: one per physical core of the cpuset
+  bool pin = true;    // pin worker t to core t (only when threads <= cores)
   // Also pin the constructing thread to core 0 as worker 0. Threads it creates later inherit
   // that binding, so construct the pool on the thread that will dispatch (the engine loop).
   bool pin_caller = true;
-  int spin_iterations = 1 << 14;  // pause iterations (~50-100 us) before a waiter parks
+  int spin_iterations = 1 << 14;   // pause iterations (~50-100 us) before a waiter parks
   const char* cpu_list = nullptr;  // null or "": the process's current cpuset; else e.g. "0-3,8"
 };
 
@@ -49,8 +49,7 @@ class ThreadPool {
   void parallel_for(int n_tasks, F&& fn) {
     using Fn = std::remove_reference_t<F>;
     dispatch(
-        n_tasks,
-        [](void* ctx, int task, int thread) { (*static_cast<Fn*>(ctx))(task, thread); },
+        n_tasks, [](void* ctx, int task, int thread) { (*static_cast<Fn*>(ctx))(task, thread); },
         const_cast<void*>(static_cast<const void*>(&fn)));
   }
 
@@ -92,9 +91,9 @@ class ThreadPool {
   std::atomic<bool> has_error_{false};
   bool stop_ = false;
 
-  alignas(64) std::atomic<uint32_t> generation_{0};   // futex word: workers wait for a change
-  alignas(64) std::atomic<int> sleepers_{0};          // workers parked on generation_
-  alignas(64) std::atomic<uint32_t> pending_{0};      // futex word: workers yet to finish
+  alignas(64) std::atomic<uint32_t> generation_{0};  // futex word: workers wait for a change
+  alignas(64) std::atomic<int> sleepers_{0};         // workers parked on generation_
+  alignas(64) std::atomic<uint32_t> pending_{0};     // futex word: workers yet to finish
   alignas(64) std::atomic<int> caller_parked_{0};
 };
 

@@ -86,10 +86,8 @@ std::string format_cpu_list(const std::vector<int>& cpus) {
 
 std::string TopologyInfo::summary() const {
   std::string s = std::to_string(cores.size()) + " cores (" + std::to_string(n_pus) + " PUs) on " +
-                  std::to_string(numa_nodes.size()) + " NUMA node" +
-                  (numa_nodes.size() == 1 ? "" : "s");
-  s += "; L1d " + human_bytes(l1d_bytes) + ", L2 " + human_bytes(l2_bytes) + ", L3 " +
-       human_bytes(l3_bytes);
+                  std::to_string(numa_nodes.size()) + " NUMA node" + (numa_nodes.size() == 1 ? "" : "s");
+  s += "; L1d " + human_bytes(l1d_bytes) + ", L2 " + human_bytes(l2_bytes) + ", L3 " + human_bytes(l3_bytes);
   return s;
 }
 
@@ -147,8 +145,7 @@ TopologyInfo Topology::info_for(std::string_view cpu_list) const {
   for (int cpu : parse_cpu_list(cpu_list)) hwloc_bitmap_set(set.b, static_cast<unsigned>(cpu));
   hwloc_bitmap_and(set.b, set.b, hwloc_topology_get_allowed_cpuset(t));
   if (hwloc_bitmap_iszero(set.b)) {
-    throw std::invalid_argument("cpu list '" + std::string(cpu_list) +
-                                "' selects no cpu this process may use");
+    throw std::invalid_argument("cpu list '" + std::string(cpu_list) + "' selects no cpu this process may use");
   }
   return info_for_set(set.b);
 }
@@ -174,8 +171,7 @@ TopologyInfo Topology::info_for_set(const void* cpuset_ptr) const {
     if (hwloc_obj_t l3 = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_L3CACHE, core)) {
       ci.l3_index = static_cast<int>(l3->logical_index);
     }
-    if (std::find(info.numa_nodes.begin(), info.numa_nodes.end(), ci.numa_node) ==
-        info.numa_nodes.end()) {
+    if (std::find(info.numa_nodes.begin(), info.numa_nodes.end(), ci.numa_node) == info.numa_nodes.end()) {
       info.numa_nodes.push_back(ci.numa_node);
     }
     if (info.l1d_bytes == 0 || info.l2_bytes == 0 || info.l3_bytes == 0) {
@@ -213,8 +209,7 @@ bool Topology::bind_memory(void* addr, size_t len, int node) const {
   if (n_numa_nodes() <= 1 || node < 0 || len == 0) return true;
   Bitmap nodeset;
   hwloc_bitmap_set(nodeset.b, static_cast<unsigned>(node));
-  return hwloc_set_area_membind(t, addr, len, nodeset.b, HWLOC_MEMBIND_BIND,
-                                HWLOC_MEMBIND_BYNODESET) == 0;
+  return hwloc_set_area_membind(t, addr, len, nodeset.b, HWLOC_MEMBIND_BIND, HWLOC_MEMBIND_BYNODESET) == 0;
 }
 
 }  // namespace slab

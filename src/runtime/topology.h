@@ -18,20 +18,20 @@ std::vector<int> parse_cpu_list(std::string_view list);
 std::string format_cpu_list(const std::vector<int>& cpus);
 
 struct CoreInfo {
-  int logical_index = 0;      // hwloc's index of the core in the machine
-  int numa_node = 0;          // OS index of the NUMA node holding the core (0 when unknown)
-  int l3_index = -1;          // logical index of the core's L3 (a CCD on AMD); -1 when unknown
-  std::vector<int> os_cpus;   // the core's hardware threads (OS indices) inside the cpuset
+  int logical_index = 0;     // hwloc's index of the core in the machine
+  int numa_node = 0;         // OS index of the NUMA node holding the core (0 when unknown)
+  int l3_index = -1;         // logical index of the core's L3 (a CCD on AMD); -1 when unknown
+  std::vector<int> os_cpus;  // the core's hardware threads (OS indices) inside the cpuset
 };
 
 struct TopologyInfo {
-  std::vector<CoreInfo> cores;    // physical cores intersecting the cpuset, in machine order
-  std::vector<int> numa_nodes;    // OS indices of the NUMA nodes those cores belong to
-  int n_pus = 0;                  // hardware threads in the cpuset
-  size_t l1d_bytes = 0;           // per core (0 when unknown)
-  size_t l2_bytes = 0;            // per core
-  size_t l3_bytes = 0;            // of the first L3 covering the cpuset
-  std::string summary() const;    // "2 cores (2 PUs) on 1 NUMA node; L1d 48 KiB, L2 1 MiB, L3 32 MiB"
+  std::vector<CoreInfo> cores;  // physical cores intersecting the cpuset, in machine order
+  std::vector<int> numa_nodes;  // OS indices of the NUMA nodes those cores belong to
+  int n_pus = 0;                // hardware threads in the cpuset
+  size_t l1d_bytes = 0;         // per core (0 when unknown)
+  size_t l2_bytes = 0;          // per core
+  size_t l3_bytes = 0;          // of the first L3 covering the cpuset
+  std::string summary() const;  // "2 cores (2 PUs) on 1 NUMA node; L1d 48 KiB, L2 1 MiB, L3 32 MiB"
 };
 
 class Topology {

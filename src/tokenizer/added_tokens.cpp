@@ -75,8 +75,8 @@ std::vector<TextSegment> AddedTokenMatcher::split(std::string_view text) const {
     }
     const AddedToken& tok = tokens_[static_cast<size_t>(index)];
     size_t begin = pos, end = pos + length;
-    if (tok.single_word && ((begin > 0 && is_word_byte(text[begin - 1])) ||
-                            (end < text.size() && is_word_byte(text[end])))) {
+    if (tok.single_word &&
+        ((begin > 0 && is_word_byte(text[begin - 1])) || (end < text.size() && is_word_byte(text[end])))) {
       ++pos;
       continue;
     }

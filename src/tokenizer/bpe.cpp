@@ -112,7 +112,8 @@ std::unique_ptr<BpeModel> BpeModel::build(const nlohmann::json& model,
   if (const auto unk = model.find("unk_token"); unk != model.end() && !unk->is_null()) {
     if (!unk->is_string()) fail(file, "model.unk_token", "not a string");
     const auto it = bpe->vocab_.find(unk->get_ref<const std::string&>());
-    if (it == bpe->vocab_.end()) fail(file, "model.unk_token", "\"" + unk->get<std::string>() + "\" is not in the vocabulary");
+    if (it == bpe->vocab_.end())
+      fail(file, "model.unk_token", "\"" + unk->get<std::string>() + "\" is not in the vocabulary");
     bpe->unk_id_ = it->second;
   }
 
@@ -222,7 +223,8 @@ void BpeModel::merge_word(std::string_view piece, std::vector<int32_t>& out) con
     if (left < 0) return;
     const int32_t right = symbols[static_cast<size_t>(left)].next;
     if (right < 0) return;
-    const MergeResult* merge = merges_.find(symbols[static_cast<size_t>(left)].id, symbols[static_cast<size_t>(right)].id);
+    const MergeResult* merge =
+        merges_.find(symbols[static_cast<size_t>(left)].id, symbols[static_cast<size_t>(right)].id);
     if (merge != nullptr) {
       queue.push_back({merge->rank, left, merge->merged_id});
       std::push_heap(queue.begin(), queue.end(), later);
@@ -247,7 +249,8 @@ void BpeModel::merge_word(std::string_view piece, std::vector<int32_t>& out) con
     push_pair(left.prev);
     push_pair(top.left);
   }
-  for (int32_t i = 0; i >= 0; i = symbols[static_cast<size_t>(i)].next) out.push_back(symbols[static_cast<size_t>(i)].id);
+  for (int32_t i = 0; i >= 0; i = symbols[static_cast<size_t>(i)].next)
+    out.push_back(symbols[static_cast<size_t>(i)].id);
 }
 
 }  // namespace slab::tok

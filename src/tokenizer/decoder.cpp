@@ -46,11 +46,13 @@ class ByteLevelDecoder final : public Decoder {
 
 class ReplaceDecoder final : public Decoder {
  public:
-  ReplaceDecoder(std::string pattern, std::string content) : pattern_(std::move(pattern)), content_(std::move(content)) {}
+  ReplaceDecoder(std::string pattern, std::string content)
+      : pattern_(std::move(pattern)), content_(std::move(content)) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     if (pattern_.empty()) return;
     for (std::string& token : tokens) {
-      for (size_t hit = token.find(pattern_); hit != std::string::npos; hit = token.find(pattern_, hit + content_.size())) {
+      for (size_t hit = token.find(pattern_); hit != std::string::npos;
+           hit = token.find(pattern_, hit + content_.size())) {
         token.replace(hit, pattern_.size(), content_);
       }
     }
@@ -122,12 +124,14 @@ class FuseDecoder final : public Decoder {
 // Removes up to `start` leading and `stop` trailing copies of one character from each token.
 class StripDecoder final : public Decoder {
  public:
-  StripDecoder(std::string content, size_t start, size_t stop) : content_(std::move(content)), start_(start), stop_(stop) {}
+  StripDecoder(std::string content, size_t start, size_t stop)
+      : content_(std::move(content)), start_(start), stop_(stop) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     if (content_.empty()) return;
     for (std::string& token : tokens) {
       size_t begin = 0;
-      for (size_t i = 0; i < start_ && token.compare(begin, content_.size(), content_) == 0; ++i) begin += content_.size();
+      for (size_t i = 0; i < start_ && token.compare(begin, content_.size(), content_) == 0; ++i)
+        begin += content_.size();
       size_t end = token.size();
       for (size_t i = 0; i < stop_ && end >= begin + content_.size() &&
                          token.compare(end - content_.size(), content_.size(), content_) == 0;
@@ -174,13 +178,15 @@ std::unique_ptr<Decoder> parse_decoder(const nlohmann::json& json, const std::st
   }
   if (type == "ByteLevel") return std::make_unique<ByteLevelDecoder>();
   if (type == "Replace") {
-    return std::make_unique<ReplaceDecoder>(string_pattern(json, file, field), require_string(json, "content", file, field));
+    return std::make_unique<ReplaceDecoder>(string_pattern(json, file, field),
+                                            require_string(json, "content", file, field));
   }
   if (type == "ByteFallback") return std::make_unique<ByteFallbackDecoder>();
   if (type == "Fuse") return std::make_unique<FuseDecoder>();
   if (type == "Strip") {
     return std::make_unique<StripDecoder>(require_string(json, "content", file, field),
-                                          count_field(json, "start", file, field), count_field(json, "stop", file, field));
+                                          count_field(json, "start", file, field),
+                                          count_field(json, "stop", file, field));
   }
   fail(file, field + ".type", "unsupported decoder type \"" + type + "\"");
 }

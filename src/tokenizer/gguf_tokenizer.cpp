@@ -69,12 +69,14 @@ Vocabulary read_vocabulary(const GgufFile& f) {
   Vocabulary v;
   const GgufValue* tokens = f.get_array("tokenizer.ggml.tokens", {GgufValueType::string});
   if (tokens == nullptr) f.fail_key("tokenizer.ggml.tokens", "missing (the file carries no tokenizer)");
-  if (tokens->items.empty() || tokens->items.size() > static_cast<size_t>(INT_MAX)) f.fail_key("tokenizer.ggml.tokens", "empty");
+  if (tokens->items.empty() || tokens->items.size() > static_cast<size_t>(INT_MAX))
+    f.fail_key("tokenizer.ggml.tokens", "empty");
   for (const GgufValue& t : tokens->items) v.tokens.push_back(t.text);
   const size_t n = v.tokens.size();
   if (const GgufValue* scores = f.get_array("tokenizer.ggml.scores", {GgufValueType::f32, GgufValueType::f64})) {
     if (scores->items.size() != n) {
-      f.fail_key("tokenizer.ggml.scores", std::to_string(scores->items.size()) + " scores for " + std::to_string(n) + " tokens");
+      f.fail_key("tokenizer.ggml.scores",
+                 std::to_string(scores->items.size()) + " scores for " + std::to_string(n) + " tokens");
     }
     for (const GgufValue& s : scores->items) v.scores.push_back(static_cast<float>(s.real));
   } else {
@@ -83,10 +85,12 @@ Vocabulary read_vocabulary(const GgufFile& f) {
   if (const GgufValue* types = f.get_array("tokenizer.ggml.token_type", {GgufValueType::i32, GgufValueType::u32,
                                                                          GgufValueType::i8, GgufValueType::u8})) {
     if (types->items.size() != n) {
-      f.fail_key("tokenizer.ggml.token_type", std::to_string(types->items.size()) + " types for " + std::to_string(n) + " tokens");
+      f.fail_key("tokenizer.ggml.token_type",
+                 std::to_string(types->items.size()) + " types for " + std::to_string(n) + " tokens");
     }
     for (const GgufValue& t : types->items) {
-      if (t.integer < 1 || t.integer > 6) f.fail_key("tokenizer.ggml.token_type", "unknown token type " + std::to_string(t.integer));
+      if (t.integer < 1 || t.integer > 6)
+        f.fail_key("tokenizer.ggml.token_type", "unknown token type " + std::to_string(t.integer));
       v.types.push_back(static_cast<int>(t.integer));
     }
   } else {
@@ -153,7 +157,8 @@ std::unique_ptr<Tokenizer> load_llama(const GgufFile& f) {
 
   ProtoWriter normalizer;
   normalizer.bytes_field(kNormalizerName, "identity");
-  normalizer.varint_field(kNormalizerAddDummyPrefix, f.get_bool("tokenizer.ggml.add_space_prefix").value_or(true) ? 1 : 0);
+  normalizer.varint_field(kNormalizerAddDummyPrefix,
+                          f.get_bool("tokenizer.ggml.add_space_prefix").value_or(true) ? 1 : 0);
   normalizer.varint_field(kNormalizerRemoveExtraWhitespaces,
                           f.get_bool("tokenizer.ggml.remove_extra_whitespaces").value_or(false) ? 1 : 0);
   normalizer.varint_field(kNormalizerEscapeWhitespaces, 1);
@@ -193,8 +198,13 @@ std::unique_ptr<Tokenizer> load_gpt2(const GgufFile& f) {
   for (size_t i = 0; i < n; ++i) {
     const int type = v.types[i];
     if (type == 3 || type == 4) {
-      added.push_back({{"id", i}, {"content", v.tokens[i]}, {"special", type == 3}, {"normalized", false},
-                       {"lstrip", false}, {"rstrip", false}, {"single_word", false}});
+      added.push_back({{"id", i},
+                       {"content", v.tokens[i]},
+                       {"special", type == 3},
+                       {"normalized", false},
+                       {"lstrip", false},
+                       {"rstrip", false},
+                       {"single_word", false}});
     } else {
       parsed.vocab.emplace_back(v.tokens[i], static_cast<int32_t>(i));
     }
@@ -218,9 +228,10 @@ std::unique_ptr<Tokenizer> load_gpt2(const GgufFile& f) {
   if (const char* regex = pre_tokenizer_regex(pre)) {
     nlohmann::json level = byte_level;
     level["use_regex"] = false;
-    pre_tokenizer = {{"type", "Sequence"},
-                     {"pretokenizers", {{{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}},
-                                        level}}};
+    pre_tokenizer = {
+        {"type", "Sequence"},
+        {"pretokenizers",
+         {{{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}}, level}}};
     if (pre == "qwen2") normalizer = {{"type", "NFC"}};
   } else if (pre == "default" || pre == "gpt2") {
     pre_tokenizer = byte_level;
@@ -228,19 +239,22 @@ std::unique_ptr<Tokenizer> load_gpt2(const GgufFile& f) {
   } else {
     f.fail_key("tokenizer.ggml.pre", "unsupported pre-tokenizer '" + pre + "' (supported: llama-bpe, qwen2, default)");
   }
-  parsed.document = {{"model", {{"type", "BPE"}, {"byte_fallback", false}, {"ignore_merges", pre == "llama-bpe" || pre == "llama3"}}},
-                     {"normalizer", normalizer},
-                     {"pre_tokenizer", pre_tokenizer},
-                     {"post_processor", nullptr},
-                     {"decoder", {{"type", "ByteLevel"}}},
-                     {"added_tokens", added}};
+  parsed.document = {
+      {"model", {{"type", "BPE"}, {"byte_fallback", false}, {"ignore_merges", pre == "llama-bpe" || pre == "llama3"}}},
+      {"normalizer", normalizer},
+      {"pre_tokenizer", pre_tokenizer},
+      {"post_processor", nullptr},
+      {"decoder", {{"type", "ByteLevel"}}},
+      {"added_tokens", added}};
 
   TokenizerConfig config;
   // BOS/EOS only where the metadata asks for them (the post-processor above adds nothing).
   config.add_bos_token = f.get_bool("tokenizer.ggml.add_bos_token").value_or(false);
   config.add_eos_token = f.get_bool("tokenizer.ggml.add_eos_token").value_or(false);
-  if (const auto bos = token_id(f, "tokenizer.ggml.bos_token_id", n)) config.bos_token = v.tokens[static_cast<size_t>(*bos)];
-  if (const auto eos = token_id(f, "tokenizer.ggml.eos_token_id", n)) config.eos_token = v.tokens[static_cast<size_t>(*eos)];
+  if (const auto bos = token_id(f, "tokenizer.ggml.bos_token_id", n))
+    config.bos_token = v.tokens[static_cast<size_t>(*bos)];
+  if (const auto eos = token_id(f, "tokenizer.ggml.eos_token_id", n))
+    config.eos_token = v.tokens[static_cast<size_t>(*eos)];
   return HfTokenizer::build(std::move(parsed), f.source() + " (tokenizer.ggml.*)", config);
 }
 

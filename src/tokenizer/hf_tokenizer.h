@@ -24,7 +24,8 @@ class HfTokenizer final : public Tokenizer {
   static std::unique_ptr<HfTokenizer> load(const std::filesystem::path& tokenizer_json, const TokenizerConfig& config);
   // The same from a tokenizer.json already split as read_tokenizer_json() does (or assembled from
   // another source, such as GGUF metadata); `file` names it in errors.
-  static std::unique_ptr<HfTokenizer> build(TokenizerJson parsed, const std::string& file, const TokenizerConfig& config);
+  static std::unique_ptr<HfTokenizer> build(TokenizerJson parsed, const std::string& file,
+                                            const TokenizerConfig& config);
 
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const override;
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const override;

@@ -8,8 +8,9 @@
 namespace slab::tok {
 namespace {
 
-constexpr const char* kKnownTopLevelFields[] = {"version", "truncation", "padding", "added_tokens", "normalizer",
-                                                "pre_tokenizer", "post_processor", "decoder", "model"};
+constexpr const char* kKnownTopLevelFields[] = {"version",        "truncation", "padding",
+                                                "added_tokens",   "normalizer", "pre_tokenizer",
+                                                "post_processor", "decoder",    "model"};
 
 bool flag(const nlohmann::json& token, const char* key, const std::string& file, const std::string& field) {
   const auto it = token.find(key);
@@ -59,20 +60,24 @@ void apply_flag(std::vector<int32_t>& ids, std::optional<bool> wanted, std::opti
 
 }  // namespace
 
-std::unique_ptr<HfTokenizer> HfTokenizer::load(const std::filesystem::path& tokenizer_json, const TokenizerConfig& config) {
+std::unique_ptr<HfTokenizer> HfTokenizer::load(const std::filesystem::path& tokenizer_json,
+                                               const TokenizerConfig& config) {
   return build(read_tokenizer_json(tokenizer_json), tokenizer_json.string(), config);
 }
 
-std::unique_ptr<HfTokenizer> HfTokenizer::build(TokenizerJson parsed, const std::string& file, const TokenizerConfig& config) {
+std::unique_ptr<HfTokenizer> HfTokenizer::build(TokenizerJson parsed, const std::string& file,
+                                                const TokenizerConfig& config) {
   const nlohmann::json& json = parsed.document;
   if (!json.is_object()) fail(file, "(top level)", "expected an object");
   for (const auto& [key, value] : json.items()) {
-    if (std::find(std::begin(kKnownTopLevelFields), std::end(kKnownTopLevelFields), key) == std::end(kKnownTopLevelFields)) {
+    if (std::find(std::begin(kKnownTopLevelFields), std::end(kKnownTopLevelFields), key) ==
+        std::end(kKnownTopLevelFields)) {
       fail(file, key, "unknown field");
     }
   }
   // Truncation would cut every encoding; padding to a fixed length would pad a single one.
-  if (json.contains("truncation") && !json["truncation"].is_null()) fail(file, "truncation", "unsupported (must be null)");
+  if (json.contains("truncation") && !json["truncation"].is_null())
+    fail(file, "truncation", "unsupported (must be null)");
   if (json.contains("padding") && !json["padding"].is_null()) {
     const auto& strategy = json["padding"].value("strategy", nlohmann::json());
     if (!(strategy.is_string() && strategy.get<std::string>() == "BatchLongest")) {
@@ -83,7 +88,8 @@ std::unique_ptr<HfTokenizer> HfTokenizer::build(TokenizerJson parsed, const std:
   auto tokenizer = std::unique_ptr<HfTokenizer>(new HfTokenizer());
   if (!parsed.has_vocab) fail(file, "model.vocab", "missing or not an object");
   if (!parsed.has_merges) fail(file, "model.merges", "missing or not an array");
-  tokenizer->model_ = BpeModel::build(json.value("model", nlohmann::json()), std::move(parsed.vocab), parsed.merges, file);
+  tokenizer->model_ =
+      BpeModel::build(json.value("model", nlohmann::json()), std::move(parsed.vocab), parsed.merges, file);
   parsed.merges = {};
   tokenizer->normalizer_ = parse_normalizer(json.value("normalizer", nlohmann::json()), file, "normalizer");
   tokenizer->pre_tokenizer_ = parse_pre_tokenizer(json.value("pre_tokenizer", nlohmann::json()), file, "pre_tokenizer");

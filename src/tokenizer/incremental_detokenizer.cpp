@@ -31,7 +31,8 @@ std::string IncrementalDetokenizer::push(int32_t id) {
   ids_.push_back(id);
   if (is_byte_piece(tokenizer_.id_to_piece(id))) return {};  // wait for the run to end
   const std::span<const int32_t> all(ids_);
-  const std::string prefix_text = tokenizer_.decode(all.subspan(prefix_offset_, read_offset_ - prefix_offset_), skip_special_tokens_);
+  const std::string prefix_text =
+      tokenizer_.decode(all.subspan(prefix_offset_, read_offset_ - prefix_offset_), skip_special_tokens_);
   const std::string new_text = tokenizer_.decode(all.subspan(prefix_offset_), skip_special_tokens_);
   // Hold back while the window ends inside a character (decode shows it as U+FFFD) or has not
   // grown past what was already emitted.
@@ -44,7 +45,8 @@ std::string IncrementalDetokenizer::push(int32_t id) {
 
 std::string IncrementalDetokenizer::flush() {
   const std::span<const int32_t> all(ids_);
-  const std::string prefix_text = tokenizer_.decode(all.subspan(prefix_offset_, read_offset_ - prefix_offset_), skip_special_tokens_);
+  const std::string prefix_text =
+      tokenizer_.decode(all.subspan(prefix_offset_, read_offset_ - prefix_offset_), skip_special_tokens_);
   const std::string new_text = tokenizer_.decode(all.subspan(prefix_offset_), skip_special_tokens_);
   prefix_offset_ = read_offset_ = ids_.size();
   if (new_text.size() <= prefix_text.size()) return {};

@@ -18,7 +18,8 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& model_dir
   }
   const tok::TokenizerConfig config = tok::read_tokenizer_config(model_dir / "tokenizer_config.json");
   // tokenizer.json is preferred: it carries the added tokens and the exact pipeline.
-  if (std::filesystem::exists(model_dir / "tokenizer.json")) return tok::HfTokenizer::load(model_dir / "tokenizer.json", config);
+  if (std::filesystem::exists(model_dir / "tokenizer.json"))
+    return tok::HfTokenizer::load(model_dir / "tokenizer.json", config);
   if (std::filesystem::exists(model_dir / "tokenizer.model")) {
     return tok::load_sentencepiece_tokenizer(model_dir / "tokenizer.model", config);
   }

@@ -50,11 +50,12 @@ std::string pcre2_message(int code) {
 Regex::Regex(const std::string& pattern, const std::string& file, const std::string& field) {
   int error = 0;
   PCRE2_SIZE error_offset = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                   PCRE2_UTF | PCRE2_UCP, &error, &error_offset, nullptr);
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
+                                   &error, &error_offset, nullptr);
   if (code == nullptr) {
-    fail(file, field, "regex does not compile at offset " + std::to_string(error_offset) + ": " +
-                          pcre2_message(error) + " (pattern " + pattern + ")");
+    fail(file, field,
+         "regex does not compile at offset " + std::to_string(error_offset) + ": " + pcre2_message(error) +
+             " (pattern " + pattern + ")");
   }
   // Without JIT pcre2_match interprets the pattern: slower, same results.
   (void)pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);

@@ -38,7 +38,8 @@ SpecialTokenTemplate parse_template_processing(const nlohmann::json& json, const
 
 }  // namespace
 
-SpecialTokenTemplate parse_post_processor(const nlohmann::json& json, const std::string& file, const std::string& field) {
+SpecialTokenTemplate parse_post_processor(const nlohmann::json& json, const std::string& file,
+                                          const std::string& field) {
   if (json.is_null()) return {};
   const std::string type = require_string(json, "type", file, field);
   if (type == "ByteLevel") return {};  // only adjusts offsets
@@ -49,7 +50,8 @@ SpecialTokenTemplate parse_post_processor(const nlohmann::json& json, const std:
     // Each step wraps the result of the previous one.
     SpecialTokenTemplate combined;
     for (size_t i = 0; i < list->size(); ++i) {
-      SpecialTokenTemplate step = parse_post_processor((*list)[i], file, field + ".processors[" + std::to_string(i) + "]");
+      SpecialTokenTemplate step =
+          parse_post_processor((*list)[i], file, field + ".processors[" + std::to_string(i) + "]");
       step.prefix.insert(step.prefix.end(), combined.prefix.begin(), combined.prefix.end());
       combined.prefix = std::move(step.prefix);
       combined.suffix.insert(combined.suffix.end(), step.suffix.begin(), step.suffix.end());

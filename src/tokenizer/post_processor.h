@@ -16,6 +16,7 @@ struct SpecialTokenTemplate {
 
 // Null JSON gives an empty template. Throws naming `file` on unknown types or a template that
 // does not contain sequence A exactly once.
-SpecialTokenTemplate parse_post_processor(const nlohmann::json& json, const std::string& file, const std::string& field);
+SpecialTokenTemplate parse_post_processor(const nlohmann::json& json, const std::string& file,
+                                          const std::string& field);
 
 }  // namespace slab::tok

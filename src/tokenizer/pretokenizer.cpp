@@ -28,9 +28,7 @@ std::vector<Span> apply_behavior(const std::vector<Span>& spans, DelimiterBehavi
         if (!s.is_match) out.push_back(s);
       }
       break;
-    case DelimiterBehavior::kIsolated:
-      out = spans;
-      break;
+    case DelimiterBehavior::kIsolated: out = spans; break;
     case DelimiterBehavior::kMergedWithPrevious: {
       bool previous_match = false;
       for (const Span& s : spans) {
@@ -118,7 +116,8 @@ class SplitPreTokenizer final : public PreTokenizer {
       return;
     }
     if (literal_.empty()) return;
-    for (size_t hit = piece.find(literal_); hit != std::string::npos; hit = piece.find(literal_, hit + literal_.size())) {
+    for (size_t hit = piece.find(literal_); hit != std::string::npos;
+         hit = piece.find(literal_, hit + literal_.size())) {
       matches.emplace_back(hit, hit + literal_.size());
     }
   }
@@ -130,8 +129,7 @@ class SplitPreTokenizer final : public PreTokenizer {
 };
 
 // The GPT-2 split used when ByteLevel has use_regex set.
-constexpr const char* kGpt2Pattern =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+constexpr const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 // Maps every byte of each piece to its byte-level code point (optionally splitting first).
 class ByteLevelPreTokenizer final : public PreTokenizer {

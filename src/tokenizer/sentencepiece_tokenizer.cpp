@@ -13,7 +13,8 @@ class SentencePieceTokenizer final : public Tokenizer {
  public:
   SentencePieceTokenizer(const std::filesystem::path& model_file, const TokenizerConfig& config) {
     const auto status = processor_.Load(model_file.string());
-    if (!status.ok()) throw std::runtime_error(model_file.string() + ": cannot load SentencePiece model: " + status.ToString());
+    if (!status.ok())
+      throw std::runtime_error(model_file.string() + ": cannot load SentencePiece model: " + status.ToString());
     init(config);
   }
 

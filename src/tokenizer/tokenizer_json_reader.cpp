@@ -51,7 +51,8 @@ class Reader final : public nlohmann::json_sax<json> {
   }
 
   bool start_object(std::size_t) override {
-    if (mode_ != Mode::kDom) return fail_at(mode_ == Mode::kVocab ? "model.vocab: id is not an integer" : "model.merges: unexpected object");
+    if (mode_ != Mode::kDom)
+      return fail_at(mode_ == Mode::kVocab ? "model.vocab: id is not an integer" : "model.merges: unexpected object");
     if (next_ == Next::kVocab) {
       mode_ = Mode::kVocab;
       out_.has_vocab = true;
@@ -132,14 +133,16 @@ class Reader final : public nlohmann::json_sax<json> {
   enum class Next { kNone, kVocab, kMerges };  // what the value after the current key is
 
   bool vocab_id(int64_t id) {
-    if (id < 0 || id > INT32_MAX) return fail_at("model.vocab[\"" + vocab_key_ + "\"]: id is not a non-negative integer");
+    if (id < 0 || id > INT32_MAX)
+      return fail_at("model.vocab[\"" + vocab_key_ + "\"]: id is not a non-negative integer");
     out_.vocab.emplace_back(std::move(vocab_key_), static_cast<int32_t>(id));
     return true;
   }
 
   bool plain_value(json value) {
     if (mode_ == Mode::kMerges || mode_ == Mode::kMergePair) {
-      return fail_at("model.merges[" + std::to_string(out_.merges.size()) + "]: expected a string or a pair of strings");
+      return fail_at("model.merges[" + std::to_string(out_.merges.size()) +
+                     "]: expected a string or a pair of strings");
     }
     if (mode_ == Mode::kVocab) return fail_at("model.vocab[\"" + vocab_key_ + "\"]: id is not an integer");
     next_ = Next::kNone;

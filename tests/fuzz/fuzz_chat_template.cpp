@@ -22,8 +22,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     slab::chat::RenderLimits limits;
     limits.max_output_bytes = 1 << 20;
     limits.max_loop_iterations = 100000;
-    (void)tmpl.render(ordered_json{{"messages", messages}, {"tools", tools}, {"add_generation_prompt", true},
-                                   {"bos_token", "<s>"}, {"eos_token", "</s>"}},
+    (void)tmpl.render(ordered_json{{"messages", messages},
+                                   {"tools", tools},
+                                   {"add_generation_prompt", true},
+                                   {"bos_token", "<s>"},
+                                   {"eos_token", "</s>"}},
                       0, limits);
     (void)slab::chat::render_chat(tmpl, messages, nullptr, false, special, ordered_json::object(), 0);
   } catch (const slab::chat::TemplateError&) {

@@ -1,11 +1,11 @@
 #pragma once
 // Starts the real slabserve binary on a free loopback port and stops it at scope exit.
-#include <signal.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <chrono>

@@ -36,7 +36,8 @@ TEST_CASE("tokenize with messages returns the ids of the text jinja2 renders", "
 
   for (const char* name : {"microsoft-Phi-3.5-mini-instruct", "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use"}) {
     INFO(name);
-    ServerProcess server({"--model", model.string(), "--chat-template", (templates / (std::string(name) + ".jinja")).string()});
+    ServerProcess server(
+        {"--model", model.string(), "--chat-template", (templates / (std::string(name) + ".jinja")).string()});
     REQUIRE(server.wait_ready());
     auto c = server.client();
     const json expected = read_json(slab::test::fixtures_dir() / "chat" / "expected" / (std::string(name) + ".json"));
@@ -48,7 +49,8 @@ TEST_CASE("tokenize with messages returns the ids of the text jinja2 renders", "
       }
       REQUIRE(conversation != nullptr);
       INFO(k["conversation"].get<std::string>() << " add_generation_prompt=" << k["add_generation_prompt"]);
-      json body = {{"messages", (*conversation)["messages"]}, {"add_generation_prompt", k["add_generation_prompt"]},
+      json body = {{"messages", (*conversation)["messages"]},
+                   {"add_generation_prompt", k["add_generation_prompt"]},
                    {"chat_template_kwargs", (*conversation)["kwargs"]}};
       if (!(*conversation)["tools"].is_null()) body["tools"] = (*conversation)["tools"];
       auto res = post(c, "/tokenize", body);
@@ -86,10 +88,12 @@ TEST_CASE("chat completions: a model without a template refuses, a template file
     CHECK(res->status == 400);
     CHECK(json::parse(res->body)["error"]["message"].get<std::string>().find("chat template") != std::string::npos);
   }
-  ServerProcess server({"--model", model.string(), "--chat-template", (templates / "microsoft-Phi-3.5-mini-instruct.jinja").string()});
+  ServerProcess server(
+      {"--model", model.string(), "--chat-template", (templates / "microsoft-Phi-3.5-mini-instruct.jinja").string()});
   REQUIRE(server.wait_ready());
   auto c = server.client();
-  json request = {{"messages", messages}, {"max_tokens", 24}, {"temperature", 0}, {"logprobs", true}, {"top_logprobs", 2}};
+  json request = {
+      {"messages", messages}, {"max_tokens", 24}, {"temperature", 0}, {"logprobs", true}, {"top_logprobs", 2}};
   auto whole = post(c, "/v1/chat/completions", request);
   REQUIRE(whole->status == 200);
   const json r = json::parse(whole->body);
@@ -121,7 +125,8 @@ TEST_CASE("chat completions: a model without a template refuses, a template file
   CHECK(events[events.size() - 2]["usage"]["completion_tokens"] == 24);
   CHECK(events[events.size() - 3]["choices"][0]["finish_reason"] == "length");
   std::string streamed_text;
-  for (size_t i = 1; i + 3 < events.size(); ++i) streamed_text += events[i]["choices"][0]["delta"]["content"].get<std::string>();
+  for (size_t i = 1; i + 3 < events.size(); ++i)
+    streamed_text += events[i]["choices"][0]["delta"]["content"].get<std::string>();
   CHECK(streamed_text == text);
 }
 
@@ -133,13 +138,17 @@ TEST_CASE("the checkpoint's chat template is used by default and --chat-template
   const auto dir = std::filesystem::temp_directory_path() / ("slab-chat-model-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   for (const auto& entry : std::filesystem::directory_iterator(model)) {
-    if (entry.path().filename() != "tokenizer_config.json") std::filesystem::create_symlink(entry.path(), dir / entry.path().filename());
+    if (entry.path().filename() != "tokenizer_config.json")
+      std::filesystem::create_symlink(entry.path(), dir / entry.path().filename());
   }
   json config = read_json(model / "tokenizer_config.json");
-  config["chat_template"] = "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}";
+  config["chat_template"] =
+      "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}[assistant]{% "
+      "endif %}";
   std::ofstream(dir / "tokenizer_config.json") << config.dump();
 
-  const json body = {{"messages", json::array({{{"role", "user"}, {"content", "Hi"}}})}, {"add_generation_prompt", true}};
+  const json body = {{"messages", json::array({{{"role", "user"}, {"content", "Hi"}}})},
+                     {"add_generation_prompt", true}};
   auto ids_of = [&](httplib::Client& c, const std::string& text) {
     return json::parse(post(c, "/tokenize", {{"prompt", text}, {"add_special_tokens", false}})->body)["tokens"];
   };
@@ -150,7 +159,8 @@ TEST_CASE("the checkpoint's chat template is used by default and --chat-template
     CHECK(json::parse(post(c, "/tokenize", body)->body)["tokens"] == ids_of(c, "[user] Hi\n[assistant]"));
   }
   {
-    ServerProcess server({"--model", dir.string(), "--chat-template", (templates / "microsoft-Phi-3.5-mini-instruct.jinja").string()});
+    ServerProcess server(
+        {"--model", dir.string(), "--chat-template", (templates / "microsoft-Phi-3.5-mini-instruct.jinja").string()});
     REQUIRE(server.wait_ready());
     auto c = server.client();
     CHECK(json::parse(post(c, "/tokenize", body)->body)["tokens"] == ids_of(c, "<|user|>\nHi<|end|>\n<|assistant|>\n"));

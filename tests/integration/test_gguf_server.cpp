@@ -28,7 +28,8 @@ TEST_CASE("serve: the stories260K GGUF file completes and tokenizes as the safet
   const auto folder = slab::test::testdata_or_skip("models/stories260K");
   const auto gguf = slab::test::testdata_or_skip("models/stories260K-gguf/stories260K.gguf");
   if (folder.empty() || gguf.empty()) return;
-  const std::string log_path = (std::filesystem::temp_directory_path() / ("slab_gguf_serve_" + std::to_string(::getpid()) + ".log")).string();
+  const std::string log_path =
+      (std::filesystem::temp_directory_path() / ("slab_gguf_serve_" + std::to_string(::getpid()) + ".log")).string();
   ServerProcess from_gguf({"--model", gguf.string()}, log_path);
   ServerProcess from_folder({"--model", folder.string()});
   REQUIRE(from_gguf.wait_ready());

@@ -3,8 +3,8 @@
 
 #include <fstream>
 #include <functional>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -56,8 +56,12 @@ TEST_CASE("completions: greedy continuation from BOS equals transformers' tokens
   json models = json::parse(c.Get("/v1/models")->body);
   REQUIRE(models["data"][0]["id"] == "stories260K");
 
-  json r = post_json(c, "/v1/completions", {{"model", "stories260K"}, {"prompt", json::array({1})},
-                                              {"max_tokens", greedy.size()}, {"temperature", 0}, {"ignore_eos", true}});
+  json r = post_json(c, "/v1/completions",
+                     {{"model", "stories260K"},
+                      {"prompt", json::array({1})},
+                      {"max_tokens", greedy.size()},
+                      {"temperature", 0},
+                      {"ignore_eos", true}});
   json detok = post_json(c, "/detokenize", {{"tokens", greedy}});
   CHECK(r["choices"][0]["text"] == detok["prompt"]);
   CHECK(r["choices"][0]["finish_reason"] == "length");
@@ -105,19 +109,23 @@ TEST_CASE("completions: stop strings end the text before them and n with prompt 
   REQUIRE(server.wait_ready());
   auto c = server.client();
 
-  json free_run = post_json(c, "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 60}, {"temperature", 0}});
+  json free_run =
+      post_json(c, "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 60}, {"temperature", 0}});
   const std::string text = free_run["choices"][0]["text"];
   const size_t dot = text.find('.');
   REQUIRE(dot != std::string::npos);
-  json stopped = post_json(c, "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 60}, {"temperature", 0}, {"stop", "."}});
+  json stopped = post_json(c, "/v1/completions",
+                           {{"prompt", "Once upon a time"}, {"max_tokens", 60}, {"temperature", 0}, {"stop", "."}});
   CHECK(stopped["choices"][0]["text"] == text.substr(0, dot));
   CHECK(stopped["choices"][0]["finish_reason"] == "stop");
 
-  json many = post_json(c, "/v1/completions", {{"prompt", {"Tom", "Lily"}}, {"n", 2}, {"max_tokens", 8}, {"seed", 5}, {"echo", true}});
+  json many = post_json(c, "/v1/completions",
+                        {{"prompt", {"Tom", "Lily"}}, {"n", 2}, {"max_tokens", 8}, {"seed", 5}, {"echo", true}});
   REQUIRE(many["choices"].size() == 4);
   CHECK(many["choices"][0]["text"].get<std::string>().rfind("Tom", 0) == 0);
   CHECK(many["choices"][3]["text"].get<std::string>().rfind("Lily", 0) == 0);
-  json again = post_json(c, "/v1/completions", {{"prompt", {"Tom", "Lily"}}, {"n", 2}, {"max_tokens", 8}, {"seed", 5}, {"echo", true}});
+  json again = post_json(c, "/v1/completions",
+                         {{"prompt", {"Tom", "Lily"}}, {"n", 2}, {"max_tokens", 8}, {"seed", 5}, {"echo", true}});
   CHECK(again["choices"] == many["choices"]);
 }
 
@@ -161,14 +169,18 @@ TEST_CASE("bad requests get the right status and an OpenAI error body and the se
       {"top_k = -2", "/v1/completions", R"({"prompt": "a", "top_k": -2})", 400, "top_k"},
       {"min_p > 1", "/v1/completions", R"({"prompt": "a", "min_p": 2})", 400, "min_p"},
       {"presence_penalty 3", "/v1/completions", R"({"prompt": "a", "presence_penalty": 3})", 400, "presence_penalty"},
-      {"frequency_penalty -3", "/v1/completions", R"({"prompt": "a", "frequency_penalty": -3})", 400, "frequency_penalty"},
-      {"repetition_penalty 0", "/v1/completions", R"({"prompt": "a", "repetition_penalty": 0})", 400, "repetition_penalty"},
+      {"frequency_penalty -3", "/v1/completions", R"({"prompt": "a", "frequency_penalty": -3})", 400,
+       "frequency_penalty"},
+      {"repetition_penalty 0", "/v1/completions", R"({"prompt": "a", "repetition_penalty": 0})", 400,
+       "repetition_penalty"},
       {"n = 0", "/v1/completions", R"({"prompt": "a", "n": 0})", 400, "n"},
       {"n = 17", "/v1/completions", R"({"prompt": "a", "n": 17})", 400, "n"},
       {"seed string", "/v1/completions", R"({"prompt": "a", "seed": "x"})", 400, "seed"},
       {"stop wrong type", "/v1/completions", R"({"prompt": "a", "stop": 3})", 400, "stop"},
-      {"17 stop strings", "/v1/completions", json{{"prompt", "a"}, {"stop", std::vector<std::string>(17, "x")}}.dump(), 400, "stop"},
-      {"stop_token_ids with a string", "/v1/completions", R"({"prompt": "a", "stop_token_ids": ["x"]})", 400, "stop_token_ids"},
+      {"17 stop strings", "/v1/completions", json{{"prompt", "a"}, {"stop", std::vector<std::string>(17, "x")}}.dump(),
+       400, "stop"},
+      {"stop_token_ids with a string", "/v1/completions", R"({"prompt": "a", "stop_token_ids": ["x"]})", 400,
+       "stop_token_ids"},
       {"logit_bias not a map", "/v1/completions", R"({"prompt": "a", "logit_bias": [1]})", 400, "logit_bias"},
       {"logit_bias bad key", "/v1/completions", R"({"prompt": "a", "logit_bias": {"abc": 1}})", 400, "logit_bias"},
       {"logit_bias out of range", "/v1/completions", R"({"prompt": "a", "logit_bias": {"5": 500}})", 400, "logit_bias"},
@@ -176,28 +188,42 @@ TEST_CASE("bad requests get the right status and an OpenAI error body and the se
       {"logprobs 21", "/v1/completions", R"({"prompt": "a", "logprobs": 21})", 400, "logprobs"},
       {"echo not bool", "/v1/completions", R"({"prompt": "a", "echo": 1})", 400, "echo"},
       {"stream not bool", "/v1/completions", R"({"prompt": "a", "stream": "yes"})", 400, "stream"},
-      {"stream_options without stream", "/v1/completions", R"({"prompt": "a", "stream_options": {"include_usage": true}})", 400, "stream_options"},
+      {"stream_options without stream", "/v1/completions",
+       R"({"prompt": "a", "stream_options": {"include_usage": true}})", 400, "stream_options"},
       {"suffix", "/v1/completions", R"({"prompt": "a", "suffix": "b"})", 400, "suffix"},
       {"best_of 2", "/v1/completions", R"({"prompt": "a", "best_of": 2})", 400, "best_of"},
       {"model wrong type", "/v1/completions", R"({"model": 7, "prompt": "a"})", 400, "model"},
       {"unknown model", "/v1/completions", R"({"model": "gpt-9", "prompt": "a"})", 404, "model"},
-      {"prompt over the context", "/v1/completions", json{{"prompt", std::string(3000, 'x') + " once upon"}, {"max_tokens", 1}}.dump(), 400, nullptr},
+      {"prompt over the context", "/v1/completions",
+       json{{"prompt", std::string(3000, 'x') + " once upon"}, {"max_tokens", 1}}.dump(), 400, nullptr},
       {"non-UTF-8 bytes", "/v1/completions", "{\"prompt\": \"\xff\xfe\"}", 400, nullptr},
       {"body over the limit", "/v1/completions", json{{"prompt", big}}.dump(), 413, nullptr},
       {"chat: missing messages", "/v1/chat/completions", R"({"max_tokens": 3})", 400, "messages"},
       {"chat: empty messages", "/v1/chat/completions", R"({"messages": []})", 400, "messages"},
       {"chat: messages not a list", "/v1/chat/completions", R"({"messages": {"role": "user"}})", 400, "messages"},
       {"chat: message not an object", "/v1/chat/completions", R"({"messages": ["hi"]})", 400, "messages"},
-      {"chat: invalid role", "/v1/chat/completions", R"({"messages": [{"role": "wizard", "content": "hi"}]})", 400, "messages"},
+      {"chat: invalid role", "/v1/chat/completions", R"({"messages": [{"role": "wizard", "content": "hi"}]})", 400,
+       "messages"},
       {"chat: missing role", "/v1/chat/completions", R"({"messages": [{"content": "hi"}]})", 400, "messages"},
-      {"chat: content a number", "/v1/chat/completions", R"({"messages": [{"role": "user", "content": 5}]})", 400, "messages"},
-      {"chat: image part", "/v1/chat/completions", R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]})", 400, "messages"},
-      {"chat: tools not a list", "/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}], "tools": {}})", 400, "tools"},
-      {"chat: top_logprobs without logprobs", "/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}], "top_logprobs": 2})", 400, "top_logprobs"},
-      {"chat: negative max_completion_tokens", "/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": -5})", 400, "max_completion_tokens"},
-      {"chat: continue_final_message after a user turn", "/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}], "continue_final_message": true})", 400, "continue_final_message"},
-      {"chat: chat_template_kwargs not an object", "/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}], "chat_template_kwargs": 3})", 400, "chat_template_kwargs"},
-      {"chat: unknown model", "/v1/chat/completions", R"({"model": "x", "messages": [{"role": "user", "content": "hi"}]})", 404, "model"},
+      {"chat: content a number", "/v1/chat/completions", R"({"messages": [{"role": "user", "content": 5}]})", 400,
+       "messages"},
+      {"chat: image part", "/v1/chat/completions",
+       R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]})", 400,
+       "messages"},
+      {"chat: tools not a list", "/v1/chat/completions",
+       R"({"messages": [{"role": "user", "content": "hi"}], "tools": {}})", 400, "tools"},
+      {"chat: top_logprobs without logprobs", "/v1/chat/completions",
+       R"({"messages": [{"role": "user", "content": "hi"}], "top_logprobs": 2})", 400, "top_logprobs"},
+      {"chat: negative max_completion_tokens", "/v1/chat/completions",
+       R"({"messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": -5})", 400,
+       "max_completion_tokens"},
+      {"chat: continue_final_message after a user turn", "/v1/chat/completions",
+       R"({"messages": [{"role": "user", "content": "hi"}], "continue_final_message": true})", 400,
+       "continue_final_message"},
+      {"chat: chat_template_kwargs not an object", "/v1/chat/completions",
+       R"({"messages": [{"role": "user", "content": "hi"}], "chat_template_kwargs": 3})", 400, "chat_template_kwargs"},
+      {"chat: unknown model", "/v1/chat/completions",
+       R"({"model": "x", "messages": [{"role": "user", "content": "hi"}]})", 404, "model"},
       {"unknown route", "/v1/embeddings", "{}", 404, nullptr},
       {"detokenize bad ids", "/detokenize", R"({"tokens": [1, "x"]})", 400, "tokens"},
       {"detokenize id beyond vocab", "/detokenize", R"({"tokens": [100000]})", 400, "tokens"},
@@ -273,8 +299,10 @@ void stream_then_disconnect(int port, const std::string& body) {
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  const std::string request = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                              "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string request =
+      "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
   REQUIRE(::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
   std::string got;
   char buf[4096];
@@ -312,9 +340,12 @@ TEST_CASE("metrics move as requests complete", "[server][metrics]") {
     return page;
   };
   const std::string after = settled([&](const std::string& page) {
-    return metric(page, "vllm:generation_tokens_total" + labels) == 12 && metric(page, "vllm:num_requests_running" + labels) == 0;
+    return metric(page, "vllm:generation_tokens_total" + labels) == 12 &&
+           metric(page, "vllm:num_requests_running" + labels) == 0;
   });
-  CHECK(metric(after, "vllm:generation_tokens_total" + labels) - metric(before, "vllm:generation_tokens_total" + labels) == 12);
+  CHECK(metric(after, "vllm:generation_tokens_total" + labels) -
+            metric(before, "vllm:generation_tokens_total" + labels) ==
+        12);
   CHECK(metric(after, "vllm:prompt_tokens_total" + labels) > metric(before, "vllm:prompt_tokens_total" + labels));
   CHECK(metric(after, "vllm:request_success_total{model_name=\"stories260K\",finished_reason=\"length\"}") == 1);
   CHECK(metric(after, "vllm:time_to_first_token_seconds_count" + labels) == 1);
@@ -326,8 +357,10 @@ TEST_CASE("metrics move as requests complete", "[server][metrics]") {
   post_json(c, "/v1/completions", {{"prompt", std::string(200, 'a')}, {"max_tokens", 1}});
   json again = post_json(c, "/v1/completions", {{"prompt", std::string(200, 'a')}, {"max_tokens", 1}});
   CHECK(again["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>() > 0);
-  const std::string cached = settled([&](const std::string& page) { return metric(page, "vllm:prefix_cache_hits_total" + labels) > 0; });
-  CHECK(metric(cached, "vllm:prefix_cache_hits_total" + labels) == again["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>());
+  const std::string cached =
+      settled([&](const std::string& page) { return metric(page, "vllm:prefix_cache_hits_total" + labels) > 0; });
+  CHECK(metric(cached, "vllm:prefix_cache_hits_total" + labels) ==
+        again["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>());
 }
 
 TEST_CASE("20 streaming clients dropped mid-generation free their KV blocks", "[server][metrics]") {
@@ -335,7 +368,8 @@ TEST_CASE("20 streaming clients dropped mid-generation free their KV blocks", "[
   if (model.empty()) return;
   ServerProcess server({"--model", model});
   REQUIRE(server.wait_ready());
-  const std::string body = json{{"prompt", "Once upon a time"}, {"max_tokens", 480}, {"ignore_eos", true}, {"stream", true}}.dump();
+  const std::string body =
+      json{{"prompt", "Once upon a time"}, {"max_tokens", 480}, {"ignore_eos", true}, {"stream", true}}.dump();
   std::vector<std::thread> clients;
   for (int i = 0; i < 20; ++i) clients.emplace_back([&] { stream_then_disconnect(server.port(), body); });
   for (std::thread& t : clients) t.join();
@@ -345,7 +379,9 @@ TEST_CASE("20 streaming clients dropped mid-generation free their KV blocks", "[
   std::string page;
   for (int i = 0; i < 200; ++i) {
     page = c.Get("/metrics")->body;
-    if (metric(page, "vllm:kv_cache_usage_perc" + labels) == 0 && metric(page, "vllm:num_requests_running" + labels) == 0) break;
+    if (metric(page, "vllm:kv_cache_usage_perc" + labels) == 0 &&
+        metric(page, "vllm:num_requests_running" + labels) == 0)
+      break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   CHECK(metric(page, "vllm:kv_cache_usage_perc" + labels) == 0);
@@ -362,7 +398,8 @@ TEST_CASE("options come from a --config file and flags win over it", "[server]")
   const std::string model = slab::test::stories260k_or_skip();
   if (model.empty()) return;
   const auto config = std::filesystem::temp_directory_path() / ("slab-config-" + std::to_string(::getpid()) + ".toml");
-  std::ofstream(config) << "[serve]\nmodel = \"" << model << "\"\nserved-model-name = \"from-config\"\nmax-model-len = 256\n";
+  std::ofstream(config) << "[serve]\nmodel = \"" << model
+                        << "\"\nserved-model-name = \"from-config\"\nmax-model-len = 256\n";
   ServerProcess server({"--config", config.string(), "--max-model-len", "128"});
   REQUIRE(server.wait_ready());
   auto c = server.client();

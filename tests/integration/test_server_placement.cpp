@@ -15,8 +15,8 @@
 #include "runtime/file_io.h"
 #include "test_paths.h"
 
-using slab::test::ServerProcess;
 using Catch::Matchers::Contains;
+using slab::test::ServerProcess;
 
 namespace {
 
@@ -54,7 +54,8 @@ TEST_CASE("serve --threads 1 --cpuset CPU serves with one pool thread pinned to 
   if (model.empty()) return;
   const std::string cpu = std::to_string(first_allowed_cpu());
   const auto log = temp_path("pinned.log");
-  ServerProcess server({"--model", model, "--threads", "1", "--cpuset", cpu, "--kv-cache-tokens", "4096"}, log.string());
+  ServerProcess server({"--model", model, "--threads", "1", "--cpuset", cpu, "--kv-cache-tokens", "4096"},
+                       log.string());
   REQUIRE(server.wait_ready());
   auto c = server.client();
   auto res = c.Post("/v1/completions", R"({"prompt": "Once", "max_tokens": 4, "temperature": 0})", "application/json");
@@ -71,7 +72,8 @@ TEST_CASE("serve --threads 1 --cpuset CPU serves with one pool thread pinned to 
   std::filesystem::remove(log);
 }
 
-TEST_CASE("serve refuses a cpuset outside the process's cpus, an unknown NUMA node and bad thread counts", "[server][placement]") {
+TEST_CASE("serve refuses a cpuset outside the process's cpus, an unknown NUMA node and bad thread counts",
+          "[server][placement]") {
   const std::string model = slab::test::stories260k_or_skip();
   if (model.empty()) return;
   // Far beyond this machine's cpus (99-100 on anything smaller than 100 cpus).
@@ -83,7 +85,8 @@ TEST_CASE("serve refuses a cpuset outside the process's cpus, an unknown NUMA no
   CHECK_THAT(refused_log({"--model", model, "--threads", "100000"}), Contains("--threads 100000: only "));
 }
 
-TEST_CASE("placement options come from the --config file and --threads on the command line wins", "[server][placement]") {
+TEST_CASE("placement options come from the --config file and --threads on the command line wins",
+          "[server][placement]") {
   const std::string model = slab::test::stories260k_or_skip();
   if (model.empty()) return;
   const std::string cpu = std::to_string(first_allowed_cpu());
@@ -98,7 +101,8 @@ TEST_CASE("placement options come from the --config file and --threads on the co
   }
   CHECK_THAT(slab::read_file(log), Contains("placement: 1 thread pinned to cpu " + cpu + ";"));
   // Without the flag the file's threads = 2 applies, and is refused against its one-cpu cpuset.
-  CHECK_THAT(refused_log({"--config", config.string()}), Contains("--threads 2: only 1 core(s) selected (cpus " + cpu + ")"));
+  CHECK_THAT(refused_log({"--config", config.string()}),
+             Contains("--threads 2: only 1 core(s) selected (cpus " + cpu + ")"));
   std::ofstream(config) << "[serve]\nmodel = \"" << model << "\"\nnuma-node = 7\n";
   CHECK_THAT(refused_log({"--config", config.string()}), Contains("--numa-node 7: "));
   std::filesystem::remove(config);

@@ -146,7 +146,8 @@ TEST_CASE("api: the engine's greedy tokens from BOS are transformers'", "[engine
   CHECK(got.last.request_id == id);
   CHECK(got.last.finish_reason == slab::api::FinishReason::length);
   CHECK(got.tokens == greedy);
-  CHECK(loaded->tokenizer().decode(got.tokens, /*skip_special_tokens=*/false) == expected.at("text").get<std::string>());
+  CHECK(loaded->tokenizer().decode(got.tokens, /*skip_special_tokens=*/false) ==
+        expected.at("text").get<std::string>());
   // Stats are published at the end of the step that sent the last event: wait for that step.
   slab::api::EngineStats stats = loaded->engine().stats();
   for (int i = 0; i < 500 && stats.num_running != 0; ++i) {
@@ -157,7 +158,8 @@ TEST_CASE("api: the engine's greedy tokens from BOS are transformers'", "[engine
   CHECK(stats.generation_tokens == static_cast<int64_t>(greedy.size()));
 }
 
-TEST_CASE("api: an aborted request ends with FinishReason::abort and submit refuses what can never run", "[engine_api]") {
+TEST_CASE("api: an aborted request ends with FinishReason::abort and submit refuses what can never run",
+          "[engine_api]") {
   const std::string model = slab::test::stories260k_or_skip();
   if (model.empty()) return;
   std::unique_ptr<LoadedModel> loaded = LoadedModel::load(small_options(model));
@@ -181,7 +183,8 @@ TEST_CASE("api: an aborted request ends with FinishReason::abort and submit refu
   CHECK_THROWS_AS(engine.submit(outside, stream), std::invalid_argument);
 }
 
-TEST_CASE("api: chat rendering with a built-in template is Python jinja2's, and without one it is refused", "[engine_api]") {
+TEST_CASE("api: chat rendering with a built-in template is Python jinja2's, and without one it is refused",
+          "[engine_api]") {
   const std::string model = slab::test::stories260k_or_skip();
   if (model.empty()) return;
   LoadOptions options = small_options(model);
@@ -213,8 +216,8 @@ TEST_CASE("api: chat rendering with a built-in template is Python jinja2's, and 
         if (conversation.at("name") != c.at("conversation")) continue;
         INFO(conversation.at("name").get<std::string>());
         CHECK(loaded->render_chat(conversation.at("messages"), conversation.at("tools"),
-                                  c.at("add_generation_prompt").get<bool>(), conversation.at("kwargs"), now) ==
-              c.at("output").get<std::string>());
+                                  c.at("add_generation_prompt").get<bool>(), conversation.at("kwargs"),
+                                  now) == c.at("output").get<std::string>());
         ++checked;
       }
     }

@@ -99,13 +99,11 @@ Problem make_problem(const AttnShape& shape, const std::vector<SeqSpec>& specs, 
   p.expected.assign(p.q.size(), 0.0f);
   for (size_t i = 0; i < p.seqs.size(); ++i) {
     const AttnSeq& s = p.seqs[i];
-    ref::PagedKv kv{p.pool_f32.data(), s.block_table, bs, p.block_stride, p.k_offset, p.v_offset,
-                    p.head_stride};
+    ref::PagedKv kv{p.pool_f32.data(), s.block_table, bs, p.block_stride, p.k_offset, p.v_offset, p.head_stride};
     for (int r = 0; r < s.q_len; ++r) {
       const size_t row = static_cast<size_t>(s.q_start + r);
-      ref::attention(p.expected.data() + row * p.width, p.q.data() + row * p.width, kv,
-                     shape.n_heads, shape.n_kv_heads, hd, s.kv_len - s.q_len + r, shape.window,
-                     p.scale);
+      ref::attention(p.expected.data() + row * p.width, p.q.data() + row * p.width, kv, shape.n_heads, shape.n_kv_heads,
+                     hd, s.kv_len - s.q_len + r, shape.window, p.scale);
     }
   }
   return p;
@@ -117,8 +115,7 @@ AttentionArgs make_args(const Problem& p, float* out, float* workspace, Isa isa)
   a.ldq = p.width;
   a.out = out;
   a.ldo = p.width;
-  a.kv = {p.pool.data(), p.shape.block_size, p.block_stride, p.k_offset, p.v_offset,
-          p.head_stride};
+  a.kv = {p.pool.data(), p.shape.block_size, p.block_stride, p.k_offset, p.v_offset, p.head_stride};
   a.seqs = p.seqs.data();
   a.n_seqs = static_cast<int>(p.seqs.size());
   a.scale = p.scale;
@@ -138,10 +135,8 @@ float max_error(const std::vector<float>& got, const std::vector<float>& want) {
 
 // Runs the kernel with the threads one after the other (kernels know only their index).
 std::vector<float> run_sequential(const Problem& p, Isa isa, int n_threads) {
-  const AttentionPlan plan =
-      plan_attention(p.shape, p.seqs.data(), static_cast<int>(p.seqs.size()), n_threads);
-  std::vector<float> ws(attention_workspace_floats(plan) + 1,
-                        std::numeric_limits<float>::quiet_NaN());
+  const AttentionPlan plan = plan_attention(p.shape, p.seqs.data(), static_cast<int>(p.seqs.size()), n_threads);
+  std::vector<float> ws(attention_workspace_floats(plan) + 1, std::numeric_limits<float>::quiet_NaN());
   std::vector<float> out(p.q.size(), std::numeric_limits<float>::quiet_NaN());
   const AttentionArgs args = make_args(p, out.data(), ws.data(), isa);
   for (int t = 0; t < n_threads; ++t) attention_run(args, plan, t, n_threads);
@@ -181,7 +176,7 @@ TEST_CASE("attention mixed batches match the reference over head shapes", "[atte
         const AttnShape shape{h.n, h.kv, hd, bs, 0};
         // Decode at 1, 15, 17, 100, 1000; multi-token with and without a prefix; prefill from
         // empty and after a prefix.
-        const std::vector<SeqSpec> specs = {{1, 1},  {1, 15},  {1, 17},  {1, 100}, {1, 1000},
+        const std::vector<SeqSpec> specs = {{1, 1},  {1, 15},   {1, 17},  {1, 100}, {1, 1000},
                                             {2, 17}, {37, 100}, {64, 64}, {70, 70}, {66, 150}};
         check_all(make_problem(shape, specs, seed++), {1, 2, 3, 7});
       }
@@ -222,8 +217,8 @@ TEST_CASE("attention sliding window", "[attention]") {
 
 TEST_CASE("attention plan classifies sequences and skips masked blocks", "[attention]") {
   const AttnShape shape{32, 4, 64, 32, 0};
-  const std::vector<AttnSeq> seqs = {{0, 1, 500, nullptr}, {1, 5, 20, nullptr},
-                                     {6, 64, 64, nullptr}, {70, 200, 200, nullptr}};
+  const std::vector<AttnSeq> seqs = {
+      {0, 1, 500, nullptr}, {1, 5, 20, nullptr}, {6, 64, 64, nullptr}, {70, 200, 200, nullptr}};
   const AttentionPlan plan = plan_attention(shape, seqs.data(), 4, 2);
   CHECK(plan.n_decode == 1);
   CHECK(plan.n_multi == 2);

@@ -85,8 +85,8 @@ TEST_CASE("built-in chat templates render like jinja2", "[chat][builtin]") {
 TEST_CASE("built-in chat templates render plain conversations like their family's real template", "[chat][builtin]") {
   const auto convs = conversations_by_name();
   // Conversations of system, user and assistant turns only (with qwen's reasoning ones for qwen).
-  const std::set<std::string> plain = {"user_only",    "system_user", "multi_turn",      "multi_turn_no_system",
-                                       "empty_content", "unicode",    "non_alternating", "assistant_first"};
+  const std::set<std::string> plain = {"user_only",     "system_user", "multi_turn",      "multi_turn_no_system",
+                                       "empty_content", "unicode",     "non_alternating", "assistant_first"};
   struct Family {
     const char* builtin;
     const char* real;                    // fixture under expected/
@@ -110,7 +110,8 @@ TEST_CASE("built-in chat templates render plain conversations like their family'
     for (const auto& c : expected["cases"]) {
       const std::string conv = c["conversation"].get<std::string>();
       if ((!plain.count(conv) && !f.also.count(conv)) || f.except.count(conv)) continue;
-      if (!c.contains("output")) continue;  // the real template refuses it (gemma: a system turn, roles not alternating)
+      if (!c.contains("output"))
+        continue;  // the real template refuses it (gemma: a system turn, roles not alternating)
       const bool agp = c["add_generation_prompt"].get<bool>();
       INFO(conv << " agp=" << agp);
       CHECK(render(tmpl, convs.at(conv), agp, expected["special_tokens"]) == c["output"].get<std::string>());

@@ -6,15 +6,15 @@
 
 #include <atomic>
 #include <chrono>
-#include <functional>
-#include <map>
-#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <random>
 #include <sstream>
+#include <thread>
 
 using slab::chat::ChatTemplate;
 using slab::chat::RenderLimits;
@@ -170,8 +170,9 @@ TEST_CASE("real chat templates render like transformers", "[chat]") {
 }
 
 TEST_CASE("chat template API basics", "[chat]") {
-  ChatTemplate t("{{ bos_token }}{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}"
-                 "{% if add_generation_prompt %}>{% endif %}{{ tools is none }}{{ enable_x }}");
+  ChatTemplate t(
+      "{{ bos_token }}{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}"
+      "{% if add_generation_prompt %}>{% endif %}{{ tools is none }}{{ enable_x }}");
   ojson messages = ojson::parse(R"([{"role":"user","content":"hi","tool_calls":null}])");
   std::string out = slab::chat::render_chat(t, messages, nullptr, true, {{"bos_token", "<s>"}}, {{"enable_x", 7}}, 0);
   CHECK(out == "<s>[user:hi]>True7");
@@ -181,19 +182,23 @@ TEST_CASE("chat template API basics", "[chat]") {
                                 nlohmann::json::object(), 0) == "<s>[user:x]True");
   CHECK_THROWS_AS(ChatTemplate("{% for %}"), TemplateError);
   CHECK_THROWS_WITH(ChatTemplate("{{ raise_exception('nope') }}").render(ojson::object()), "nope");
-  CHECK_THROWS_AS(ChatTemplate("{{ raise_exception('nope') }}").render(ojson::object()), slab::chat::TemplateRaisedError);
+  CHECK_THROWS_AS(ChatTemplate("{{ raise_exception('nope') }}").render(ojson::object()),
+                  slab::chat::TemplateRaisedError);
   // render_chat_request retries a tool-less conversation with `tools` undefined, but never one the
   // template refused on purpose, nor one that came with tools.
   ChatTemplate refuses("{% if tools is none %}{{ raise_exception('needs tools') }}{% endif %}{{ tools | length }}");
-  CHECK_THROWS_WITH(slab::chat::render_chat_request(refuses, messages, nullptr, false, ojson::object(), ojson::object(), 0),
-                    "needs tools");
+  CHECK_THROWS_WITH(
+      slab::chat::render_chat_request(refuses, messages, nullptr, false, ojson::object(), ojson::object(), 0),
+      "needs tools");
   ChatTemplate loops("{% for t in tools %}{{ t }}{% endfor %}[{{ tools is defined }}]");
-  CHECK_THROWS_AS(slab::chat::render_chat(loops, messages, nullptr, false, ojson::object(), ojson::object(), 0), TemplateError);
-  CHECK(slab::chat::render_chat_request(loops, messages, nullptr, false, ojson::object(), ojson::object(), 0) == "[False]");
-  CHECK(slab::chat::render_chat_request(loops, messages, ojson::array({"a"}), false, ojson::object(), ojson::object(), 0) ==
-        "a[True]");
-  CHECK_THROWS_WITH(slab::chat::render_chat_request(ChatTemplate("{{ tools | list }}{{ nothing.x }}"), messages, nullptr,
-                                                    false, ojson::object(), ojson::object(), 0),
+  CHECK_THROWS_AS(slab::chat::render_chat(loops, messages, nullptr, false, ojson::object(), ojson::object(), 0),
+                  TemplateError);
+  CHECK(slab::chat::render_chat_request(loops, messages, nullptr, false, ojson::object(), ojson::object(), 0) ==
+        "[False]");
+  CHECK(slab::chat::render_chat_request(loops, messages, ojson::array({"a"}), false, ojson::object(), ojson::object(),
+                                        0) == "a[True]");
+  CHECK_THROWS_WITH(slab::chat::render_chat_request(ChatTemplate("{{ tools | list }}{{ nothing.x }}"), messages,
+                                                    nullptr, false, ojson::object(), ojson::object(), 0),
                     Catch::Matchers::Contains("NoneType"));  // both attempts fail: the first error
   // Thread safety: the same parsed template rendered from several threads.
   std::vector<std::thread> threads;
@@ -237,7 +242,11 @@ TEST_CASE("chat template limits stop runaway templates", "[chat]") {
   for (int i = 0; i < 5000; ++i) nested += "{% if true %}";
   fails(nested);
   fails("{{ " + std::string(5000, '-') + "1 }}");
-  fails("{{ " + [] { std::string s; for (int i = 0; i < 5000; ++i) s += "not "; return s; }() + "x }}");
+  fails("{{ " + [] {
+    std::string s;
+    for (int i = 0; i < 5000; ++i) s += "not ";
+    return s;
+  }() + "x }}");
 }
 
 TEST_CASE("chat template fuzz: random and broken templates never crash or hang", "[chat]") {
@@ -252,16 +261,111 @@ TEST_CASE("chat template fuzz: random and broken templates never crash or hang",
       "tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],
       "add_generation_prompt":true,"bos_token":"<s>","eos_token":"</s>","n":3,"l":[1,2,3],"d":{"k":"v"}})");
 
-  static const char* const pieces[] = {
-      "{{", "}}", "{%", "%}", "{%-", "-%}", "{#", "#}", "{{-", "-}}", " ", "\n", "if", "elif", "else", "endif",
-      "for", "in", "endfor", "set", "endset", "=", "macro", "endmacro", "call", "endcall", "caller()", "break",
-      "continue", "namespace(", "ns.x", "(", ")", "[", "]", "{", "}", ",", ":", ".", "|", "~", "+", "-", "*", "/",
-      "//", "%", "**", "==", "!=", "<", ">", "not", "and", "or", "is", "defined", "none", "string", "true",
-      "'s'", "\"t\"", "0", "1", "-1", "2.5", "messages", "m", "x", "loop.index", "loop", "l", "d", "n", "tools",
-      "upper", "trim", "join", "length", "tojson", "items", "map(attribute='role')", "selectattr('role')", "range(",
-      "range(n)", "f(", "f(x)", "raise_exception('boom')", "[::-1]", "[1:]", "[0]", ".content", ".strip()",
-      ".split(',')", "text", "{% for x in l %}", "{% endfor %}", "{% if x %}", "{% endif %}",
-      "{% macro f(x) %}{{ f(x) }}{% endmacro %}", "{{ f(1) }}", "{% set x = x ~ x %}", "{% raw %}", "{% endraw %}"};
+  static const char* const pieces[] = {"{{",
+                                       "}}",
+                                       "{%",
+                                       "%}",
+                                       "{%-",
+                                       "-%}",
+                                       "{#",
+                                       "#}",
+                                       "{{-",
+                                       "-}}",
+                                       " ",
+                                       "\n",
+                                       "if",
+                                       "elif",
+                                       "else",
+                                       "endif",
+                                       "for",
+                                       "in",
+                                       "endfor",
+                                       "set",
+                                       "endset",
+                                       "=",
+                                       "macro",
+                                       "endmacro",
+                                       "call",
+                                       "endcall",
+                                       "caller()",
+                                       "break",
+                                       "continue",
+                                       "namespace(",
+                                       "ns.x",
+                                       "(",
+                                       ")",
+                                       "[",
+                                       "]",
+                                       "{",
+                                       "}",
+                                       ",",
+                                       ":",
+                                       ".",
+                                       "|",
+                                       "~",
+                                       "+",
+                                       "-",
+                                       "*",
+                                       "/",
+                                       "//",
+                                       "%",
+                                       "**",
+                                       "==",
+                                       "!=",
+                                       "<",
+                                       ">",
+                                       "not",
+                                       "and",
+                                       "or",
+                                       "is",
+                                       "defined",
+                                       "none",
+                                       "string",
+                                       "true",
+                                       "'s'",
+                                       "\"t\"",
+                                       "0",
+                                       "1",
+                                       "-1",
+                                       "2.5",
+                                       "messages",
+                                       "m",
+                                       "x",
+                                       "loop.index",
+                                       "loop",
+                                       "l",
+                                       "d",
+                                       "n",
+                                       "tools",
+                                       "upper",
+                                       "trim",
+                                       "join",
+                                       "length",
+                                       "tojson",
+                                       "items",
+                                       "map(attribute='role')",
+                                       "selectattr('role')",
+                                       "range(",
+                                       "range(n)",
+                                       "f(",
+                                       "f(x)",
+                                       "raise_exception('boom')",
+                                       "[::-1]",
+                                       "[1:]",
+                                       "[0]",
+                                       ".content",
+                                       ".strip()",
+                                       ".split(',')",
+                                       "text",
+                                       "{% for x in l %}",
+                                       "{% endfor %}",
+                                       "{% if x %}",
+                                       "{% endif %}",
+                                       "{% macro f(x) %}{{ f(x) }}{% endmacro %}",
+                                       "{{ f(1) }}",
+                                       "{% set x = x ~ x %}",
+                                       "{% raw %}",
+                                       "{% endraw %}"};
   std::mt19937 rng(12345);
   auto random_template = [&] {
     std::string s;
@@ -301,11 +405,16 @@ TEST_CASE("chat template fuzz: random and broken templates never crash or hang",
   }
   // Real templates on malformed conversations: wrong types, missing keys, odd roles.
   static const char* const odd_messages[] = {
-      R"([])", R"([{"role":"user"}])", R"([{"content":"no role"}])", R"([{"role":"user","content":7}])",
+      R"([])",
+      R"([{"role":"user"}])",
+      R"([{"content":"no role"}])",
+      R"([{"role":"user","content":7}])",
       R"([{"role":"user","content":[{"type":"text","text":"part"},{"type":"image"}]}])",
       R"([{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"{}"}}]}])",
-      R"([{"role":"tool","content":{"a":1}}])", R"([{"role":"system","content":null},{"role":"user","content":""}])",
-      R"([{"role":"user","content":"a"},{"role":"assistant","content":"b","tool_calls":[{}]}])", R"([1, "x", null])"};
+      R"([{"role":"tool","content":{"a":1}}])",
+      R"([{"role":"system","content":null},{"role":"user","content":""}])",
+      R"([{"role":"user","content":"a"},{"role":"assistant","content":"b","tool_calls":[{}]}])",
+      R"([1, "x", null])"};
   if (!dir.empty()) {
     for (const auto& entry : std::filesystem::directory_iterator(dir)) {
       ChatTemplate t(read_text(entry.path()));

@@ -71,7 +71,8 @@ EngineConfig config(int max_num_seqs, int max_batched_tokens, int num_blocks, bo
 
 }  // namespace
 
-TEST_CASE("greedy tokens are the same alone, batched with 15 others, chunked, preempted and from the prefix cache", "[engine]") {
+TEST_CASE("greedy tokens are the same alone, batched with 15 others, chunked, preempted and from the prefix cache",
+          "[engine]") {
   const Model& model = fixture_model();
   std::mt19937 rng(11);
   const std::vector<int32_t> probe_prompt = random_prompt(rng, 37);
@@ -103,7 +104,8 @@ TEST_CASE("greedy tokens are the same alone, batched with 15 others, chunked, pr
     auto out = run_all(engine, batch);
     CHECK(out[7].tokens == alone);
     CHECK(engine.stats().num_preemptions > 0);
-    for (size_t i = 0; i < batch.size(); ++i) CHECK(out[i].tokens.size() == static_cast<size_t>(batch[i].stop.max_tokens));
+    for (size_t i = 0; i < batch.size(); ++i)
+      CHECK(out[i].tokens.size() == static_cast<size_t>(batch[i].stop.max_tokens));
   }
   SECTION("served from the prefix cache") {
     Engine engine(model, nullptr, config(4, 2048, 64));
@@ -184,7 +186,8 @@ TEST_CASE("an aborted request ends at once and frees its blocks", "[engine]") {
       CHECK(out->completion_tokens == 90);
     }
     // The loop publishes stats after the step that finished it.
-    for (int i = 0; i < 100 && engine.stats().kv_cache_usage > 0.0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int i = 0; i < 100 && engine.stats().kv_cache_usage > 0.0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     CHECK(engine.stats().kv_cache_usage == 0.0);
   }
   CHECK(aborted_mid_run == 1);
@@ -209,7 +212,8 @@ TEST_CASE("requests that can never run are refused at submit", "[engine]") {
   // The cache (4 blocks of 16) is smaller than the model's context (128): the context is clamped
   // to what it holds, so a prompt that fills it is refused at once instead of ending early.
   CHECK(engine.max_model_len() == 64);
-  CHECK_THROWS_WITH(engine.submit(greedy_request(std::vector<int32_t>(64, 5), 4), stream), Catch::Contains("the context is 64"));
+  CHECK_THROWS_WITH(engine.submit(greedy_request(std::vector<int32_t>(64, 5), 4), stream),
+                    Catch::Contains("the context is 64"));
   Request bad_stop = greedy_request({1, 2}, 4);
   bad_stop.stop.stop_token_ids = {5, 512};
   CHECK_THROWS_WITH(engine.submit(bad_stop, stream), Catch::Contains("stop_token_ids names token id 512"));
@@ -241,7 +245,8 @@ TEST_CASE("the n choices of one prompt share its blocks through the prefix cache
   CHECK(engine.stats().prompt_tokens == 4 * 50);
 }
 
-TEST_CASE("the engine starts the runner's thread pool, sized by its cpu list, before the constructor returns", "[engine]") {
+TEST_CASE("the engine starts the runner's thread pool, sized by its cpu list, before the constructor returns",
+          "[engine]") {
   // One core of this process's cpuset, whatever the machine; unpinned, as the tests share it.
   const TopologyInfo process = Topology::system().process_info();
   REQUIRE_FALSE(process.cores.empty());

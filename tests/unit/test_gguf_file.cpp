@@ -116,7 +116,8 @@ TEST_CASE("gguf: a custom general.alignment places the data section and offsets"
 TEST_CASE("gguf: typed reads refuse a key of another type naming the key and both types", "[gguf]") {
   const std::string bytes = every_type_file().bytes();  // the parsed file points into it
   const GgufFile f = parse(bytes, "model.gguf");
-  REQUIRE_THROWS_WITH(f.get_int("k.str"), Contains("model.gguf") && Contains("'k.str'") && Contains("integer") && Contains("string"));
+  REQUIRE_THROWS_WITH(f.get_int("k.str"),
+                      Contains("model.gguf") && Contains("'k.str'") && Contains("integer") && Contains("string"));
   REQUIRE_THROWS_WITH(f.get_string("k.u32"), Contains("'k.u32'") && Contains("u32"));
   REQUIRE_THROWS_WITH(f.get_array("k.floats", {GgufValueType::string}), Contains("'k.floats'") && Contains("f32"));
   REQUIRE_THROWS_WITH(f.get_bool("k.u8"), Contains("'k.u8'") && Contains("bool"));
@@ -184,7 +185,8 @@ TEST_CASE("gguf: inconsistent tensor infos are refused naming the tensor", "[ggu
   SECTION("an unsupported tensor type") {
     GgufBuilder g;
     g.tensor("blk.0.attn_q.weight", {256}, 10, std::string(84, '\0'));
-    REQUIRE_THROWS_WITH(parse(g.bytes()), Contains("'blk.0.attn_q.weight'") && Contains("Q2_K") && Contains("not supported"));
+    REQUIRE_THROWS_WITH(parse(g.bytes()),
+                        Contains("'blk.0.attn_q.weight'") && Contains("Q2_K") && Contains("not supported"));
   }
   SECTION("a type id ggml does not define") {
     GgufBuilder g;
@@ -236,7 +238,8 @@ TEST_CASE("gguf: a file on disk is mapped and errors name its path", "[gguf]") {
   std::memcpy(&v, f.find_tensor("a")->data, 4);
   CHECK(v == 1.0f);
   write_file(tmp / "short.gguf", "GGUF");
-  REQUIRE_THROWS_WITH(GgufFile::open(tmp / "short.gguf"), Contains((tmp / "short.gguf").string()) && Contains("truncated"));
+  REQUIRE_THROWS_WITH(GgufFile::open(tmp / "short.gguf"),
+                      Contains((tmp / "short.gguf").string()) && Contains("truncated"));
 }
 
 TEST_CASE("gguf: the stories260K file parses with its llama metadata", "[gguf]") {

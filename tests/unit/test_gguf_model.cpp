@@ -40,8 +40,8 @@ std::vector<float> interleave_rows(const std::vector<float>& w, int heads, int i
   for (int h = 0; h < heads; ++h)
     for (int i = 0; i < 2; ++i)
       for (int j = 0; j < half; ++j)
-        std::memcpy(&out[static_cast<size_t>(h * d + 2 * j + i) * in], &w[static_cast<size_t>(h * d + i * half + j) * in],
-                    sizeof(float) * in);
+        std::memcpy(&out[static_cast<size_t>(h * d + 2 * j + i) * in],
+                    &w[static_cast<size_t>(h * d + i * half + j) * in], sizeof(float) * in);
   return out;
 }
 
@@ -72,7 +72,8 @@ TinyPair tiny_llama_pair(bool tied) {
     std::vector<float> v = random_values(n, seed++);
     p.hf.push_back({hf, "F32", shape, f32_bytes(v)});
     std::vector<uint64_t> dims(shape.rbegin(), shape.rend());
-    p.gguf.tensor_f32(gg, dims, interleave_heads ? interleave_rows(v, interleave_heads, static_cast<int>(shape.back())) : v);
+    p.gguf.tensor_f32(gg, dims,
+                      interleave_heads ? interleave_rows(v, interleave_heads, static_cast<int>(shape.back())) : v);
   };
   add("model.embed_tokens.weight", "token_embd.weight", {16, 8});
   for (int i = 0; i < 2; ++i) {
@@ -140,10 +141,18 @@ TEST_CASE("gguf: a llama file loads to the same config and weights as its Huggin
     DYNAMIC_SECTION((tied ? "tied" : "untied")) {
       TinyPair p = tiny_llama_pair(tied);
       TempDir tmp;
-      nlohmann::json config = {{"model_type", "llama"},        {"vocab_size", 16},          {"hidden_size", 8},
-                               {"intermediate_size", 12},     {"num_hidden_layers", 2},     {"num_attention_heads", 2},
-                               {"num_key_value_heads", 1},    {"rms_norm_eps", 1e-5},       {"rope_theta", 10000.0},
-                               {"max_position_embeddings", 64}, {"tie_word_embeddings", tied}, {"eos_token_id", 2},
+      nlohmann::json config = {{"model_type", "llama"},
+                               {"vocab_size", 16},
+                               {"hidden_size", 8},
+                               {"intermediate_size", 12},
+                               {"num_hidden_layers", 2},
+                               {"num_attention_heads", 2},
+                               {"num_key_value_heads", 1},
+                               {"rms_norm_eps", 1e-5},
+                               {"rope_theta", 10000.0},
+                               {"max_position_embeddings", 64},
+                               {"tie_word_embeddings", tied},
+                               {"eos_token_id", 2},
                                {"bos_token_id", 1}};
       write_file(tmp / "hf" / "config.json", config.dump());
       write_file(tmp / "hf" / "model.safetensors", safetensors_bytes(p.hf));
@@ -183,16 +192,18 @@ TEST_CASE("gguf: metadata the engine cannot honour is refused naming the key", "
     GgufBuilder g;
     g.kv_str("general.architecture", "gemma2");
     const std::string b = g.bytes();
-    REQUIRE_THROWS_WITH(gguf_model_config(GgufFile::parse(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.gguf")),
-                        Contains("t.gguf") && Contains("'general.architecture'") && Contains("gemma2"));
+    REQUIRE_THROWS_WITH(
+        gguf_model_config(GgufFile::parse(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.gguf")),
+        Contains("t.gguf") && Contains("'general.architecture'") && Contains("gemma2"));
   }
   SECTION("a mistyped key") {
     GgufBuilder g;
     g.kv_str("general.architecture", "qwen2").kv_str("qwen2.embedding_length", "eight");
     g.tensor_f32("token_embd.weight", {8, 16}, std::vector<float>(128));
     const std::string b = g.bytes();
-    REQUIRE_THROWS_WITH(gguf_model_config(GgufFile::parse(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.gguf")),
-                        Contains("'qwen2.embedding_length'") && Contains("integer") && Contains("string"));
+    REQUIRE_THROWS_WITH(
+        gguf_model_config(GgufFile::parse(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.gguf")),
+        Contains("'qwen2.embedding_length'") && Contains("integer") && Contains("string"));
   }
   SECTION("partial rotary") {
     REQUIRE_THROWS_WITH(gguf_model_config(with([](GgufBuilder& g) { g.kv_u32("llama.rope.dimension_count", 2); })),
@@ -203,7 +214,9 @@ TEST_CASE("gguf: metadata the engine cannot honour is refused naming the key", "
                         Contains("'llama.rope.scaling.type'") && Contains("yarn"));
   }
   SECTION("RoPE divisors of the wrong size") {
-    REQUIRE_THROWS_WITH(gguf_model_config(with([](GgufBuilder& g) { g.tensor_f32("rope_freqs.weight", {3}, {1, 2, 4}); })),
+    REQUIRE_THROWS_WITH(gguf_model_config(with([](GgufBuilder& g) {
+                          g.tensor_f32("rope_freqs.weight", {3}, {1, 2, 4});
+                        })),
                         Contains("'rope_freqs.weight'") && Contains("2 F32 frequency divisors"));
   }
   SECTION("linear scaling and a sliding window are read") {
@@ -244,12 +257,16 @@ TEST_CASE("gguf: F16 and BF16 tensors are read as such, Q/K rows reordered in th
   }
   for (const auto& [type, bytes, dtype] : {std::tuple{1u, f16, DType::f16}, std::tuple{30u, bf16, DType::bf16}}) {
     GgufBuilder g;
-    g.kv_str("general.architecture", "llama").kv_u32("llama.block_count", 1).kv_u32("llama.embedding_length", 8)
-        .kv_u32("llama.feed_forward_length", 8).kv_u32("llama.attention.head_count", 2);
+    g.kv_str("general.architecture", "llama")
+        .kv_u32("llama.block_count", 1)
+        .kv_u32("llama.embedding_length", 8)
+        .kv_u32("llama.feed_forward_length", 8)
+        .kv_u32("llama.attention.head_count", 2);
     g.tensor_f32("token_embd.weight", {8, 4}, std::vector<float>(32, 1.0f));
     g.tensor("blk.0.attn_q.weight", {8, 8}, type, bytes);
     const std::string file = g.bytes();
-    const auto checkpoint = open_gguf_checkpoint(GgufFile::parse(reinterpret_cast<const uint8_t*>(file.data()), file.size(), "t.gguf"));
+    const auto checkpoint =
+        open_gguf_checkpoint(GgufFile::parse(reinterpret_cast<const uint8_t*>(file.data()), file.size(), "t.gguf"));
     const TensorView q = checkpoint->tensor("model.layers.0.self_attn.q_proj.weight");
     CHECK(q.dtype == dtype);
     CHECK(q.shape == std::vector<int64_t>{8, 8});
@@ -263,8 +280,9 @@ TEST_CASE("gguf: a split model names split.count", "[gguf]") {
   GgufBuilder g;
   g.kv_str("general.architecture", "llama").kv_u32("split.count", 3);
   const std::string b = g.bytes();
-  REQUIRE_THROWS_WITH(gguf_model_config(GgufFile::parse(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.gguf")),
-                      Contains("'split.count'") && Contains("3 files"));
+  REQUIRE_THROWS_WITH(
+      gguf_model_config(GgufFile::parse(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.gguf")),
+      Contains("'split.count'") && Contains("3 files"));
 }
 
 TEST_CASE("gguf: a folder with several .gguf files and no config.json is refused naming them", "[gguf]") {
@@ -286,14 +304,16 @@ TEST_CASE("stories260K: the GGUF file computes the safetensors folder's logits a
   CHECK(gg.config.vocab_size == hf.config.vocab_size);
   CHECK(gg.config.rms_norm_eps == hf.config.rms_norm_eps);
   CHECK(gg.config.eos_token_ids == hf.config.eos_token_ids);
-  const std::vector<std::vector<int>> prompts = {
-      {1}, {1, 403, 407, 261, 378, 296}, {1, 29, 300, 418, 271, 260, 506, 305, 269, 400, 336, 299, 271, 309},
-      {1, 511, 3, 100, 200, 300, 400, 500, 2, 1, 7}};
+  const std::vector<std::vector<int>> prompts = {{1},
+                                                 {1, 403, 407, 261, 378, 296},
+                                                 {1, 29, 300, 418, 271, 260, 506, 305, 269, 400, 336, 299, 271, 309},
+                                                 {1, 511, 3, 100, 200, 300, 400, 500, 2, 1, 7}};
   for (const auto& prompt : prompts) {
     const std::vector<float> want = all_logits(hf, prompt), got = all_logits(gg, prompt);
     REQUIRE(got.size() == want.size());
     float worst = 0.0f;
-    for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]) / (1.0f + std::fabs(want[i])));
+    for (size_t i = 0; i < want.size(); ++i)
+      worst = std::max(worst, std::fabs(got[i] - want[i]) / (1.0f + std::fabs(want[i])));
     INFO("prompt of " << prompt.size() << " tokens");
     CHECK(worst <= 1e-5f);
   }
@@ -305,11 +325,16 @@ namespace {
 // Hugging Face names back to GGUF ones, the test's own table (the loader maps the other way).
 std::string hf_to_gguf(const std::string& hf) {
   static const std::vector<std::pair<std::string, std::string>> kSuffixes = {
-      {"input_layernorm.weight", "attn_norm.weight"},          {"post_attention_layernorm.weight", "ffn_norm.weight"},
-      {"self_attn.q_proj.", "attn_q."},                        {"self_attn.k_proj.", "attn_k."},
-      {"self_attn.v_proj.", "attn_v."},                        {"self_attn.o_proj.", "attn_output."},
-      {"self_attn.q_norm.weight", "attn_q_norm.weight"},       {"self_attn.k_norm.weight", "attn_k_norm.weight"},
-      {"mlp.gate_proj.", "ffn_gate."},                         {"mlp.up_proj.", "ffn_up."},
+      {"input_layernorm.weight", "attn_norm.weight"},
+      {"post_attention_layernorm.weight", "ffn_norm.weight"},
+      {"self_attn.q_proj.", "attn_q."},
+      {"self_attn.k_proj.", "attn_k."},
+      {"self_attn.v_proj.", "attn_v."},
+      {"self_attn.o_proj.", "attn_output."},
+      {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+      {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+      {"mlp.gate_proj.", "ffn_gate."},
+      {"mlp.up_proj.", "ffn_up."},
       {"mlp.down_proj.", "ffn_down."}};
   if (hf == "model.embed_tokens.weight") return "token_embd.weight";
   if (hf == "model.norm.weight") return "output_norm.weight";
@@ -369,7 +394,8 @@ std::string gguf_from_hf_folder(const std::filesystem::path& dir) {
   if (c.sliding_window > 0) g.kv_u32(a + "attention.sliding_window", static_cast<uint32_t>(c.sliding_window));
   if (!c.eos_token_ids.empty()) g.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
   if (c.bos_token_id >= 0) g.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(c.bos_token_id));
-  if (c.rope_scaling.type == RopeScalingType::llama3) g.tensor_f32("rope_freqs.weight", {uint64_t(c.head_dim / 2)}, llama3_divisors(c));
+  if (c.rope_scaling.type == RopeScalingType::llama3)
+    g.tensor_f32("rope_freqs.weight", {uint64_t(c.head_dim / 2)}, llama3_divisors(c));
   const auto checkpoint = open_safetensors_checkpoint(dir);
   for (const std::string& name : checkpoint->tensor_names()) {
     const TensorView v = checkpoint->tensor(name);
@@ -377,7 +403,8 @@ std::string gguf_from_hf_folder(const std::filesystem::path& dir) {
     convert_to_f32(v, values.data());
     const int in = v.shape.size() == 2 ? static_cast<int>(v.shape[1]) : 1;
     if (arch == "llama" && name.find("q_proj") != std::string::npos) values = interleave_rows(values, c.num_heads, in);
-    if (arch == "llama" && name.find("k_proj") != std::string::npos) values = interleave_rows(values, c.num_kv_heads, in);
+    if (arch == "llama" && name.find("k_proj") != std::string::npos)
+      values = interleave_rows(values, c.num_kv_heads, in);
     g.tensor_f32(hf_to_gguf(name), std::vector<uint64_t>(v.shape.rbegin(), v.shape.rend()), values);
   }
   return g.bytes();
@@ -386,8 +413,8 @@ std::string gguf_from_hf_folder(const std::filesystem::path& dir) {
 }  // namespace
 
 TEST_CASE("gguf: every fixture architecture written as GGUF computes transformers' logits", "[gguf][logits]") {
-  for (const char* name : {"llama_gqa", "llama_tied", "llama_bias", "mistral_sliding_window", "qwen2_bias", "qwen3_qk_norm",
-                           "llama3_rope_scaling"}) {
+  for (const char* name : {"llama_gqa", "llama_tied", "llama_bias", "mistral_sliding_window", "qwen2_bias",
+                           "qwen3_qk_norm", "llama3_rope_scaling"}) {
     DYNAMIC_SECTION(name) {
       const auto dir = fixtures_dir() / "models" / name;
       TempDir tmp;
@@ -436,12 +463,17 @@ TEST_CASE("gguf: Llama 3.1 and 3.2 scaling parameters are recovered from rope_fr
     c.rope_scaling = {RopeScalingType::llama3, k.factor, k.low, k.high, k.orig};
     const std::vector<float> divisors = llama3_divisors(c);
     GgufBuilder g;
-    g.kv_str("general.architecture", "llama").kv_u32("llama.block_count", 1).kv_u32("llama.embedding_length", 2 * k.head_dim)
-        .kv_u32("llama.feed_forward_length", 8).kv_u32("llama.attention.head_count", 2).kv_f32("llama.rope.freq_base", k.theta);
+    g.kv_str("general.architecture", "llama")
+        .kv_u32("llama.block_count", 1)
+        .kv_u32("llama.embedding_length", 2 * k.head_dim)
+        .kv_u32("llama.feed_forward_length", 8)
+        .kv_u32("llama.attention.head_count", 2)
+        .kv_f32("llama.rope.freq_base", k.theta);
     g.tensor_f32("token_embd.weight", {uint64_t(2 * k.head_dim), 4}, std::vector<float>(8 * k.head_dim, 1.0f));
     g.tensor_f32("rope_freqs.weight", {uint64_t(k.head_dim / 2)}, divisors);
     const std::string b = g.bytes();
-    const ModelConfig got = gguf_model_config(GgufFile::parse(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.gguf"));
+    const ModelConfig got =
+        gguf_model_config(GgufFile::parse(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.gguf"));
     INFO("factor " << k.factor << ", low " << k.low << ", high " << k.high << ", orig " << k.orig);
     CHECK(got.rope_scaling.type == RopeScalingType::llama3);
     CHECK(got.rope_scaling.factor == k.factor);
@@ -471,12 +503,17 @@ TEST_CASE("gguf: Llama 3.1 and 3.2 scaling parameters are recovered from rope_fr
     std::vector<float> odd = divisors;
     odd[1] = 3.0f;
     GgufBuilder bad;
-    bad.kv_str("general.architecture", "llama").kv_u32("llama.block_count", 1).kv_u32("llama.embedding_length", 2 * k.head_dim)
-        .kv_u32("llama.feed_forward_length", 8).kv_u32("llama.attention.head_count", 2).kv_f32("llama.rope.freq_base", k.theta);
+    bad.kv_str("general.architecture", "llama")
+        .kv_u32("llama.block_count", 1)
+        .kv_u32("llama.embedding_length", 2 * k.head_dim)
+        .kv_u32("llama.feed_forward_length", 8)
+        .kv_u32("llama.attention.head_count", 2)
+        .kv_f32("llama.rope.freq_base", k.theta);
     bad.tensor_f32("token_embd.weight", {uint64_t(2 * k.head_dim), 4}, std::vector<float>(8 * k.head_dim, 1.0f));
     bad.tensor_f32("rope_freqs.weight", {uint64_t(k.head_dim / 2)}, odd);
     const std::string bb = bad.bytes();
-    REQUIRE_THROWS_WITH(gguf_model_config(GgufFile::parse(reinterpret_cast<const uint8_t*>(bb.data()), bb.size(), "t.gguf")),
-                        Contains("'rope_freqs.weight'"));
+    REQUIRE_THROWS_WITH(
+        gguf_model_config(GgufFile::parse(reinterpret_cast<const uint8_t*>(bb.data()), bb.size(), "t.gguf")),
+        Contains("'rope_freqs.weight'"));
   }
 }

@@ -152,8 +152,10 @@ TEST_CASE("gguf: a Q8_0/Q4_K llama computes its FP32 twin's logits within the qu
   convert_to_f32(up, up_f32.data());
   convert_to_f32(q, q_f32.data());
   float worst_up = 0.0f, worst_q = 0.0f;
-  for (size_t i = 0; i < up_f32.size(); ++i) worst_up = std::max(worst_up, std::fabs(up_f32[i] - f32.weights.layers[0].w_up[i]));
-  for (size_t i = 0; i < q_f32.size(); ++i) worst_q = std::max(worst_q, std::fabs(q_f32[i] - f32.weights.layers[0].wq[i]));
+  for (size_t i = 0; i < up_f32.size(); ++i)
+    worst_up = std::max(worst_up, std::fabs(up_f32[i] - f32.weights.layers[0].w_up[i]));
+  for (size_t i = 0; i < q_f32.size(); ++i)
+    worst_q = std::max(worst_q, std::fabs(q_f32[i] - f32.weights.layers[0].wq[i]));
   CHECK(worst_up <= 0.5f / 15 + 0.125f / 128);  // plus BF16 rounding of values <= 0.125
   CHECK(worst_q <= 0.125f / 127 + 0.125f / 128);
   CHECK(worst_q > 0.0f);  // the weights really went through the quantizer

@@ -29,7 +29,8 @@ GgufFile parse(const std::string& bytes) {
 
 }  // namespace
 
-TEST_CASE("stories260K: the GGUF tokenizer tokenizes the corpus as sentencepiece and tokenizer.model do", "[gguf][tokenizer]") {
+TEST_CASE("stories260K: the GGUF tokenizer tokenizes the corpus as sentencepiece and tokenizer.model do",
+          "[gguf][tokenizer]") {
   const auto gguf = testdata_or_skip("models/stories260K-gguf/stories260K.gguf");
   const auto folder = testdata_or_skip("models/stories260K");
   if (gguf.empty() || folder.empty()) return;
@@ -69,7 +70,8 @@ TEST_CASE("gguf tokenizer: broken vocabularies are refused naming the key", "[gg
   SECTION("an unsupported model") {
     GgufBuilder g;
     g.kv_str("tokenizer.ggml.model", "t5");
-    REQUIRE_THROWS_WITH(tok::load_gguf_tokenizer(parse(g.bytes())), Contains("'tokenizer.ggml.model'") && Contains("t5"));
+    REQUIRE_THROWS_WITH(tok::load_gguf_tokenizer(parse(g.bytes())),
+                        Contains("'tokenizer.ggml.model'") && Contains("t5"));
   }
   SECTION("scores and tokens of different lengths") {
     GgufBuilder g;
@@ -82,14 +84,18 @@ TEST_CASE("gguf tokenizer: broken vocabularies are refused naming the key", "[gg
     GgufBuilder g;
     g.kv_str("tokenizer.ggml.model", "llama").kv_str_array("tokenizer.ggml.tokens", {"<unk>", "a"});
     g.kv_u32("tokenizer.ggml.bos_token_id", 9);
-    REQUIRE_THROWS_WITH(tok::load_gguf_tokenizer(parse(g.bytes())), Contains("'tokenizer.ggml.bos_token_id'") && Contains("outside"));
+    REQUIRE_THROWS_WITH(tok::load_gguf_tokenizer(parse(g.bytes())),
+                        Contains("'tokenizer.ggml.bos_token_id'") && Contains("outside"));
   }
   SECTION("a gpt2 vocabulary with an unknown pre-tokenizer or a malformed merge") {
     GgufBuilder unknown_pre, bad_merge;
-    unknown_pre.kv_str("tokenizer.ggml.model", "gpt2").kv_str("tokenizer.ggml.pre", "deepseek-coder")
-        .kv_str_array("tokenizer.ggml.tokens", {"a", "b", "ab"}).kv_str_array("tokenizer.ggml.merges", {"a b"});
+    unknown_pre.kv_str("tokenizer.ggml.model", "gpt2")
+        .kv_str("tokenizer.ggml.pre", "deepseek-coder")
+        .kv_str_array("tokenizer.ggml.tokens", {"a", "b", "ab"})
+        .kv_str_array("tokenizer.ggml.merges", {"a b"});
     bad_merge.kv_str("tokenizer.ggml.model", "gpt2")
-        .kv_str_array("tokenizer.ggml.tokens", {"a", "b", "ab"}).kv_str_array("tokenizer.ggml.merges", {"ab"});
+        .kv_str_array("tokenizer.ggml.tokens", {"a", "b", "ab"})
+        .kv_str_array("tokenizer.ggml.merges", {"ab"});
     REQUIRE_THROWS_WITH(tok::load_gguf_tokenizer(parse(unknown_pre.bytes())),
                         Contains("'tokenizer.ggml.pre'") && Contains("deepseek-coder"));
     REQUIRE_THROWS_WITH(tok::load_gguf_tokenizer(parse(bad_merge.bytes())),
@@ -98,11 +104,13 @@ TEST_CASE("gguf tokenizer: broken vocabularies are refused naming the key", "[gg
   SECTION("tokens that are not strings") {
     GgufBuilder g;
     g.kv_str("tokenizer.ggml.model", "llama").kv_pod_array<int32_t>("tokenizer.ggml.tokens", 5, {1, 2});
-    REQUIRE_THROWS_WITH(tok::load_gguf_tokenizer(parse(g.bytes())), Contains("'tokenizer.ggml.tokens'") && Contains("string"));
+    REQUIRE_THROWS_WITH(tok::load_gguf_tokenizer(parse(g.bytes())),
+                        Contains("'tokenizer.ggml.tokens'") && Contains("string"));
   }
 }
 
-TEST_CASE("gguf tokenizer: a hand-made llama vocabulary encodes by piece scores, BOS from the metadata", "[gguf][tokenizer]") {
+TEST_CASE("gguf tokenizer: a hand-made llama vocabulary encodes by piece scores, BOS from the metadata",
+          "[gguf][tokenizer]") {
   // Pieces merge by score: "▁ab" (score -1) beats "▁a" + "b"; "c" falls back to its byte piece.
   std::vector<std::string> tokens{"<unk>", "<s>", "</s>"};
   std::vector<float> scores{0, 0, 0};
@@ -115,7 +123,12 @@ TEST_CASE("gguf tokenizer: a hand-made llama vocabulary encodes by piece scores,
     types.push_back(6);
   }
   const int32_t first = static_cast<int32_t>(tokens.size());  // "▁", then "a", "b", "▁a", "▁ab"
-  for (const char* piece : {"\xe2\x96\x81", "a", "b", "\xe2\x96\x81" "a", "\xe2\x96\x81" "ab"}) tokens.push_back(piece);
+  for (const char* piece : {"\xe2\x96\x81", "a", "b",
+                            "\xe2\x96\x81"
+                            "a",
+                            "\xe2\x96\x81"
+                            "ab"})
+    tokens.push_back(piece);
   for (float score : {-5.0f, -6.0f, -7.0f, -2.0f, -1.0f}) scores.push_back(score);
   for (int i = 0; i < 5; ++i) types.push_back(1);
   GgufBuilder g;
@@ -155,7 +168,8 @@ std::string gguf_from_tokenizer_json(const nlohmann::json& t, const std::string&
                                      const std::string& bos, const std::string& eos) {
   std::map<int64_t, std::pair<std::string, int32_t>> by_id;  // id -> (text, type)
   for (const auto& [text, id] : t["model"]["vocab"].items()) by_id[id.get<int64_t>()] = {text, 1};
-  for (const auto& a : t["added_tokens"]) by_id[a["id"].get<int64_t>()] = {a["content"].get<std::string>(), a["special"].get<bool>() ? 3 : 4};
+  for (const auto& a : t["added_tokens"])
+    by_id[a["id"].get<int64_t>()] = {a["content"].get<std::string>(), a["special"].get<bool>() ? 3 : 4};
   std::vector<std::string> tokens;
   std::vector<int32_t> types;
   for (const auto& [id, entry] : by_id) {
@@ -188,7 +202,8 @@ std::string gguf_from_tokenizer_json(const nlohmann::json& t, const std::string&
 
 }  // namespace
 
-TEST_CASE("gguf tokenizer: gpt2 vocabularies of llama-bpe and qwen2 tokenize the corpus as Hugging Face does", "[gguf][tokenizer]") {
+TEST_CASE("gguf tokenizer: gpt2 vocabularies of llama-bpe and qwen2 tokenize the corpus as Hugging Face does",
+          "[gguf][tokenizer]") {
   struct Case {
     const char* name;
     const char* pre;
@@ -202,7 +217,8 @@ TEST_CASE("gguf tokenizer: gpt2 vocabularies of llama-bpe and qwen2 tokenize the
       const auto folder = testdata_or_skip(std::string("tokenizers/") + c.name);
       if (folder.empty()) return;
       TempDir tmp;
-      const std::string command = "xz -dc '" + (folder / "tokenizer.json.xz").string() + "' > '" + (tmp / "t.json").string() + "'";
+      const std::string command =
+          "xz -dc '" + (folder / "tokenizer.json.xz").string() + "' > '" + (tmp / "t.json").string() + "'";
       REQUIRE(std::system(command.c_str()) == 0);
       const nlohmann::json t = nlohmann::json::parse(read_file(tmp / "t.json"));
       write_file(tmp / "t.gguf", gguf_from_tokenizer_json(t, c.pre, c.add_bos, c.bos, c.eos));

@@ -68,7 +68,8 @@ TEST_CASE("two pipelined requests in one write are framed one after the other", 
 
 TEST_CASE("chunked bodies are decoded, trailers dropped, and the body limit holds for them", "[http]") {
   const std::string raw =
-      "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n1\r\n \r\nA\r\n0123456789\r\n0\r\nX-T: 1\r\n\r\n";
+      "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n1\r\n "
+      "\r\nA\r\n0123456789\r\n0\r\nX-T: 1\r\n\r\n";
   for (bool bytewise : {false, true}) {
     RequestParser p;
     const Fed f = bytewise ? feed_bytewise(p, raw) : feed_all(p, raw);
@@ -101,7 +102,8 @@ TEST_CASE("framing that could smuggle a request or lie about its length is refus
     int status;
   };
   const Case cases[] = {
-      {"both Transfer-Encoding and Content-Length", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", 400},
+      {"both Transfer-Encoding and Content-Length",
+       "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", 400},
       {"conflicting Content-Length headers", "POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n", 400},
       {"conflicting Content-Length list", "POST / HTTP/1.1\r\nContent-Length: 3, 4\r\n\r\n", 400},
       {"negative Content-Length", "POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400},

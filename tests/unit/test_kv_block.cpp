@@ -25,7 +25,8 @@ struct Shape {
   }
   // Index of (block, layer, K=0/V=1, head, token, dim), written out longhand.
   size_t index(int block, int layer, int part, int head, int token, int dim) const {
-    return ((((static_cast<size_t>(block) * layers + layer) * 2 + part) * kv_heads + head) * block_size + token) * head_dim +
+    return ((((static_cast<size_t>(block) * layers + layer) * 2 + part) * kv_heads + head) * block_size + token) *
+               head_dim +
            dim;
   }
 };
@@ -61,7 +62,8 @@ TEST_CASE("kv_write stores one token's K and V at the block-table slot of its po
           REQUIRE(pool_b[ki] == f32_to_bf16(k[src]));
           REQUIRE(pool_b[vi] == f32_to_bf16(v[src]));
           REQUIRE(ki == kv_block_offset(block, s.block_stride(), s.layout(layer).k_offset, h, s.head_stride(),
-                                        pos % s.block_size, s.head_dim) + static_cast<size_t>(d));
+                                        pos % s.block_size, s.head_dim) +
+                            static_cast<size_t>(d));
           written[ki] = written[vi] = true;
         }
       }

@@ -9,8 +9,8 @@
 
 #include "kv/block_pool.h"
 #include "kv/contiguous_kv_cache.h"
-#include "kv/kv_cache_manager.h"
 #include "kv/kv_cache.h"
+#include "kv/kv_cache_manager.h"
 
 using namespace slab;
 
@@ -130,7 +130,7 @@ TEST_CASE("committing a prefix hit is all or nothing, counting hit blocks taken 
   KvCacheManager kv(4, 16, true);
   const auto prompt = iota_tokens(40);
   REQUIRE(kv.allocate(1, prompt, 40));
-  kv.free(1, 40);  // 4 free, two of them cached
+  kv.free(1, 40);                                     // 4 free, two of them cached
   REQUIRE(kv.allocate(9, iota_tokens(16, 500), 16));  // an unrelated sequence holds one block: 3 free
   const PrefixHit hit = kv.find_cached_prefix(prompt);
   REQUIRE(hit.blocks.size() == 2);
@@ -149,7 +149,8 @@ TEST_CASE("committing a prefix hit is all or nothing, counting hit blocks taken 
   REQUIRE(kv.prefix_hit_tokens() == 32);
 }
 
-TEST_CASE("a block is cached when an allocation fills it, generated tokens included, and found by a later request", "[kv]") {
+TEST_CASE("a block is cached when an allocation fills it, generated tokens included, and found by a later request",
+          "[kv]") {
   KvCacheManager kv(8, 16, true);
   auto tokens = iota_tokens(20);  // a 20-token prompt: one full block
   REQUIRE(kv.allocate(1, tokens, 20));
@@ -214,7 +215,7 @@ TEST_CASE("KV memory carries its dtype: BF16 halves the bytes and only the match
   REQUIRE(c.dtype() == KvDtype::bf16);
   REQUIRE(reinterpret_cast<uintptr_t>(c.pool_bytes()) % 64 == 0);  // the attention kernels' vector loads
   REQUIRE(ContiguousKvCache(g, 1, 16).dtype() == KvDtype::f32);    // the reference forward's default
-  REQUIRE(c.num_blocks() == 4);                                     // 2 slots of ceil(20 / 16) blocks
+  REQUIRE(c.num_blocks() == 4);                                    // 2 slots of ceil(20 / 16) blocks
   REQUIRE(c.block_table(1)[0] == 2);
   REQUIRE_THROWS_AS(c.block_table(2), std::out_of_range);
 }

@@ -66,8 +66,7 @@ struct Options {
 
 // Runs the kernel as n_threads threads would (each thread index in turn, then the reduction),
 // or really in parallel on `pool` when given.
-std::vector<float> run(const Problem& p, const Options& o, Isa isa, int n_threads,
-                       ThreadPool* pool = nullptr) {
+std::vector<float> run(const Problem& p, const Options& o, Isa isa, int n_threads, ThreadPool* pool = nullptr) {
   std::vector<float> out(static_cast<size_t>(p.m) * p.ldo + 1, 12345.0f);
   std::vector<bf16_t> out_b(out.size(), 0x4242);
   if (o.in_place) {
@@ -134,8 +133,7 @@ void check_against_reference(const Problem& p, const Options& o, const std::vect
       const size_t i = static_cast<size_t>(r) * p.n + c;
       double scale = 0.0;
       for (int kk = 0; kk < p.k; ++kk) {
-        scale += std::fabs(p.x[static_cast<size_t>(r) * p.k + kk] *
-                           p.w[static_cast<size_t>(c) * p.k + kk]);
+        scale += std::fabs(p.x[static_cast<size_t>(r) * p.k + kk] * p.w[static_cast<size_t>(c) * p.k + kk]);
       }
       float expect = ref[i];
       if (o.bias) scale += std::fabs(p.bias[static_cast<size_t>(c)]);
@@ -147,8 +145,8 @@ void check_against_reference(const Problem& p, const Options& o, const std::vect
       double tol = 2e-5 * scale + 1e-30;
       if (o.bf16_out) tol += std::ldexp(std::fabs(expect), -8);
       if (!(std::fabs(got[i] - expect) <= tol)) {
-        FAIL_CHECK("m=" << p.m << " n=" << p.n << " k=" << p.k << " row " << r << " col " << c
-                        << ": got " << got[i] << " want " << expect << " tol " << tol);
+        FAIL_CHECK("m=" << p.m << " n=" << p.n << " k=" << p.k << " row " << r << " col " << c << ": got " << got[i]
+                        << " want " << expect << " tol " << tol);
         return;
       }
     }
@@ -204,8 +202,7 @@ TEST_CASE("packing lays out 32-column panels of interleaved k-pairs", "[kernels]
         for (int j = 0; j < 2; ++j) {
           const int row = 32 * p + col, kk = 2 * pair + j;
           const float want = (row < n && kk < k) ? w[static_cast<size_t>(row) * k + kk] : 0.0f;
-          CHECK(bf16_to_f32(packed[((static_cast<size_t>(p) * 3 + pair) * 32 + col) * 2 + j]) ==
-                want);
+          CHECK(bf16_to_f32(packed[((static_cast<size_t>(p) * 3 + pair) * 32 + col) * 2 + j]) == want);
         }
       }
     }
@@ -235,8 +232,7 @@ TEST_CASE("linear_bf16 matches the reference on ragged shapes", "[kernels]") {
         o.bf16_out = !o.in_place && (m * 7 + n + k) % 5 == 0;
         for (Isa isa : isas()) {
           for (int threads : {1, 3}) {
-            INFO("isa " << isa_name(isa) << " threads " << threads << " m " << m << " n " << n
-                        << " k " << k);
+            INFO("isa " << isa_name(isa) << " threads " << threads << " m " << m << " n " << n << " k " << k);
             check_against_reference(p, o, run(p, o, isa, threads));
           }
         }
@@ -269,9 +265,8 @@ TEST_CASE("linear_bf16 thread counts agree and split-K decode and a real pool", 
   struct Shape {
     int m, n, k;
   };
-  for (const Shape s : {Shape{1, 33, 2048}, Shape{3, 1, 1000}, Shape{8, 64, 777},
-                        Shape{4, 200, 64}, Shape{16, 40, 400}, Shape{64, 130, 515},
-                        Shape{20, 70, 1537}}) {  // the last: 4 K blocks, odd K
+  for (const Shape s : {Shape{1, 33, 2048}, Shape{3, 1, 1000}, Shape{8, 64, 777}, Shape{4, 200, 64}, Shape{16, 40, 400},
+                        Shape{64, 130, 515}, Shape{20, 70, 1537}}) {  // the last: 4 K blocks, odd K
     const Problem p = make_problem(s.m, s.n, s.k, rng, false);
     Options o;
     o.bias = true;
@@ -281,8 +276,7 @@ TEST_CASE("linear_bf16 thread counts agree and split-K decode and a real pool", 
       const std::vector<float> one = run(p, o, isa, 1);
       check_against_reference(p, o, one);
       for (int threads : {2, 4, 7, 16}) {
-        INFO("threads " << threads << " split-K "
-                        << linear_bf16_needs_reduce(s.m, s.n, s.k, threads));
+        INFO("threads " << threads << " split-K " << linear_bf16_needs_reduce(s.m, s.n, s.k, threads));
         const std::vector<float> many = run(p, o, isa, threads);
         check_against_reference(p, o, many);
         if (!linear_bf16_needs_reduce(s.m, s.n, s.k, threads)) CHECK(many == one);
@@ -328,9 +322,8 @@ TEST_CASE("fused SwiGLU linear matches gate and up linears followed by silu·up"
   };
   // M: decode with one 64-column tile (1..4), two 32-column tiles (5..8), the 6×64 large tile
   // below and above 16 rows. n_out: whole panels and ragged. K: odd, and over one 512 K block.
-  for (const Shape s : {Shape{1, 64, 40}, Shape{3, 40, 63}, Shape{4, 96, 1030}, Shape{5, 33, 17},
-                        Shape{8, 130, 600}, Shape{9, 64, 64}, Shape{16, 70, 513}, Shape{17, 32, 8},
-                        Shape{40, 100, 1100}}) {
+  for (const Shape s : {Shape{1, 64, 40}, Shape{3, 40, 63}, Shape{4, 96, 1030}, Shape{5, 33, 17}, Shape{8, 130, 600},
+                        Shape{9, 64, 64}, Shape{16, 70, 513}, Shape{17, 32, 8}, Shape{40, 100, 1100}}) {
     const size_t ldx = static_cast<size_t>(s.k) + 3, ldo = static_cast<size_t>(s.n_out) + 5;
     std::vector<float> x(static_cast<size_t>(s.m) * s.k), gate(static_cast<size_t>(s.n_out) * s.k), up(gate.size());
     std::vector<bf16_t> xb(static_cast<size_t>(s.m) * ldx, 0x7fc0);  // NaN padding: never read
@@ -383,11 +376,14 @@ TEST_CASE("fused SwiGLU linear matches gate and up linears followed by silu·up"
             const size_t i = static_cast<size_t>(r) * s.n_out + c;
             const float g = g_ref[i], u = u_ref[i];
             const float want = g / (1.0f + std::exp(-g)) * u;
-            const double tol = 2e-5 * scale * (1.1 * std::fabs(u) + std::fabs(g) + 1.0) + std::ldexp(std::fabs(want), -8) + 1e-30;
+            const double tol =
+                2e-5 * scale * (1.1 * std::fabs(u) + std::fabs(g) + 1.0) + std::ldexp(std::fabs(want), -8) + 1e-30;
             const float got = bf16_to_f32(out[static_cast<size_t>(r) * ldo + c]);
-            if (!(std::fabs(got - want) <= tol) && bad++ < 3) FAIL_CHECK("row " << r << " col " << c << ": got " << got << " want " << want);
+            if (!(std::fabs(got - want) <= tol) && bad++ < 3)
+              FAIL_CHECK("row " << r << " col " << c << ": got " << got << " want " << want);
           }
-          for (size_t c = static_cast<size_t>(s.n_out); c < ldo; ++c) REQUIRE(out[static_cast<size_t>(r) * ldo + c] == 0x4242);
+          for (size_t c = static_cast<size_t>(s.n_out); c < ldo; ++c)
+            REQUIRE(out[static_cast<size_t>(r) * ldo + c] == 0x4242);
         }
       }
     }

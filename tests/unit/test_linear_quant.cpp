@@ -130,7 +130,8 @@ std::vector<float> run(const QuantMatrix& q, const Inputs& in, const Options& o,
   std::vector<bf16_t> out_b(out.size(), 0x4242);
   if (o.in_place) {
     for (int r = 0; r < m; ++r) {
-      for (int c = 0; c < n; ++c) out[static_cast<size_t>(r) * in.ldo + c] = in.residual[static_cast<size_t>(r) * in.ldr + c];
+      for (int c = 0; c < n; ++c)
+        out[static_cast<size_t>(r) * in.ldo + c] = in.residual[static_cast<size_t>(r) * in.ldr + c];
     }
   }
   QuantLinearArgs a;
@@ -182,7 +183,8 @@ void quantize_activations(const Inputs& in, int k, std::vector<int>& xq, std::ve
   xscale.assign(static_cast<size_t>(in.m), 0.0f);
   for (int r = 0; r < in.m; ++r) {
     float amax = 0.0f;
-    for (int c = 0; c < k; ++c) amax = std::max(amax, std::fabs(bf16_to_f32(in.x[static_cast<size_t>(r) * in.ldx + c])));
+    for (int c = 0; c < k; ++c)
+      amax = std::max(amax, std::fabs(bf16_to_f32(in.x[static_cast<size_t>(r) * in.ldx + c])));
     xscale[static_cast<size_t>(r)] = amax / 127.0f;
     const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
     for (int c = 0; c < k; ++c) {
@@ -193,8 +195,8 @@ void quantize_activations(const Inputs& in, int k, std::vector<int>& xq, std::ve
 }
 
 // Checks got against the double reference: decode on BF16 x, batched on the quantized x.
-void check_against_reference(const QuantMatrix& q, const Inputs& in, const Options& o,
-                             const std::vector<float>& got, const char* what) {
+void check_against_reference(const QuantMatrix& q, const Inputs& in, const Options& o, const std::vector<float>& got,
+                             const char* what) {
   const int m = in.m, n = q.n, k = q.k;
   const bool batched = m > kQuantDecodeMaxM;
   std::vector<int> xq;
@@ -231,8 +233,8 @@ void check_against_reference(const QuantMatrix& q, const Inputs& in, const Optio
       if (o.bf16_out) tol += std::ldexp(std::fabs(expect), -8);
       const float v = got[static_cast<size_t>(r) * n + c];
       if (!(std::fabs(v - expect) <= tol)) {
-        FAIL_CHECK(what << " " << describe(q.f) << " m=" << m << " n=" << n << " k=" << k << " row " << r
-                        << " col " << c << ": got " << v << " want " << expect << " tol " << tol);
+        FAIL_CHECK(what << " " << describe(q.f) << " m=" << m << " n=" << n << " k=" << k << " row " << r << " col "
+                        << c << ": got " << v << " want " << expect << " tol " << tol);
         return;
       }
     }
@@ -355,7 +357,8 @@ TEST_CASE("round-to-nearest quantization round trips within half a step", "[quan
           const size_t i = static_cast<size_t>(r) * k + c;
           // Half a step, plus the BF16 rounding of the scale over up to 2^bits steps.
           if (!(std::fabs(back[i] - w[i]) <= 0.5f * step + step * (1 << f.bits) / 256.0f + 1e-9f)) {
-            FAIL_CHECK(describe(f) << " r " << r << " c " << c << ": " << w[i] << " -> " << back[i] << " step " << step);
+            FAIL_CHECK(describe(f) << " r " << r << " c " << c << ": " << w[i] << " -> " << back[i] << " step "
+                                   << step);
             r = n;
             break;
           }
@@ -385,8 +388,8 @@ TEST_CASE("quantized linear matches the reference on ragged shapes for every for
             if (isa == Isa::scalar) {
               batched_scalar = got;
             } else if (std::memcmp(got.data(), batched_scalar.data(), got.size() * sizeof(float)) != 0) {
-              FAIL_CHECK(isa_name(isa) << " batched differs from scalar: " << describe(f) << " m=" << m
-                                       << " n=" << n << " k=" << k);
+              FAIL_CHECK(isa_name(isa) << " batched differs from scalar: " << describe(f) << " m=" << m << " n=" << n
+                                       << " k=" << k);
             }
           }
         }

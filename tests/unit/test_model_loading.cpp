@@ -21,10 +21,18 @@ namespace {
 
 // A tiny untied llama: vocab 16, hidden 8, 2 heads of 4, 1 KV head, 2 layers, MLP 12.
 json tiny_config() {
-  return {{"model_type", "llama"},   {"vocab_size", 16},         {"hidden_size", 8},
-          {"intermediate_size", 12}, {"num_hidden_layers", 2},   {"num_attention_heads", 2},
-          {"num_key_value_heads", 1}, {"rms_norm_eps", 1e-5},    {"rope_theta", 10000.0},
-          {"hidden_act", "silu"},    {"tie_word_embeddings", false}, {"eos_token_id", 2},
+  return {{"model_type", "llama"},
+          {"vocab_size", 16},
+          {"hidden_size", 8},
+          {"intermediate_size", 12},
+          {"num_hidden_layers", 2},
+          {"num_attention_heads", 2},
+          {"num_key_value_heads", 1},
+          {"rms_norm_eps", 1e-5},
+          {"rope_theta", 10000.0},
+          {"hidden_act", "silu"},
+          {"tie_word_embeddings", false},
+          {"eos_token_id", 2},
           {"bos_token_id", 1}};
 }
 
@@ -239,8 +247,8 @@ TEST_CASE("broken model folders each give one clear error", "[model]") {
     tensors[3].dtype = "I8";
     tensors[3].bytes.resize(tensors[3].bytes.size() / 4);
     write_tiny_model(dir, tiny_config(), tensors);
-    REQUIRE_THROWS_WITH(load_model(dir), Contains(st) && Contains(tensors[3].name) &&
-                                             Contains("unsupported dtype 'I8'"));
+    REQUIRE_THROWS_WITH(load_model(dir),
+                        Contains(st) && Contains(tensors[3].name) && Contains("unsupported dtype 'I8'"));
   }
   SECTION("data offsets out of range") {
     const auto tensors = tiny_tensors();
@@ -250,8 +258,7 @@ TEST_CASE("broken model folders each give one clear error", "[model]") {
     for (const auto& t : tensors) data += t.bytes;
     write_file(dir / "config.json", tiny_config().dump());
     write_file(dir / "model.safetensors", safetensors_raw(header.dump(), data));
-    REQUIRE_THROWS_WITH(load_model(dir), Contains(st) && Contains("model.norm.weight") &&
-                                             Contains("data_offsets"));
+    REQUIRE_THROWS_WITH(load_model(dir), Contains(st) && Contains("model.norm.weight") && Contains("data_offsets"));
   }
   SECTION("data offsets disagreeing with the shape") {
     const auto tensors = tiny_tensors();
@@ -261,22 +268,21 @@ TEST_CASE("broken model folders each give one clear error", "[model]") {
     for (const auto& t : tensors) data += t.bytes;
     write_file(dir / "config.json", tiny_config().dump());
     write_file(dir / "model.safetensors", safetensors_raw(header.dump(), data));
-    REQUIRE_THROWS_WITH(load_model(dir), Contains(st) && Contains("model.norm.weight") &&
-                                             Contains("needs 36"));
+    REQUIRE_THROWS_WITH(load_model(dir), Contains(st) && Contains("model.norm.weight") && Contains("needs 36"));
   }
   SECTION("missing tensor") {
     auto tensors = tiny_tensors();
     tensors.erase(tensors.begin() + 11);
     write_tiny_model(dir, tiny_config(), tensors);
-    REQUIRE_THROWS_WITH(load_model(dir), Contains(st) && Contains("model.layers.1.self_attn.q_proj.weight") &&
-                                             Contains("not found"));
+    REQUIRE_THROWS_WITH(load_model(dir),
+                        Contains(st) && Contains("model.layers.1.self_attn.q_proj.weight") && Contains("not found"));
   }
   SECTION("missing lm_head while untied") {
     auto tensors = tiny_tensors();
     tensors.pop_back();
     write_tiny_model(dir, tiny_config(), tensors);
-    REQUIRE_THROWS_WITH(load_model(dir), Contains(st) && Contains("lm_head.weight") &&
-                                             Contains("tie_word_embeddings is false"));
+    REQUIRE_THROWS_WITH(load_model(dir),
+                        Contains(st) && Contains("lm_head.weight") && Contains("tie_word_embeddings is false"));
   }
   SECTION("wrong shape") {
     auto tensors = tiny_tensors();
@@ -288,8 +294,7 @@ TEST_CASE("broken model folders each give one clear error", "[model]") {
   SECTION("sharded index pointing to a missing shard") {
     write_sharded(dir, tiny_tensors(), /*drop_second_shard=*/true);
     REQUIRE_THROWS_WITH(load_model(dir), Contains((dir / "model.safetensors.index.json").string()) &&
-                                             Contains("model-00002-of-00002.safetensors") &&
-                                             Contains("not found"));
+                                             Contains("model-00002-of-00002.safetensors") && Contains("not found"));
   }
   SECTION("no weights at all") {
     write_file(dir / "config.json", tiny_config().dump());
@@ -322,8 +327,7 @@ TEST_CASE("config.json field errors name the file and the field", "[model]") {
                       Contains("rope_scaling.type") && Contains("dynamic"));
   REQUIRE_THROWS_WITH(parse(with(c, "rope_parameters", {{"rope_type", "yarn"}, {"rope_theta", 1e4}})),
                       Contains("rope_parameters.rope_type") && Contains("yarn"));
-  REQUIRE_THROWS_WITH(parse(with(c, "rope_scaling", {{"rope_type", "linear"}})),
-                      Contains("rope_scaling.factor"));
+  REQUIRE_THROWS_WITH(parse(with(c, "rope_scaling", {{"rope_type", "linear"}})), Contains("rope_scaling.factor"));
   REQUIRE_THROWS_WITH(parse(with(c, "eos_token_id", 99)), Contains("field 'eos_token_id'"));
   REQUIRE_THROWS_WITH(parse(with(c, "eos_token_id", "x")), Contains("field 'eos_token_id'"));
   REQUIRE_THROWS_WITH(parse(with(c, "tie_word_embeddings", 1)), Contains("field 'tie_word_embeddings'"));
@@ -341,8 +345,11 @@ TEST_CASE("config.json: RoPE settings in both spellings", "[model]") {
   CHECK(m.rope_scaling.type == RopeScalingType::linear);
   CHECK(m.rope_scaling.factor == 2.0f);
   m = parse(with(with(c, "rope_theta", 500000.0), "rope_scaling",
-                 {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
-                  {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}}));
+                 {{"rope_type", "llama3"},
+                  {"factor", 8.0},
+                  {"low_freq_factor", 1.0},
+                  {"high_freq_factor", 4.0},
+                  {"original_max_position_embeddings", 8192}}));
   CHECK(m.rope_theta == 500000.0f);
   CHECK(m.rope_scaling.type == RopeScalingType::llama3);
   CHECK(m.rope_scaling.factor == 8.0f);
@@ -350,9 +357,9 @@ TEST_CASE("config.json: RoPE settings in both spellings", "[model]") {
   // transformers 5 spelling: everything inside rope_parameters.
   json v5 = c;
   v5.erase("rope_theta");
-  v5["rope_parameters"] = {{"rope_type", "llama3"}, {"rope_theta", 250000.0}, {"factor", 32.0},
-                           {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
-                           {"original_max_position_embeddings", 64}};
+  v5["rope_parameters"] = {{"rope_type", "llama3"},   {"rope_theta", 250000.0},
+                           {"factor", 32.0},          {"low_freq_factor", 1.0},
+                           {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 64}};
   m = parse(v5);
   CHECK(m.rope_theta == 250000.0f);
   CHECK(m.rope_scaling.type == RopeScalingType::llama3);
@@ -412,11 +419,21 @@ TEST_CASE("config.json: family rules for biases, q/k norm, head_dim and sliding 
 }
 
 TEST_CASE("F16 and BF16 convert exactly, including subnormals, infinities and NaN", "[model]") {
-  const std::vector<uint16_t> f16 = {0x0000, 0x8000, 0x3c00, 0xc000, 0x7bff, 0x0001, 0x03ff,
-                                     0x0400, 0x7c00, 0xfc00, 0x7e00, 0x3555};
+  const std::vector<uint16_t> f16 = {0x0000, 0x8000, 0x3c00, 0xc000, 0x7bff, 0x0001,
+                                     0x03ff, 0x0400, 0x7c00, 0xfc00, 0x7e00, 0x3555};
   const float inf = std::numeric_limits<float>::infinity();
-  const std::vector<float> want = {0.0f, -0.0f, 1.0f, -2.0f, 65504.0f, std::ldexp(1.0f, -24),
-                                   std::ldexp(1023.0f, -24), std::ldexp(1.0f, -14), inf, -inf, 0, 0.333251953125f};
+  const std::vector<float> want = {0.0f,
+                                   -0.0f,
+                                   1.0f,
+                                   -2.0f,
+                                   65504.0f,
+                                   std::ldexp(1.0f, -24),
+                                   std::ldexp(1023.0f, -24),
+                                   std::ldexp(1.0f, -14),
+                                   inf,
+                                   -inf,
+                                   0,
+                                   0.333251953125f};
   TensorView v;
   v.dtype = DType::f16;
   v.shape = {static_cast<int64_t>(f16.size())};

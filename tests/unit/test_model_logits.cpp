@@ -66,8 +66,8 @@ void check_row(const float* got, const std::vector<float>& want, const std::stri
       worst_diff = diff;
     }
   }
-  INFO(what << ": worst logit " << worst << ": got " << got[worst] << ", want " << want[worst]
-            << " (|diff| " << worst_diff << ")");
+  INFO(what << ": worst logit " << worst << ": got " << got[worst] << ", want " << want[worst] << " (|diff| "
+            << worst_diff << ")");
   CHECK(worst_excess <= 0.0f);
 }
 
@@ -77,8 +77,8 @@ std::vector<int> slice(const std::vector<int>& v, size_t begin, size_t end) {
   return {v.begin() + static_cast<std::ptrdiff_t>(begin), v.begin() + static_cast<std::ptrdiff_t>(end)};
 }
 
-const char* const kFixtureModels[] = {"llama_gqa",  "llama3_rope_scaling",    "llama_tied",
-                                      "llama_bias", "mistral_sliding_window", "qwen2_bias",
+const char* const kFixtureModels[] = {"llama_gqa",    "llama3_rope_scaling",    "llama_tied",
+                                      "llama_bias",   "mistral_sliding_window", "qwen2_bias",
                                       "qwen3_qk_norm"};
 
 }  // namespace
@@ -135,7 +135,9 @@ TEST_CASE("forward matches transformers on every fixture architecture", "[model]
         std::vector<int> tokens = slice(other, 0, a1);
         const auto p0 = slice(e.prompt, 0, a0);
         tokens.insert(tokens.end(), p0.begin(), p0.end());
-        ForwardBatch b1{tokens, {{1, 0, a1, cache.block_table(1)}, {0, 0, a0, cache.block_table(0)}}, true};  // seq 1 first: order is the batch's
+        ForwardBatch b1{tokens,
+                        {{1, 0, a1, cache.block_table(1)}, {0, 0, a0, cache.block_table(0)}},
+                        true};  // seq 1 first: order is the batch's
         const auto l1 = forward(m, b1, cache);
         REQUIRE(l1.size() == static_cast<size_t>(a0 + a1) * vocab);
         for (int t = 0; t < a1; ++t) {
@@ -144,7 +146,8 @@ TEST_CASE("forward matches transformers on every fixture architecture", "[model]
           check_row(&l1[static_cast<size_t>(t) * vocab], want, "batched seq 1 position " + std::to_string(t));
         }
         for (int t = 0; t < a0; ++t) {
-          check_row(&l1[static_cast<size_t>(a1 + t) * vocab], e.logits[t], "batched seq 0 position " + std::to_string(t));
+          check_row(&l1[static_cast<size_t>(a1 + t) * vocab], e.logits[t],
+                    "batched seq 0 position " + std::to_string(t));
         }
         // Second pass: the rest of seq 0 (8 tokens) and 2 more of seq 1; last-token logits only.
         tokens = slice(e.prompt, a0, n);

@@ -107,7 +107,8 @@ struct Logits {
 Logits run(ModelRunner& runner, const std::vector<int>& tokens) {
   Logits out;
   const int n = static_cast<int>(tokens.size());
-  ContiguousKvCache c1 = make_cache(runner.config(), runner.kv_dtype()), c2 = make_cache(runner.config(), runner.kv_dtype());
+  ContiguousKvCache c1 = make_cache(runner.config(), runner.kv_dtype()),
+                    c2 = make_cache(runner.config(), runner.kv_dtype());
   out.prefill = runner.forward({tokens, {{0, 0, n, c1.block_table(0)}}, true}, c1);
   for (int t = 0; t < n; ++t) {
     const auto row = runner.forward({{tokens[static_cast<size_t>(t)]}, {{0, t, 1, c2.block_table(0)}}, false}, c2);
@@ -123,12 +124,13 @@ std::vector<float> reference_logits(const Model& m, const std::vector<int>& toke
 
 }  // namespace
 
-TEST_CASE("quantized runner: w8/w4/w4g128 logits match the dequantized model's, and the original's loosely", "[quantload]") {
+TEST_CASE("quantized runner: w8/w4/w4g128 logits match the dequantized model's, and the original's loosely",
+          "[quantload]") {
   if (!cpu_features().has_avx2_kernels()) return;  // the reference path ignores --quantization
   struct Mode {
     WeightQuantization q;
-    float prefill_atol;   // INT8 activations on top of the BF16 ones (measured worst in the WARN line)
-    float original_rms;   // relative RMS logit error against the unquantized model
+    float prefill_atol;  // INT8 activations on top of the BF16 ones (measured worst in the WARN line)
+    float original_rms;  // relative RMS logit error against the unquantized model
   };
   // Measured on Zen 5 (avx512): decode vs twin <= 2.0 % of the row's max |logit| (BF16
   // activations only), prefill vs twin <= 5.5 % (INT8 activations), so 8 %. Against the
@@ -152,8 +154,10 @@ TEST_CASE("quantized runner: w8/w4/w4g128 logits match the dequantized model's, 
       const std::vector<float> twin = reference_logits(dequantized_twin(m, f), tokens);
       const std::vector<float> original = reference_logits(m, tokens);
       const int vocab = m.config.vocab_size;
-      worst_decode = std::max(worst_decode, check_rows(got.decode, twin, vocab, 3e-2f, 2e-2f, what + " decode vs twin"));
-      worst_prefill = std::max(worst_prefill, check_rows(got.prefill, twin, vocab, mode.prefill_atol, 2e-2f, what + " prefill vs twin"));
+      worst_decode =
+          std::max(worst_decode, check_rows(got.decode, twin, vocab, 3e-2f, 2e-2f, what + " decode vs twin"));
+      worst_prefill = std::max(
+          worst_prefill, check_rows(got.prefill, twin, vocab, mode.prefill_atol, 2e-2f, what + " prefill vs twin"));
       // Against the original: relative RMS over all logits (these random fixtures have small,
       // flat logits, so a per-row max error says little).
       double err2 = 0.0, ref2 = 0.0, to_twin = 0.0, to_original = 0.0;
@@ -171,8 +175,9 @@ TEST_CASE("quantized runner: w8/w4/w4g128 logits match the dequantized model's, 
       // really are the quantized ones.
       CHECK(to_twin < to_original);
     }
-    WARN(weight_quantization_name(mode.q) << ": worst |diff| / max|logit| of a row: decode vs twin " << worst_decode
-                                          << ", prefill vs twin " << worst_prefill << "; relative RMS vs original " << worst_original);
+    WARN(weight_quantization_name(mode.q)
+         << ": worst |diff| / max|logit| of a row: decode vs twin " << worst_decode << ", prefill vs twin "
+         << worst_prefill << "; relative RMS vs original " << worst_original);
   }
 }
 
@@ -347,16 +352,19 @@ TEST_CASE("quantized runner: stories260K greedy text stays close to transformers
   const auto want = j.at("greedy_tokens").get<std::vector<int>>();
   const auto prompt = j.at("prompt").get<std::vector<int>>();
   // Measured (Zen 5): w8 equal for the first 61 of 64 tokens, w4 for 38; bounds 48 and 16.
-  for (const auto& [mode, at_least] : {std::pair{WeightQuantization::w8, size_t{48}}, std::pair{WeightQuantization::w4, size_t{16}}}) {
+  for (const auto& [mode, at_least] :
+       {std::pair{WeightQuantization::w8, size_t{48}}, std::pair{WeightQuantization::w4, size_t{16}}}) {
     auto runner = load_model_runner(dir, quantized(mode));
     const int vocab = runner->config().vocab_size;
     KvGeometry g{runner->config().num_layers, runner->config().num_kv_heads, runner->config().head_dim, 16};
     ContiguousKvCache cache(g, 1, 256, runner->kv_dtype());
-    std::vector<float> logits = runner->forward({prompt, {{0, 0, static_cast<int>(prompt.size()), cache.block_table(0)}}, false}, cache);
+    std::vector<float> logits =
+        runner->forward({prompt, {{0, 0, static_cast<int>(prompt.size()), cache.block_table(0)}}, false}, cache);
     std::vector<int> got;
     for (size_t i = 0; i < want.size(); ++i) {
       got.push_back(static_cast<int>(std::max_element(logits.begin(), logits.begin() + vocab) - logits.begin()));
-      logits = runner->forward({{got.back()}, {{0, static_cast<int>(prompt.size() + i), 1, cache.block_table(0)}}, false}, cache);
+      logits = runner->forward(
+          {{got.back()}, {{0, static_cast<int>(prompt.size() + i), 1, cache.block_table(0)}}, false}, cache);
     }
     size_t same = 0;
     while (same < got.size() && got[same] == want[same]) ++same;

@@ -73,8 +73,8 @@ void check_row(const float* got, const std::vector<float>& want, const std::stri
 
 int argmax_row(const float* row, int n) { return static_cast<int>(std::max_element(row, row + n) - row); }
 
-const char* const kFixtureModels[] = {"llama_gqa",  "llama3_rope_scaling",    "llama_tied",
-                                      "llama_bias", "mistral_sliding_window", "qwen2_bias",
+const char* const kFixtureModels[] = {"llama_gqa",    "llama3_rope_scaling",    "llama_tied",
+                                      "llama_bias",   "mistral_sliding_window", "qwen2_bias",
                                       "qwen3_qk_norm"};
 
 // The fast kernel sets this CPU can run (the runner refuses the others).
@@ -119,7 +119,8 @@ TEST_CASE("runner logits match transformers on every fixture, prefill, token by 
           ContiguousKvCache cache = make_cache(c, 1, 64);
           const auto logits = runner->forward({prompt, {{0, 0, n, cache.block_table(0)}}, true}, cache);
           REQUIRE(logits.size() == static_cast<size_t>(n) * vocab);
-          for (int t = 0; t < n; ++t) check_row(&logits[static_cast<size_t>(t) * vocab], want[t], "prefill " + std::to_string(t));
+          for (int t = 0; t < n; ++t)
+            check_row(&logits[static_cast<size_t>(t) * vocab], want[t], "prefill " + std::to_string(t));
         }
         // Token by token.
         {
@@ -135,24 +136,29 @@ TEST_CASE("runner logits match transformers on every fixture, prefill, token by 
         {
           std::vector<int> other(prompt.rbegin(), prompt.rend());
           ContiguousKvCache alone_cache = make_cache(c, 1, 64);
-          const auto other_logits = runner->forward({other, {{0, 0, n, alone_cache.block_table(0)}}, true}, alone_cache);
+          const auto other_logits =
+              runner->forward({other, {{0, 0, n, alone_cache.block_table(0)}}, true}, alone_cache);
           const int a0 = n / 2 + 2, a1 = n / 2 - 3;
           ContiguousKvCache cache = make_cache(c, 2, 64);
           std::vector<int> tokens(other.begin(), other.begin() + a1);
           tokens.insert(tokens.end(), prompt.begin(), prompt.begin() + a0);
-          const auto l1 = runner->forward({tokens, {{1, 0, a1, cache.block_table(1)}, {0, 0, a0, cache.block_table(0)}}, true}, cache);
+          const auto l1 = runner->forward(
+              {tokens, {{1, 0, a1, cache.block_table(1)}, {0, 0, a0, cache.block_table(0)}}, true}, cache);
           REQUIRE(l1.size() == static_cast<size_t>(a0 + a1) * vocab);
           for (int t = 0; t < a1; ++t) {
             check_row(&l1[static_cast<size_t>(t) * vocab], &other_logits[static_cast<size_t>(t) * vocab], vocab,
                       "batched seq 1 position " + std::to_string(t));
           }
-          for (int t = 0; t < a0; ++t) check_row(&l1[static_cast<size_t>(a1 + t) * vocab], want[t], "batched seq 0 position " + std::to_string(t));
+          for (int t = 0; t < a0; ++t)
+            check_row(&l1[static_cast<size_t>(a1 + t) * vocab], want[t], "batched seq 0 position " + std::to_string(t));
           tokens.assign(prompt.begin() + a0, prompt.end());
           tokens.insert(tokens.end(), other.begin() + a1, other.begin() + a1 + 2);
-          const auto l2 = runner->forward({tokens, {{0, a0, n - a0, cache.block_table(0)}, {1, a1, 2, cache.block_table(1)}}, false}, cache);
+          const auto l2 = runner->forward(
+              {tokens, {{0, a0, n - a0, cache.block_table(0)}, {1, a1, 2, cache.block_table(1)}}, false}, cache);
           REQUIRE(l2.size() == 2u * vocab);
           check_row(&l2[0], want[n - 1], "batched seq 0 last position");
-          check_row(&l2[vocab], &other_logits[static_cast<size_t>(a1 + 1) * vocab], vocab, "batched seq 1 position " + std::to_string(a1 + 1));
+          check_row(&l2[vocab], &other_logits[static_cast<size_t>(a1 + 1) * vocab], vocab,
+                    "batched seq 1 position " + std::to_string(a1 + 1));
         }
       }
     }
@@ -178,7 +184,8 @@ TEST_CASE("runner fast path agrees with the FP32 reference forward on the same c
     const auto want = reference.forward({tokens, {{0, 0, 40, c2.block_table(0)}}, true}, c2);
     const auto oracle = forward(m, {tokens, {{0, 0, 40, c3.block_table(0)}}, true}, c3);
     REQUIRE(want == oracle);  // the reference runner is the reference forward
-  REQUIRE_THROWS_AS(fast.forward({tokens, {{0, 0, 40, c2.block_table(0)}}, true}, c2), std::logic_error);  // the fast path needs BF16
+    REQUIRE_THROWS_AS(fast.forward({tokens, {{0, 0, 40, c2.block_table(0)}}, true}, c2),
+                      std::logic_error);  // the fast path needs BF16
     for (int t = 0; t < 40; ++t) {
       check_row(&got[static_cast<size_t>(t) * vocab], &want[static_cast<size_t>(t) * vocab], vocab,
                 std::string(name) + " position " + std::to_string(t));
@@ -196,11 +203,13 @@ TEST_CASE("runner: stories260K greedy tokens equal transformers' for at least th
   auto runner = load_model_runner(dir, with(KernelChoice::automatic));
   const int vocab = runner->config().vocab_size;
   ContiguousKvCache cache = make_cache(runner->config(), 1, 256, runner->kv_dtype());
-  std::vector<float> logits = runner->forward({prompt, {{0, 0, static_cast<int>(prompt.size()), cache.block_table(0)}}, false}, cache);
+  std::vector<float> logits =
+      runner->forward({prompt, {{0, 0, static_cast<int>(prompt.size()), cache.block_table(0)}}, false}, cache);
   std::vector<int> got;
   for (size_t i = 0; i < want.size(); ++i) {
     got.push_back(argmax_row(logits.data(), vocab));
-    logits = runner->forward({{got.back()}, {{0, static_cast<int>(prompt.size() + i), 1, cache.block_table(0)}}, false}, cache);
+    logits = runner->forward({{got.back()}, {{0, static_cast<int>(prompt.size() + i), 1, cache.block_table(0)}}, false},
+                             cache);
   }
   size_t same = 0;
   while (same < got.size() && got[same] == want[same]) ++same;

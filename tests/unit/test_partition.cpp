@@ -68,8 +68,7 @@ TEST_CASE("default partition is one instance per NUMA node on its physical cores
   CHECK(http_cpus(nps1) == std::vector<int>{-1, -1});
 
   auto nps4 = plan(kEpycNps4);
-  CHECK(cpu_lists(nps4) ==
-        Lists{"0-31", "32-63", "64-95", "96-127", "128-159", "160-191", "192-223", "224-255"});
+  CHECK(cpu_lists(nps4) == Lists{"0-31", "32-63", "64-95", "96-127", "128-159", "160-191", "192-223", "224-255"});
   CHECK(node_lists(nps4) == Lists{"0", "1", "2", "3", "4", "5", "6", "7"});
 
   CHECK(cpu_lists(plan(kGenoaVm)) == Lists{"0-23"});

@@ -87,7 +87,8 @@ TEST_CASE("placement: each bad value is refused with the flag and value first", 
                     StartsWith("--cpuset 200-201: cpu(s) 200-201 are not among") && Contains("(0-127)"));
   // Partly outside is refused too, naming only the cpus outside.
   CHECK_THROWS_WITH(resolve_placement(t, "120-130", -1, 0), StartsWith("--cpuset 120-130: cpu(s) 128-130 "));
-  CHECK_THROWS_WITH(resolve_placement(t, "", 7, 0), StartsWith("--numa-node 7: no such NUMA node") && Contains("nodes 0-1"));
+  CHECK_THROWS_WITH(resolve_placement(t, "", 7, 0),
+                    StartsWith("--numa-node 7: no such NUMA node") && Contains("nodes 0-1"));
   CHECK_THROWS_WITH(resolve_placement(t, "", -2, 0), StartsWith("--numa-node -2: "));
   CHECK_THROWS_WITH(resolve_placement(t, "0-3", 1, 0), StartsWith("--numa-node 1: none of the selected cpus (0-3)"));
   CHECK_THROWS_WITH(resolve_placement(t, "", -1, -1), StartsWith("--threads -1: "));

@@ -23,8 +23,8 @@ std::vector<float> random_vector(size_t n, std::mt19937& rng, float scale = 1.0f
 
 // Dense causal attention of one query over keys/values laid out [pos][kv_head][head_dim].
 std::vector<float> dense_attention(const std::vector<float>& q, const std::vector<float>& keys,
-                                   const std::vector<float>& values, int n_heads, int n_kv_heads,
-                                   int head_dim, int pos, int window) {
+                                   const std::vector<float>& values, int n_heads, int n_kv_heads, int head_dim, int pos,
+                                   int window) {
   std::vector<float> out(static_cast<size_t>(n_heads) * head_dim, 0.0f);
   const int first = window > 0 ? std::max(0, pos - window + 1) : 0;
   for (int h = 0; h < n_heads; ++h) {
@@ -32,7 +32,8 @@ std::vector<float> dense_attention(const std::vector<float>& q, const std::vecto
     std::vector<double> w;
     for (int p = first; p <= pos; ++p) {
       double dot = 0;
-      for (int d = 0; d < head_dim; ++d) dot += q[h * head_dim + d] * keys[(static_cast<size_t>(p) * n_kv_heads + kvh) * head_dim + d];
+      for (int d = 0; d < head_dim; ++d)
+        dot += q[h * head_dim + d] * keys[(static_cast<size_t>(p) * n_kv_heads + kvh) * head_dim + d];
       w.push_back(dot / std::sqrt(static_cast<double>(head_dim)));
     }
     const double mx = *std::max_element(w.begin(), w.end());
@@ -40,7 +41,8 @@ std::vector<float> dense_attention(const std::vector<float>& q, const std::vecto
     for (double& x : w) total += (x = std::exp(x - mx));
     for (int p = first; p <= pos; ++p) {
       for (int d = 0; d < head_dim; ++d) {
-        out[h * head_dim + d] += static_cast<float>(w[p - first] / total * values[(static_cast<size_t>(p) * n_kv_heads + kvh) * head_dim + d]);
+        out[h * head_dim + d] += static_cast<float>(w[p - first] / total *
+                                                    values[(static_cast<size_t>(p) * n_kv_heads + kvh) * head_dim + d]);
       }
     }
   }
@@ -84,8 +86,9 @@ TEST_CASE("paged attention equals dense attention for any block order, GQA and w
         std::copy_n(&values[(static_cast<size_t>(p) * n_kv_heads + h) * head_dim], head_dim, base + kv_stride);
       }
     }
-    ref::PagedKv kv{pool.data(), table.data(), block_size, block_stride, layer * layer_stride,
-                    layer * layer_stride + kv_stride, head_stride};
+    ref::PagedKv kv{pool.data(),  table.data(),         block_size,
+                    block_stride, layer * layer_stride, layer * layer_stride + kv_stride,
+                    head_stride};
     std::vector<float> out(q.size());
     ref::attention(out.data(), q.data(), kv, n_heads, n_kv_heads, head_dim, pos, window,
                    1.0f / std::sqrt(static_cast<float>(head_dim)));
@@ -128,7 +131,9 @@ TEST_CASE("RoPE keeps norms and position 0 is the identity", "[kernels][referenc
   ref::rope(y.data(), 1, 64, 0, inv_freq.data(), ref::RopeStyle::rotate_half);
   REQUIRE(y == x);
   ref::rope(y.data(), 1, 64, 1000, inv_freq.data(), ref::RopeStyle::rotate_half);
-  auto norm = [](const std::vector<float>& v) { return std::sqrt(std::inner_product(v.begin(), v.end(), v.begin(), 0.0)); };
+  auto norm = [](const std::vector<float>& v) {
+    return std::sqrt(std::inner_product(v.begin(), v.end(), v.begin(), 0.0));
+  };
   REQUIRE(norm(y) == Approx(norm(x)).epsilon(1e-5));
 }
 
@@ -155,7 +160,7 @@ TEST_CASE("rmsnorm, linear and silu_mul match hand computation", "[kernels][refe
   const float rms = std::sqrt((1 + 4 + 9 + 16) / 4.0f);
   for (int i = 0; i < 4; ++i) REQUIRE(out[i] == Approx(x[i] / rms * w[i]));
 
-  const float a[2 * 3] = {1, 2, 3, 4, 5, 6};        // [m=2, k=3]
+  const float a[2 * 3] = {1, 2, 3, 4, 5, 6};            // [m=2, k=3]
   const float b[2 * 3] = {1, 0, -1, 0.5f, 0.5f, 0.5f};  // [n=2, k=3]
   const float bias[2] = {10, 20};
   float y[4];

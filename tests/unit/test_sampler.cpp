@@ -47,7 +47,8 @@ TEST_CASE("sampling follows the softmax at temperature and the filters", "[engin
   CHECK(plain[3] == Approx(0.05).margin(0.01));
 
   auto hot = frequencies(params(2.0f));  // p ~ sqrt(p): flatter
-  CHECK(hot[3] == Approx(std::sqrt(0.05) / (std::sqrt(0.5) + std::sqrt(0.3) + std::sqrt(0.15) + std::sqrt(0.05))).margin(0.02));
+  CHECK(hot[3] ==
+        Approx(std::sqrt(0.05) / (std::sqrt(0.5) + std::sqrt(0.3) + std::sqrt(0.15) + std::sqrt(0.05))).margin(0.02));
 
   auto top_k2 = frequencies(params(1.0f, 1.0f, 2));
   CHECK(top_k2[0] == Approx(0.625).margin(0.02));
@@ -75,7 +76,8 @@ TEST_CASE("the same seed gives the same tokens", "[engine][sampler]") {
   REQUIRE(run(1234) != run(4321));
 }
 
-TEST_CASE("penalties, logit bias and banned tokens change the greedy choice as vLLM defines them", "[engine][sampler]") {
+TEST_CASE("penalties, logit bias and banned tokens change the greedy choice as vLLM defines them",
+          "[engine][sampler]") {
   const std::vector<float> logits = {2.0f, 1.9f, -1.0f, 1.0f};
   SamplingParams p = params(0.0f);
   p.repetition_penalty = 1.2f;  // 2.0 / 1.2 < 1.9: token 0 loses if seen in the prompt

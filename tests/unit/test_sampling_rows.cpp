@@ -22,10 +22,14 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // Every ISA path this CPU runs; the ones it lacks are named as skipped.
 std::vector<kern::Isa> isas() {
   std::vector<kern::Isa> v{kern::Isa::scalar};
-  if (cpu_features().has_avx2_kernels()) v.push_back(kern::Isa::avx2);
-  else WARN("AVX2 sampling kernels skipped: this CPU lacks avx2/fma");
-  if (cpu_features().has_avx512_bf16_kernels()) v.push_back(kern::Isa::avx512_bf16);
-  else WARN("AVX-512 sampling kernels skipped: this CPU lacks them");
+  if (cpu_features().has_avx2_kernels())
+    v.push_back(kern::Isa::avx2);
+  else
+    WARN("AVX2 sampling kernels skipped: this CPU lacks avx2/fma");
+  if (cpu_features().has_avx512_bf16_kernels())
+    v.push_back(kern::Isa::avx512_bf16);
+  else
+    WARN("AVX-512 sampling kernels skipped: this CPU lacks them");
   return v;
 }
 
@@ -41,9 +45,7 @@ std::vector<float> random_logits(std::mt19937& rng, size_t n, float sigma) {
   return v;
 }
 
-double exp_term(float x, float shift, float scale) {
-  return std::exp(static_cast<double>(x - shift) * scale);
-}
+double exp_term(float x, float shift, float scale) { return std::exp(static_cast<double>(x - shift) * scale); }
 
 // e^a with a = (x - shift)·scale rounded to float: the kernels' 2e-7 plus the argument's own
 // rounding, 6e-8·|a|. Terms below 2^-126 may flush to 0 on the vector paths (1e-37 absolute).
@@ -117,8 +119,8 @@ TEST_CASE("tail masses count and weigh exactly the logits at or above each thres
 
         std::vector<size_t> counts(thresholds.size());
         std::vector<double> masses(thresholds.size());
-        const double total = kern::tail_masses(x.data(), n, max, scale, thresholds.data(), n_thresholds,
-                                               counts.data(), masses.data(), isa);
+        const double total = kern::tail_masses(x.data(), n, max, scale, thresholds.data(), n_thresholds, counts.data(),
+                                               masses.data(), isa);
         double want_total = 0.0;
         for (float v : x) want_total += exp_term(v, max, scale);
         CHECK(total == Approx(want_total).epsilon(1e-6));
@@ -140,7 +142,8 @@ TEST_CASE("tail masses count and weigh exactly the logits at or above each thres
   }
 }
 
-TEST_CASE("indices at or above a threshold, and the first of them, are exactly the reference's", "[kernels][sampling_rows]") {
+TEST_CASE("indices at or above a threshold, and the first of them, are exactly the reference's",
+          "[kernels][sampling_rows]") {
   std::mt19937 rng(13);
   for (kern::Isa isa : isas()) {
     for (size_t n : kLengths) {
@@ -155,7 +158,8 @@ TEST_CASE("indices at or above a threshold, and the first of them, are exactly t
         std::vector<int32_t> got(n, -1);
         got.resize(kern::indices_at_or_above(x.data(), n, threshold, got.data(), isa));
         CHECK(got == want);
-        CHECK(kern::first_at_or_above(x.data(), n, threshold, isa) == (want.empty() ? n : static_cast<size_t>(want[0])));
+        CHECK(kern::first_at_or_above(x.data(), n, threshold, isa) ==
+              (want.empty() ? n : static_cast<size_t>(want[0])));
       }
     }
   }

@@ -96,8 +96,8 @@ void run_workload(const Workload& w) {
     // layer's writes. A block handed out from the prefix cache that nobody computed shows here.
     for (const ScheduledChunk& c : step.chunks) {
       for (int p = c.seq->num_computed; p < c.seq->num_computed + c.num_tokens; ++p) {
-        kv_content[static_cast<size_t>(c.block_ids[static_cast<size_t>(p / w.block_size)]) * w.block_size + p % w.block_size] =
-            c.seq->tokens[static_cast<size_t>(p)];
+        kv_content[static_cast<size_t>(c.block_ids[static_cast<size_t>(p / w.block_size)]) * w.block_size +
+                   p % w.block_size] = c.seq->tokens[static_cast<size_t>(p)];
       }
     }
     for (const ScheduledChunk& c : step.chunks) {
@@ -127,7 +127,8 @@ void run_workload(const Workload& w) {
 
 }  // namespace
 
-TEST_CASE("randomised workloads: budget and sequence limits hold, blocks are never leaked or doubly owned", "[engine][scheduler]") {
+TEST_CASE("randomised workloads: budget and sequence limits hold, blocks are never leaked or doubly owned",
+          "[engine][scheduler]") {
   for (uint32_t seed = 1; seed <= 6; ++seed) {
     INFO("seed " << seed);
     // Roomy cache, chunked prefill.
@@ -185,7 +186,8 @@ bool scheduled(const SchedulerStep& step, const Sequence* seq) {
 
 }  // namespace
 
-TEST_CASE("a call holding every slot gives one up the next step to a call with nothing running", "[engine][scheduler]") {
+TEST_CASE("a call holding every slot gives one up the next step to a call with nothing running",
+          "[engine][scheduler]") {
   Scheduler scheduler({4, 1024}, 256, 16, false);
   std::vector<std::unique_ptr<Sequence>> seqs;
   for (int i = 0; i < 10; ++i) {
@@ -203,7 +205,7 @@ TEST_CASE("a call holding every slot gives one up the next step to a call with n
   scheduler.add(newcomer);
   SchedulerStep second = scheduler.schedule();
   CHECK(scheduled(second, newcomer));
-  CHECK(second.num_preempted == 0);            // a turn given, not a lack of memory
+  CHECK(second.num_preempted == 0);  // a turn given, not a lack of memory
   CHECK(scheduler.num_running() == 4);
   CHECK(seqs[3]->status == SequenceStatus::waiting);  // call 1's most recently admitted
   CHECK(scheduler.num_preemptions() == 1);

@@ -1,6 +1,6 @@
 // Thread pool, topology, CPU features and aligned allocation: real behaviour, no timing.
-#include <catch2/catch.hpp>
 #include <sched.h>
+#include <catch2/catch.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -176,9 +176,10 @@ TEST_CASE("nested parallel_for runs inline on the calling thread", "[runtime]") 
 TEST_CASE("exceptions in tasks reach the caller and the pool stays usable", "[runtime]") {
   AffinityGuard guard;
   ThreadPool pool({.n_threads = 2, .pin = false});
-  CHECK_THROWS_AS(pool.parallel_for(8, [](int task, int) {
-                    if (task == 6) throw std::runtime_error("boom");
-                  }),
+  CHECK_THROWS_AS(pool.parallel_for(8,
+                                    [](int task, int) {
+                                      if (task == 6) throw std::runtime_error("boom");
+                                    }),
                   std::runtime_error);
   std::atomic<int> count{0};
   pool.parallel_for(8, [&](int, int) { ++count; });
@@ -190,13 +191,11 @@ TEST_CASE("100k dispatches give correct results and parking and waking", "[runti
   for (int spin : {1 << 14, 1}) {  // spinning workers, then workers that park every time
     ThreadPool pool({.n_threads = 2, .pin = false, .spin_iterations = spin});
     const int rounds = spin == 1 ? 3000 : 100000;  // a futex wake costs ~50 us here
-    std::vector<int64_t> partial(2 * 8, 0);  // one cache line per thread
+    std::vector<int64_t> partial(2 * 8, 0);        // one cache line per thread
     int64_t expect = 0;
     for (int r = 0; r < rounds; ++r) {
       const int n = 1 + r % 5;
-      pool.parallel_for(n, [&](int task, int thread) {
-        partial[static_cast<size_t>(thread) * 8] += task + r;
-      });
+      pool.parallel_for(n, [&](int task, int thread) { partial[static_cast<size_t>(thread) * 8] += task + r; });
       for (int t = 0; t < n; ++t) expect += t + r;
     }
     CHECK(partial[0] + partial[8] == expect);

@@ -24,10 +24,14 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 std::vector<kern::Isa> isas() {
   std::vector<kern::Isa> v{kern::Isa::scalar};
-  if (cpu_features().has_avx2_kernels()) v.push_back(kern::Isa::avx2);
-  else WARN("AVX2 path skipped: this CPU lacks avx2/fma");
-  if (cpu_features().has_avx512_bf16_kernels()) v.push_back(kern::Isa::avx512_bf16);
-  else WARN("AVX-512 path skipped: this CPU lacks it");
+  if (cpu_features().has_avx2_kernels())
+    v.push_back(kern::Isa::avx2);
+  else
+    WARN("AVX2 path skipped: this CPU lacks avx2/fma");
+  if (cpu_features().has_avx512_bf16_kernels())
+    v.push_back(kern::Isa::avx512_bf16);
+  else
+    WARN("AVX-512 path skipped: this CPU lacks it");
   return v;
 }
 
@@ -89,7 +93,8 @@ bool cut_is_borderline(const std::vector<float>& logits, const Filters& f, size_
   open.min_p = 0.0f;
   const Kept all = reference_keep(logits, open);
   if (at >= all.tokens.size()) return false;
-  const double cumulative = std::accumulate(all.probs.begin(), all.probs.begin() + static_cast<std::ptrdiff_t>(at), 0.0);
+  const double cumulative =
+      std::accumulate(all.probs.begin(), all.probs.begin() + static_cast<std::ptrdiff_t>(at), 0.0);
   const double ratio = all.probs[at] / all.probs[0];
   return (f.top_p < 1.0f && std::fabs(cumulative - f.top_p) < 2e-5) ||
          (f.min_p > 0.0f && std::fabs(ratio - f.min_p) < 1e-9 * f.min_p);
@@ -162,9 +167,8 @@ TEST_CASE("top-k, top-p and min-p keep what a full sort keeps, on every ISA", "[
           f.top_p = top_ps[k / 6 % 5];
           f.top_k = top_ks[k / 30 % 6];
           f.min_p = min_ps[k / 180 % 5];
-          INFO("isa " << kern::isa_name(isa) << ", vocab " << vocab << ", shape " << static_cast<int>(shape)
-                      << ", T " << f.temperature << ", top_k " << f.top_k << ", top_p " << f.top_p
-                      << ", min_p " << f.min_p);
+          INFO("isa " << kern::isa_name(isa) << ", vocab " << vocab << ", shape " << static_cast<int>(shape) << ", T "
+                      << f.temperature << ", top_k " << f.top_k << ", top_p " << f.top_p << ", min_p " << f.min_p);
           ++cases;
           if (!check_selection(selector, logits, f)) ++borderline;
         }
@@ -175,7 +179,8 @@ TEST_CASE("top-k, top-p and min-p keep what a full sort keeps, on every ISA", "[
   }
 }
 
-TEST_CASE("selection edge cases: ties, tiny top_p, min_p 1, top_k past the vocabulary, all but one banned", "[engine][sampler][token_selection]") {
+TEST_CASE("selection edge cases: ties, tiny top_p, min_p 1, top_k past the vocabulary, all but one banned",
+          "[engine][sampler][token_selection]") {
   for (kern::Isa isa : isas()) {
     TokenSelector selector(isa);
     INFO("isa " << kern::isa_name(isa));
@@ -202,7 +207,8 @@ TEST_CASE("selection edge cases: ties, tiny top_p, min_p 1, top_k past the vocab
   }
 }
 
-TEST_CASE("seeded draws equal the full-sort reference's draws from the same generator", "[engine][sampler][token_selection]") {
+TEST_CASE("seeded draws equal the full-sort reference's draws from the same generator",
+          "[engine][sampler][token_selection]") {
   // The old sampler drew with std::discrete_distribution over the kept probabilities in rank
   // order: the same seed must give the same tokens.
   std::mt19937 rng(99);
@@ -231,7 +237,8 @@ TEST_CASE("seeded draws equal the full-sort reference's draws from the same gene
   }
 }
 
-TEST_CASE("a draw over the whole vocabulary follows the softmax and repeats per seed", "[engine][sampler][token_selection]") {
+TEST_CASE("a draw over the whole vocabulary follows the softmax and repeats per seed",
+          "[engine][sampler][token_selection]") {
   // 3000 tokens (several walk blocks): 0.3 on token 2999, 0.2 on 1500, the rest spread evenly.
   std::vector<float> logits(3000, std::log(0.5f / 2998));
   logits[2999] = std::log(0.3f);
@@ -255,7 +262,8 @@ TEST_CASE("a draw over the whole vocabulary follows the softmax and repeats per 
   }
 }
 
-TEST_CASE("greedy picks torch.argmax's token (first of tied maxima) on every ISA", "[engine][sampler][token_selection]") {
+TEST_CASE("greedy picks torch.argmax's token (first of tied maxima) on every ISA",
+          "[engine][sampler][token_selection]") {
   std::mt19937 rng(17);
   for (kern::Isa isa : isas()) {
     for (size_t vocab : kVocabs) {
@@ -273,7 +281,8 @@ TEST_CASE("greedy picks torch.argmax's token (first of tied maxima) on every ISA
   }
 }
 
-TEST_CASE("logprobs' top n and the chosen token's logprob match a full-sort log-softmax", "[engine][sampler][token_selection]") {
+TEST_CASE("logprobs' top n and the chosen token's logprob match a full-sort log-softmax",
+          "[engine][sampler][token_selection]") {
   std::mt19937 rng(3);
   for (kern::Isa isa : isas()) {
     for (size_t vocab : {1u, 7u, 100u, 4097u, 32000u, 151936u}) {

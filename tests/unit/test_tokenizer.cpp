@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <random>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "test_paths.h"
 #include "tokenizer/tokenizer.h"
@@ -51,7 +51,8 @@ void stage_file(const fs::path& source, const fs::path& target, const std::strin
   if (fs::exists(source / name)) {
     fs::copy_file(source / name, target / name, fs::copy_options::overwrite_existing);
   } else if (fs::exists(source / (name + ".xz"))) {
-    const std::string command = "xz -dc '" + (source / (name + ".xz")).string() + "' > '" + (target / name).string() + "'";
+    const std::string command =
+        "xz -dc '" + (source / (name + ".xz")).string() + "' > '" + (target / name).string() + "'";
     REQUIRE(std::system(command.c_str()) == 0);
   }
 }
@@ -63,9 +64,9 @@ struct TokenizerCase {
 };
 
 constexpr TokenizerCase kTokenizers[] = {
-    {"llama2", "tokenizers/llama2", true},       {"llama2_spm", "tokenizers/llama2", false},
-    {"llama3.1", "tokenizers/llama3.1", true},   {"qwen3", "tokenizers/qwen3", true},
-    {"gemma3", "tokenizers/gemma3", true},       {"stories260K", "models/stories260K", false},
+    {"llama2", "tokenizers/llama2", true},     {"llama2_spm", "tokenizers/llama2", false},
+    {"llama3.1", "tokenizers/llama3.1", true}, {"qwen3", "tokenizers/qwen3", true},
+    {"gemma3", "tokenizers/gemma3", true},     {"stories260K", "models/stories260K", false},
 };
 
 // A folder holding the tokenizer files of one case, decompressed; empty when the shared test
@@ -92,8 +93,8 @@ nlohmann::json read_fixture(const std::string& name) {
 std::vector<int32_t> ids_of(const nlohmann::json& json) { return json.get<std::vector<int32_t>>(); }
 
 // Streams `ids` through an IncrementalDetokenizer; every delta must be valid UTF-8.
-std::string stream_decode(const slab::Tokenizer& tokenizer, std::span<const int32_t> seed,
-                          std::span<const int32_t> ids, bool skip_special) {
+std::string stream_decode(const slab::Tokenizer& tokenizer, std::span<const int32_t> seed, std::span<const int32_t> ids,
+                          bool skip_special) {
   slab::IncrementalDetokenizer detokenizer(tokenizer, skip_special);
   detokenizer.seed(seed);
   std::string text;
@@ -138,8 +139,9 @@ TEST_CASE("tokenizers match Hugging Face / sentencepiece on the corpus", "[token
         CHECK(streamed == decoded);
         CHECK(streamed_skip == decoded_skip);
         if (encoded == expected && encoded_plain == ids_of(item["ids_no_special"]) &&
-            decoded == item["decoded"].get<std::string>() && decoded_skip == item["decoded_skip_special"].get<std::string>() &&
-            streamed == decoded && streamed_skip == decoded_skip) {
+            decoded == item["decoded"].get<std::string>() &&
+            decoded_skip == item["decoded_skip_special"].get<std::string>() && streamed == decoded &&
+            streamed_skip == decoded_skip) {
           ++passed;
         }
       }
@@ -170,7 +172,8 @@ TEST_CASE("incremental detokenizer on arbitrary id sequences equals decode", "[t
       const auto tokenizer = slab::load_tokenizer(folder);
       // A run of byte-fallback pieces that turns invalid only at its end: decode renders every
       // byte of it as U+FFFD, so the ASCII byte at its start must not be streamed early.
-      if (const auto ascii = tokenizer->piece_to_id("<0x37>"), stray = tokenizer->piece_to_id("<0xA6>"); ascii && stray) {
+      if (const auto ascii = tokenizer->piece_to_id("<0x37>"), stray = tokenizer->piece_to_id("<0xA6>");
+          ascii && stray) {
         std::vector<int32_t> ids = tokenizer->encode("Us", false);
         ids.insert(ids.end(), {*ascii, *stray});
         const auto tail = tokenizer->encode(" vac", false);
@@ -184,7 +187,7 @@ TEST_CASE("incremental detokenizer on arbitrary id sequences equals decode", "[t
         std::vector<int32_t> ids(rng() % 24);
         for (int32_t& id : ids) {
           const uint32_t kind = rng() % 3;
-          id = kind == 0 ? static_cast<int32_t>(rng() % static_cast<uint32_t>(size))
+          id = kind == 0   ? static_cast<int32_t>(rng() % static_cast<uint32_t>(size))
                : kind == 1 ? static_cast<int32_t>(rng() % 600u)
                            : size - 1 - static_cast<int32_t>(rng() % 300u);
         }
@@ -325,10 +328,10 @@ TEST_CASE("bad tokenizer folders give errors naming the file and field", "[token
                Catch::Contains("tokenizer.json: normalizer.type: unsupported normalizer type \"NFKD\""));
     CHECK_THAT(error_of(tiny_folder("wordpiece", with("\"type\": \"BPE\"", "\"type\": \"WordPiece\""))),
                Catch::Contains("model.type: unsupported model type \"WordPiece\""));
-    CHECK_THAT(error_of(tiny_folder("unknown-field", with("\"version\": \"1.0\"", "\"version\": \"1.0\", \"extra\": 1"))),
-               Catch::Contains("tokenizer.json: extra: unknown field"));
-    CHECK_THAT(error_of(tiny_folder("bad-merge", with("\"ab c\"", "\"ab zz\""))),
-               Catch::Contains("model.merges[2]"));
+    CHECK_THAT(
+        error_of(tiny_folder("unknown-field", with("\"version\": \"1.0\"", "\"version\": \"1.0\", \"extra\": 1"))),
+        Catch::Contains("tokenizer.json: extra: unknown field"));
+    CHECK_THAT(error_of(tiny_folder("bad-merge", with("\"ab c\"", "\"ab zz\""))), Catch::Contains("model.merges[2]"));
     CHECK_THAT(error_of(tiny_folder("bad-regex", with("\"type\": \"ByteLevel\", \"add_prefix_space\": false",
                                                       "\"type\": \"Split\", \"pattern\": {\"Regex\": \"(\"}, "
                                                       "\"behavior\": \"Isolated\", \"add_prefix_space\": false"))),
