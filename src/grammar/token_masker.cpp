@@ -32,13 +32,76 @@ bool has_escaped(const std::vector<Stack>& stacks) {
   return std::any_of(stacks.begin(), stacks.end(), [](const Stack& s) { return s.top == kEscaped; });
 }
 
+// The stack sets reachable from one start by bytes, numbered as they are met, with memoized
+// transitions (a lazily built DFA over this walk). Frames are interned, so equal stack sets
+// are found by pointer identity: inside a JSON string, every plain character leads back to the
+// same state, and a walk over the vocabulary costs one table lookup per byte.
+class StateGraph {
+ public:
+  static constexpr uint32_t kDead = 0;
+  static constexpr uint32_t kStart = 1;
+
+  StateGraph(const CompiledGrammar& g, std::vector<Stack> start) : g_(g) {
+    add({});
+    add(std::move(start));
+  }
+
+  uint32_t next(uint32_t state, uint8_t b) {
+    uint32_t& slot = transitions_[size_t{state} * 256 + b];
+    if (slot != kUnknown) return slot;
+    std::vector<Stack> out;
+    advance(g_, states_[state], b, out, &interner_);
+    const uint32_t id = out.empty() ? kDead : add(std::move(out));
+    transitions_[size_t{state} * 256 + b] = id;  // (add() may have moved the table)
+    return id;
+  }
+
+  bool escaped(uint32_t state) const { return escaped_[state]; }
+
+ private:
+  static constexpr uint32_t kUnknown = 0xFFFFFFFFu;
+  using Key = std::vector<std::pair<uint32_t, const Frame*>>;
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      size_t h = k.size();
+      for (const auto& [top, frame] : k) {
+        h = (h ^ top) * 0x100000001b3ull;
+        h = (h ^ reinterpret_cast<uintptr_t>(frame)) * 0x100000001b3ull;
+      }
+      return h;
+    }
+  };
+
+  uint32_t add(std::vector<Stack> stacks) {
+    Key key;
+    for (const Stack& s : stacks) key.push_back({s.top, s.parent.get()});
+    std::sort(key.begin(), key.end());
+    const auto [it, inserted] = ids_.try_emplace(std::move(key), static_cast<uint32_t>(states_.size()));
+    if (inserted) {
+      escaped_.push_back(has_escaped(stacks));
+      states_.push_back(std::move(stacks));
+      transitions_.resize(states_.size() * 256, kUnknown);
+    }
+    return it->second;
+  }
+
+  const CompiledGrammar& g_;
+  FrameInterner interner_;
+  std::vector<std::vector<Stack>> states_;
+  std::vector<uint8_t> escaped_;
+  std::vector<uint32_t> transitions_;  // state * 256 + byte -> state
+  std::unordered_map<Key, uint32_t, KeyHash> ids_;
+};
+
 // Calls verdict(id, Verdict) for each of `ids` (sorted by their bytes) when matched from
-// `initial`; a prefix shared with the previous token reuses that token's states.
+// `start`; a prefix shared with the previous token reuses that token's states, and a prefix
+// that dies settles every following token that shares it.
 template <class OnVerdict>
 void walk_tokens(const CompiledGrammar& g, const std::vector<std::string>& tokens, std::span<const uint32_t> ids,
-                 const std::vector<Stack>& initial, OnVerdict&& verdict) {
-  std::vector<std::vector<Stack>> states(1, initial);
-  std::vector<uint8_t> escaped(1, has_escaped(initial));
+                 std::vector<Stack> start, OnVerdict&& verdict) {
+  StateGraph graph(g, std::move(start));
+  std::vector<uint32_t> states(1, StateGraph::kStart);
+  std::vector<uint8_t> escaped(1, graph.escaped(StateGraph::kStart));  // on the path, up to here
   size_t valid = 0;  // states[0..valid] hold the previous token's prefixes
   std::string_view previous;
   size_t i = 0;
@@ -52,12 +115,12 @@ void walk_tokens(const CompiledGrammar& g, const std::vector<std::string>& token
       escaped.resize(token.size() + 1);
     }
     size_t k = shared;
-    bool dead = states[k].empty();
+    bool dead = states[k] == StateGraph::kDead;
     while (!dead && k < token.size()) {
-      advance(g, states[k], static_cast<uint8_t>(token[k]), states[k + 1]);
+      states[k + 1] = graph.next(states[k], static_cast<uint8_t>(token[k]));
       ++k;
-      escaped[k] = escaped[k - 1] || has_escaped(states[k]);
-      dead = states[k].empty();
+      escaped[k] = escaped[k - 1] || graph.escaped(states[k]);
+      dead = states[k] == StateGraph::kDead;
     }
     valid = k;
     previous = token;
