@@ -165,8 +165,16 @@ bool Matcher::accept(std::string_view bytes) {
 }
 
 bool Matcher::can_accept(std::string_view bytes) const {
-  Matcher copy(*this);
-  return copy.accept(bytes);
+  if (bytes.empty()) return true;
+  std::vector<Stack> current, next;
+  const std::vector<Stack>* from = &state_->stacks;
+  for (const char c : bytes) {
+    advance(grammar_->compiled(), *from, static_cast<uint8_t>(c), next);
+    if (next.empty()) return false;
+    std::swap(current, next);
+    from = &current;
+  }
+  return true;
 }
 
 bool Matcher::can_end() const {

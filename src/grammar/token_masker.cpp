@@ -22,9 +22,10 @@ namespace {
 // Return frames kept in a context. More frames: fewer uncertain tokens (tokens that close
 // several rules at once) but more distinct contexts to compute once.
 constexpr size_t kContextFrames = 6;
-// Cached contexts per masker before the cache is dropped and refilled (each holds a bitset of
-// the vocabulary: ~19 KB at 151k tokens).
-constexpr size_t kMaxCachedContexts = 2048;
+// Bytes of cached tables per masker before the cache is dropped and refilled. A table holds a
+// bitset of the vocabulary (~19 KB at 151k tokens) only where many tokens are accepted (inside
+// strings); most contexts accept a few hundred tokens at most and keep a list of ids.
+constexpr size_t kMaxCacheBytes = size_t{32} << 20;
 
 enum class Verdict : uint8_t { kRejected, kAccepted, kUncertain };
 
@@ -153,8 +154,12 @@ struct ContextKeyHash {
 };
 
 struct ContextTable {
-  std::vector<uint64_t> accepted;   // bitset over the vocabulary
-  std::vector<uint32_t> uncertain;  // token ids, sorted by bytes
+  std::vector<uint64_t> accepted_bits;  // bitset over the vocabulary, or empty: see accepted_ids
+  std::vector<uint32_t> accepted_ids;   // where fewer than one token in 32 is accepted
+  std::vector<uint32_t> uncertain;      // token ids, sorted by bytes
+  size_t bytes() const {
+    return sizeof(*this) + accepted_bits.size() * 8 + (accepted_ids.size() + uncertain.size()) * 4;
+  }
 };
 
 ContextKey context_of(const Stack& s) {
@@ -182,6 +187,7 @@ struct TokenMasker::Impl {
   size_t words = 0;
   mutable std::shared_mutex mutex;
   mutable std::unordered_map<ContextKey, std::shared_ptr<const ContextTable>, ContextKeyHash> cache;
+  mutable size_t cache_bytes = 0;
 
   std::shared_ptr<const ContextTable> table_for(const Stack& s) const {
     ContextKey key = context_of(s);
@@ -191,18 +197,29 @@ struct TokenMasker::Impl {
     }
     // Computed outside the lock: two threads may both compute a new context; one result is kept.
     auto table = std::make_shared<ContextTable>();
-    table->accepted.assign(words, 0);
     const CompiledGrammar& g = grammar->compiled();
     walk_tokens(g, *tokens, sorted, {context_stack(key)}, [&](uint32_t id, Verdict v) {
       if (v == Verdict::kAccepted) {
-        table->accepted[id >> 6] |= uint64_t{1} << (id & 63);
+        table->accepted_ids.push_back(id);
       } else if (v == Verdict::kUncertain) {
         table->uncertain.push_back(id);
       }
     });
+    if (table->accepted_ids.size() * 32 >= words * 64) {
+      table->accepted_bits.assign(words, 0);
+      for (const uint32_t id : table->accepted_ids) table->accepted_bits[id >> 6] |= uint64_t{1} << (id & 63);
+      table->accepted_ids = {};
+    }
+    table->accepted_ids.shrink_to_fit();
+    table->uncertain.shrink_to_fit();
     std::unique_lock lock(mutex);
-    if (cache.size() >= kMaxCachedContexts) cache.clear();
-    return cache.try_emplace(std::move(key), std::move(table)).first->second;
+    if (cache_bytes + table->bytes() > kMaxCacheBytes) {
+      cache.clear();
+      cache_bytes = 0;
+    }
+    const auto [it, inserted] = cache.try_emplace(std::move(key), std::move(table));
+    if (inserted) cache_bytes += it->second->bytes();
+    return it->second;
   }
 };
 
@@ -225,6 +242,9 @@ size_t TokenMasker::vocab_size() const { return impl_->tokens->size(); }
 
 void TokenMasker::fill_mask(const Matcher& matcher, std::span<uint64_t> mask) const {
   if (mask.size() != impl_->words) throw std::invalid_argument("TokenMasker::fill_mask: mask size mismatch");
+  if (&matcher.grammar() != impl_->grammar.get()) {
+    throw std::invalid_argument("TokenMasker::fill_mask: the matcher runs another grammar");
+  }
   std::fill(mask.begin(), mask.end(), 0);
   const CompiledGrammar& g = impl_->grammar->compiled();
   std::vector<std::shared_ptr<const ContextTable>> ored;  // held: the cache may be dropped meanwhile
@@ -233,9 +253,12 @@ void TokenMasker::fill_mask(const Matcher& matcher, std::span<uint64_t> mask) co
     const auto table = impl_->table_for(s);
     if (std::find(ored.begin(), ored.end(), table) == ored.end()) {
       ored.push_back(table);
-      const uint64_t* src = table->accepted.data();
-      uint64_t* dst = mask.data();
-      for (size_t w = 0; w < impl_->words; ++w) dst[w] |= src[w];
+      if (!table->accepted_bits.empty()) {
+        const uint64_t* src = table->accepted_bits.data();
+        uint64_t* dst = mask.data();
+        for (size_t w = 0; w < impl_->words; ++w) dst[w] |= src[w];
+      }
+      for (const uint32_t id : table->accepted_ids) mask[id >> 6] |= uint64_t{1} << (id & 63);
     }
     if (!table->uncertain.empty()) {
       walk_tokens(g, *impl_->tokens, table->uncertain, {s}, [&](uint32_t id, Verdict v) {
