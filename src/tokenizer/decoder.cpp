@@ -7,11 +7,21 @@
 namespace slab::tok {
 namespace {
 
+void replace_all(std::string& text, std::string_view pattern, std::string_view content) {
+  if (pattern.empty()) return;
+  for (size_t hit = text.find(pattern); hit != std::string::npos; hit = text.find(pattern, hit + content.size())) {
+    text.replace(hit, pattern.size(), content);
+  }
+}
+
 class SequenceDecoder final : public Decoder {
  public:
   explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> steps) : steps_(std::move(steps)) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (const auto& step : steps_) step->decode_chain(tokens);
+  }
+  void token_bytes(std::string& token, bool& joined) const override {
+    for (const auto& step : steps_) step->token_bytes(token, joined);
   }
 
  private:
@@ -24,23 +34,30 @@ class ByteLevelDecoder final : public Decoder {
  public:
   void decode_chain(std::vector<std::string>& tokens) const override {
     std::string bytes;
-    std::string token_bytes;
-    for (const std::string& token : tokens) {
-      token_bytes.clear();
-      bool all_mapped = true;
-      for (size_t pos = 0; pos < token.size();) {
-        const size_t length = utf8_sequence_length(token, pos);
-        const auto byte = length == 0 ? std::nullopt : byte_level_to_byte(utf8_decode_at(token, pos, length));
-        if (!byte) {
-          all_mapped = false;
-          break;
-        }
-        token_bytes += static_cast<char>(*byte);
-        pos += length;
-      }
-      bytes += all_mapped ? token_bytes : token;
-    }
+    for (const std::string& token : tokens) append_bytes(bytes, token);
     tokens.assign(1, to_valid_utf8(bytes));
+  }
+  void token_bytes(std::string& token, bool& joined) const override {
+    std::string bytes;
+    append_bytes(bytes, token);
+    token = std::move(bytes);
+    joined = true;
+  }
+
+ private:
+  static void append_bytes(std::string& out, const std::string& token) {
+    const size_t start = out.size();
+    for (size_t pos = 0; pos < token.size();) {
+      const size_t length = utf8_sequence_length(token, pos);
+      const auto byte = length == 0 ? std::nullopt : byte_level_to_byte(utf8_decode_at(token, pos, length));
+      if (!byte) {
+        out.resize(start);
+        out += token;
+        return;
+      }
+      out += static_cast<char>(*byte);
+      pos += length;
+    }
   }
 };
 
@@ -49,14 +66,9 @@ class ReplaceDecoder final : public Decoder {
   ReplaceDecoder(std::string pattern, std::string content)
       : pattern_(std::move(pattern)), content_(std::move(content)) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
-    if (pattern_.empty()) return;
-    for (std::string& token : tokens) {
-      for (size_t hit = token.find(pattern_); hit != std::string::npos;
-           hit = token.find(pattern_, hit + content_.size())) {
-        token.replace(hit, pattern_.size(), content_);
-      }
-    }
+    for (std::string& token : tokens) replace_all(token, pattern_, content_);
   }
+  void token_bytes(std::string& token, bool&) const override { replace_all(token, pattern_, content_); }
 
  private:
   std::string pattern_;
@@ -85,7 +97,7 @@ class ByteFallbackDecoder final : public Decoder {
       pending_count = 0;
     };
     for (std::string& token : tokens) {
-      if (const auto byte = parse_byte_token(token)) {
+      if (const auto byte = byte_fallback_byte(token)) {
         pending += static_cast<char>(*byte);
         ++pending_count;
       } else {
@@ -96,19 +108,8 @@ class ByteFallbackDecoder final : public Decoder {
     flush();
     tokens = std::move(out);
   }
-
- private:
-  static std::optional<uint8_t> parse_byte_token(const std::string& token) {
-    if (token.size() != 6 || token.compare(0, 3, "<0x") != 0 || token[5] != '>') return std::nullopt;
-    const auto hex = [](char c) -> int {
-      if (c >= '0' && c <= '9') return c - '0';
-      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-      return -1;
-    };
-    const int high = hex(token[3]), low = hex(token[4]);
-    if (high < 0 || low < 0) return std::nullopt;
-    return static_cast<uint8_t>(high * 16 + low);
+  void token_bytes(std::string& token, bool&) const override {
+    if (const auto byte = byte_fallback_byte(token)) token.assign(1, static_cast<char>(*byte));
   }
 };
 
@@ -119,6 +120,7 @@ class FuseDecoder final : public Decoder {
     for (const std::string& token : tokens) joined += token;
     tokens.assign(1, std::move(joined));
   }
+  void token_bytes(std::string&, bool& joined) const override { joined = true; }
 };
 
 // Removes up to `start` leading and `stop` trailing copies of one character from each token.
@@ -127,22 +129,27 @@ class StripDecoder final : public Decoder {
   StripDecoder(std::string content, size_t start, size_t stop)
       : content_(std::move(content)), start_(start), stop_(stop) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
-    if (content_.empty()) return;
-    for (std::string& token : tokens) {
-      size_t begin = 0;
-      for (size_t i = 0; i < start_ && token.compare(begin, content_.size(), content_) == 0; ++i)
-        begin += content_.size();
-      size_t end = token.size();
-      for (size_t i = 0; i < stop_ && end >= begin + content_.size() &&
-                         token.compare(end - content_.size(), content_.size(), content_) == 0;
-           ++i) {
-        end -= content_.size();
-      }
-      token = token.substr(begin, end - begin);
-    }
+    for (std::string& token : tokens) strip(token);
+  }
+  void token_bytes(std::string& token, bool& joined) const override {
+    if (!joined) strip(token);
   }
 
  private:
+  void strip(std::string& token) const {
+    if (content_.empty()) return;
+    size_t begin = 0;
+    for (size_t i = 0; i < start_ && token.compare(begin, content_.size(), content_) == 0; ++i)
+      begin += content_.size();
+    size_t end = token.size();
+    for (size_t i = 0; i < stop_ && end >= begin + content_.size() &&
+                       token.compare(end - content_.size(), content_.size(), content_) == 0;
+         ++i) {
+      end -= content_.size();
+    }
+    token = token.substr(begin, end - begin);
+  }
+
   std::string content_;
   size_t start_, stop_;
 };
@@ -162,6 +169,28 @@ size_t count_field(const nlohmann::json& json, const char* key, const std::strin
 }
 
 }  // namespace
+
+std::optional<uint8_t> byte_fallback_byte(std::string_view piece) {
+  if (piece.size() != 6 || piece.substr(0, 3) != "<0x" || piece[5] != '>') return std::nullopt;
+  const auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  const int high = hex(piece[3]), low = hex(piece[4]);
+  if (high < 0 || low < 0) return std::nullopt;
+  return static_cast<uint8_t>(high * 16 + low);
+}
+
+std::string sentencepiece_piece_bytes(std::string_view piece, bool is_byte) {
+  if (is_byte) {
+    if (const auto byte = byte_fallback_byte(piece)) return std::string(1, static_cast<char>(*byte));
+  }
+  std::string bytes(piece);
+  replace_all(bytes, "\xE2\x96\x81", " ");  // U+2581 "▁", SentencePiece's space
+  return bytes;
+}
 
 std::unique_ptr<Decoder> parse_decoder(const nlohmann::json& json, const std::string& file, const std::string& field) {
   if (json.is_null()) return nullptr;

@@ -73,6 +73,23 @@ std::string HfTokenizer::decode(std::span<const int32_t> ids, bool skip_special_
   return to_valid_utf8(text);
 }
 
+std::string HfTokenizer::token_bytes(int32_t id) const {
+  std::string token;
+  if (const AddedToken* added = added_token(id)) {
+    if (added->special) return {};
+    token = added->content;  // decode runs added tokens through the decoder too
+  } else if (const std::string* piece = model_->id_to_token(id)) {
+    token = *piece;
+  } else {
+    return {};
+  }
+  // Without a decoder Hugging Face joins the tokens with spaces.
+  if (!decoder_) return " " + token;
+  bool joined = false;
+  decoder_->token_bytes(token, joined);
+  return token;
+}
+
 std::string HfTokenizer::id_to_piece(int32_t id) const {
   if (const AddedToken* added = added_token(id)) return added->content;
   const std::string* piece = model_->id_to_token(id);

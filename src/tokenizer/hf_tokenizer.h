@@ -37,6 +37,7 @@ class HfTokenizer final : public Tokenizer {
   std::optional<int32_t> eos_id() const override { return eos_id_; }
   std::string bos_token() const override { return bos_token_; }
   std::string eos_token() const override { return eos_token_; }
+  std::string token_bytes(int32_t id) const override;
 
  private:
   HfTokenizer() = default;

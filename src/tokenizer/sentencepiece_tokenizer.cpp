@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "tokenizer/added_tokens.h"
+#include "tokenizer/decoder.h"
 
 namespace slab::tok {
 namespace {
@@ -111,6 +112,13 @@ class SentencePieceTokenizer final : public Tokenizer {
   std::optional<int32_t> eos_id() const override { return eos_id_; }
   std::string bos_token() const override { return bos_token_; }
   std::string eos_token() const override { return eos_token_; }
+
+  // Control and unknown pieces are special (empty); SentencePiece decodes every other piece,
+  // unused and user-defined ones included, as its text.
+  std::string token_bytes(int32_t id) const override {
+    if (id < 0 || id >= vocab_size() || special_[static_cast<size_t>(id)]) return {};
+    return sentencepiece_piece_bytes(processor_.IdToPiece(id), processor_.IsByte(id));
+  }
 
  private:
   sentencepiece::SentencePieceProcessor processor_;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -36,6 +37,20 @@ class Tokenizer {
   // Text of special tokens, for chat templates (bos_token, eos_token); empty when absent.
   virtual std::string bos_token() const = 0;
   virtual std::string eos_token() const = 0;
+
+  // The bytes token `id` adds to the text in the middle of a sequence (where SentencePiece keeps
+  // a piece's leading space): raw, so a byte token or half of a character stays partial UTF-8
+  // rather than U+FFFD; empty for special and control tokens and for ids the vocabulary lacks.
+  // Concatenated over ids it equals decode(ids, true) wherever that is valid UTF-8, except at
+  // the start of the sequence.
+  virtual std::string token_bytes(int32_t id) const = 0;
+  // token_bytes() of every id below vocab_size(), for constrained decoding. Computed on the first
+  // call (thread-safe); later calls return the same object.
+  std::shared_ptr<const std::vector<std::string>> vocabulary_bytes() const;
+
+ private:
+  mutable std::once_flag vocabulary_bytes_once_;
+  mutable std::shared_ptr<const std::vector<std::string>> vocabulary_bytes_;
 };
 
 // Loads the tokenizer of a Hugging Face folder: tokenizer.json when present, else tokenizer.model,

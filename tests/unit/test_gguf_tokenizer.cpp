@@ -15,6 +15,7 @@
 #include "safetensors_writer.h"
 #include "test_paths.h"
 #include "tokenizer/gguf_tokenizer.h"
+#include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 using Catch::Contains;
@@ -224,6 +225,10 @@ TEST_CASE("gguf tokenizer: gpt2 vocabularies of llama-bpe and qwen2 tokenize the
       write_file(tmp / "t.gguf", gguf_from_tokenizer_json(t, c.pre, c.add_bos, c.bos, c.eos));
       const auto tokenizer = load_tokenizer(tmp / "t.gguf");
       CHECK(tokenizer->eos_token() == c.eos);
+      // Control tokens became special added tokens, user-defined ones plain added tokens: each
+      // token adds the same bytes as from tokenizer.json.
+      const auto from_json = tok::HfTokenizer::load(tmp / "t.json", tok::TokenizerConfig{});
+      CHECK(*tokenizer->vocabulary_bytes() == *from_json->vocabulary_bytes());
 
       std::ifstream in(fixtures_dir() / "tokenizer" / (std::string(c.name) + ".json"));
       const nlohmann::json fixture = nlohmann::json::parse(in);

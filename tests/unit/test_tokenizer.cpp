@@ -2,95 +2,30 @@
 // (tests/fixtures/tokenizer, made by scripts/make_tokenizer_fixtures.py), plus error handling.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
-
 #include <chrono>
-#include <cstdlib>
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "test_paths.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
+#include "tokenizer_cases.h"
 
 namespace fs = std::filesystem;
+using slab::test::ids_of;
+using slab::test::kTokenizers;
+using slab::test::read_fixture;
+using slab::test::scratch;
+using slab::test::staged_folder;
+using slab::test::TokenizerCase;
 
 namespace {
-
-// A scratch folder removed when the test binary exits.
-class ScratchDir {
- public:
-  ScratchDir() {
-    path_ = fs::temp_directory_path() / ("slab-tokenizer-test-" + std::to_string(::getpid()));
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-const fs::path& scratch() {
-  static ScratchDir dir;
-  return dir.path();
-}
 
 void write_file(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
 }
-
-// Copies `name` from `source` into `target`, decompressing `name.xz` when only that exists.
-void stage_file(const fs::path& source, const fs::path& target, const std::string& name) {
-  if (fs::exists(source / name)) {
-    fs::copy_file(source / name, target / name, fs::copy_options::overwrite_existing);
-  } else if (fs::exists(source / (name + ".xz"))) {
-    const std::string command =
-        "xz -dc '" + (source / (name + ".xz")).string() + "' > '" + (target / name).string() + "'";
-    REQUIRE(std::system(command.c_str()) == 0);
-  }
-}
-
-struct TokenizerCase {
-  const char* fixture;   // tests/fixtures/tokenizer/<fixture>.json
-  const char* testdata;  // folder under ../shared/testdata
-  bool json;             // tokenizer.json (else tokenizer.model alone)
-};
-
-constexpr TokenizerCase kTokenizers[] = {
-    {"llama2", "tokenizers/llama2", true},     {"llama2_spm", "tokenizers/llama2", false},
-    {"llama3.1", "tokenizers/llama3.1", true}, {"qwen3", "tokenizers/qwen3", true},
-    {"gemma3", "tokenizers/gemma3", true},     {"stories260K", "models/stories260K", false},
-};
-
-// A folder holding the tokenizer files of one case, decompressed; empty when the shared test
-// data is absent (after a WARN).
-fs::path staged_folder(const TokenizerCase& c) {
-  static std::map<std::string, fs::path> staged;
-  if (const auto it = staged.find(c.fixture); it != staged.end()) return it->second;
-  const fs::path source = slab::test::testdata_or_skip(c.testdata);
-  if (source.empty()) return {};
-  const fs::path target = scratch() / c.fixture;
-  fs::create_directories(target);
-  stage_file(source, target, "tokenizer_config.json");
-  stage_file(source, target, c.json ? "tokenizer.json" : "tokenizer.model");
-  staged[c.fixture] = target;
-  return target;
-}
-
-nlohmann::json read_fixture(const std::string& name) {
-  std::ifstream in(slab::test::fixtures_dir() / "tokenizer" / (name + ".json"));
-  REQUIRE(in.good());
-  return nlohmann::json::parse(in);
-}
-
-std::vector<int32_t> ids_of(const nlohmann::json& json) { return json.get<std::vector<int32_t>>(); }
 
 // Streams `ids` through an IncrementalDetokenizer; every delta must be valid UTF-8.
 std::string stream_decode(const slab::Tokenizer& tokenizer, std::span<const int32_t> seed, std::span<const int32_t> ids,
@@ -295,6 +230,24 @@ TEST_CASE("a small tokenizer.json: merges, added tokens, template, decoding", "[
   CHECK(tokenizer->encode("abz", false) == std::vector<int32_t>{3});
   // Invalid UTF-8 input is repaired rather than rejected.
   CHECK_NOTHROW(tokenizer->encode("ab\xff\xfe", false));
+  // Token bytes: "Ġ" is a space, the plain added token <pad> adds its text, the special <eos> nothing.
+  CHECK(*tokenizer->vocabulary_bytes() ==
+        std::vector<std::string>{"a", "b", " ", "ab", " ab", "c", "abc", "", "<pad>"});
+
+  // Without a decoder Hugging Face joins the token strings with spaces: each adds one before it.
+  std::string no_decoder = kTinyTokenizerJson;
+  const std::string decoder =
+      R"("decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true})";
+  REQUIRE(no_decoder.find(decoder) != std::string::npos);
+  no_decoder.replace(no_decoder.find(decoder), decoder.size(), R"("decoder": null)");
+  const auto plain = slab::load_tokenizer(tiny_folder("tiny-no-decoder", no_decoder));
+  CHECK(plain->decode(std::vector<int32_t>{3, 4, 8}, true) ==
+        "ab \xC4\xA0"
+        "ab <pad>");
+  CHECK(*plain->vocabulary_bytes() == std::vector<std::string>{" a", " b", " \xC4\xA0", " ab",
+                                                               " \xC4\xA0"
+                                                               "ab",
+                                                               " c", " abc", "", " <pad>"});
 }
 
 TEST_CASE("bad tokenizer folders give errors naming the file and field", "[tokenizer]") {
