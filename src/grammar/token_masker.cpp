@@ -1,0 +1,185 @@
+// TokenMasker: per-context token tables computed lazily and cached (XGrammar's adaptive token
+// mask cache). A context is a stack's terminal position plus its nearest return frames
+// (kContextFrames); what lies below is unknown. Walking the byte-sorted vocabulary from a
+// context (sharing the work of common prefixes) sorts each token into
+//   accepted:  some path consumes all its bytes within the known frames (or returns into the
+//              unknown part exactly at its last byte), so whatever lies below, it is allowed;
+//   rejected:  every path dies within the known frames;
+//   uncertain: a path returns into the unknown part with bytes left, so the full stack decides.
+// A step ORs the accepted tables of the state's stacks and checks only the uncertain tokens
+// against their full stacks.
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "grammar/grammar_stack.h"
+
+namespace slab::grammar {
+namespace {
+
+// Return frames kept in a context. More frames: fewer uncertain tokens (tokens that close
+// several rules at once) but more distinct contexts to compute once.
+constexpr size_t kContextFrames = 6;
+// Cached contexts per masker before the cache is dropped and refilled (each holds a bitset of
+// the vocabulary: ~19 KB at 151k tokens).
+constexpr size_t kMaxCachedContexts = 2048;
+
+enum class Verdict : uint8_t { kRejected, kAccepted, kUncertain };
+
+bool has_escaped(const std::vector<Stack>& stacks) {
+  return std::any_of(stacks.begin(), stacks.end(), [](const Stack& s) { return s.top == kEscaped; });
+}
+
+// Calls verdict(id, Verdict) for each of `ids` (sorted by their bytes) when matched from
+// `initial`; a prefix shared with the previous token reuses that token's states.
+template <class OnVerdict>
+void walk_tokens(const CompiledGrammar& g, const std::vector<std::string>& tokens, std::span<const uint32_t> ids,
+                 const std::vector<Stack>& initial, OnVerdict&& verdict) {
+  std::vector<std::vector<Stack>> states(1, initial);
+  std::vector<uint8_t> escaped(1, has_escaped(initial));
+  size_t valid = 0;  // states[0..valid] hold the previous token's prefixes
+  std::string_view previous;
+  size_t i = 0;
+  while (i < ids.size()) {
+    const std::string_view token = tokens[ids[i]];
+    size_t shared = 0;
+    const size_t limit = std::min({previous.size(), token.size(), valid});
+    while (shared < limit && previous[shared] == token[shared]) ++shared;
+    if (states.size() < token.size() + 1) {
+      states.resize(token.size() + 1);
+      escaped.resize(token.size() + 1);
+    }
+    size_t k = shared;
+    bool dead = states[k].empty();
+    while (!dead && k < token.size()) {
+      advance(g, states[k], static_cast<uint8_t>(token[k]), states[k + 1]);
+      ++k;
+      escaped[k] = escaped[k - 1] || has_escaped(states[k]);
+      dead = states[k].empty();
+    }
+    valid = k;
+    previous = token;
+    if (!dead) {
+      verdict(ids[i++], Verdict::kAccepted);
+      continue;
+    }
+    // Dead after k bytes: so is every following token with the same first k bytes.
+    const Verdict v = escaped[k - 1] ? Verdict::kUncertain : Verdict::kRejected;
+    verdict(ids[i++], v);
+    while (i < ids.size()) {
+      const std::string& next = tokens[ids[i]];
+      if (next.size() < k || std::memcmp(next.data(), token.data(), k) != 0) break;
+      verdict(ids[i++], v);
+    }
+  }
+}
+
+struct ContextKey {
+  std::vector<uint32_t> positions;  // top, then return frames nearest first, then 1 if truncated
+  bool operator==(const ContextKey&) const = default;
+};
+
+struct ContextKeyHash {
+  size_t operator()(const ContextKey& k) const {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const uint32_t p : k.positions) h = (h ^ p) * 0x100000001b3ull;
+    return static_cast<size_t>(h);
+  }
+};
+
+struct ContextTable {
+  std::vector<uint64_t> accepted;   // bitset over the vocabulary
+  std::vector<uint32_t> uncertain;  // token ids, sorted by bytes
+};
+
+ContextKey context_of(const Stack& s) {
+  ContextKey key;
+  key.positions.push_back(s.top);
+  const Frame* f = s.parent.get();
+  for (size_t n = 0; f && n < kContextFrames; ++n, f = f->parent.get()) key.positions.push_back(f->pos);
+  key.positions.push_back(f ? 1 : 0);
+  return key;
+}
+
+// The stack a context stands for, with an escape frame in place of the unknown rest.
+Stack context_stack(const ContextKey& key) {
+  FramePtr base = key.positions.back() ? make_frame(kEscapePos, nullptr) : nullptr;
+  for (size_t i = key.positions.size() - 2; i >= 1; --i) base = make_frame(key.positions[i], base);
+  return {key.positions[0], base};
+}
+
+}  // namespace
+
+struct TokenMasker::Impl {
+  std::shared_ptr<const Grammar> grammar;
+  std::shared_ptr<const std::vector<std::string>> tokens;
+  std::vector<uint32_t> sorted;  // non-empty tokens by bytes
+  size_t words = 0;
+  mutable std::shared_mutex mutex;
+  mutable std::unordered_map<ContextKey, std::shared_ptr<const ContextTable>, ContextKeyHash> cache;
+
+  std::shared_ptr<const ContextTable> table_for(const Stack& s) const {
+    ContextKey key = context_of(s);
+    {
+      std::shared_lock lock(mutex);
+      if (const auto it = cache.find(key); it != cache.end()) return it->second;
+    }
+    // Computed outside the lock: two threads may both compute a new context; one result is kept.
+    auto table = std::make_shared<ContextTable>();
+    table->accepted.assign(words, 0);
+    const CompiledGrammar& g = grammar->compiled();
+    walk_tokens(g, *tokens, sorted, {context_stack(key)}, [&](uint32_t id, Verdict v) {
+      if (v == Verdict::kAccepted) {
+        table->accepted[id >> 6] |= uint64_t{1} << (id & 63);
+      } else if (v == Verdict::kUncertain) {
+        table->uncertain.push_back(id);
+      }
+    });
+    std::unique_lock lock(mutex);
+    if (cache.size() >= kMaxCachedContexts) cache.clear();
+    return cache.try_emplace(std::move(key), std::move(table)).first->second;
+  }
+};
+
+TokenMasker::TokenMasker(std::shared_ptr<const Grammar> grammar,
+                         std::shared_ptr<const std::vector<std::string>> token_bytes)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->grammar = std::move(grammar);
+  impl_->tokens = std::move(token_bytes);
+  const auto& tokens = *impl_->tokens;
+  impl_->words = (tokens.size() + 63) / 64;
+  for (uint32_t t = 0; t < tokens.size(); ++t) {
+    if (!tokens[t].empty()) impl_->sorted.push_back(t);
+  }
+  std::sort(impl_->sorted.begin(), impl_->sorted.end(), [&](uint32_t a, uint32_t b) { return tokens[a] < tokens[b]; });
+}
+
+TokenMasker::~TokenMasker() = default;
+
+size_t TokenMasker::vocab_size() const { return impl_->tokens->size(); }
+
+void TokenMasker::fill_mask(const Matcher& matcher, std::span<uint64_t> mask) const {
+  if (mask.size() != impl_->words) throw std::invalid_argument("TokenMasker::fill_mask: mask size mismatch");
+  std::fill(mask.begin(), mask.end(), 0);
+  const CompiledGrammar& g = impl_->grammar->compiled();
+  std::vector<std::shared_ptr<const ContextTable>> ored;  // held: the cache may be dropped meanwhile
+  for (const Stack& s : matcher.state().stacks) {
+    if (!s.terminal()) continue;
+    const auto table = impl_->table_for(s);
+    if (std::find(ored.begin(), ored.end(), table) == ored.end()) {
+      ored.push_back(table);
+      const uint64_t* src = table->accepted.data();
+      uint64_t* dst = mask.data();
+      for (size_t w = 0; w < impl_->words; ++w) dst[w] |= src[w];
+    }
+    if (!table->uncertain.empty()) {
+      walk_tokens(g, *impl_->tokens, table->uncertain, {s}, [&](uint32_t id, Verdict v) {
+        if (v == Verdict::kAccepted) mask[id >> 6] |= uint64_t{1} << (id & 63);
+      });
+    }
+  }
+}
+
+}  // namespace slab::grammar
