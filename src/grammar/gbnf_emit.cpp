@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
@@ -115,6 +116,84 @@ std::vector<std::string> escaped_forms(uint32_t cp) {
     forms.push_back(unicode_escape_gbnf(cp));
   }
   return forms;
+}
+
+// One hex digit with a value in lo..hi, in either case.
+std::string hex_digit_class(uint32_t lo, uint32_t hi) {
+  CodePointSet set;
+  for (uint32_t v = lo; v <= hi; ++v) {
+    if (v < 10) {
+      set.add('0' + v, '0' + v);
+    } else {
+      set.add('a' + v - 10, 'a' + v - 10);
+      set.add('A' + v - 10, 'A' + v - 10);
+    }
+  }
+  return gbnf_class(set);
+}
+
+// `width` hex digits spelling a value in lo..hi (the digit-range construction of integer
+// bounds, in base 16).
+std::string hex_range(uint32_t lo, uint32_t hi, int width) {
+  if (width == 0) return {};
+  const uint32_t unit = 1u << (4 * (width - 1));
+  const uint32_t lo_first = lo / unit;
+  const uint32_t hi_first = hi / unit;
+  const uint32_t lo_rest = lo % unit;
+  const uint32_t hi_rest = hi % unit;
+  auto join = [](const std::string& a, const std::string& b) { return b.empty() ? a : a + " " + b; };
+  if (lo_first == hi_first) return join(hex_digit_class(lo_first, lo_first), hex_range(lo_rest, hi_rest, width - 1));
+  std::vector<std::string> alternatives;
+  uint32_t middle_lo = lo_first;
+  uint32_t middle_hi = hi_first;
+  if (lo_rest != 0) {
+    alternatives.push_back(join(hex_digit_class(lo_first, lo_first), hex_range(lo_rest, unit - 1, width - 1)));
+    ++middle_lo;
+  }
+  if (hi_rest != unit - 1) --middle_hi;
+  if (middle_lo <= middle_hi) {
+    std::string any = width > 1 ? std::string("[0-9a-fA-F]") + quantifier_suffix(width - 1, width - 1) : "";
+    alternatives.push_back(join(hex_digit_class(middle_lo, middle_hi), any));
+  }
+  if (hi_rest != unit - 1) {
+    alternatives.push_back(join(hex_digit_class(hi_first, hi_first), hex_range(0, hi_rest, width - 1)));
+  }
+  if (alternatives.size() == 1) return alternatives[0];
+  std::string out = "(";
+  for (size_t i = 0; i < alternatives.size(); ++i) out += (i ? " | " : " ") + alternatives[i];
+  return out + " )";
+}
+
+// \uXXXX escapes (surrogate pairs above U+FFFF) of exactly the non-ASCII code points of the set.
+std::vector<std::string> unicode_escapes_gbnf(const CodePointSet& set) {
+  const std::string backslash_u = gbnf_literal("\\u");
+  std::vector<std::string> out;
+  auto pair = [&](uint32_t high_lo, uint32_t high_hi, uint32_t low_lo, uint32_t low_hi) {
+    out.push_back(backslash_u + " " + hex_range(high_lo, high_hi, 4) + " " + backslash_u + " " +
+                  hex_range(low_lo, low_hi, 4));
+  };
+  for (auto [lo, hi] : set.ranges()) {
+    if (lo <= 0xFFFF) {
+      out.push_back(backslash_u + " " + hex_range(lo, std::min<uint32_t>(hi, 0xFFFF), 4));
+      if (hi <= 0xFFFF) continue;
+      lo = 0x10000;
+    }
+    const uint32_t high_lo = 0xD800 + ((lo - 0x10000) >> 10);
+    const uint32_t low_lo = 0xDC00 + ((lo - 0x10000) & 0x3FF);
+    const uint32_t high_hi = 0xD800 + ((hi - 0x10000) >> 10);
+    const uint32_t low_hi = 0xDC00 + ((hi - 0x10000) & 0x3FF);
+    if (high_lo == high_hi) {
+      pair(high_lo, high_lo, low_lo, low_hi);
+      continue;
+    }
+    uint32_t middle_lo = high_lo;
+    uint32_t middle_hi = high_hi;
+    if (low_lo != 0xDC00) pair(high_lo, high_lo, low_lo, 0xDFFF), ++middle_lo;
+    if (low_hi != 0xDFFF) --middle_hi;
+    if (middle_lo <= middle_hi) pair(middle_lo, middle_hi, 0xDC00, 0xDFFF);
+    if (low_hi != 0xDFFF) pair(high_hi, high_hi, 0xDC00, low_hi);
+  }
+  return out;
 }
 
 std::string alternatives(const std::vector<std::string>& parts) {
@@ -314,9 +393,6 @@ std::string json_nonascii_escape_body() {
 }
 
 std::string json_string_char_gbnf(const CodePointSet& set, const std::string& nonascii_escape_rule) {
-  // Past this many non-ASCII code points in a class that does not hold them all, their \u
-  // escapes are not enumerated (raw UTF-8 only).
-  constexpr size_t kMaxEnumeratedEscapes = 64;
   std::vector<std::string> parts;
   CodePointSet raw = set;
   CodePointSet not_raw = CodePointSet::range(0, 0x1F);
@@ -338,14 +414,8 @@ std::string json_string_char_gbnf(const CodePointSet& set, const std::string& no
   if (set.contains_all(0x80, kSurrogateLo - 1) && set.contains_all(kSurrogateHi + 1, kMaxCodePoint)) {
     parts.push_back(nonascii_escape_rule);
   } else {
-    size_t count = 0;
-    CodePointSet nonascii = set.minus(CodePointSet::range(0, 0x7F));
-    for (const auto& [lo, hi] : nonascii.ranges()) count += hi - lo + 1;
-    if (count <= kMaxEnumeratedEscapes) {
-      for (const auto& [lo, hi] : nonascii.ranges()) {
-        for (uint32_t cp = lo; cp <= hi; ++cp) parts.push_back(unicode_escape_gbnf(cp));
-      }
-    }
+    for (auto& escape : unicode_escapes_gbnf(set.minus(CodePointSet::range(0, 0x7F))))
+      parts.push_back(std::move(escape));
   }
   if (parts.empty()) return {};
   return alternatives(parts);
@@ -400,6 +470,85 @@ std::string quantifier_suffix(int min, int max) {
   if (max == -1) return std::string("{") + std::to_string(min) + ",}";
   if (min == max) return std::string("{") + std::to_string(min) + "}";
   return std::string("{") + std::to_string(min) + "," + std::to_string(max) + "}";
+}
+
+namespace {
+
+// Parts of a digit-range expression in sequence (empty parts dropped; an alternation wrapped).
+std::string digit_seq(std::initializer_list<std::string> parts) {
+  std::string out;
+  for (const auto& part : parts) {
+    if (part.empty()) continue;
+    if (!out.empty()) out += ' ';
+    out += binding_of(part) == Binding::kAlternation ? std::string("( ") + part + " )" : part;
+  }
+  return out;
+}
+
+// Digits of the numbers lo..hi, both of the same length (leading zeros written as given).
+std::string same_length_range(const std::string& lo, const std::string& hi) {
+  if (lo.empty()) return {};
+  if (lo == hi) return gbnf_literal(lo);
+  if (lo[0] == hi[0]) return digit_seq({gbnf_literal(lo.substr(0, 1)), same_length_range(lo.substr(1), hi.substr(1))});
+  size_t rest = lo.size() - 1;
+  bool lo_rest_zero = lo.find_first_not_of('0', 1) == std::string::npos;
+  bool hi_rest_nine = hi.find_first_not_of('9', 1) == std::string::npos;
+  char middle_lo = lo_rest_zero ? lo[0] : static_cast<char>(lo[0] + 1);
+  char middle_hi = hi_rest_nine ? hi[0] : static_cast<char>(hi[0] - 1);
+  std::vector<std::string> alternatives;
+  if (!lo_rest_zero) {
+    alternatives.push_back(
+        digit_seq({gbnf_literal(lo.substr(0, 1)), same_length_range(lo.substr(1), std::string(rest, '9'))}));
+  }
+  if (middle_lo <= middle_hi) {
+    std::string digit = middle_lo == middle_hi ? gbnf_literal(std::string(1, middle_lo))
+                                               : std::string("[") + middle_lo + "-" + middle_hi + "]";
+    alternatives.push_back(digit_seq(
+        {digit, rest ? std::string("[0-9]") + quantifier_suffix(static_cast<int>(rest), static_cast<int>(rest)) : ""}));
+  }
+  if (!hi_rest_nine) {
+    alternatives.push_back(
+        digit_seq({gbnf_literal(hi.substr(0, 1)), same_length_range(std::string(rest, '0'), hi.substr(1))}));
+  }
+  std::string out;
+  for (const auto& a : alternatives) out += (out.empty() ? "" : " | ") + a;
+  return alternatives.size() > 1 ? std::string("( ") + out + " )" : out;
+}
+
+// Decimal numbers lo..hi without leading zeros (hi absent: unbounded).
+std::string nonnegative_range(uint64_t lo, std::optional<uint64_t> hi) {
+  std::string lo_text = std::to_string(lo);
+  std::string hi_text = hi ? std::to_string(*hi) : std::string();
+  size_t last_length = hi ? hi_text.size() : lo_text.size();
+  std::vector<std::string> alternatives;
+  for (size_t length = lo_text.size(); length <= last_length; ++length) {
+    std::string from = length == lo_text.size() ? lo_text : std::string("1") + std::string(length - 1, '0');
+    std::string to = hi && length == hi_text.size() ? hi_text : std::string(length, '9');
+    alternatives.push_back(same_length_range(from, to));
+  }
+  if (!hi) alternatives.push_back(std::string("[1-9] [0-9]{") + std::to_string(lo_text.size()) + ",}");
+  std::string out;
+  for (const auto& a : alternatives) out += (out.empty() ? "" : " | ") + a;
+  return out;
+}
+
+}  // namespace
+
+std::string integer_range_gbnf(std::optional<int64_t> lo, std::optional<int64_t> hi) {
+  std::vector<std::string> alternatives;
+  if (!hi || *hi >= 0) {
+    alternatives.push_back(nonnegative_range(lo && *lo > 0 ? static_cast<uint64_t>(*lo) : 0,
+                                             hi ? std::optional<uint64_t>(static_cast<uint64_t>(*hi)) : std::nullopt));
+  }
+  if (!lo || *lo < 0) {
+    uint64_t magnitude_lo = hi && *hi < 0 ? static_cast<uint64_t>(-*hi) : 1;
+    std::optional<uint64_t> magnitude_hi;
+    if (lo) magnitude_hi = static_cast<uint64_t>(-*lo);
+    alternatives.push_back(std::string("\"-\" ( ") + nonnegative_range(magnitude_lo, magnitude_hi) + " )");
+  }
+  std::string out;
+  for (const auto& a : alternatives) out += (out.empty() ? "" : " | ") + a;
+  return out;
 }
 
 }  // namespace detail

@@ -3,6 +3,7 @@
 // literals and character classes from code points, JSON-string encodings of text, and the regex
 // compiler in the two forms the compilers need (the raw text, or the content of a JSON string).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -50,9 +51,9 @@ std::string gbnf_class(const CodePointSet& set);
 // \u00XX, / raw or \/, non-ASCII raw UTF-8 or \uXXXX (a surrogate pair above U+FFFF), hex in
 // either case. Python's json.dumps (ensure_ascii true or false) and nlohmann::json both fit.
 std::string json_string_content_gbnf(std::string_view text);
-// One code point of a JSON string drawn from the set, in the encodings above; "" if the set
-// admits no character a JSON string can carry. nonascii_escape_rule: a rule matching "\\u"
-// escapes of every non-ASCII code point, used where the set holds all of them.
+// One code point of a JSON string drawn from the set, in the encodings above (\u escapes of
+// exactly the set's non-ASCII code points); "" for an empty set. nonascii_escape_rule: a rule
+// matching the \u escapes of every non-ASCII code point, used where the set holds all of them.
 std::string json_string_char_gbnf(const CodePointSet& set, const std::string& nonascii_escape_rule);
 // The body of that rule: \uXXXX of U+0080..U+FFFF (no lone surrogate) or a surrogate pair.
 std::string json_nonascii_escape_body();
@@ -68,6 +69,10 @@ std::string as_element(const std::string& expression);
 std::string as_quantifiable(const std::string& expression);
 // `*`, `?`, `{m,n}` ... for a repetition count (max -1: unbounded); "" for exactly once.
 std::string quantifier_suffix(int min, int max);
+
+// The decimal integers lo..hi (either bound may be absent), no leading zeros, "-" before
+// negatives: exact digit-range alternatives.
+std::string integer_range_gbnf(std::optional<int64_t> lo, std::optional<int64_t> hi);
 
 enum class RegexTarget {
   kRawText,            // the pattern over the text itself (guided_regex)

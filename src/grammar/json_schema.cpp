@@ -212,72 +212,6 @@ std::string json_string_literal(const std::string& text) {
   return std::string("\"\\\"\" ") + detail::json_string_content_gbnf(text) + " \"\\\"\"";
 }
 
-// Digits of the numbers lo..hi, both of the same length (leading zeros written as given).
-std::string same_length_range(const std::string& lo, const std::string& hi) {
-  if (lo.empty()) return {};
-  if (lo == hi) return detail::gbnf_literal(lo);
-  if (lo[0] == hi[0])
-    return seq({detail::gbnf_literal(lo.substr(0, 1)), same_length_range(lo.substr(1), hi.substr(1))});
-  size_t rest = lo.size() - 1;
-  bool lo_rest_zero = lo.find_first_not_of('0', 1) == std::string::npos;
-  bool hi_rest_nine = hi.find_first_not_of('9', 1) == std::string::npos;
-  char middle_lo = lo_rest_zero ? lo[0] : static_cast<char>(lo[0] + 1);
-  char middle_hi = hi_rest_nine ? hi[0] : static_cast<char>(hi[0] - 1);
-  std::vector<std::string> alternatives;
-  if (!lo_rest_zero) {
-    alternatives.push_back(
-        seq({detail::gbnf_literal(lo.substr(0, 1)), same_length_range(lo.substr(1), std::string(rest, '9'))}));
-  }
-  if (middle_lo <= middle_hi) {
-    std::string digit = middle_lo == middle_hi ? detail::gbnf_literal(std::string(1, middle_lo))
-                                               : std::string("[") + middle_lo + "-" + middle_hi + "]";
-    alternatives.push_back(seq(
-        {digit, rest ? std::string("[0-9]") + detail::quantifier_suffix(static_cast<int>(rest), static_cast<int>(rest))
-                     : ""}));
-  }
-  if (!hi_rest_nine) {
-    alternatives.push_back(
-        seq({detail::gbnf_literal(hi.substr(0, 1)), same_length_range(std::string(rest, '0'), hi.substr(1))}));
-  }
-  std::string out;
-  for (const auto& a : alternatives) out += (out.empty() ? "" : " | ") + a;
-  return alternatives.size() > 1 ? std::string("( ") + out + " )" : out;
-}
-
-// Decimal numbers lo..hi without leading zeros (hi absent: unbounded).
-std::string nonnegative_range(uint64_t lo, std::optional<uint64_t> hi) {
-  std::string lo_text = std::to_string(lo);
-  std::string hi_text = hi ? std::to_string(*hi) : std::string();
-  size_t last_length = hi ? hi_text.size() : lo_text.size();
-  std::vector<std::string> alternatives;
-  for (size_t length = lo_text.size(); length <= last_length; ++length) {
-    std::string from = length == lo_text.size() ? lo_text : std::string("1") + std::string(length - 1, '0');
-    std::string to = hi && length == hi_text.size() ? hi_text : std::string(length, '9');
-    alternatives.push_back(same_length_range(from, to));
-  }
-  if (!hi) alternatives.push_back(std::string("[1-9] [0-9]{") + std::to_string(lo_text.size()) + ",}");
-  std::string out;
-  for (const auto& a : alternatives) out += (out.empty() ? "" : " | ") + a;
-  return out;
-}
-
-std::string integer_range(std::optional<int64_t> lo, std::optional<int64_t> hi) {
-  std::vector<std::string> alternatives;
-  if (!hi || *hi >= 0) {
-    alternatives.push_back(nonnegative_range(lo && *lo > 0 ? static_cast<uint64_t>(*lo) : 0,
-                                             hi ? std::optional<uint64_t>(static_cast<uint64_t>(*hi)) : std::nullopt));
-  }
-  if (!lo || *lo < 0) {
-    uint64_t magnitude_lo = hi && *hi < 0 ? static_cast<uint64_t>(-*hi) : 1;
-    std::optional<uint64_t> magnitude_hi;
-    if (lo) magnitude_hi = static_cast<uint64_t>(-*lo);
-    alternatives.push_back(std::string("\"-\" ( ") + nonnegative_range(magnitude_lo, magnitude_hi) + " )");
-  }
-  std::string out;
-  for (const auto& a : alternatives) out += (out.empty() ? "" : " | ") + a;
-  return out;
-}
-
 class SchemaCompiler {
  public:
   SchemaCompiler(const Json& root, const JsonSchemaOptions& options) : root_(root), options_(options) {}
@@ -612,7 +546,7 @@ class SchemaCompiler {
     std::optional<int64_t> high;
     if (lo) low = static_cast<int64_t>(*lo);
     if (hi) high = static_cast<int64_t>(*hi);
-    return add_rule(name, integer_range(low, high));
+    return add_rule(name, detail::integer_range_gbnf(low, high));
   }
 
   std::string number_value(const Json& schema, const std::string& pointer) {
