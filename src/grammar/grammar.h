@@ -47,7 +47,8 @@ class Matcher {
  public:
   explicit Matcher(std::shared_ptr<const Grammar> grammar);
   // Advances over the bytes if the grammar allows all of them; otherwise returns false and the
-  // state is unchanged.
+  // state is unchanged. Throws GrammarError (state unchanged) where an ambiguous grammar would
+  // need more than 10,000 parse stacks; can_accept and TokenMasker::fill_mask may throw it too.
   bool accept(std::string_view bytes);
   bool can_accept(std::string_view bytes) const;
   // The text so far is a complete sentence of the grammar (end of generation is allowed here).
@@ -73,7 +74,10 @@ class Matcher {
 // The tokens allowed after a Matcher's state, as a bitset over the vocabulary (bit t of word
 // t / 64). One TokenMasker per (grammar, vocabulary): it caches per-grammar-position tables
 // (the tokens a position accepts or rejects whatever surrounds it) so that a step costs a few
-// bitset ORs plus a check of the few context-dependent tokens. Thread-safe.
+// bitset ORs plus a check of the few context-dependent tokens. Thread-safe (fill_mask may be
+// called from several threads; each Matcher belongs to one thread at a time). Memory: the
+// sorted vocabulary (4 bytes a token) plus cached tables bounded at 32 MiB; the first mask at a
+// new grammar position walks the vocabulary (milliseconds), later ones take microseconds.
 class TokenMasker {
  public:
   // token_bytes[t]: the bytes token t adds to the text; empty = never allowed by a grammar

@@ -5,6 +5,7 @@
 // the tops and pointers.
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "grammar/grammar_ir.h"
@@ -36,6 +37,27 @@ struct Stack {
 };
 
 FramePtr make_frame(uint32_t pos, FramePtr parent);
+
+// Hash-consing of frames within one computation: a frame made twice over the same parent is the
+// same object, so equal stacks built in it are pointer-equal (TokenMasker memoizes transitions
+// on that). Holds its frames alive.
+class FrameInterner {
+ public:
+  FramePtr get(uint32_t pos, const FramePtr& parent);
+
+ private:
+  struct Key {
+    uint32_t pos;
+    const Frame* parent;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<const void*>()(k.parent) ^ (size_t{k.pos} * 0x9E3779B97F4A7C15ull);
+    }
+  };
+  std::unordered_map<Key, FramePtr, KeyHash> frames_;
+};
 bool same_stack(const Stack& a, const Stack& b);
 uint64_t stack_hash(const Stack& s);
 
@@ -45,11 +67,13 @@ constexpr size_t kMaxStacks = 10000;
 
 // Appends the stacks that position `pos` under `parent` expands to (tops are byte elements,
 // kComplete or kEscaped). Not deduplicated.
-void expand(const CompiledGrammar& g, uint32_t pos, const FramePtr& parent, std::vector<Stack>& out);
+void expand(const CompiledGrammar& g, uint32_t pos, const FramePtr& parent, std::vector<Stack>& out,
+            FrameInterner* interner = nullptr);
 // The stacks at the start of the root rule, deduplicated.
 std::vector<Stack> initial_stacks(const CompiledGrammar& g);
 // The stacks after byte `b` (empty: `b` is not allowed), deduplicated.
-void advance(const CompiledGrammar& g, const std::vector<Stack>& in, uint8_t b, std::vector<Stack>& out);
+void advance(const CompiledGrammar& g, const std::vector<Stack>& in, uint8_t b, std::vector<Stack>& out,
+             FrameInterner* interner = nullptr);
 void deduplicate(std::vector<Stack>& stacks);
 
 }  // namespace slab::grammar

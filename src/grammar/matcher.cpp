@@ -16,6 +16,12 @@ FramePtr make_frame(uint32_t pos, FramePtr parent) {
   return std::make_shared<const Frame>(Frame{pos, depth, h, std::move(parent)});
 }
 
+FramePtr FrameInterner::get(uint32_t pos, const FramePtr& parent) {
+  const auto [it, inserted] = frames_.try_emplace(Key{pos, parent.get()});
+  if (inserted) it->second = make_frame(pos, parent);
+  return it->second;
+}
+
 namespace {
 
 bool same_frames(const Frame* a, const Frame* b) {
@@ -30,7 +36,8 @@ bool same_frames(const Frame* a, const Frame* b) {
 // Bounds the recursion of expand() through nullable rules returning into deep stacks.
 constexpr int kMaxExpansionDepth = 2000;
 
-void expand_at(const CompiledGrammar& g, uint32_t pos, FramePtr parent, std::vector<Stack>& out, int depth) {
+void expand_at(const CompiledGrammar& g, uint32_t pos, FramePtr parent, std::vector<Stack>& out, int depth,
+               FrameInterner* interner) {
   if (depth > kMaxExpansionDepth) throw GrammarError("grammar: nesting too deep to expand");
   while (true) {
     const Element& e = g.elements[pos];
@@ -52,9 +59,10 @@ void expand_at(const CompiledGrammar& g, uint32_t pos, FramePtr parent, std::vec
       continue;
     }
     // A rule: its continuation becomes a frame unless nothing follows (a tail call).
-    const FramePtr frame =
-        g.elements[pos + 1].kind == ElementKind::kEnd ? std::move(parent) : make_frame(pos + 1, std::move(parent));
-    for (const uint32_t alt : g.rules[e.arg].alternatives) expand_at(g, alt, frame, out, depth + 1);
+    const FramePtr frame = g.elements[pos + 1].kind == ElementKind::kEnd ? std::move(parent)
+                           : interner                                    ? interner->get(pos + 1, parent)
+                                                                         : make_frame(pos + 1, std::move(parent));
+    for (const uint32_t alt : g.rules[e.arg].alternatives) expand_at(g, alt, frame, out, depth + 1, interner);
     break;
   }
   if (out.size() > kMaxStacks * 4) {
@@ -73,8 +81,9 @@ uint64_t stack_hash(const Stack& s) {
   return (h ^ (uint64_t{s.top} * 0x9E3779B97F4A7C15ull)) * 0xff51afd7ed558ccdull;
 }
 
-void expand(const CompiledGrammar& g, uint32_t pos, const FramePtr& parent, std::vector<Stack>& out) {
-  expand_at(g, pos, parent, out, 0);
+void expand(const CompiledGrammar& g, uint32_t pos, const FramePtr& parent, std::vector<Stack>& out,
+            FrameInterner* interner) {
+  expand_at(g, pos, parent, out, 0, interner);
 }
 
 void deduplicate(std::vector<Stack>& stacks) {
@@ -117,10 +126,11 @@ std::vector<Stack> initial_stacks(const CompiledGrammar& g) {
   return out;
 }
 
-void advance(const CompiledGrammar& g, const std::vector<Stack>& in, uint8_t b, std::vector<Stack>& out) {
+void advance(const CompiledGrammar& g, const std::vector<Stack>& in, uint8_t b, std::vector<Stack>& out,
+             FrameInterner* interner) {
   out.clear();
   for (const Stack& s : in) {
-    if (s.terminal() && g.bytes_at(s.top).test(b)) expand(g, s.top + 1, s.parent, out);
+    if (s.terminal() && g.bytes_at(s.top).test(b)) expand(g, s.top + 1, s.parent, out, interner);
   }
   deduplicate(out);
 }
@@ -155,8 +165,16 @@ bool Matcher::accept(std::string_view bytes) {
 }
 
 bool Matcher::can_accept(std::string_view bytes) const {
-  Matcher copy(*this);
-  return copy.accept(bytes);
+  if (bytes.empty()) return true;
+  std::vector<Stack> current, next;
+  const std::vector<Stack>* from = &state_->stacks;
+  for (const char c : bytes) {
+    advance(grammar_->compiled(), *from, static_cast<uint8_t>(c), next);
+    if (next.empty()) return false;
+    std::swap(current, next);
+    from = &current;
+  }
+  return true;
 }
 
 bool Matcher::can_end() const {

@@ -22,9 +22,10 @@ namespace {
 // Return frames kept in a context. More frames: fewer uncertain tokens (tokens that close
 // several rules at once) but more distinct contexts to compute once.
 constexpr size_t kContextFrames = 6;
-// Cached contexts per masker before the cache is dropped and refilled (each holds a bitset of
-// the vocabulary: ~19 KB at 151k tokens).
-constexpr size_t kMaxCachedContexts = 2048;
+// Bytes of cached tables per masker before the cache is dropped and refilled. A table holds a
+// bitset of the vocabulary (~19 KB at 151k tokens) only where many tokens are accepted (inside
+// strings); most contexts accept a few hundred tokens at most and keep a list of ids.
+constexpr size_t kMaxCacheBytes = size_t{32} << 20;
 
 enum class Verdict : uint8_t { kRejected, kAccepted, kUncertain };
 
@@ -32,13 +33,76 @@ bool has_escaped(const std::vector<Stack>& stacks) {
   return std::any_of(stacks.begin(), stacks.end(), [](const Stack& s) { return s.top == kEscaped; });
 }
 
+// The stack sets reachable from one start by bytes, numbered as they are met, with memoized
+// transitions (a lazily built DFA over this walk). Frames are interned, so equal stack sets
+// are found by pointer identity: inside a JSON string, every plain character leads back to the
+// same state, and a walk over the vocabulary costs one table lookup per byte.
+class StateGraph {
+ public:
+  static constexpr uint32_t kDead = 0;
+  static constexpr uint32_t kStart = 1;
+
+  StateGraph(const CompiledGrammar& g, std::vector<Stack> start) : g_(g) {
+    add({});
+    add(std::move(start));
+  }
+
+  uint32_t next(uint32_t state, uint8_t b) {
+    uint32_t& slot = transitions_[size_t{state} * 256 + b];
+    if (slot != kUnknown) return slot;
+    std::vector<Stack> out;
+    advance(g_, states_[state], b, out, &interner_);
+    const uint32_t id = out.empty() ? kDead : add(std::move(out));
+    transitions_[size_t{state} * 256 + b] = id;  // (add() may have moved the table)
+    return id;
+  }
+
+  bool escaped(uint32_t state) const { return escaped_[state]; }
+
+ private:
+  static constexpr uint32_t kUnknown = 0xFFFFFFFFu;
+  using Key = std::vector<std::pair<uint32_t, const Frame*>>;
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      size_t h = k.size();
+      for (const auto& [top, frame] : k) {
+        h = (h ^ top) * 0x100000001b3ull;
+        h = (h ^ reinterpret_cast<uintptr_t>(frame)) * 0x100000001b3ull;
+      }
+      return h;
+    }
+  };
+
+  uint32_t add(std::vector<Stack> stacks) {
+    Key key;
+    for (const Stack& s : stacks) key.push_back({s.top, s.parent.get()});
+    std::sort(key.begin(), key.end());
+    const auto [it, inserted] = ids_.try_emplace(std::move(key), static_cast<uint32_t>(states_.size()));
+    if (inserted) {
+      escaped_.push_back(has_escaped(stacks));
+      states_.push_back(std::move(stacks));
+      transitions_.resize(states_.size() * 256, kUnknown);
+    }
+    return it->second;
+  }
+
+  const CompiledGrammar& g_;
+  FrameInterner interner_;
+  std::vector<std::vector<Stack>> states_;
+  std::vector<uint8_t> escaped_;
+  std::vector<uint32_t> transitions_;  // state * 256 + byte -> state
+  std::unordered_map<Key, uint32_t, KeyHash> ids_;
+};
+
 // Calls verdict(id, Verdict) for each of `ids` (sorted by their bytes) when matched from
-// `initial`; a prefix shared with the previous token reuses that token's states.
+// `start`; a prefix shared with the previous token reuses that token's states, and a prefix
+// that dies settles every following token that shares it.
 template <class OnVerdict>
 void walk_tokens(const CompiledGrammar& g, const std::vector<std::string>& tokens, std::span<const uint32_t> ids,
-                 const std::vector<Stack>& initial, OnVerdict&& verdict) {
-  std::vector<std::vector<Stack>> states(1, initial);
-  std::vector<uint8_t> escaped(1, has_escaped(initial));
+                 std::vector<Stack> start, OnVerdict&& verdict) {
+  StateGraph graph(g, std::move(start));
+  std::vector<uint32_t> states(1, StateGraph::kStart);
+  std::vector<uint8_t> escaped(1, graph.escaped(StateGraph::kStart));  // on the path, up to here
   size_t valid = 0;  // states[0..valid] hold the previous token's prefixes
   std::string_view previous;
   size_t i = 0;
@@ -52,12 +116,12 @@ void walk_tokens(const CompiledGrammar& g, const std::vector<std::string>& token
       escaped.resize(token.size() + 1);
     }
     size_t k = shared;
-    bool dead = states[k].empty();
+    bool dead = states[k] == StateGraph::kDead;
     while (!dead && k < token.size()) {
-      advance(g, states[k], static_cast<uint8_t>(token[k]), states[k + 1]);
+      states[k + 1] = graph.next(states[k], static_cast<uint8_t>(token[k]));
       ++k;
-      escaped[k] = escaped[k - 1] || has_escaped(states[k]);
-      dead = states[k].empty();
+      escaped[k] = escaped[k - 1] || graph.escaped(states[k]);
+      dead = states[k] == StateGraph::kDead;
     }
     valid = k;
     previous = token;
@@ -90,8 +154,12 @@ struct ContextKeyHash {
 };
 
 struct ContextTable {
-  std::vector<uint64_t> accepted;   // bitset over the vocabulary
-  std::vector<uint32_t> uncertain;  // token ids, sorted by bytes
+  std::vector<uint64_t> accepted_bits;  // bitset over the vocabulary, or empty: see accepted_ids
+  std::vector<uint32_t> accepted_ids;   // where fewer than one token in 32 is accepted
+  std::vector<uint32_t> uncertain;      // token ids, sorted by bytes
+  size_t bytes() const {
+    return sizeof(*this) + accepted_bits.size() * 8 + (accepted_ids.size() + uncertain.size()) * 4;
+  }
 };
 
 ContextKey context_of(const Stack& s) {
@@ -119,6 +187,7 @@ struct TokenMasker::Impl {
   size_t words = 0;
   mutable std::shared_mutex mutex;
   mutable std::unordered_map<ContextKey, std::shared_ptr<const ContextTable>, ContextKeyHash> cache;
+  mutable size_t cache_bytes = 0;
 
   std::shared_ptr<const ContextTable> table_for(const Stack& s) const {
     ContextKey key = context_of(s);
@@ -128,18 +197,29 @@ struct TokenMasker::Impl {
     }
     // Computed outside the lock: two threads may both compute a new context; one result is kept.
     auto table = std::make_shared<ContextTable>();
-    table->accepted.assign(words, 0);
     const CompiledGrammar& g = grammar->compiled();
     walk_tokens(g, *tokens, sorted, {context_stack(key)}, [&](uint32_t id, Verdict v) {
       if (v == Verdict::kAccepted) {
-        table->accepted[id >> 6] |= uint64_t{1} << (id & 63);
+        table->accepted_ids.push_back(id);
       } else if (v == Verdict::kUncertain) {
         table->uncertain.push_back(id);
       }
     });
+    if (table->accepted_ids.size() * 32 >= words * 64) {
+      table->accepted_bits.assign(words, 0);
+      for (const uint32_t id : table->accepted_ids) table->accepted_bits[id >> 6] |= uint64_t{1} << (id & 63);
+      table->accepted_ids = {};
+    }
+    table->accepted_ids.shrink_to_fit();
+    table->uncertain.shrink_to_fit();
     std::unique_lock lock(mutex);
-    if (cache.size() >= kMaxCachedContexts) cache.clear();
-    return cache.try_emplace(std::move(key), std::move(table)).first->second;
+    if (cache_bytes + table->bytes() > kMaxCacheBytes) {
+      cache.clear();
+      cache_bytes = 0;
+    }
+    const auto [it, inserted] = cache.try_emplace(std::move(key), std::move(table));
+    if (inserted) cache_bytes += it->second->bytes();
+    return it->second;
   }
 };
 
@@ -162,6 +242,9 @@ size_t TokenMasker::vocab_size() const { return impl_->tokens->size(); }
 
 void TokenMasker::fill_mask(const Matcher& matcher, std::span<uint64_t> mask) const {
   if (mask.size() != impl_->words) throw std::invalid_argument("TokenMasker::fill_mask: mask size mismatch");
+  if (&matcher.grammar() != impl_->grammar.get()) {
+    throw std::invalid_argument("TokenMasker::fill_mask: the matcher runs another grammar");
+  }
   std::fill(mask.begin(), mask.end(), 0);
   const CompiledGrammar& g = impl_->grammar->compiled();
   std::vector<std::shared_ptr<const ContextTable>> ored;  // held: the cache may be dropped meanwhile
@@ -170,9 +253,12 @@ void TokenMasker::fill_mask(const Matcher& matcher, std::span<uint64_t> mask) co
     const auto table = impl_->table_for(s);
     if (std::find(ored.begin(), ored.end(), table) == ored.end()) {
       ored.push_back(table);
-      const uint64_t* src = table->accepted.data();
-      uint64_t* dst = mask.data();
-      for (size_t w = 0; w < impl_->words; ++w) dst[w] |= src[w];
+      if (!table->accepted_bits.empty()) {
+        const uint64_t* src = table->accepted_bits.data();
+        uint64_t* dst = mask.data();
+        for (size_t w = 0; w < impl_->words; ++w) dst[w] |= src[w];
+      }
+      for (const uint32_t id : table->accepted_ids) mask[id >> 6] |= uint64_t{1} << (id & 63);
     }
     if (!table->uncertain.empty()) {
       walk_tokens(g, *impl_->tokens, table->uncertain, {s}, [&](uint32_t id, Verdict v) {

@@ -196,3 +196,14 @@ TEST_CASE("recursive grammar: JSON", "[grammar]") {
   CHECK_FALSE(m.can_accept("]"));
   CHECK(m.can_accept("\"x\"}]}"));
 }
+
+TEST_CASE("an exploding ambiguous grammar is refused, not slow", "[grammar]") {
+  // After n x's, every sequence of n pending y/z closers is a distinct stack: 2^n of them.
+  const auto g = Grammar::parse(R"(root ::= "x" root "y" | "x" root "z" | "")");
+  Matcher m(g);
+  CHECK(m.accept("xxxxx"));  // 32 stacks: fine
+  Matcher copy = m;
+  CHECK(copy.accept("zyzzy"));
+  CHECK(copy.can_end());
+  CHECK_THROWS_AS(m.accept(std::string(20, 'x')), GrammarError);
+}
