@@ -21,6 +21,9 @@ struct JsonSchemaOptions {
 
 // Throws GrammarError naming the unsupported feature and where it is, e.g.
 // "unsupported JSON Schema feature 'patternProperties' at #/properties/tags".
+// Properties are generated in the schema's key order: pass the request's nlohmann::ordered_json;
+// a plain nlohmann::json (sorted keys) orders them by name.
+std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema, const JsonSchemaOptions& options = {});
 std::string json_schema_to_gbnf(const nlohmann::json& schema, const JsonSchemaOptions& options = {});
 // Any JSON value whose top level is an object.
 std::string json_object_gbnf(const JsonSchemaOptions& options = {});
