@@ -36,6 +36,11 @@
 //   allow_whitespace: none anywhere (compact).
 // - Limits: counts (minItems, maxItems, minLength, maxLength) up to kMaxCount, nesting up to
 //   kMaxDepth, at most kMaxRules generated rules, integer bounds within +-10^18.
+// - Formats: date = RFC 3339 full-date with real month lengths and leap years (years
+//   0001-9999); time = RFC 3339 full-time without leap second 60; date-time joins them with T or
+//   t; uuid = 8-4-4-4-12 hex digits, either case; email = dot-atom local part @ dot-separated
+//   hostname labels (no quoted local parts or IP literals); ipv4 = dotted quad without leading
+//   zeros.
 #include "grammar/json_schema.h"
 
 #include <cmath>
@@ -109,9 +114,16 @@ const std::vector<std::pair<std::string, std::string>> kPrimitives = {
     {"json-integer", "\"-\"? json-int"},
     {"json-boolean", "\"true\" | \"false\""},
     {"json-null", "\"null\""},
-    {"json-date", "[0-9]{4} \"-\" ( \"0\" [1-9] | \"1\" [0-2] ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"3\" [01] )"},
+    // Calendar dates of years 0001..9999: each month's length, February 29 in leap years only.
+    {"json-date",
+     "json-year \"-\" ( ( \"0\" [13578] | \"1\" [02] ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"3\" [01] ) | "
+     "( \"0\" [469] | \"11\" ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"30\" ) | "
+     "\"02-\" ( \"0\" [1-9] | \"1\" [0-9] | \"2\" [0-8] ) ) | json-leap-year \"-02-29\""},
+    {"json-year", "\"000\" [1-9] | \"00\" [1-9] [0-9] | \"0\" [1-9] [0-9]{2} | [1-9] [0-9]{3}"},
+    {"json-leap-year",
+     "[0-9]{2} ( \"0\" [48] | [2468] [048] | [13579] [26] ) | ( \"0\" [48] | [2468] [048] | [13579] [26] ) \"00\""},
     {"json-time",
-     "( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] \":\" ( [0-5] [0-9] | \"60\" ) ( \".\" [0-9]{1,9} )? "
+     "( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] \":\" [0-5] [0-9] ( \".\" [0-9]{1,9} )? "
      "( [zZ] | [-+] ( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] )"},
     {"json-email-atom", "[-A-Za-z0-9!#$%&'*+=?^_`{|}~]+"},
     {"json-email-label", "[A-Za-z0-9] ( [-A-Za-z0-9]* [A-Za-z0-9] )?"},
@@ -132,9 +144,9 @@ const std::map<std::string, std::vector<std::string>> kPrimitiveDependencies = {
 };
 
 const std::map<std::string, std::pair<std::string, std::vector<std::string>>> kFormats = {
-    {"date", {"json-date", {"json-date"}}},
+    {"date", {"json-date", {"json-date", "json-year", "json-leap-year"}}},
     {"time", {"json-time", {"json-time"}}},
-    {"date-time", {"json-date [tT] json-time", {"json-date", "json-time"}}},
+    {"date-time", {"json-date [tT] json-time", {"json-date", "json-year", "json-leap-year", "json-time"}}},
     {"uuid",
      {"[0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{12}", {}}},
     {"email",
