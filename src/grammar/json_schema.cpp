@@ -217,12 +217,7 @@ std::string seq(std::initializer_list<std::string> parts) {
 }
 
 // A JSON string holding exactly this text.
-std::string json_string_literal(const std::string& text) {
-  bool plain = true;
-  for (unsigned char c : text) plain = plain && c >= 0x20 && c < 0x80 && c != '"' && c != '\\' && c != '/';
-  if (plain) return detail::gbnf_literal(std::string("\"") + text + "\"");
-  return std::string("\"\\\"\" ") + detail::json_string_content_gbnf(text) + " \"\\\"\"";
-}
+std::string json_string_literal(const std::string& text) { return detail::json_string_content_gbnf(text, true); }
 
 class SchemaCompiler {
  public:
