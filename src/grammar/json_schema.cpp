@@ -18,8 +18,9 @@
 //   always, optional ones may be left out. additionalProperties false or absent (where
 //   properties are declared): no other keys, the strict behaviour of XGrammar and llama.cpp;
 //   an object schema declaring no properties and no additionalProperties is any object.
-//   additionalProperties true or a schema: any further keys after the declared ones (their names
-//   are not checked against the declared names).
+//   additionalProperties true or a schema: any further keys after the declared ones, other than
+//   the declared names (so no key repeats). Objects with no declared properties (any object, or
+//   additionalProperties alone) may repeat a key: a context-free grammar cannot remember them.
 // - oneOf is compiled as anyOf (exclusivity is not enforced). Keywords beside anyOf/oneOf/allOf
 //   are merged into each branch; the same keyword on both sides is refused.
 // - enum and const compile their values (in the ways JSON writers spell them); other keywords
@@ -56,6 +57,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 using detail::as_element;
+using detail::CodePointSet;
 
 constexpr int kMaxCount = 1000;
 constexpr int kMaxDepth = 64;
@@ -603,8 +605,10 @@ class SchemaCompiler {
       std::string value = *additional == true
                               ? use("json-value")
                               : visit(*additional, pointer + "/additionalProperties", name + "-additional", depth + 1);
-      use("json-string");
-      extra_member = add_rule(name + "-additional-kv", seq({"json-string", ws(), "\":\"", ws(), value, ws()}));
+      std::vector<std::string> declared;
+      for (const auto& [key, property] : properties.items()) declared.push_back(key);
+      std::string key = declared.empty() ? use("json-string") : key_not_declared(declared, name + "-additional-key");
+      extra_member = add_rule(name + "-additional-kv", seq({key, ws(), "\":\"", ws(), value, ws()}));
     }
     std::vector<std::pair<std::string, bool>> members;  // member rule, required
     for (const auto& [key, property] : properties.items()) {
@@ -631,6 +635,56 @@ class SchemaCompiler {
                                                                           : next_first;
     }
     return add_rule(name, seq({"\"{\"", ws(), first, "\"}\""}));
+  }
+
+  // A JSON string other than the declared keys (so that an extra key cannot repeat one): a trie
+  // of the keys' characters, each node a rule; a character off the trie frees the rest of the
+  // string. Keys spelled with needless \\u escapes of ASCII characters are not admitted.
+  std::string key_not_declared(const std::vector<std::string>& keys, const std::string& hint) {
+    struct Node {
+      std::map<uint32_t, size_t> children;
+      bool terminal = false;
+    };
+    std::vector<Node> trie(1);
+    for (const auto& key : keys) {
+      size_t node = 0;
+      for (size_t pos = 0; pos < key.size();) {
+        uint32_t cp = detail::next_code_point(key, pos);
+        auto found = trie[node].children.find(cp);
+        if (found == trie[node].children.end()) {
+          trie[node].children.emplace(cp, trie.size());
+          node = trie.size();
+          trie.emplace_back();
+        } else {
+          node = found->second;
+        }
+      }
+      trie[node].terminal = true;
+    }
+    use("json-char");
+    const std::string key_rule = unique_name(hint);
+    std::vector<std::string> rules(trie.size());
+    for (auto& rule : rules) rule = unique_name(hint + "-trie");
+    for (size_t i = 0; i < trie.size(); ++i) {
+      std::string body;
+      CodePointSet others = CodePointSet::range(0, 0x10FFFF).minus(CodePointSet::range(0xD800, 0xDFFF));
+      for (const auto& [cp, child] : trie[i].children) {
+        std::string text;
+        detail::append_utf8(text, cp);
+        body += (body.empty() ? "" : " | ") + seq({detail::json_string_content_gbnf(text), rules[child]});
+        others = others.minus(CodePointSet::single(cp));
+      }
+      std::string other = detail::json_string_char_gbnf(others, "json-nonascii-escape");
+      if (other.find("json-nonascii-escape") != std::string::npos) use("json-nonascii-escape");
+      body += (body.empty() ? "" : " | ") + seq({as_element(other), "json-char*", "\"\\\"\""});
+      if (!trie[i].terminal) body += " | \"\\\"\"";
+      if (rules_.size() >= kMaxRules) {
+        throw GrammarError("JSON Schema too large: more than " + std::to_string(kMaxRules) + " grammar rules");
+      }
+      rules_.emplace_back(rules[i], body);
+    }
+    rules_.emplace_back(key_rule, seq({"\"\\\"\"", rules[0]}));
+    return key_rule;
   }
 
   std::string array_value(const Json& schema, const std::string& pointer, const std::string& name, int depth) {

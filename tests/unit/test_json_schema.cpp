@@ -184,6 +184,13 @@ TEST_CASE("JSON Schema objects: optional properties in order, extra keys only wh
   CHECK(accepts(open_grammar, R"({"b":1,"zz":"x","yy":"y"})"));
   CHECK_FALSE(accepts(open_grammar, R"({"b":1,"zz":2})"));
   CHECK_FALSE(accepts(open_grammar, R"({"zz":"x","b":1})"));
+  // An extra key is none of the declared ones (a repeated key would override a checked value).
+  for (const char* ok : {R"({"b":1,"bb":"x"})", R"({"b":1,"":"x"})", R"({"b":1,"A":"x"})", R"({"b":1,"c2":"x"})"}) {
+    CHECK(accepts(open_grammar, ok));
+  }
+  for (const char* bad : {R"({"b":1,"a":"x"})", R"({"b":1,"b":"x"})", R"({"a":1,"b":2,"c":"x"})"}) {
+    CHECK_FALSE(accepts(open_grammar, bad));
+  }
   const auto any_object = compile({{"type", "object"}});
   CHECK(accepts(any_object, R"({"anything":[1,{"x":null}],"b":true})"));
 }
