@@ -165,7 +165,18 @@ class SchemaCompiler {
  public:
   SchemaCompiler(const Json& root, const JsonSchemaOptions& options) : root_(root), options_(options) {}
 
-  std::string compile() { return finish(visit(root_, "#", "root", 0)); }
+  std::string compile() {
+    std::string root_expression = visit(root_, "#", "root", 0);
+    // The rule made for the root schema itself is written as `root` (nothing else refers to it).
+    for (auto it = rules_.begin(); it != rules_.end(); ++it) {
+      if (it->first == root_expression && it->first == "s-root") {
+        root_expression = it->second;
+        rules_.erase(it);
+        break;
+      }
+    }
+    return finish(root_expression);
+  }
 
   // The grammar of any JSON object.
   std::string any_object() { return use("json-object"); }
