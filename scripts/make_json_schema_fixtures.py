@@ -491,6 +491,8 @@ def regex_cases(rng):
         strings = {""}
         for _ in range(6):
             strings.add(sample_regex(pattern, rng))
+        sample = sorted(strings)[-1]
+        strings.update({"\n", sample + "\n", sample[:1] + "\n" + sample[1:]})  # `.` and classes vs newline
         for text in list(strings):
             for _ in range(4):
                 chars = list(text)

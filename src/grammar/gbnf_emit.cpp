@@ -356,9 +356,9 @@ std::string gbnf_class(const CodePointSet& set) {
   return std::string("[") + class_body(set) + "]";
 }
 
-std::string json_string_content_gbnf(std::string_view text) {
+std::string json_string_content_gbnf(std::string_view text, bool quoted) {
   std::vector<std::string> parts;
-  std::string run;
+  std::string run = quoted ? "\"" : "";  // bytes with one spelling, written as one literal
   auto flush = [&] {
     if (!run.empty()) parts.push_back(gbnf_literal(run));
     run.clear();
@@ -367,6 +367,11 @@ std::string json_string_content_gbnf(std::string_view text) {
   while (pos < text.size()) {
     uint32_t cp = next_code_point(text, pos);
     if (cp >= 0x20 && cp < 0x80 && cp != '"' && cp != '\\' && cp != '/') {
+      run += static_cast<char>(cp);
+      continue;
+    }
+    if (cp == '"' || cp == '\\') {
+      run += '\\';
       run += static_cast<char>(cp);
       continue;
     }
@@ -380,6 +385,7 @@ std::string json_string_content_gbnf(std::string_view text) {
     for (auto& form : escaped_forms(cp)) forms.push_back(std::move(form));
     parts.push_back(alternatives(forms));
   }
+  if (quoted) run += '"';
   flush();
   std::string out;
   for (const auto& part : parts) out += (out.empty() ? "" : " ") + part;

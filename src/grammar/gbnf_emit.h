@@ -50,7 +50,8 @@ std::string gbnf_class(const CodePointSet& set);
 // printable characters raw, " and \ escaped, control characters by their short escape or
 // \u00XX, / raw or \/, non-ASCII raw UTF-8 or \uXXXX (a surrogate pair above U+FFFF), hex in
 // either case. Python's json.dumps (ensure_ascii true or false) and nlohmann::json both fit.
-std::string json_string_content_gbnf(std::string_view text);
+// quoted: the whole JSON string, quotes included.
+std::string json_string_content_gbnf(std::string_view text, bool quoted = false);
 // One code point of a JSON string drawn from the set, in the encodings above (\u escapes of
 // exactly the set's non-ASCII code points); "" for an empty set. nonascii_escape_rule: a rule
 // matching the \u escapes of every non-ASCII code point, used where the set holds all of them.

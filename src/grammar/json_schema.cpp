@@ -18,8 +18,9 @@
 //   always, optional ones may be left out. additionalProperties false or absent (where
 //   properties are declared): no other keys, the strict behaviour of XGrammar and llama.cpp;
 //   an object schema declaring no properties and no additionalProperties is any object.
-//   additionalProperties true or a schema: any further keys after the declared ones (their names
-//   are not checked against the declared names).
+//   additionalProperties true or a schema: any further keys after the declared ones, other than
+//   the declared names (so no key repeats). Objects with no declared properties (any object, or
+//   additionalProperties alone) may repeat a key: a context-free grammar cannot remember them.
 // - oneOf is compiled as anyOf (exclusivity is not enforced). Keywords beside anyOf/oneOf/allOf
 //   are merged into each branch; the same keyword on both sides is refused.
 // - enum and const compile their values (in the ways JSON writers spell them); other keywords
@@ -36,6 +37,11 @@
 //   allow_whitespace: none anywhere (compact).
 // - Limits: counts (minItems, maxItems, minLength, maxLength) up to kMaxCount, nesting up to
 //   kMaxDepth, at most kMaxRules generated rules, integer bounds within +-10^18.
+// - Formats: date = RFC 3339 full-date with real month lengths and leap years (years
+//   0001-9999); time = RFC 3339 full-time without leap second 60; date-time joins them with T or
+//   t; uuid = 8-4-4-4-12 hex digits, either case; email = dot-atom local part @ dot-separated
+//   hostname labels (no quoted local parts or IP literals); ipv4 = dotted quad without leading
+//   zeros.
 #include "grammar/json_schema.h"
 
 #include <cmath>
@@ -44,6 +50,7 @@
 #include <set>
 
 #include "grammar/gbnf_emit.h"
+#include "grammar/json_schema_primitives.h"
 
 namespace slab::grammar {
 
@@ -51,6 +58,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 using detail::as_element;
+using detail::CodePointSet;
 
 constexpr int kMaxCount = 1000;
 constexpr int kMaxDepth = 64;
@@ -89,60 +97,6 @@ const std::set<std::string> kObjectKeywords = {"properties", "required", "additi
 const std::set<std::string> kArrayKeywords = {"items", "prefixItems", "additionalItems", "minItems", "maxItems"};
 const std::set<std::string> kStringKeywords = {"minLength", "maxLength", "pattern", "format"};
 const std::set<std::string> kNumberKeywords = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
-
-// Rules every grammar may share, emitted once each where used (in this order).
-const std::vector<std::pair<std::string, std::string>> kPrimitives = {
-    {"json-value", "json-object | json-array | json-string | json-number | json-boolean | json-null"},
-    {"json-object", "\"{\" ws ( json-member ( \",\" ws json-member )* )? \"}\""},
-    {"json-member", "json-string ws \":\" ws json-value ws"},
-    {"json-array", "\"[\" ws ( json-value ws ( \",\" ws json-value ws )* )? \"]\""},
-    {"json-string", "\"\\\"\" json-char* \"\\\"\""},
-    {"json-char", "[^\"\\\\\\x00-\\x1F] | \"\\\\\" [\"\\\\/bfnrt] | json-u-escape"},
-    {"json-u-escape",
-     "\"\\\\u\" ( [0-9a-cA-CeEfF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} | "
-     "[dD] [89abAB] [0-9a-fA-F]{2} \"\\\\u\" [dD] [c-fC-F] [0-9a-fA-F]{2} )"},
-    {"json-nonascii-escape", detail::json_nonascii_escape_body()},
-    {"json-number", "\"-\"? json-int ( \".\" [0-9]+ )? ( [eE] [-+]? [0-9]+ )?"},
-    {"json-int", "\"0\" | [1-9] [0-9]*"},
-    {"json-nonnegative-number", "json-int ( \".\" [0-9]+ )? ( [eE] [-+]? [0-9]+ )?"},
-    {"json-positive-number", "( [1-9] [0-9]* ( \".\" [0-9]+ )? | \"0.\" \"0\"* [1-9] [0-9]* ) ( [eE] [-+]? [0-9]+ )?"},
-    {"json-integer", "\"-\"? json-int"},
-    {"json-boolean", "\"true\" | \"false\""},
-    {"json-null", "\"null\""},
-    {"json-date", "[0-9]{4} \"-\" ( \"0\" [1-9] | \"1\" [0-2] ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"3\" [01] )"},
-    {"json-time",
-     "( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] \":\" ( [0-5] [0-9] | \"60\" ) ( \".\" [0-9]{1,9} )? "
-     "( [zZ] | [-+] ( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] )"},
-    {"json-email-atom", "[-A-Za-z0-9!#$%&'*+=?^_`{|}~]+"},
-    {"json-email-label", "[A-Za-z0-9] ( [-A-Za-z0-9]* [A-Za-z0-9] )?"},
-    {"json-ipv4-octet", "\"25\" [0-5] | \"2\" [0-4] [0-9] | \"1\" [0-9] [0-9] | [1-9] [0-9] | [0-9]"},
-};
-
-// Which primitives a primitive uses (so that using one pulls in the rest).
-const std::map<std::string, std::vector<std::string>> kPrimitiveDependencies = {
-    {"json-value", {"json-object", "json-array", "json-string", "json-number", "json-boolean", "json-null"}},
-    {"json-object", {"ws", "json-member"}},
-    {"json-member", {"json-string", "ws", "json-value"}},
-    {"json-array", {"ws", "json-value"}},
-    {"json-string", {"json-char"}},
-    {"json-char", {"json-u-escape"}},
-    {"json-number", {"json-int"}},
-    {"json-nonnegative-number", {"json-int"}},
-    {"json-integer", {"json-int"}},
-};
-
-const std::map<std::string, std::pair<std::string, std::vector<std::string>>> kFormats = {
-    {"date", {"json-date", {"json-date"}}},
-    {"time", {"json-time", {"json-time"}}},
-    {"date-time", {"json-date [tT] json-time", {"json-date", "json-time"}}},
-    {"uuid",
-     {"[0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{12}", {}}},
-    {"email",
-     {"json-email-atom ( \".\" json-email-atom )* \"@\" json-email-label ( \".\" json-email-label )+",
-      {"json-email-atom", "json-email-label"}}},
-    {"ipv4",
-     {"json-ipv4-octet \".\" json-ipv4-octet \".\" json-ipv4-octet \".\" json-ipv4-octet", {"json-ipv4-octet"}}},
-};
 
 std::string pointer_token(const std::string& key) {
   std::string out;
@@ -205,18 +159,24 @@ std::string seq(std::initializer_list<std::string> parts) {
 }
 
 // A JSON string holding exactly this text.
-std::string json_string_literal(const std::string& text) {
-  bool plain = true;
-  for (unsigned char c : text) plain = plain && c >= 0x20 && c < 0x80 && c != '"' && c != '\\' && c != '/';
-  if (plain) return detail::gbnf_literal(std::string("\"") + text + "\"");
-  return std::string("\"\\\"\" ") + detail::json_string_content_gbnf(text) + " \"\\\"\"";
-}
+std::string json_string_literal(const std::string& text) { return detail::json_string_content_gbnf(text, true); }
 
 class SchemaCompiler {
  public:
   SchemaCompiler(const Json& root, const JsonSchemaOptions& options) : root_(root), options_(options) {}
 
-  std::string compile() { return finish(visit(root_, "#", "root", 0)); }
+  std::string compile() {
+    std::string root_expression = visit(root_, "#", "root", 0);
+    // The rule made for the root schema itself is written as `root` (nothing else refers to it).
+    for (auto it = rules_.begin(); it != rules_.end(); ++it) {
+      if (it->first == root_expression && it->first == "s-root") {
+        root_expression = it->second;
+        rules_.erase(it);
+        break;
+      }
+    }
+    return finish(root_expression);
+  }
 
   // The grammar of any JSON object.
   std::string any_object() { return use("json-object"); }
@@ -224,7 +184,7 @@ class SchemaCompiler {
   std::string finish(const std::string& root_expression) {
     std::string out = std::string("root ::= ") + root_expression + "\n";
     for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
-    for (const auto& [name, body] : kPrimitives) {
+    for (const auto& [name, body] : detail::kJsonPrimitives) {
       if (used_primitives_.count(name)) out += name + " ::= " + without_whitespace_rule(body) + "\n";
     }
     if (used_primitives_.count("ws"))
@@ -237,8 +197,8 @@ class SchemaCompiler {
   std::string use(const std::string& name) {
     if (name == "ws" && !options_.allow_whitespace) return {};
     if (!used_primitives_.insert(name).second) return name;
-    auto found = kPrimitiveDependencies.find(name);
-    if (found != kPrimitiveDependencies.end()) {
+    auto found = detail::kJsonPrimitiveDependencies.find(name);
+    if (found != detail::kJsonPrimitiveDependencies.end()) {
       for (const auto& dependency : found->second) use(dependency);
     }
     return name;
@@ -488,8 +448,8 @@ class SchemaCompiler {
     if (schema.contains("format")) {
       if (!schema["format"].is_string()) invalid("'format' must be a string", pointer);
       std::string format = schema["format"].get<std::string>();
-      auto found = kFormats.find(format);
-      if (found == kFormats.end()) unsupported(std::string("format '") + format + "'", pointer + "/format");
+      auto found = detail::kJsonFormats.find(format);
+      if (found == detail::kJsonFormats.end()) unsupported(std::string("format '") + format + "'", pointer + "/format");
       if (schema.contains("pattern")) unsupported("format beside pattern", pointer);
       if (has_length) unsupported("format beside minLength/maxLength", pointer);
       for (const auto& dependency : found->second.second) use(dependency);
@@ -596,8 +556,10 @@ class SchemaCompiler {
       std::string value = *additional == true
                               ? use("json-value")
                               : visit(*additional, pointer + "/additionalProperties", name + "-additional", depth + 1);
-      use("json-string");
-      extra_member = add_rule(name + "-additional-kv", seq({"json-string", ws(), "\":\"", ws(), value, ws()}));
+      std::vector<std::string> declared;
+      for (const auto& [key, property] : properties.items()) declared.push_back(key);
+      std::string key = declared.empty() ? use("json-string") : key_not_declared(declared, name + "-additional-key");
+      extra_member = add_rule(name + "-additional-kv", seq({key, ws(), "\":\"", ws(), value, ws()}));
     }
     std::vector<std::pair<std::string, bool>> members;  // member rule, required
     for (const auto& [key, property] : properties.items()) {
@@ -624,6 +586,56 @@ class SchemaCompiler {
                                                                           : next_first;
     }
     return add_rule(name, seq({"\"{\"", ws(), first, "\"}\""}));
+  }
+
+  // A JSON string other than the declared keys (so that an extra key cannot repeat one): a trie
+  // of the keys' characters, each node a rule; a character off the trie frees the rest of the
+  // string. Keys spelled with needless \\u escapes of ASCII characters are not admitted.
+  std::string key_not_declared(const std::vector<std::string>& keys, const std::string& hint) {
+    struct Node {
+      std::map<uint32_t, size_t> children;
+      bool terminal = false;
+    };
+    std::vector<Node> trie(1);
+    for (const auto& key : keys) {
+      size_t node = 0;
+      for (size_t pos = 0; pos < key.size();) {
+        uint32_t cp = detail::next_code_point(key, pos);
+        auto found = trie[node].children.find(cp);
+        if (found == trie[node].children.end()) {
+          trie[node].children.emplace(cp, trie.size());
+          node = trie.size();
+          trie.emplace_back();
+        } else {
+          node = found->second;
+        }
+      }
+      trie[node].terminal = true;
+    }
+    use("json-char");
+    const std::string key_rule = unique_name(hint);
+    std::vector<std::string> rules(trie.size());
+    for (auto& rule : rules) rule = unique_name(hint + "-trie");
+    for (size_t i = 0; i < trie.size(); ++i) {
+      std::string body;
+      CodePointSet others = CodePointSet::range(0, 0x10FFFF).minus(CodePointSet::range(0xD800, 0xDFFF));
+      for (const auto& [cp, child] : trie[i].children) {
+        std::string text;
+        detail::append_utf8(text, cp);
+        body += (body.empty() ? "" : " | ") + seq({detail::json_string_content_gbnf(text), rules[child]});
+        others = others.minus(CodePointSet::single(cp));
+      }
+      std::string other = detail::json_string_char_gbnf(others, "json-nonascii-escape");
+      if (other.find("json-nonascii-escape") != std::string::npos) use("json-nonascii-escape");
+      body += (body.empty() ? "" : " | ") + seq({as_element(other), "json-char*", "\"\\\"\""});
+      if (!trie[i].terminal) body += " | \"\\\"\"";
+      if (rules_.size() >= kMaxRules) {
+        throw GrammarError("JSON Schema too large: more than " + std::to_string(kMaxRules) + " grammar rules");
+      }
+      rules_.emplace_back(rules[i], body);
+    }
+    rules_.emplace_back(key_rule, seq({"\"\\\"\"", rules[0]}));
+    return key_rule;
   }
 
   std::string array_value(const Json& schema, const std::string& pointer, const std::string& name, int depth) {

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 
 #include "grammar/grammar.h"
@@ -183,6 +184,13 @@ TEST_CASE("JSON Schema objects: optional properties in order, extra keys only wh
   CHECK(accepts(open_grammar, R"({"b":1,"zz":"x","yy":"y"})"));
   CHECK_FALSE(accepts(open_grammar, R"({"b":1,"zz":2})"));
   CHECK_FALSE(accepts(open_grammar, R"({"zz":"x","b":1})"));
+  // An extra key is none of the declared ones (a repeated key would override a checked value).
+  for (const char* ok : {R"({"b":1,"bb":"x"})", R"({"b":1,"":"x"})", R"({"b":1,"A":"x"})", R"({"b":1,"c2":"x"})"}) {
+    CHECK(accepts(open_grammar, ok));
+  }
+  for (const char* bad : {R"({"b":1,"a":"x"})", R"({"b":1,"b":"x"})", R"({"a":1,"b":2,"c":"x"})"}) {
+    CHECK_FALSE(accepts(open_grammar, bad));
+  }
   const auto any_object = compile({{"type", "object"}});
   CHECK(accepts(any_object, R"({"anything":[1,{"x":null}],"b":true})"));
 }
@@ -334,4 +342,78 @@ TEST_CASE("JSON Schema pattern: matched over the string's encoded characters", "
   CHECK(accepts(quoted, R"("\"abc\"/\\")"));
   CHECK(accepts(quoted, R"("\"\"\/\\")"));
   CHECK_FALSE(accepts(quoted, R"(""abc"/\")"));
+}
+
+TEST_CASE("JSON Schema formats: real calendar dates and times", "[grammar]") {
+  const auto date = compile({{"type", "string"}, {"format", "date"}});
+  for (const char* ok :
+       {"2024-02-29", "2000-02-29", "0004-02-29", "2023-02-28", "2023-04-30", "2023-12-31", "0001-01-01"}) {
+    CHECK(accepts(date, std::string("\"") + ok + "\""));
+  }
+  for (const char* bad : {"2023-02-29", "1900-02-29", "2023-04-31", "2023-02-30", "0000-01-01", "2023-13-01",
+                          "2023-00-10", "2023-1-01", "20230101"}) {
+    CHECK_FALSE(accepts(date, std::string("\"") + bad + "\""));
+  }
+  const auto date_time = compile({{"type", "string"}, {"format", "date-time"}});
+  for (const char* ok : {"2024-05-06T07:08:09Z", "2024-05-06t23:59:59.123456+05:30", "1999-12-31T00:00:00-08:00"}) {
+    CHECK(accepts(date_time, std::string("\"") + ok + "\""));
+  }
+  for (const char* bad : {"2024-05-06 07:08:09Z", "2024-05-06T24:00:00Z", "2024-05-06T23:59:60Z", "2024-05-06T07:08:09",
+                          "2024-05-06T07:08Z"}) {
+    CHECK_FALSE(accepts(date_time, std::string("\"") + bad + "\""));
+  }
+}
+
+// Constrained random walks, as a sampler would take them with a byte vocabulary plus a few
+// multi-byte tokens: every step has an allowed token or may end, and every text the walk ends
+// on parses as JSON. (Offline, walks like these were also checked against the schemas with
+// Python's jsonschema.)
+TEST_CASE("JSON Schema grammars drive the token masker to parseable JSON", "[grammar]") {
+  const ordered_json fixture = read_fixture("json_schema.json");
+  auto vocab = std::make_shared<std::vector<std::string>>();
+  for (int b = 0; b < 256; ++b) vocab->push_back(std::string(1, static_cast<char>(b)));
+  for (const char* token : {"\": ", ", ", "\n  ", "true", "null", "\"}", "\"]", "\","}) vocab->push_back(token);
+  std::mt19937 rng(20261123);
+  size_t ended = 0;
+  for (const auto& schema_case : fixture.at("schemas")) {
+    INFO("schema " << schema_case.at("name").get<std::string>());
+    const auto grammar = compile(schema_case.at("schema"));
+    slab::grammar::TokenMasker masker(grammar, vocab);
+    std::vector<uint64_t> mask((vocab->size() + 63) / 64);
+    for (int walk = 0; walk < 5; ++walk) {
+      slab::grammar::Matcher matcher(grammar);
+      std::string text;
+      while (text.size() < 3000 && !(matcher.can_end() && (rng() % 3 == 0 || matcher.must_end()))) {
+        masker.fill_mask(matcher, mask);
+        std::vector<size_t> allowed;
+        for (size_t t = 0; t < vocab->size(); ++t) {
+          if ((mask[t / 64] >> (t % 64)) & 1) allowed.push_back(t);
+        }
+        REQUIRE((!allowed.empty() || matcher.can_end()));
+        if (allowed.empty()) break;
+        // Closing tokens drawn more often than their share, so that walks end.
+        size_t pick = allowed[rng() % allowed.size()];
+        for (size_t t : allowed) {
+          char first = (*vocab)[t][0];
+          if ((first == '"' || first == '}' || first == ']') && rng() % 4 == 0) pick = t;
+        }
+        REQUIRE(matcher.accept((*vocab)[pick]));
+        text += (*vocab)[pick];
+      }
+      if (!matcher.can_end()) continue;  // cut at the length limit
+      INFO(text);
+      bool parsed = true;
+      try {
+        const auto value = nlohmann::json::parse(text);
+        parsed = !value.is_discarded();
+      } catch (const nlohmann::json::out_of_range& e) {
+        parsed = e.id == 406;  // a number beyond double range (1e999) is valid JSON all the same
+      } catch (const nlohmann::json::exception&) {
+        parsed = false;
+      }
+      CHECK(parsed);
+      ++ended;
+    }
+  }
+  CHECK(ended >= 300);
 }
