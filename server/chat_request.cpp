@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "api_error.h"
+#include "output_constraint_fields.h"
 
 namespace slab::server {
 namespace {
@@ -63,11 +64,9 @@ json validate_messages(const json& body) {
 
 constexpr std::string_view kTemplateFieldNames[] = {
     "model", "messages", "tools", "add_generation_prompt", "continue_final_message", "chat_template_kwargs"};
-constexpr std::string_view kChatFieldNames[] = {"logprobs",    "top_logprobs",        "max_completion_tokens",
-                                                "tool_choice", "parallel_tool_calls", "response_format",
-                                                "store",       "modalities"};
+constexpr std::string_view kChatFieldNames[] = {
+    "logprobs", "top_logprobs", "max_completion_tokens", "tool_choice", "parallel_tool_calls", "store", "modalities"};
 constexpr std::string_view kTokenizeFieldNames[] = {"add_special_tokens", "return_token_strs"};
-constexpr UnsupportedField kNotYetStructured = {"", "structured output is not implemented yet"};
 
 // Fields a client may send that change nothing (their default) are accepted; any other value is
 // refused, so no request is answered as if it had been honoured.
@@ -80,19 +79,6 @@ void check_chat_only_fields(const json& body, bool tools_given) {
   if (find_field(body, "parallel_tool_calls") != nullptr) {
     throw ApiError(400, "'parallel_tool_calls' is not supported: tool calling is not implemented yet",
                    "parallel_tool_calls");
-  }
-  if (const json* format = find_field(body, "response_format")) {
-    const json* type = format->is_object() ? find_field(*format, "type") : nullptr;
-    if (type == nullptr || !type->is_string()) {
-      throw ApiError(400, "'response_format' must be an object with a 'type'", "response_format");
-    }
-    if (*type != "text") {
-      throw ApiError(400,
-                     "'response_format' of type " + type->dump() +
-                         " is not supported: only {\"type\": \"text\"} "
-                         "(structured output is not implemented yet)",
-                     "response_format");
-    }
   }
   if (read_bool(body, "store", false))
     throw ApiError(400, "'store' is not supported: completions are not stored", "store");
@@ -107,7 +93,7 @@ ChatRequest parse_chat_request(const json& body, bool for_tokenize) {
     reject_unknown_fields(body, {kTemplateFieldNames, kTokenizeFieldNames});
   } else {
     reject_unknown_fields(
-        body, {kTemplateFieldNames, kChatFieldNames, kSamplingFieldNames},
+        body, {kTemplateFieldNames, kChatFieldNames, kSamplingFieldNames, kOutputConstraintFieldNames},
         {{"reasoning_effort", "this server has no reasoning-effort control"},
          {"prediction", "predicted outputs are not implemented"},
          {"audio", "audio output is not supported"},
@@ -119,13 +105,8 @@ ChatRequest parse_chat_request(const json& body, bool for_tokenize) {
          {"prompt_logprobs", "prompt log probabilities are not computed"},
          {"echo", "echoing the prompt in chat completions is not implemented"},
          {"chat_template", "a per-request chat template is not accepted; start the server with --chat-template"},
-         {"guided_json", kNotYetStructured.reason},
-         {"guided_regex", kNotYetStructured.reason},
-         {"guided_choice", kNotYetStructured.reason},
-         {"guided_grammar", kNotYetStructured.reason},
-         {"structured_outputs", kNotYetStructured.reason},
-         {"grammar", kNotYetStructured.reason},
-         {"json_schema", kNotYetStructured.reason}});
+         {"guided_whitespace_pattern", "use structured_outputs.disable_any_whitespace instead"},
+         {"guided_decoding_backend", "there is one structured-output backend"}});
   }
   ChatRequest r;
   r.model = read_string(body, "model").value_or("");
@@ -163,6 +144,7 @@ ChatRequest parse_chat_request(const json& body, bool for_tokenize) {
   if (r.top_logprobs > 0 && !r.logprobs)
     throw ApiError(400, "'top_logprobs' needs 'logprobs' to be true", "top_logprobs");
   r.sampling = parse_sampling_fields(body, {"max_completion_tokens", "max_tokens"});
+  r.sampling.grammar = parse_output_constraint(body);
   return r;
 }
 

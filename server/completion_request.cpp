@@ -1,6 +1,7 @@
 #include "completion_request.h"
 
 #include "api_error.h"
+#include "output_constraint_fields.h"
 
 namespace slab::server {
 namespace {
@@ -33,16 +34,11 @@ std::vector<Prompt> read_prompts(const json& body) {
 constexpr std::string_view kCompletionFieldNames[] = {"model", "prompt", "logprobs", "echo"};
 
 CompletionRequest parse_completion_request(const json& body) {
-  reject_unknown_fields(body, {kCompletionFieldNames, kSamplingFieldNames},
+  reject_unknown_fields(body, {kCompletionFieldNames, kSamplingFieldNames, kOutputConstraintFieldNames},
                         {{"suffix", "insertion (fill-in-the-middle) is not implemented"},
                          {"prompt_logprobs", "prompt log probabilities are not computed"},
-                         {"guided_json", "structured output is not implemented yet"},
-                         {"guided_regex", "structured output is not implemented yet"},
-                         {"guided_choice", "structured output is not implemented yet"},
-                         {"guided_grammar", "structured output is not implemented yet"},
-                         {"response_format", "structured output is not implemented yet"},
-                         {"grammar", "structured output is not implemented yet"},
-                         {"json_schema", "structured output is not implemented yet"}});
+                         {"guided_whitespace_pattern", "use structured_outputs.disable_any_whitespace instead"},
+                         {"guided_decoding_backend", "there is one structured-output backend"}});
   CompletionRequest r;
   r.model = read_string(body, "model").value_or("");
   r.prompts = read_prompts(body);
@@ -54,6 +50,7 @@ CompletionRequest parse_completion_request(const json& body) {
                    "echo");
   }
   r.sampling = parse_sampling_fields(body, {"max_tokens"});
+  r.sampling.grammar = parse_output_constraint(body);
   return r;
 }
 

@@ -119,6 +119,7 @@ Request make_engine_request(const SamplingFields& f, std::vector<int32_t> prompt
   r.stop.stop_token_ids = f.stop_token_ids;
   r.stop.stop_strings = f.stop;
   r.stop.eos_token_ids = eos_token_ids;
+  r.grammar = f.grammar;
   return r;
 }
 

@@ -29,6 +29,7 @@ struct SamplingFields {
   std::vector<int32_t> stop_token_ids;
   bool stream = false;
   bool include_usage = false;
+  std::string grammar;  // the output constraint (output_constraint_fields.h); empty: none
 };
 
 // The body fields parse_sampling_fields reads (every endpoint that generates accepts them).

@@ -1,5 +1,5 @@
 # The dependency line ends `engine <- api <- server`: nothing under server/ includes a header of
-# a module below the public API (model/, kv/, kernels/, engine/, tokenizer/, chat/, runtime/);
+# a module below the public API (model/, kv/, kernels/, engine/, tokenizer/, chat/, runtime/, grammar/);
 # it uses include/slabserve/ only. And the public headers, followed through every project
 # header they include, never reach model/, kv/ or kernels/: no runner or KV type shows through.
 #   cmake -DSOURCE_DIR=<tree> -P check_server_includes.cmake   fails listing each offending line.
@@ -14,7 +14,7 @@ endif()
 set(violations "")
 foreach(path IN LISTS server_files)
   file(RELATIVE_PATH relative "${SOURCE_DIR}" "${path}")
-  file(STRINGS "${path}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*[\"<](model|kv|kernels|engine|tokenizer|chat|runtime)/")
+  file(STRINGS "${path}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*[\"<](model|kv|kernels|engine|tokenizer|chat|runtime|grammar)/")
   foreach(line IN LISTS includes)
     string(STRIP "${line}" line)
     list(APPEND violations "${relative}: ${line}")

@@ -5,5 +5,6 @@
 #include "slabserve/engine.h"
 #include "slabserve/model.h"
 #include "slabserve/options.h"
+#include "slabserve/output_constraints.h"
 #include "slabserve/tokenizer.h"
 #include "slabserve/topology.h"

@@ -18,6 +18,13 @@ bool contains(const std::vector<int32_t>& ids, int32_t id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
 
+// The tokens that end generation: stop token ids, and EOS unless ignored.
+std::vector<int32_t> end_tokens(const StopConditions& stop) {
+  std::vector<int32_t> ids = stop.stop_token_ids;
+  if (!stop.ignore_eos) ids.insert(ids.end(), stop.eos_token_ids.begin(), stop.eos_token_ids.end());
+  return ids;
+}
+
 }  // namespace
 
 Engine::Engine(const Model& model, const Tokenizer* tokenizer, const EngineConfig& config)
@@ -38,7 +45,8 @@ Engine::Engine(std::unique_ptr<ModelRunner> owned, ModelRunner* runner, const To
                                                                model_config_.head_dim, config.block_size},
                                                               runner_.kv_dtype(), config.kv_cache_bytes),
                  runner_.kv_dtype(), runner_.numa_node()),
-      scheduler_(config.scheduler, kv_memory_.num_blocks(), config.block_size, config.enable_prefix_caching) {
+      scheduler_(config.scheduler, kv_memory_.num_blocks(), config.block_size, config.enable_prefix_caching),
+      constraints_(tokenizer) {
   if (config.block_size <= 0 || config.block_size % 16 != 0) {
     throw std::invalid_argument("block size must be a positive multiple of 16, got " +
                                 std::to_string(config.block_size));
@@ -117,12 +125,17 @@ int64_t Engine::submit(Request request, std::shared_ptr<RequestStream> stream) {
     throw std::invalid_argument("the prompt has " + std::to_string(prompt_len) + " tokens; the context is " +
                                 std::to_string(max_model_len_) + " tokens, prompt and output together");
   }
+  // Compiled here, on the caller's thread: a grammar error is the caller's to report.
+  std::optional<CompiledConstraint> constraint;
+  if (!request.grammar.empty()) constraint = constraints_.get(request.grammar);
   int64_t id;
   {
     std::lock_guard lock(inbox_mutex_);
     id = next_id_++;
-    new_sequences_.push_back(
-        std::make_unique<Sequence>(id, std::move(request), std::move(stream), tokenizer_, static_cast<uint64_t>(id)));
+    auto seq =
+        std::make_unique<Sequence>(id, std::move(request), std::move(stream), tokenizer_, static_cast<uint64_t>(id));
+    if (constraint) seq->constraint.emplace(std::move(*constraint), static_cast<size_t>(model_config_.vocab_size));
+    new_sequences_.push_back(std::move(seq));
   }
   inbox_ready_.notify_one();
   return id;
@@ -228,14 +241,17 @@ void Engine::run_step() {
     // Counted as vLLM does: a request's whole prompt, cached or not, when its first token comes.
     if (seq.num_output() == 0) prompt_tokens += seq.prompt_len;
     std::vector<int32_t> banned;
-    if (seq.num_output() < seq.request.stop.min_tokens) {
-      banned = seq.request.stop.stop_token_ids;
-      if (!seq.request.stop.ignore_eos) {
-        banned.insert(banned.end(), seq.request.stop.eos_token_ids.begin(), seq.request.stop.eos_token_ids.end());
+    if (seq.num_output() < seq.request.stop.min_tokens) banned = end_tokens(seq.request.stop);
+    std::span<const uint64_t> allowed;  // empty: every token
+    if (seq.constraint) {
+      allowed = seq.constraint->next_mask(end_tokens(seq.request.stop));
+      if (std::all_of(allowed.begin(), allowed.end(), [](uint64_t w) { return w == 0; })) {
+        finish(seq, FinishReason::error, "the output constraint allows no token of this vocabulary here");
+        continue;
       }
     }
-    SampledToken sampled =
-        seq.sampler.sample(std::span<float>(logits.data() + i * vocab, vocab), seq.prompt(), seq.output(), banned);
+    SampledToken sampled = seq.sampler.sample(std::span<float>(logits.data() + i * vocab, vocab), seq.prompt(),
+                                              seq.output(), banned, allowed);
     ++generated;
     emit_token(seq, sampled);  // may finish and destroy `seq`
   }
@@ -271,18 +287,34 @@ void Engine::emit_token(Sequence& seq, const SampledToken& sampled) {
   std::optional<FinishReason> finish_reason;
   const bool stop_token =
       contains(stop.stop_token_ids, token) || (!stop.ignore_eos && contains(stop.eos_token_ids, token));
+  bool grammar_complete = false;
   if (stop_token) {
     finish_reason = FinishReason::stop;  // the stop token's text is not part of the output
-  } else if (seq.detokenizer) {
-    StopStringMatcher::Output piece = seq.stop_matcher.push(seq.detokenizer->push(token));
-    out.text = std::move(piece.text);
-    if (piece.stopped) finish_reason = FinishReason::stop;
+  } else {
+    if (seq.constraint) {
+      if (seq.constraint->advance(token)) {
+        grammar_complete = seq.constraint->must_end();
+      } else {  // a masker bug: end this request, not the engine
+        spdlog::error("request {}: the grammar refused token {}, which its mask allowed", seq.id, token);
+        finish_reason = FinishReason::error;
+        out.error = "internal error: the output constraint refused a token it allowed";
+      }
+    }
+    if (seq.detokenizer && !finish_reason) {
+      StopStringMatcher::Output piece = seq.stop_matcher.push(seq.detokenizer->push(token));
+      out.text = std::move(piece.text);
+      if (piece.stopped) finish_reason = FinishReason::stop;
+    }
   }
+  // The grammar's end is a natural end, like length: the held-back text is released below.
+  const bool grammar_end = !finish_reason && grammar_complete;
+  if (grammar_end) finish_reason = FinishReason::stop;
   if (!finish_reason &&
       (seq.num_output() >= stop.max_tokens || static_cast<int>(seq.tokens.size()) >= max_model_len_)) {
     finish_reason = FinishReason::length;
   }
-  if (finish_reason && *finish_reason == FinishReason::length && seq.detokenizer) {
+  const bool natural_end = grammar_end || (finish_reason && *finish_reason == FinishReason::length);
+  if (natural_end && seq.detokenizer) {
     // Natural end: release text held back for a possible stop string or an unfinished character.
     StopStringMatcher::Output tail = seq.stop_matcher.push(seq.detokenizer->flush());
     out.text += tail.text;

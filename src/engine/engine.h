@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/output_constraint.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "kv/kv_cache.h"
@@ -63,7 +64,7 @@ class Engine {
 
   // Queues a request; its events arrive on the returned stream. Throws std::invalid_argument
   // when the request can never run (empty prompt, prompt + 1 over the context, token ids of the
-  // prompt, stop_token_ids or logit_bias outside the vocabulary).
+  // prompt, stop_token_ids or logit_bias outside the vocabulary, a grammar that does not compile).
   int64_t submit(Request request, std::shared_ptr<RequestStream> stream);
   // The request ends with FinishReason::abort within one step; its blocks are freed.
   void abort(int64_t request_id);
@@ -98,6 +99,7 @@ class Engine {
   KvCache kv_memory_;    // geometry + dtype + pool; which blocks a sequence holds is the scheduler's
   Scheduler scheduler_;  // owns the KV bookkeeping (KvCacheManager)
   std::unordered_map<int64_t, std::unique_ptr<Sequence>> sequences_;  // loop thread only
+  ConstraintCache constraints_;                                       // any thread
 
   // Inbox from other threads.
   std::mutex inbox_mutex_;

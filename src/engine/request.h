@@ -38,6 +38,11 @@ struct Request {
   // Requests with the same non-zero group came from one client call (its prompts x n choices).
   // Admission is fair across groups: a call with many sequences cannot keep others waiting.
   uint64_t fairness_group = 0;
+  // The output must follow this grammar (GBNF text, grammar/grammar.h; JSON schemas, regexes and
+  // choices are converted to it by grammar/json_schema.h). Empty: unconstrained. Enforced in
+  // decoding: each step samples only tokens the grammar allows, the model's end tokens only where
+  // the grammar may end, and the request stops when the grammar is complete.
+  std::string grammar;
 };
 
 // The tokens and their log probabilities for one generated position, when asked for.

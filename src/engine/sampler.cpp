@@ -18,7 +18,8 @@ struct LogSoftmax {
     max = kern::row_max(logits.data(), logits.size(), isa);
     log_total = std::log(kern::sum_exp(logits.data(), logits.size(), max, 1.0f, nullptr, isa));
   }
-  float operator()(float logit) const { return static_cast<float>(logit - max - log_total); }
+  // Tokens of zero probability (masked, banned) report -9999 as vLLM does: JSON has no -inf.
+  float operator()(float logit) const { return std::max(-9999.0f, static_cast<float>(logit - max - log_total)); }
 };
 
 // Logits per partial sum of the whole-vocabulary draw's walk: the walk adds whole blocks until
@@ -46,6 +47,26 @@ float block_sum(const float* w) {
   float sum = 0.0f;
   for (float l : lanes) sum += l;
   return sum;
+}
+
+// Tokens whose bit is clear in `allowed` get no probability. Words of all ones (inside a JSON
+// string most of the vocabulary is allowed) and of all zeros take no per-bit work.
+void mask_disallowed(std::span<float> logits, std::span<const uint64_t> allowed) {
+  constexpr float kNone = -std::numeric_limits<float>::infinity();
+  const size_t n = logits.size();
+  for (size_t w = 0; w * 64 < n; ++w) {
+    const uint64_t bits = w < allowed.size() ? allowed[w] : 0;
+    if (bits == ~uint64_t{0}) continue;
+    const size_t end = std::min(n, w * 64 + 64);
+    if (bits == 0) {
+      std::fill(logits.begin() + static_cast<std::ptrdiff_t>(w * 64), logits.begin() + static_cast<std::ptrdiff_t>(end),
+                kNone);
+      continue;
+    }
+    for (size_t t = w * 64; t < end; ++t) {
+      if (!((bits >> (t - w * 64)) & 1)) logits[t] = kNone;
+    }
+  }
 }
 
 }  // namespace
@@ -90,9 +111,10 @@ void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> 
 }
 
 SampledToken Sampler::sample(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
-                             std::span<const int32_t> banned) {
+                             std::span<const int32_t> banned, std::span<const uint64_t> allowed) {
   SampledToken result;
   const kern::Isa isa = selector_.isa();
+  if (!allowed.empty()) mask_disallowed(logits, allowed);
   // Log probabilities are reported from the model's own distribution, before any processing:
   // the top n and the normaliser now, the chosen token's raw logit afterwards (from a copy only
   // when processing will change the row).

@@ -27,9 +27,12 @@ class Sampler {
   explicit Sampler(const SamplingParams& params, kern::Isa isa = best_sampling_isa());
 
   // `prompt` and `output` are the sequence's tokens so far (for penalties); `banned` tokens
-  // (stop tokens under min_tokens) get no probability. Logits are modified in place.
+  // (stop tokens under min_tokens) get no probability. `allowed` (a bitset over the vocabulary,
+  // bit t of word t / 64; empty: all) is an output constraint's mask: it applies first, so
+  // log probabilities are those of the constrained distribution, as vLLM reports them.
+  // Logits are modified in place.
   SampledToken sample(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
-                      std::span<const int32_t> banned = {});
+                      std::span<const int32_t> banned = {}, std::span<const uint64_t> allowed = {});
 
   const SamplingParams& params() const { return params_; }
 

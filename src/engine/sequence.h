@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/output_constraint.h"
 #include "engine/request.h"
 #include "engine/sampler.h"
 #include "engine/stop_strings.h"
@@ -38,6 +39,7 @@ struct Sequence {
   Sampler sampler;
   std::optional<IncrementalDetokenizer> detokenizer;  // absent without a tokenizer (token-only use)
   StopStringMatcher stop_matcher;
+  std::optional<ConstrainedOutput> constraint;  // with Request::grammar
 
   std::chrono::steady_clock::time_point submitted_at;
   std::optional<std::chrono::steady_clock::time_point> first_scheduled_at;

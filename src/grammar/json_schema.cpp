@@ -31,10 +31,12 @@
 // - pattern is a full match (as if anchored ^...$) of the string's value, compiled by the regex
 //   compiler over the JSON-encoded characters; pattern or format together with
 //   minLength/maxLength is refused. Lengths count code points (an escaped surrogate pair is one).
-// - Whitespace (allow_whitespace): between tokens at most one newline then up to
-//   kMaxIndent spaces or tabs, so json.dumps(indent=2) fits up to 20 levels of nesting (10 with
-//   indent=4) and a model cannot loop on whitespace; none before or after the value. Without
-//   allow_whitespace: none anywhere (compact).
+// - Whitespace (allow_whitespace): between tokens nothing, one space, or one newline then up to
+//   kMaxIndent spaces or tabs (llama.cpp's bound): json.dumps with its default separators, and
+//   with indent=2 up to 10 levels of nesting (5 with indent=4), fit; a model cannot loop on
+//   whitespace, and one that likes spaces (a small model sampled at temperature 1 put 40 in
+//   every gap of the old "\n"? [ \t]{0,40}) cannot spend its context on them. None before or
+//   after the value. Without allow_whitespace: none anywhere (compact).
 // - Limits: counts (minItems, maxItems, minLength, maxLength) up to kMaxCount, nesting up to
 //   kMaxDepth, at most kMaxRules generated rules, integer bounds within +-10^18.
 // - Formats: date = RFC 3339 full-date with real month lengths and leap years (years
@@ -63,7 +65,7 @@ using detail::CodePointSet;
 constexpr int kMaxCount = 1000;
 constexpr int kMaxDepth = 64;
 constexpr size_t kMaxRules = 10000;
-constexpr int kMaxIndent = 40;
+constexpr int kMaxIndent = 20;
 constexpr double kMaxIntegerBound = 1e18;
 
 const std::set<std::string> kAnnotations = {"title",    "description", "$schema",  "$id",
@@ -188,7 +190,7 @@ class SchemaCompiler {
       if (used_primitives_.count(name)) out += name + " ::= " + without_whitespace_rule(body) + "\n";
     }
     if (used_primitives_.count("ws"))
-      out += std::string("ws ::= \"\\n\"? [ \\t]{0,") + std::to_string(kMaxIndent) + "}\n";
+      out += std::string("ws ::= ( \" \" | \"\\n\" [ \\t]{0,") + std::to_string(kMaxIndent) + "} )?\n";
     return out;
   }
 

@@ -233,8 +233,10 @@ class HardeningTest(unittest.TestCase):
     # 11. Parameters that are not honoured are refused by name; GET /v1/models/{id} exists.
     def test_unhonoured_parameters_are_refused(self):
         cases = [
-            ("/v1/chat/completions", {"response_format": {"type": "json_object"}}, "response_format"),
             ("/v1/chat/completions", {"response_format": {"type": "bogus"}}, "response_format"),
+            ("/v1/chat/completions",
+             {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"not": {}}}}},
+             "response_format"),
             ("/v1/chat/completions", {"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools"),
             ("/v1/chat/completions", {"tool_choice": "required"}, "tool_choice"),
             ("/v1/chat/completions", {"parallel_tool_calls": True}, "parallel_tool_calls"),
@@ -243,7 +245,11 @@ class HardeningTest(unittest.TestCase):
             ("/v1/chat/completions", {"modalities": ["text", "audio"]}, "modalities"),
             ("/v1/chat/completions", {"not_a_field": 1}, "not_a_field"),
             ("/v1/completions", {"suffix": "x"}, "suffix"),
-            ("/v1/completions", {"guided_json": {}}, "guided_json"),
+            ("/v1/completions", {"guided_json": {"type": "object", "patternProperties": {}}}, "guided_json"),
+            ("/v1/completions", {"guided_regex": "(?=a)b"}, "guided_regex"),
+            ("/v1/completions", {"grammar": "root ::= undefined-rule"}, "grammar"),
+            ("/v1/completions", {"guided_regex": "a", "guided_choice": ["a"]}, "guided_choice"),
+            ("/v1/completions", {"guided_decoding_backend": "xgrammar"}, "guided_decoding_backend"),
         ]
         for path, extra, param in cases:
             with self.subTest(param=param, extra=extra):

@@ -5,6 +5,7 @@ Usage: test_openai_client.py SLABSERVE_BINARY TESTDATA_DIR
 Exits 77 (ctest's "skipped") with a message when the openai package or the shared test data
 is absent.
 """
+import json
 import os
 import sys
 import unittest
@@ -89,6 +90,57 @@ class OpenAIClientTest(unittest.TestCase):
         finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
         self.assertEqual(finishes, [whole.choices[0].finish_reason])
         self.assertEqual(chunks[-1].usage.total_tokens, whole.usage.total_tokens)
+
+    def test_structured_output_parses_into_pydantic_models(self):
+        from typing import List, Literal, Optional
+
+        from pydantic import BaseModel, Field
+
+        class Forecast(BaseModel):
+            city: str = Field(max_length=12)
+            days: int = Field(ge=1, le=14)
+            unit: Literal["celsius", "fahrenheit"]
+            hours: Optional[List[int]]
+
+        messages = [{"role": "user", "content": "The weather in Paris for three days, please."}]
+        for seed in range(6):
+            r = self.client.chat.completions.parse(model="stories260K", messages=messages, response_format=Forecast,
+                                                   temperature=1.0, seed=seed, max_tokens=400)
+            choice = r.choices[0]
+            self.assertEqual(choice.finish_reason, "stop", choice.message.content)
+            self.assertIsInstance(choice.message.parsed, Forecast)  # the SDK validated it
+            self.assertTrue(1 <= choice.message.parsed.days <= 14)
+            self.assertEqual(list(json.loads(choice.message.content)), ["city", "days", "unit", "hours"])
+        # Streamed: the deltas add up to one valid document.
+        schema = {"type": "json_schema", "json_schema": {"name": "forecast", "schema": Forecast.model_json_schema()}}
+        chunks = list(self.client.chat.completions.create(model="stories260K", messages=messages, temperature=1.0,
+                                                          seed=7, max_tokens=400, stream=True, response_format=schema))
+        text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        self.assertEqual([c.choices[0].finish_reason for c in chunks if c.choices][-1], "stop")
+        Forecast.model_validate_json(text)
+
+    def test_guided_fields_of_vllm_and_llama_server(self):
+        choice = self.client.completions.create(model="stories260K", prompt="Is it raining?", max_tokens=20,
+                                                temperature=1.0, seed=1,
+                                                extra_body={"guided_choice": ["yes", "no", "don't know"]})
+        self.assertIn(choice.choices[0].text, ["yes", "no", "don't know"])
+        self.assertEqual(choice.choices[0].finish_reason, "stop")
+        regex = self.client.completions.create(model="stories260K", prompt="A date:", max_tokens=30, temperature=1.0,
+                                               seed=2, extra_body={"guided_regex": r"20[0-9]{2}-[01][0-9]-[0-3][0-9]"})
+        self.assertRegex(regex.choices[0].text, r"^20[0-9]{2}-[01][0-9]-[0-3][0-9]$")
+        grammar = self.client.completions.create(model="stories260K", prompt="Count:", max_tokens=30, temperature=1.0,
+                                                 seed=3, extra_body={"grammar": 'root ::= "one" ("," " "? "two"){1,3}'})
+        self.assertRegex(grammar.choices[0].text, r"^one(, ?two){1,3}$")
+        schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 5, "maximum": 9}},
+                  "required": ["n"], "additionalProperties": False}
+        for field in ("guided_json", "json_schema"):
+            r = self.client.completions.create(model="stories260K", prompt="JSON:", max_tokens=60, temperature=1.0,
+                                               seed=4, extra_body={field: schema})
+            self.assertIn(json.loads(r.choices[0].text)["n"], range(5, 10))
+        with self.assertRaises(openai.BadRequestError) as refused:
+            self.client.completions.create(model="stories260K", prompt="x", max_tokens=5,
+                                           extra_body={"guided_json": {"type": "object", "not": {}}})
+        self.assertIn("'not'", str(refused.exception))
 
     def test_errors_are_typed(self):
         with self.assertRaises(openai.BadRequestError):

@@ -145,9 +145,12 @@ TEST_CASE("JSON Schema whitespace: bounded, and none where not allowed", "[gramm
   const ordered_json schema = {{"type", "array"}, {"items", {{"type", "integer"}}}};
   const auto spaced = compile(schema, true);
   CHECK(accepts(spaced, "[1, 2]"));
-  CHECK(accepts(spaced, "[\n" + std::string(40, ' ') + "1\n]"));
-  CHECK(accepts(spaced, "[\t1 ,\t2 ]"));
-  CHECK_FALSE(accepts(spaced, "[\n" + std::string(41, ' ') + "1\n]"));
+  CHECK(accepts(spaced, "[\n" + std::string(20, ' ') + "1\n]"));
+  CHECK(accepts(spaced, "[\n\t1 ,\n\t2 ]"));
+  CHECK(accepts(spaced, "[ 1 , 2 ]"));
+  CHECK_FALSE(accepts(spaced, "[\n" + std::string(21, ' ') + "1\n]"));
+  CHECK_FALSE(accepts(spaced, "[  1]"));  // inline, one space at most
+  CHECK_FALSE(accepts(spaced, "[\t1]"));  // tabs only as indentation after a newline
   CHECK_FALSE(accepts(spaced, "[\n\n1]"));
   CHECK_FALSE(accepts(spaced, " [1]"));
   CHECK_FALSE(accepts(spaced, "[1] "));
