@@ -22,7 +22,7 @@ const char* tool_call_format_name(ToolCallFormat format);
 std::optional<ToolCallFormat> detect_tool_call_format(std::string_view chat_template);
 
 struct ToolCall {
-  std::string id;         // "call_" + 24 random alphanumerics, as OpenAI's look
+  std::string id;  // "call_" + 24 random alphanumerics, as OpenAI's look
   std::string name;
   std::string arguments;  // JSON text of an object, as OpenAI sends it
 };
@@ -45,9 +45,17 @@ class ToolCallStreamParser {
   ParsedOutput finish();  // end of output: whatever is held back
 
  private:
+  // What llama3_json output is, decided by how it begins: a call only if it starts with "{" or
+  // <|python_tag|> (after whitespace), and then only as a whole, at finish().
+  enum class Lead { undecided, calls, content };
+  ParsedOutput process(bool final);
+  ParsedOutput process_marked(bool final);
+  ParsedOutput process_llama3(bool final);
+
   ToolCallFormat format_;
-  std::string pending_;
-  bool in_calls_ = false;
+  std::string pending_;      // text not yet released: a possible call or its start
+  bool after_call_ = false;  // whitespace right after a call is dropped (the separators models write)
+  Lead lead_ = Lead::undecided;
 };
 
 // The grammar (GBNF) of one call in `format` to any of `tools` (OpenAI's list of {"type":
@@ -71,9 +79,12 @@ class ReasoningSplitter {
   Piece finish();
 
  private:
+  enum class State { start, thinking, after_think, content };
+  Piece process(bool final);
+
   std::string pending_;
-  bool thinking_;
-  bool done_ = false;
+  bool starts_thinking_;
+  State state_ = State::start;
 };
 
 }  // namespace slab::chat
