@@ -2,8 +2,9 @@
 // reasoning parsers, so that a client sees what it would see from vLLM:
 // - hermes: each `<tool_call>JSON</tool_call>` block (or an unclosed one at the end) whose JSON is
 //   an object with a string "name" is a call; a block that does not parse stays content.
-// - mistral: `[TOOL_CALLS]` followed by a JSON array of call objects (or one object); text before
-//   the marker is content; a marker not followed by valid calls stays content.
+// - mistral: `[TOOL_CALLS]` followed by a JSON array of call objects (or one object), or by
+//   `NAME[ARGS]{...}` (later Mistral tokenizers); text before the marker is content; a marker
+//   not followed by valid calls stays content.
 // - llama3_json: the whole output (after leading whitespace and an optional <|python_tag|>) is
 //   one or more call objects separated by ";", or it is all content.
 // - Whitespace right before and right after a valid call is dropped (the "\n" separators and
@@ -23,6 +24,7 @@ using Json = nlohmann::ordered_json;
 constexpr std::string_view kHermesOpen = "<tool_call>";
 constexpr std::string_view kHermesClose = "</tool_call>";
 constexpr std::string_view kMistralMarker = "[TOOL_CALLS]";
+constexpr std::string_view kMistralArgs = "[ARGS]";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 constexpr std::string_view kThinkOpen = "<think>";
 constexpr std::string_view kThinkClose = "</think>";
@@ -146,6 +148,36 @@ std::optional<Block> hermes_block(std::string_view text, size_t start, bool fina
   return Block{close + kHermesClose.size(), calls_from_text(text.substr(body, close - body), false)};
 }
 
+bool is_function_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
+}
+
+// Mistral's later tokenizers (v11: Mistral Small 3.2, Magistral) write one call per marker as
+// `[TOOL_CALLS]NAME[ARGS]{...}`; `name_start` is just after the marker.
+std::optional<Block> mistral_named_block(std::string_view text, size_t name_start, bool final) {
+  size_t name_end = name_start;
+  while (name_end < text.size() && is_function_name_char(text[name_end])) ++name_end;
+  std::string_view after_name = text.substr(name_end);
+  if (!final &&
+      (after_name.empty() || (after_name.size() < kMistralArgs.size() && kMistralArgs.starts_with(after_name)))) {
+    return std::nullopt;
+  }
+  if (name_end == name_start || !after_name.starts_with(kMistralArgs)) return Block{name_start, std::nullopt};
+  size_t json_start = skip_spaces(text, name_end + kMistralArgs.size());
+  if (json_start == text.size() && !final) return std::nullopt;
+  if (json_start == text.size() || text[json_start] != '{') return Block{name_start, std::nullopt};
+  size_t json_end = balanced_end(text, json_start);
+  if (json_end == std::string_view::npos) {
+    if (!final) return std::nullopt;
+    return Block{text.size(), std::nullopt};
+  }
+  Json arguments = parse_json(text.substr(json_start, json_end - json_start));
+  if (!arguments.is_object()) return Block{json_end, std::nullopt};
+  std::vector<ToolCall> calls;
+  calls.push_back({new_call_id(), std::string(text.substr(name_start, name_end - name_start)), arguments.dump()});
+  return Block{json_end, std::move(calls)};
+}
+
 std::optional<Block> mistral_block(std::string_view text, size_t start, bool final) {
   size_t marker_end = start + kMistralMarker.size();
   size_t json_start = skip_spaces(text, marker_end);
@@ -153,7 +185,7 @@ std::optional<Block> mistral_block(std::string_view text, size_t start, bool fin
     if (!final) return std::nullopt;
     return Block{text.size(), std::nullopt};
   }
-  if (text[json_start] != '[' && text[json_start] != '{') return Block{marker_end, std::nullopt};
+  if (text[json_start] != '[' && text[json_start] != '{') return mistral_named_block(text, marker_end, final);
   size_t json_end = balanced_end(text, json_start);
   if (json_end == std::string_view::npos) {
     if (!final) return std::nullopt;

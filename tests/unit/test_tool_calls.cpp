@@ -201,6 +201,19 @@ TEST_CASE("mistral: [TOOL_CALLS] and a JSON array of calls, as Mistral Nemo writ
     CHECK(out.content == "Checking.");
     CHECK(calls_of(out) == std::vector<Call>{{"f", R"({"s":"]}\"["})"}});
   }
+  SECTION("one call a marker, NAME[ARGS]{...}, as later Mistral tokenizers (v11) write them") {
+    auto out =
+        parse_tool_calls(ToolCallFormat::mistral,
+                         "Let me see.[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}[TOOL_CALLS]get_time[ARGS]{}");
+    CHECK(out.content == "Let me see.");
+    CHECK(calls_of(out) == std::vector<Call>{{"get_weather", R"({"city":"Paris"})"}, {"get_time", "{}"}});
+    for (const char* text : {"[TOOL_CALLS]f[ARGS]", "[TOOL_CALLS]f[ARGS]nope", "[TOOL_CALLS]f[ARGS][1]",
+                             "[TOOL_CALLS][ARGS]{}", "[TOOL_CALLS]f[ARG]{}", "[TOOL_CALLS]f[ARGS]{\"a\": }"}) {
+      auto bad = parse_tool_calls(ToolCallFormat::mistral, text);
+      CHECK(bad.content == text);
+      CHECK(bad.calls.empty());
+    }
+  }
   SECTION("a marker without valid calls stays content") {
     for (const char* text : {"[TOOL_CALLS]", "[TOOL_CALLS] none", "[TOOL_CALLS][]", "[TOOL_CALLS][{\"name\": \"f\"",
                              "[TOOL_CALLS][{\"arguments\": {}}]", "[TOOL_CALLS][{\"name\": \"f\"}, 3]"}) {
@@ -264,6 +277,7 @@ TEST_CASE("tool call stream: released early, and any split equals the whole pars
          "Text [TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": [1, {\"b\": \"]\"}]}}]"
          " after [TOOL_CALLS] nothing [TOOL_CALLS]{\"name\": \"g\", \"arguments\": {}}"},
         {ToolCallFormat::mistral, "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}}, {\"oops\": 1}]  tail"},
+        {ToolCallFormat::mistral, "x [TOOL_CALLS]f[ARGS]{\"a\": \"}\"} [TOOL_CALLS]g[ARG]{} [TOOL_CALLS]h[ARGS]{}"},
         {ToolCallFormat::mistral, "[TOOL_CALLS] [{\"name\": \"f\", \"arguments\": {\"s\": \"\\\"]\"}}]"},
     };
     std::mt19937 random(20261123);
@@ -287,7 +301,9 @@ TEST_CASE("tool call stream: released early, and any split equals the whole pars
     CHECK(parse_tool_calls(ToolCallFormat::llama3_json, outputs[5].second).calls.size() == 2);
     CHECK(parse_tool_calls(ToolCallFormat::mistral, outputs[10].second).calls.size() == 2);
     CHECK(parse_tool_calls(ToolCallFormat::mistral, outputs[11].second).calls.empty());
-    CHECK(parse_tool_calls(ToolCallFormat::mistral, outputs[12].second).calls.size() == 1);
+    CHECK(calls_of(parse_tool_calls(ToolCallFormat::mistral, outputs[12].second)) ==
+          std::vector<Call>{{"f", R"({"a":"}"})"}, {"h", "{}"}});
+    CHECK(parse_tool_calls(ToolCallFormat::mistral, outputs[13].second).calls.size() == 1);
   }
 }
 
