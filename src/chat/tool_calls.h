@@ -33,11 +33,16 @@ struct ParsedOutput {
 };
 
 // A whole output. Text that looks like a call but does not parse stays content (vLLM does the
-// same): a model that fumbles the format produces text, not an error.
+// same): a model that fumbles the format produces text, not an error. Whitespace right before
+// and right after a valid call is dropped; llama3_json output is calls only if all of it is.
+// The markers ([TOOL_CALLS], <|python_tag|>) are special tokens: the text must be detokenized
+// with them kept.
 ParsedOutput parse_tool_calls(ToolCallFormat format, std::string_view text);
 
 // The same, fed as the text streams: content is released as soon as it cannot be the start of
-// a call; a call is released whole when it is complete.
+// a call (held back: a partial marker and the whitespace before it; for llama3_json, output that
+// begins like a call, until finish()); a call is released whole when it is complete. Any split
+// of a text gives what parse_tool_calls gives on the whole (ids aside).
 class ToolCallStreamParser {
  public:
   explicit ToolCallStreamParser(ToolCallFormat format);

@@ -389,6 +389,15 @@ TEST_CASE("tool call grammar: accepts the tools' calls, refuses others, and pars
     CHECK_FALSE(accepts(single, "Sure. " + calls_text(format, {valid_calls[0]})));  // no content around a call
   }
 
+  // A name that needs escaping in JSON and in GBNF.
+  ordered_json odd_name = ordered_json::array(
+      {{{"type", "function"}, {"function", {{"name", "caf\u00e9 \"x\" \\ y"}, {"parameters", {{"type", "object"}}}}}}});
+  auto odd = Grammar::parse(tool_call_gbnf(ToolCallFormat::hermes, odd_name, std::nullopt, false));
+  std::string odd_call = "<tool_call>\n{\"name\": \"caf\u00e9 \\\"x\\\" \\\\ y\", \"arguments\": {}}\n</tool_call>";
+  CHECK(accepts(odd, odd_call));
+  CHECK(calls_of(parse_tool_calls(ToolCallFormat::hermes, odd_call)) ==
+        std::vector<Call>{{"caf\u00e9 \"x\" \\ y", "{}"}});
+
   auto only_search = Grammar::parse(tool_call_gbnf(ToolCallFormat::hermes, kTools, "search", false));
   CHECK(accepts(only_search, call_text(ToolCallFormat::hermes, "search", R"({"query": "q", "limit": 1})")));
   CHECK_FALSE(accepts(only_search, call_text(ToolCallFormat::hermes, "now", "{}")));
