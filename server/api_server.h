@@ -37,6 +37,11 @@ struct ServerOptions {
   int http_idle_timeout_s = 5;      // keep-alive connections with no request in progress
   int http_request_timeout_s = 30;  // to receive one whole request, header and body
   api::EngineOptions engine;
+  // Tool calls are parsed in this format (vLLM's --tool-call-parser names: hermes, llama3_json,
+  // mistral), or "auto": the one the chat template shows.
+  std::string tool_call_parser = "auto";
+  // "qwen3" or "deepseek_r1": <think>...</think> goes to reasoning_content; "": none.
+  std::string reasoning_parser;
 };
 
 // The worker count ServerOptions::http_threads resolves to.

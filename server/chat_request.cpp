@@ -68,18 +68,59 @@ constexpr std::string_view kChatFieldNames[] = {
     "logprobs", "top_logprobs", "max_completion_tokens", "tool_choice", "parallel_tool_calls", "store", "modalities"};
 constexpr std::string_view kTokenizeFieldNames[] = {"add_special_tokens", "return_token_strs"};
 
+// Each tool must be {"type": "function", "function": {"name": ..., "description"?, "parameters"?,
+// "strict"?}}: what the template renders and the grammar of a forced call is built from.
+void validate_tools(const json& tools) {
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const json& tool = tools[i];
+    const std::string where = "'tools[" + std::to_string(i) + "]'";
+    if (!tool.is_object() || tool.value("type", "") != "function")
+      throw ApiError(400, where + " must be {\"type\": \"function\", \"function\": {...}}", "tools");
+    const json* function = find_field(tool, "function");
+    if (function == nullptr || !function->is_object())
+      throw ApiError(400, where + ".function must be an object", "tools");
+    const json* name = find_field(*function, "name");
+    if (name == nullptr || !name->is_string() || name->get_ref<const std::string&>().empty())
+      throw ApiError(400, where + ".function.name must be a non-empty string", "tools");
+    const json* parameters = find_field(*function, "parameters");
+    if (parameters != nullptr && !parameters->is_object())
+      throw ApiError(400, where + ".function.parameters must be a JSON Schema object", "tools");
+  }
+}
+
+void read_tool_choice(const json& body, ChatRequest& r) {
+  const bool tools_given = !r.tools.is_null() && !r.tools.empty();
+  const json* choice = find_field(body, "tool_choice");
+  r.tool_choice = tools_given ? ChatRequest::ToolChoice::automatic : ChatRequest::ToolChoice::none;
+  if (choice != nullptr) {
+    if (*choice == "none") {
+      r.tool_choice = ChatRequest::ToolChoice::none;
+    } else if (*choice == "auto") {
+      if (tools_given) r.tool_choice = ChatRequest::ToolChoice::automatic;
+    } else if (*choice == "required") {
+      r.tool_choice = ChatRequest::ToolChoice::required;
+    } else if (choice->is_object() && choice->value("type", "") == "function" && choice->contains("function") &&
+               (*choice)["function"].is_object() && (*choice)["function"].contains("name") &&
+               (*choice)["function"]["name"].is_string()) {
+      r.tool_choice = ChatRequest::ToolChoice::named;
+      r.tool_choice_name = (*choice)["function"]["name"].get<std::string>();
+    } else {
+      throw ApiError(400,
+                     "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
+                     "\"function\": {\"name\": ...}}",
+                     "tool_choice");
+    }
+    if ((r.tool_choice == ChatRequest::ToolChoice::required || r.tool_choice == ChatRequest::ToolChoice::named) &&
+        !tools_given) {
+      throw ApiError(400, "'tool_choice' " + choice->dump() + " needs 'tools'", "tool_choice");
+    }
+  }
+  r.parallel_tool_calls = read_bool(body, "parallel_tool_calls", true);
+}
+
 // Fields a client may send that change nothing (their default) are accepted; any other value is
 // refused, so no request is answered as if it had been honoured.
-void check_chat_only_fields(const json& body, bool tools_given) {
-  if (const json* choice = find_field(body, "tool_choice")) {
-    const bool harmless = choice->is_string() && (*choice == "none" || (*choice == "auto" && !tools_given));
-    if (!harmless)
-      throw ApiError(400, "'tool_choice' is not supported: tool calling is not implemented yet", "tool_choice");
-  }
-  if (find_field(body, "parallel_tool_calls") != nullptr) {
-    throw ApiError(400, "'parallel_tool_calls' is not supported: tool calling is not implemented yet",
-                   "parallel_tool_calls");
-  }
+void check_chat_only_fields(const json& body) {
   if (read_bool(body, "store", false))
     throw ApiError(400, "'store' is not supported: completions are not stored", "store");
   if (const json* modalities = find_field(body, "modalities")) {
@@ -113,14 +154,13 @@ ChatRequest parse_chat_request(const json& body, bool for_tokenize) {
   r.messages = validate_messages(body);
   if (const json* tools = find_field(body, "tools")) {
     if (!tools->is_array()) throw ApiError(400, "'tools' must be a list", "tools");
-    // /tokenize renders tools into the prompt as the template does (that honours them); chat
-    // completions would also have to parse the model's calls, which is not implemented yet.
-    if (!for_tokenize && !tools->empty()) {
-      throw ApiError(400, "'tools' is not supported: tool calling is not implemented yet", "tools");
-    }
+    validate_tools(*tools);
     r.tools = *tools;
   }
-  if (!for_tokenize) check_chat_only_fields(body, !r.tools.is_null() && !r.tools.empty());
+  if (!for_tokenize) {
+    check_chat_only_fields(body);
+    read_tool_choice(body, r);
+  }
   r.add_generation_prompt = read_bool(body, "add_generation_prompt", true);
   r.continue_final_message = read_bool(body, "continue_final_message", false);
   if (r.add_generation_prompt && r.continue_final_message && find_field(body, "add_generation_prompt") != nullptr) {

@@ -120,6 +120,7 @@ Request make_engine_request(const SamplingFields& f, std::vector<int32_t> prompt
   r.stop.stop_strings = f.stop;
   r.stop.eos_token_ids = eos_token_ids;
   r.grammar = f.grammar;
+  r.skip_special_tokens = f.skip_special_tokens;
   return r;
 }
 

@@ -29,7 +29,8 @@ struct SamplingFields {
   std::vector<int32_t> stop_token_ids;
   bool stream = false;
   bool include_usage = false;
-  std::string grammar;  // the output constraint (output_constraint_fields.h); empty: none
+  std::string grammar;              // the output constraint (output_constraint_fields.h); empty: none
+  bool skip_special_tokens = true;  // false while tool calls are parsed (their markers may be special)
 };
 
 // The body fields parse_sampling_fields reads (every endpoint that generates accepts them).

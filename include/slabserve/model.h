@@ -72,6 +72,8 @@ class LoadedModel {
   const std::vector<int32_t>& eos_token_ids() const;
 
   bool has_chat_template() const;
+  // The chat template's Jinja text ("" without one).
+  const std::string& chat_template_source() const;
   // Renders a conversation as transformers' apply_chat_template does (messages, tools or null,
   // add_generation_prompt, the tokenizer's bos_token/eos_token, extra kwargs). Throws
   // ChatTemplateError when rendering fails, std::logic_error without a template.

@@ -7,4 +7,5 @@
 #include "slabserve/options.h"
 #include "slabserve/output_constraints.h"
 #include "slabserve/tokenizer.h"
+#include "slabserve/tool_calls.h"
 #include "slabserve/topology.h"

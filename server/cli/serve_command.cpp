@@ -184,6 +184,14 @@ Command add_serve_command(CLI::App& app) {
                    ")";
           },
           "NAME|FILE"));
+  cmd->add_option("--tool-call-parser", options->server.tool_call_parser,
+                  "Format the model writes tool calls in: hermes, llama3_json, mistral, or auto (the one its chat "
+                  "template shows)")
+      ->check(CLI::IsMember({"auto", "hermes", "llama3_json", "mistral"}))
+      ->capture_default_str();
+  cmd->add_option("--reasoning-parser", options->server.reasoning_parser,
+                  "Split <think>...</think> reasoning into reasoning_content: qwen3 or deepseek_r1 (off when absent)")
+      ->check(CLI::IsMember({"qwen3", "deepseek_r1"}));
   cmd->add_option("--dtype", options->load.dtype,
                   "Compute dtype: auto or bfloat16 (BF16 kernels where the CPU has AVX2 or AVX-512 BF16), float32 "
                   "(scalar reference)")

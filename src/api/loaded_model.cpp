@@ -25,6 +25,7 @@ struct LoadedModel::Parts {
   Model model;  // config and generation defaults; the weights live packed in the runner
   std::unique_ptr<Tokenizer> tokenizer;
   std::optional<chat::ChatTemplate> chat_template;
+  std::string chat_template_source;  // its text, for what it shows (the tool-call format)
   std::vector<int32_t> eos_token_ids;
   std::unique_ptr<ModelRunner> runner;
   std::unique_ptr<slab::Engine> engine;
@@ -123,6 +124,7 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const LoadOptions& options) {
   if (std::optional<std::string> source = read_chat_template_source(path, options.chat_template)) {
     try {
       parts->chat_template.emplace(*source);
+      parts->chat_template_source = *source;
     } catch (const chat::TemplateError& e) {
       throw std::runtime_error("the chat template " +
                                (options.chat_template.empty() ? "in " + path.string() : options.chat_template) +
@@ -188,6 +190,7 @@ const ModelDescription& LoadedModel::description() const { return parts_->descri
 const Tokenizer& LoadedModel::tokenizer() const { return *parts_->tokenizer; }
 const std::vector<int32_t>& LoadedModel::eos_token_ids() const { return parts_->eos_token_ids; }
 bool LoadedModel::has_chat_template() const { return parts_->chat_template.has_value(); }
+const std::string& LoadedModel::chat_template_source() const { return parts_->chat_template_source; }
 Engine& LoadedModel::engine() const { return *parts_->api_engine; }
 
 std::string LoadedModel::render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,

@@ -43,6 +43,10 @@ struct Request {
   // decoding: each step samples only tokens the grammar allows, the model's end tokens only where
   // the grammar may end, and the request stops when the grammar is complete.
   std::string grammar;
+  // Special tokens' text is left out of the output text (Hugging Face's default). A front end
+  // that parses tool calls keeps it: Mistral's [TOOL_CALLS] and Llama's <|python_tag|> are
+  // special tokens. EOS and stop tokens are never part of the text either way.
+  bool skip_special_tokens = true;
 };
 
 // The tokens and their log probabilities for one generated position, when asked for.

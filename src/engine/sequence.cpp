@@ -8,7 +8,7 @@ Sequence::Sequence(int64_t seq_id, Request req, std::shared_ptr<RequestStream> o
       tokens(request.prompt), prompt_len(static_cast<int>(request.prompt.size())), sampler(request.sampling),
       stop_matcher(request.stop.stop_strings), submitted_at(std::chrono::steady_clock::now()) {
   if (tokenizer != nullptr) {
-    detokenizer.emplace(*tokenizer, /*skip_special_tokens=*/true);
+    detokenizer.emplace(*tokenizer, request.skip_special_tokens);
     detokenizer->seed(request.prompt);
   }
 }
