@@ -122,6 +122,25 @@ class ToolCallTest(unittest.TestCase):
         self.assertEqual([c.function.name for c in named.choices[0].message.tool_calls], ["get_time"])
         check_call(self, named.choices[0].message.tool_calls[0])
 
+    def test_auto_parses_the_calls_the_model_writes(self):
+        # tool_choice auto forces nothing; a regex makes this model write what a tool-using model
+        # would (text, then a Hermes call), and the server parses it out of the text.
+        pattern = r'[a-z]{3,8}\n<tool_call>\n\{"name": "get_weather", "arguments": \{"city": "[a-z]{2,8}", ' \
+                  r'"unit": "celsius"\}\}\n</tool_call>'
+        r = self.client.chat.completions.create(model="stories260K", messages=MESSAGES, tools=[WEATHER],
+                                                temperature=1.0, seed=5, max_tokens=200,
+                                                extra_body={"guided_regex": pattern})
+        choice = r.choices[0]
+        self.assertEqual(choice.finish_reason, "tool_calls")
+        self.assertRegex(choice.message.content, r"^[a-z]{3,8}$")
+        self.assertEqual(len(choice.message.tool_calls), 1)
+        check_call(self, choice.message.tool_calls[0])
+        plain = self.client.chat.completions.create(model="stories260K", messages=MESSAGES, tools=[WEATHER],
+                                                    tool_choice="none", temperature=1.0, seed=5, max_tokens=200,
+                                                    extra_body={"guided_regex": pattern})
+        self.assertIsNone(plain.choices[0].message.tool_calls)  # none: the same text is not parsed
+        self.assertIn("<tool_call>", plain.choices[0].message.content)
+
     def test_streamed_calls_assemble_like_the_whole_response(self):
         kwargs = dict(model="stories260K", messages=MESSAGES, tools=[WEATHER], temperature=1.0, seed=4,
                       max_tokens=300, tool_choice={"type": "function", "function": {"name": "get_weather"}},
