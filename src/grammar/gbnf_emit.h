@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "grammar/utf8_ranges.h"
+
 namespace slab::grammar::detail {
 
 inline constexpr uint32_t kMaxCodePoint = 0x10FFFF;
@@ -34,7 +36,7 @@ class CodePointSet {
   std::vector<std::pair<uint32_t, uint32_t>> ranges_;
 };
 
-void append_utf8(std::string& out, uint32_t cp);
+using grammar::append_utf8;  // utf8_ranges.h
 // Decodes one code point at text[pos] and advances pos; invalid UTF-8 yields the byte's value
 // (callers validate beforehand where it matters).
 uint32_t next_code_point(std::string_view text, size_t& pos);
