@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-120}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_http_request fuzz_request_body fuzz_chat_template fuzz_gguf)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_http_request fuzz_request_body fuzz_chat_template fuzz_gguf fuzz_grammar)
 
 scripts/setup.sh --deps-only
 if ! command -v clang++ >/dev/null || [ ! -d /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux ]; then
