@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "grammar/grammar_ir.h"
+#include "runtime/utf8_encode.h"
 
 namespace slab::grammar {
 
@@ -26,6 +27,6 @@ std::vector<CodePointRange> normalize_ranges(std::vector<CodePointRange> ranges,
 // set, and multi-byte sequences sharing their continuation bytes merged on their first byte.
 std::vector<std::vector<ByteSet>> class_alternatives(const std::vector<CodePointRange>& normalized);
 
-void append_utf8(std::string& out, uint32_t cp);
+using slab::append_utf8;  // runtime/utf8_encode.h
 
 }  // namespace slab::grammar

@@ -4,6 +4,8 @@
 #include <string>
 #include <string_view>
 
+#include "runtime/utf8_encode.h"
+
 namespace slab::tok {
 
 // Length of the well-formed UTF-8 sequence starting at text[pos], or 0 when it is malformed
@@ -16,7 +18,7 @@ size_t utf8_char_length(std::string_view text, size_t pos);
 // Code point of the valid sequence of `length` bytes at text[pos].
 char32_t utf8_decode_at(std::string_view text, size_t pos, size_t length);
 
-void append_utf8(std::string& out, char32_t cp);
+using slab::append_utf8;  // runtime/utf8_encode.h
 
 bool is_valid_utf8(std::string_view text);
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "grammar/grammar.h"
+#include "runtime/utf8_encode.h"
 
 using slab::grammar::Grammar;
 using slab::grammar::Matcher;
@@ -234,26 +235,6 @@ std::optional<uint32_t> decode_one(const std::string& bytes) {
   return cp;
 }
 
-std::string encode(uint32_t cp) {
-  std::string out;
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return out;
-}
-
 std::string u_escape(uint32_t cp) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "\\U%08X", cp);
@@ -333,6 +314,11 @@ TEST_CASE("UTF-8 classes accept exactly their code points", "[grammar]") {
       bool in = false;
       for (const auto& [lo, hi] : ranges) in = in || (cp >= lo && cp <= hi);
       return in != negated;
+    };
+    auto encode = [](uint32_t cp) {
+      std::string bytes;
+      slab::append_utf8(bytes, cp);
+      return bytes;
     };
     auto check = [&](const std::string& bytes) {
       Matcher m(g);
