@@ -5,6 +5,8 @@
 #include <future>
 #include <stdexcept>
 
+#include "runtime/thread_pool.h"
+
 namespace slab {
 namespace {
 
@@ -231,24 +233,27 @@ void Engine::run_step() {
   }
 
   const size_t vocab = static_cast<size_t>(model_config_.vocab_size);
-  int64_t prompt_tokens = 0;
-  int64_t generated = 0;
+  std::vector<size_t> ready;  // chunks whose sequence samples a token this step
   for (size_t i = 0; i < step.chunks.size(); ++i) {
     Sequence& seq = *step.chunks[i].seq;
     seq.num_computed += step.chunks[i].num_tokens;
-    if (seq.num_uncomputed() > 0) continue;  // a prefill chunk that did not reach the end
+    if (seq.num_uncomputed() == 0) ready.push_back(i);  // else a prefill chunk that did not reach the end
+  }
+  const std::vector<ConstraintMask> masks = constraint_masks(step, ready);
 
+  int64_t prompt_tokens = 0;
+  int64_t generated = 0;
+  for (size_t r = 0; r < ready.size(); ++r) {
+    const size_t i = ready[r];
+    Sequence& seq = *step.chunks[i].seq;
     // Counted as vLLM does: a request's whole prompt, cached or not, when its first token comes.
     if (seq.num_output() == 0) prompt_tokens += seq.prompt_len;
     std::vector<int32_t> banned;
     if (seq.num_output() < seq.request.stop.min_tokens) banned = end_tokens(seq.request.stop);
-    std::span<const uint64_t> allowed;  // empty: every token
-    if (seq.constraint) {
-      allowed = seq.constraint->next_mask(end_tokens(seq.request.stop));
-      if (std::all_of(allowed.begin(), allowed.end(), [](uint64_t w) { return w == 0; })) {
-        finish(seq, FinishReason::error, "the output constraint allows no token of this vocabulary here");
-        continue;
-      }
+    const std::span<const uint64_t> allowed = masks[r].allowed;  // empty: every token
+    if (!masks[r].error.empty()) {
+      finish(seq, FinishReason::error, masks[r].error);
+      continue;
     }
     SampledToken sampled = seq.sampler.sample(std::span<float>(logits.data() + i * vocab, vocab), seq.prompt(),
                                               seq.output(), banned, allowed);
@@ -260,6 +265,35 @@ void Engine::run_step() {
   stats_.prompt_tokens += prompt_tokens;
   stats_.generation_tokens += generated;
   ++stats_.steps;
+}
+
+std::vector<Engine::ConstraintMask> Engine::constraint_masks(const SchedulerStep& step,
+                                                             const std::vector<size_t>& ready) {
+  std::vector<ConstraintMask> masks(ready.size());
+  std::vector<size_t> constrained;  // indices into ready
+  for (size_t r = 0; r < ready.size(); ++r) {
+    if (step.chunks[ready[r]].seq->constraint) constrained.push_back(r);
+  }
+  const auto fill = [&](int task, int) {
+    const size_t r = constrained[static_cast<size_t>(task)];
+    Sequence& seq = *step.chunks[ready[r]].seq;
+    try {
+      masks[r].allowed = seq.constraint->next_mask(end_tokens(seq.request.stop));
+      if (std::all_of(masks[r].allowed.begin(), masks[r].allowed.end(), [](uint64_t w) { return w == 0; })) {
+        masks[r].error = "the output constraint allows no token of this vocabulary here";
+      }
+    } catch (const std::exception& e) {  // a grammar too ambiguous to follow: this request fails
+      masks[r].error = std::string("output constraint: ") + e.what();
+    }
+  };
+  // On the pool, whose threads wait between forward passes: a grammar's first visit to a
+  // position walks the vocabulary (milliseconds), and sequences visit theirs in parallel.
+  if (constrained.size() > 1 && !runner_.uses_reference()) {
+    runner_.thread_pool().parallel_for(static_cast<int>(constrained.size()), fill);
+  } else {
+    for (size_t task = 0; task < constrained.size(); ++task) fill(static_cast<int>(task), 0);
+  }
+  return masks;
 }
 
 void Engine::publish_stats() {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -85,6 +86,13 @@ class Engine {
   void loop();
   void take_inbox();
   void run_step();
+  // The step's masks of allowed tokens for the ready chunks (indices into step.chunks) whose
+  // sequence has an output constraint; allowed empty: unconstrained; error: finish the request.
+  struct ConstraintMask {
+    std::span<const uint64_t> allowed;
+    std::string error;
+  };
+  std::vector<ConstraintMask> constraint_masks(const SchedulerStep& step, const std::vector<size_t>& ready);
   void publish_stats();
   // Sends the sequence's last token out and decides whether it is finished.
   void emit_token(Sequence& seq, const SampledToken& sampled);

@@ -75,9 +75,10 @@ class Matcher {
 // t / 64). One TokenMasker per (grammar, vocabulary): it caches per-grammar-position tables
 // (the tokens a position accepts or rejects whatever surrounds it) so that a step costs a few
 // bitset ORs plus a check of the few context-dependent tokens. Thread-safe (fill_mask may be
-// called from several threads; each Matcher belongs to one thread at a time). Memory: the
-// sorted vocabulary (4 bytes a token) plus cached tables bounded at 32 MiB; the first mask at a
-// new grammar position walks the vocabulary (milliseconds), later ones take microseconds.
+// called from several threads; each Matcher belongs to one thread at a time). Memory: a sorted
+// copy of the vocabulary's bytes (+12 bytes a token) plus cached tables bounded at 32 MiB; the
+// first mask at a new grammar position walks the vocabulary (up to milliseconds), later ones
+// take microseconds.
 class TokenMasker {
  public:
   // token_bytes[t]: the bytes token t adds to the text; empty = never allowed by a grammar

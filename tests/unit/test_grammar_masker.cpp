@@ -3,6 +3,7 @@
 // vocabulary (no files needed) and over Qwen3's real byte-level vocabulary; and from several
 // threads sharing one masker.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <memory>
 #include <random>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "grammar/grammar.h"
+#include "grammar/json_schema.h"
 #include "grammar_vocab.h"
 #include "test_paths.h"
 
@@ -227,4 +229,50 @@ TEST_CASE("token masks never allow empty tokens and follow the grammar's end", "
   REQUIRE(m.accept("c"));
   CHECK(m.must_end());
   CHECK(masker_mask(masker, m) == Mask{0});
+}
+
+// The layered context tables: one rule (a string of at most 12 characters, whose {0,12} is a
+// chain of 12 nested rules) used from many places with different continuations, walked at random
+// along the brute-force masks, so every state compared is one a sampler can reach.
+TEST_CASE("token masks equal brute force: random walks through a JSON Schema grammar", "[grammar]") {
+  nlohmann::ordered_json properties = nlohmann::ordered_json::object();
+  for (int i = 0; i < 6; ++i) {
+    std::string name = "p";  // appended: GCC 12's false -Wrestrict on operator+
+    name += std::to_string(i);
+    switch (i % 3) {
+      case 0: properties[name] = {{"type", "string"}, {"maxLength", 12}}; break;
+      case 1: properties[name] = {{"type", "integer"}, {"minimum", -40}, {"maximum", 300}}; break;
+      default: properties[name] = {{"type", "array"}, {"items", {{"type", "string"}, {"maxLength", 3}}}}; break;
+    }
+  }
+  const nlohmann::ordered_json schema = {
+      {"type", "object"}, {"properties", properties}, {"required", {"p0", "p1"}}, {"additionalProperties", false}};
+  const auto g = Grammar::parse(slab::grammar::json_schema_to_gbnf(schema));
+  auto tokens = synthetic_vocab();
+  for (const char* s : {"p", "\"p", "p1\":", "\"p0\":\"", "\",\"p1\":", "\",", "\"]", "\"],", "abcdefgh",
+                        "abcdefghijklm", "12,", "300}", "\"}", "\",\"", "\xC3\xA9\"", "\xE2\x82\xAC\xE2\x82\xAC"}) {
+    tokens.push_back(s);
+  }
+  const auto vocab = std::make_shared<const std::vector<std::string>>(std::move(tokens));
+  const TokenMasker masker(g, vocab);
+  std::mt19937 rng(7);
+  size_t steps = 0, ended = 0;
+  for (int walk = 0; walk < 40; ++walk) {
+    Matcher m(g);
+    while (true) {
+      const Mask expected = brute_force_mask(m, *vocab);
+      REQUIRE(masker_mask(masker, m) == expected);
+      std::vector<size_t> allowed;
+      for (size_t t = 0; t < vocab->size(); ++t) {
+        if (expected[t / 64] >> (t % 64) & 1) allowed.push_back(t);
+      }
+      if (allowed.empty() || (m.can_end() && rng() % 4 == 0)) break;
+      REQUIRE(m.accept((*vocab)[allowed[rng() % allowed.size()]]));
+      ++steps;
+    }
+    ended += m.can_end();
+  }
+  INFO(steps << " steps, " << ended << " walks ended complete");
+  CHECK(steps > 400);
+  CHECK(ended > 20);
 }
