@@ -1,8 +1,9 @@
 #pragma once
 // Owned, aligned, optionally NUMA-bound memory for weights, activations and the KV pool.
 // Small buffers are 64-byte aligned (one cache line, one zmm). Buffers of 2 MiB or more are
-// 2 MiB aligned, rounded up to whole 2 MiB pages and advised as transparent huge pages, which
-// cuts TLB misses when kernels stream hundreds of MB of packed weights.
+// 2 MiB aligned and their whole 2 MiB pages advised as transparent huge pages, which cuts TLB
+// misses when kernels stream hundreds of MB of packed weights; the partly used last 2 MiB stays
+// in 4 KiB pages, so that only the bytes asked for become resident.
 #include <cstddef>
 #include <utility>
 
