@@ -190,6 +190,13 @@ def random_ws(rng, allow):
     return "\n" + "".join(rng.choice(" \t") if rng.random() < 0.1 else " " for _ in range(rng.randint(0, MAX_INDENT)))
 
 
+class Raw:
+    """Text written as it is in place of a value or key (near-miss documents)."""
+
+    def __init__(self, text):
+        self.text = text
+
+
 def serialise(value, rng, allow_ws, style):
     """style: compact, spaced (json.dumps' default separators) or random (a random run in every gap)."""
     def gap():
@@ -199,13 +206,15 @@ def serialise(value, rng, allow_ws, style):
         return ", " if style == "spaced" else "," + gap()
 
     def write(v):
+        if isinstance(v, Raw):
+            return v.text
         if isinstance(v, str):
             return spell_string(v, rng)
         if isinstance(v, dict):
             members = []
             for key, member in v.items():
                 colon = ": " if style == "spaced" else gap() + ":" + gap()
-                members.append(spell_string(key, rng) + colon + write(member) + gap())
+                members.append(write(key) + colon + write(member) + gap())
             return "{" + gap() + "".join((separator() if i else "") + m for i, m in enumerate(members)) + "}"
         if isinstance(v, list):
             items = [write(item) + gap() for item in v]
@@ -216,13 +225,69 @@ def serialise(value, rng, allow_ws, style):
 
 
 def cut(text, rng):
+    """Random tokens of 1-8 bytes, now and then up to 16 (a vocabulary's `"}]}` closes many rules)."""
     data = text.encode("utf-8") if isinstance(text, str) else text
     tokens, at = [], 0
     while at < len(data):
-        size = rng.randint(1, 8)
+        size = rng.randint(1, 16 if rng.random() < 0.1 else 8)
         tokens.append(data[at:at + size])
         at += size
     return tokens
+
+
+def near_misses(value, rng):
+    """Spellings close to a value that the schema may refuse: bounds and lengths off by one,
+    needless escapes, another type, number spellings the compiler's conventions leave out."""
+    if isinstance(value, bool) or value is None:
+        return ["tru", "null", "false", "true", "0", '"true"', "nul"]
+    if isinstance(value, (int, float)):
+        number = [str(value) + ".0", str(value) + "e0", "-0", "0", "0.0", "-0.0", "0e5", "0.000", "1e-5", "-1", ".5",
+                  "5.", "1E+2", "01", "1e400"]
+        if isinstance(value, int):
+            number += [str(value - 1), str(value + 1), str(value * 10), str(-value), str(value) + "0"]
+        return number
+    if isinstance(value, str):
+        spelled = [spell_string(v, rng) for v in ("x" + value, value[:-1], value + "x", value + "xx", "", value.upper())]
+        return spelled + ['"\\u0041' + spell_string(value, rng)[1:], spell_string(value, rng)[:-1] + '\\u00e9"']
+    return ["{}", "[]", "null", '""']
+
+
+def near_miss_document(doc, rng):
+    """The document with one value, key or member changed (a Raw spelling), or None."""
+    spots = []
+
+    def visit(node):
+        if isinstance(node, dict):
+            for key in list(node):
+                spots.append((node, key))
+                visit(node[key])
+        elif isinstance(node, list):
+            for i, item in enumerate(node):
+                spots.append((node, i))
+                visit(item)
+
+    visit(doc)
+    if not spots:
+        return Raw(rng.choice(near_misses(doc, rng)))
+    container, at = rng.choice(spots)
+    roll = rng.random()
+    if isinstance(container, dict) and roll < 0.3:  # the key: misspelt, needlessly escaped, repeated
+        key = at
+        options = [spell_string(key + "x", rng), spell_string(key[:-1], rng), spell_string(key.upper(), rng)]
+        if key and 0x20 <= ord(key[0]) < 0x7F and key[0] not in '"\\':
+            options.append('"\\u%04x' % ord(key[0]) + spell_string(key[1:], rng)[1:])
+        items = list(container.items())
+        container.clear()
+        for k, v in items:
+            container[Raw(rng.choice(options)) if k == key else k] = v
+            if k == key and rng.random() < 0.3:
+                container[Raw(spell_string(key, rng))] = v
+        return doc
+    if roll < 0.4:  # a member or item left out
+        del container[at]
+        return doc
+    container[at] = Raw(rng.choice(near_misses(container[at], rng)))
+    return doc
 
 
 def qwen3_json_tokens(rng, count):
@@ -251,8 +316,9 @@ class SchemaCase:
         self.rejected_at = []  # text lengths where a sequence's last token was refused
 
     def documents(self, count):
+        """(value, text) pairs: valid documents, written in the compiler's conventions."""
         generator = Generator(self.schema, self.rng)
-        texts = []
+        texts, values = [], []
         for _ in range(count * 3):
             doc = generator.value(self.schema)
             if list(self.check.iter_errors(doc)):
@@ -263,9 +329,10 @@ class SchemaCase:
                 continue
             self.check_document(text)
             texts.append(text)
+            values.append(doc)
             if len(texts) == count:
                 break
-        return texts
+        return list(zip(values, texts))
 
     def check_document(self, text):
         for end in range(len(text) + 1):
@@ -332,15 +399,21 @@ class SchemaCase:
             text += token
         return self.label(tokens, "walk")
 
-    def sequences(self, documents, perturbed, walks):
-        texts = self.documents(documents)
+    def sequences(self, documents, perturbed, near_miss, walks):
+        docs = self.documents(documents)
+        texts = [text for _, text in docs]
         out = []
         for text in texts:
             tokens = cut(text, self.rng)
             out.append(self.label(tokens, "document"))
-            self.pool.extend(t for t in tokens[:3] if t not in self.pool)
+            self.pool.extend(t for t in tokens[:3] + [text[-self.rng.randint(3, 12):]] if t not in self.pool)
         for i in range(perturbed):
             out.append(self.label(self.perturbed(cut(texts[i % len(texts)], self.rng)), "perturbed"))
+        for i in range(near_miss):
+            value = json.loads(texts[i % len(texts)])  # a fresh copy to change
+            style = self.rng.choice(["compact", "random"] if self.allow_ws else ["compact"])
+            text = serialise(near_miss_document(value, self.rng), self.rng, self.allow_ws, style)
+            out.append(self.label(cut(text, self.rng), "near-miss"))
         for _ in range(walks):
             out.append(self.walk(40))
         return out
@@ -365,7 +438,7 @@ def main():
             raise SystemExit(f"{name}: a keyword the oracle does not know")
         allow_ws = index % 5 != 4
         case = SchemaCase(name, schema, allow_ws, rng, list(base_pool))
-        sequences = case.sequences(documents=8, perturbed=18, walks=8)
+        sequences = case.sequences(documents=8, perturbed=12, near_miss=12, walks=6)
         table = sorted({t for s in sequences for t in s["tokens"] + [p[1] for p in s["probes"]]})
         index_of = {t: i for i, t in enumerate(table)}
         for s in sequences:
