@@ -44,10 +44,11 @@ TRICKY_TOKENS = [
     '"', '",', '"}', '}]', ']', '}', '{', '[', ':', ', "', ',', '0', '1', '7', '42', '-', '.', 'e', 'e+', 'E-', '\\',
     '\\u00', '\\u', '\\"', '\\n', '\\/', 'true', 'nul', 'null', 'false', 'fals', ' ', '  ', '\n', '\n  ', '\n\t',
     '\n' + ' ' * 20, '\n' + ' ' * 21, ' ' * 8, '\t', '"a', 'é', '日本', '😀', '\x7f', '\\ud83d', '\\ude00', '\\u0041',
-    '\\u00e9', '\\uDC00', '"id"', '"name":', 'extra', ': ', '{"', '["', '":"', '0.', '.5', '-0', '00', '1e', '\r', '\x01']
+    '\\u00e9', '\\uDC00', '"id"', '"name":', 'extra', ': ', '{"', '["', '":"', '0.', '.5', '-0', '00', '1e', '\r', '\x01',
+    ']]]]', '}}}}', '"}}}', 'null}}}', '0]]]]]]', '"]]]', '1}]}]', ' }\n}']
 ENUM_POOL = ["red", "green", "a/b", "tab\there", 'q"uote', "back\\slash", "é", "日本", "😀", "", 7, -3, 0, 2.5, None,
              True, False, [1, "x"], {"k": "v", "n": [None]}]
-PROBES_PER_STEP = 2
+PROBES_PER_STEP = 1
 KEY_POOL = ["id", "name", "value", "items", "meta", "count", "flag", "note", "a", "ab", "abc", "x_1"]
 
 
@@ -137,6 +138,21 @@ def random_schema(rng, depth, defs):
     if kind == "anyOf":
         return {"anyOf": [random_schema(rng, depth + 1, defs) for _ in range(rng.randint(2, 3))]}
     return {"type": rng.sample(["string", "integer", "number", "boolean", "null"], rng.randint(2, 3))}
+
+
+def nested(depth, leaf, wrap):
+    return leaf if depth == 0 else wrap(nested(depth - 1, leaf, wrap))
+
+
+# Deep nesting: a token such as `"}}}}` closes more rules than the masker keeps per context.
+DEEP = [
+    ("deep_arrays", nested(7, {"type": "integer"}, lambda s: {"type": "array", "items": s, "maxItems": 2})),
+    ("deep_objects", nested(7, {"type": "string", "maxLength": 3}, lambda s: {
+        "type": "object", "properties": {"a": s, "b": {"type": "null"}}, "required": ["a"],
+        "additionalProperties": False})),
+    ("deep_any_of", nested(6, {"type": "boolean"}, lambda s: {"anyOf": [
+        {"type": "array", "items": s, "minItems": 1, "maxItems": 1}, {"type": "object", "properties": {"k": s}}]})),
+]
 
 
 def random_root(rng, index):
@@ -290,6 +306,18 @@ def near_miss_document(doc, rng):
     return doc
 
 
+def closing_tokens(rng):
+    """Tokens ending a value and then closing several arrays and objects (the masker rechecks
+    tokens that leave more rules than its contexts hold)."""
+    out = []
+    for _ in range(40):
+        closers = "".join(rng.choice("}]") for _ in range(rng.randint(2, 7)))
+        if rng.random() < 0.3:
+            closers = closers[:1] + rng.choice([" ", "\n", "\n  "]) + closers[1:]
+        out.append((rng.choice(["", "", "0", "1", "7", '"', "e", "null", "true", '"x"', "5.5", ","]) + closers).encode())
+    return out
+
+
 def qwen3_json_tokens(rng, count):
     """Qwen3 vocabulary tokens (bytes) that have JSON punctuation, digits or whitespace in them."""
     data = json.loads(lzma.decompress(QWEN3_TOKENIZER.read_bytes()))
@@ -312,6 +340,7 @@ class SchemaCase:
         self.oracle = Oracle(schema, allow_ws)
         self.check = validator(schema)
         self.pool = pool
+        self.closers = closing_tokens(rng)
         self.checked_complete = 0
         self.rejected_at = []  # text lengths where a sequence's last token was refused
 
@@ -354,7 +383,7 @@ class SchemaCase:
         probes: at some steps, other pool tokens and their labels, [step, token, allowed]."""
         text, taken, complete, probes = b"", [], False, []
         for step, token in enumerate(tokens):
-            for probe in self.rng.sample(self.pool, PROBES_PER_STEP):
+            for probe in self.rng.sample(self.pool, PROBES_PER_STEP) + [self.rng.choice(self.closers)]:
                 if probe != token:
                     probes.append([step, probe, self.oracle.check(text + probe)[0]])
             viable, now_complete = self.oracle.check(text + token)
@@ -430,7 +459,7 @@ def main():
     rng = random.Random(20261124)
     base_pool = [t.encode("utf-8") for t in TRICKY_TOKENS] + qwen3_json_tokens(rng, 150)
     named = [(name, schema) for name, schema in REALISTIC if uses_only_oracle_keywords(schema)]
-    named += [(f"random_{i}", random_root(rng, i)) for i in range(44)]
+    named += DEEP + [(f"random_{i}", random_root(rng, i)) for i in range(44)]
     cases, totals, rejected_at = [], dict.fromkeys(["sequences", "accepted", "rejected", "complete", "confirmed",
                                                      "probes", "probes_rejected"], 0), []
     for index, (name, schema) in enumerate(named):
