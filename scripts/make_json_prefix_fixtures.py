@@ -155,6 +155,18 @@ DEEP = [
 ]
 
 
+# Arrays of one kind of leaf, so that near-miss changes land on that kind's edges.
+LEAF_ARRAYS = [(f"array_of_{name}", {"type": "array", "items": leaf, "minItems": 1}) for name, leaf in [
+    ("positive_numbers", {"type": "number", "exclusiveMinimum": 0}),
+    ("nonnegative_numbers", {"type": "number", "minimum": 0}),
+    ("numbers", {"type": "number"}),
+    ("integers_-20_to_20", {"type": "integer", "minimum": -20, "maximum": 20}),
+    ("integers_from_100", {"type": "integer", "minimum": 100}),
+    ("strings_2_to_4", {"type": "string", "minLength": 2, "maxLength": 4}),
+    ("enum_values", {"enum": ENUM_POOL}),
+]]
+
+
 def random_root(rng, index):
     defs = {}
     if index % 4 == 3:  # definitions, some referring to one another or to the root
@@ -459,7 +471,7 @@ def main():
     rng = random.Random(20261124)
     base_pool = [t.encode("utf-8") for t in TRICKY_TOKENS] + qwen3_json_tokens(rng, 150)
     named = [(name, schema) for name, schema in REALISTIC if uses_only_oracle_keywords(schema)]
-    named += DEEP + [(f"random_{i}", random_root(rng, i)) for i in range(44)]
+    named += DEEP + LEAF_ARRAYS + [(f"random_{i}", random_root(rng, i)) for i in range(44)]
     cases, totals, rejected_at = [], dict.fromkeys(["sequences", "accepted", "rejected", "complete", "confirmed",
                                                      "probes", "probes_rejected"], 0), []
     for index, (name, schema) in enumerate(named):
@@ -467,7 +479,8 @@ def main():
             raise SystemExit(f"{name}: a keyword the oracle does not know")
         allow_ws = index % 5 != 4
         case = SchemaCase(name, schema, allow_ws, rng, list(base_pool))
-        sequences = case.sequences(documents=8, perturbed=12, near_miss=12, walks=6)
+        leaf_array = name.startswith("array_of_")
+        sequences = case.sequences(documents=8, perturbed=12, near_miss=40 if leaf_array else 12, walks=6)
         table = sorted({t for s in sequences for t in s["tokens"] + [p[1] for p in s["probes"]]})
         index_of = {t: i for i, t in enumerate(table)}
         for s in sequences:
