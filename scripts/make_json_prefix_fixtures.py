@@ -46,6 +46,10 @@ TRICKY_TOKENS = [
     '\n' + ' ' * 20, '\n' + ' ' * 21, ' ' * 8, '\t', '"a', 'é', '日本', '😀', '\x7f', '\\ud83d', '\\ude00', '\\u0041',
     '\\u00e9', '\\uDC00', '"id"', '"name":', 'extra', ': ', '{"', '["', '":"', '0.', '.5', '-0', '00', '1e', '\r', '\x01',
     ']]]]', '}}}}', '"}}}', 'null}}}', '0]]]]]]', '"]]]', '1}]}]', ' }\n}']
+# Bytes that are not UTF-8 text: a surrogate's encoding, overlong, beyond U+10FFFF, stray and
+# unfinished sequences.
+TRICKY_BYTES = [b"\xed\xa0\x80", b"\xed\x9f\xbf", b"\xc0\xaf", b"\xc1", b"\xf4\x90\x80\x80", b"\xf4\x8f\xbf\xbf",
+                b"\xff", b"\x80", b"\xe6\x97", b"\xa5", b"\xf0\x9f", b"\x98\x80", b"\xe0\x80\x80"]
 ENUM_POOL = ["red", "green", "a/b", "tab\there", 'q"uote', "back\\slash", "é", "日本", "😀", "", 7, -3, 0, 2.5, None,
              True, False, [1, "x"], {"k": "v", "n": [None]}]
 PROBES_PER_STEP = 1
@@ -469,7 +473,7 @@ def encode_token(token):
 
 def main():
     rng = random.Random(20261124)
-    base_pool = [t.encode("utf-8") for t in TRICKY_TOKENS] + qwen3_json_tokens(rng, 150)
+    base_pool = [t.encode("utf-8") for t in TRICKY_TOKENS] + TRICKY_BYTES + qwen3_json_tokens(rng, 150)
     named = [(name, schema) for name, schema in REALISTIC if uses_only_oracle_keywords(schema)]
     named += DEEP + LEAF_ARRAYS + [(f"random_{i}", random_root(rng, i)) for i in range(44)]
     cases, totals, rejected_at = [], dict.fromkeys(["sequences", "accepted", "rejected", "complete", "confirmed",
