@@ -44,8 +44,8 @@ TRICKY_TOKENS = [
     '"', '",', '"}', '}]', ']', '}', '{', '[', ':', ', "', ',', '0', '1', '7', '42', '-', '.', 'e', 'e+', 'E-', '\\',
     '\\u00', '\\u', '\\"', '\\n', '\\/', 'true', 'nul', 'null', 'false', 'fals', ' ', '  ', '\n', '\n  ', '\n\t',
     '\n' + ' ' * 20, '\n' + ' ' * 21, ' ' * 8, '\t', '"a', 'é', '日本', '😀', '\x7f', '\\ud83d', '\\ude00', '\\u0041',
-    '\\u00e9', '\\uDC00', '"id"', '"name":', 'extra', ': ', '{"', '["', '":"', '0.', '.5', '-0', '00', '1e', '\r', '\x01',
-    ']]]]', '}}}}', '"}}}', 'null}}}', '0]]]]]]', '"]]]', '1}]}]', ' }\n}']
+    '\\u00e9', '\\uDC00', '"id"', '"name":', 'extra', ': ', '{"', '["', '":"', '0.', '.5', '-0', '00', '1e', '\r',
+    '\x01', ']]]]', '}}}}', '"}}}', 'null}}}', '0]]]]]]', '"]]]', '1}]}]', ' }\n}']
 # Bytes that are not UTF-8 text: a surrogate's encoding, overlong, beyond U+10FFFF, stray and
 # unfinished sequences.
 TRICKY_BYTES = [b"\xed\xa0\x80", b"\xed\x9f\xbf", b"\xc0\xaf", b"\xc1", b"\xf4\x90\x80\x80", b"\xf4\x8f\xbf\xbf",
@@ -54,6 +54,47 @@ ENUM_POOL = ["red", "green", "a/b", "tab\there", 'q"uote', "back\\slash", "é", 
              True, False, [1, "x"], {"k": "v", "n": [None]}]
 PROBES_PER_STEP = 1
 KEY_POOL = ["id", "name", "value", "items", "meta", "count", "flag", "note", "a", "ab", "abc", "x_1"]
+
+
+# The oracle on edge cases of the conventions, by hand: (schema, text, viable, complete).
+ORACLE_EXAMPLES = [
+    ({"type": "string"}, b'"\xed\xa0\x80', False, False),  # a surrogate's UTF-8 encoding
+    ({"type": "string"}, b'"\xed\x9f\xbf"', True, True),  # U+D7FF
+    ({"type": "string"}, b'"\xf4\x90', False, False),  # beyond U+10FFFF
+    ({"type": "string"}, b'"\\ud83d\\uDE00"', True, True),
+    ({"type": "string"}, b'"\\udc', False, False),  # a lone low surrogate
+    ({"type": "string"}, b'"\\u0041"', True, True),  # free text: any escape
+    ({"enum": ["A", "\u00e9"]}, b'"\\u0041', False, False),  # a value: no needless escape
+    ({"enum": ["A", "\u00e9"]}, b'"\\u00E9"', True, True),
+    ({"type": "string", "maxLength": 2}, b'"ab\\', False, False),
+    ({"type": "object", "properties": {"id": {"type": "integer"}}, "additionalProperties": True},
+     b'{"id":1,"id"', False, False),  # an extra key is never a declared one
+    ({"type": "object", "properties": {"id": {"type": "integer"}}, "additionalProperties": True},
+     b'{"id":1,"i\\u0064', False, False),  # nor a needless escape while it spells one's beginning
+    ({"type": "object", "properties": {"id": {"type": "integer"}}, "additionalProperties": True},
+     b'{"id":1,"x\\u0064"', True, False),
+    ({"type": "object", "properties": {"a": {"type": "null"}, "b": {"type": "null"}}}, b'{"b":null,"a"', False,
+     False),  # schema order
+    ({"type": "array"}, b"[\n" + b" " * 20 + b"1", True, False),
+    ({"type": "array"}, b"[\n" + b" " * 21, False, False),
+    ({"type": "array"}, b"[  1", False, False),  # one run per gap
+    ({"type": "array"}, b" [", False, False),  # none before the document
+    ({"type": "integer", "minimum": 10, "maximum": 20}, b"2", True, False),
+    ({"type": "integer", "minimum": 10, "maximum": 20}, b"3", False, False),
+    ({"type": "integer", "minimum": -5}, b"-0", False, False),
+    ({"type": "integer"}, b"-0", True, True),
+    ({"type": "number", "exclusiveMinimum": 0}, b"0.00", True, False),
+    ({"type": "number", "exclusiveMinimum": 0}, b"0.0e", False, False),
+    ({"type": "number", "minimum": 0}, b"-", False, False),
+    ({"const": {"k": [1, None]}}, b'{ "k" :[1 ,null ] }', True, True),
+]
+
+
+def check_oracle_examples():
+    for schema, text, viable, complete in ORACLE_EXAMPLES:
+        if Oracle(schema).check(text) != (viable, complete):
+            raise SystemExit(f"oracle example {schema} {text!r}: {Oracle(schema).check(text)}, want "
+                             f"{(viable, complete)}")
 
 
 def validator(schema):
@@ -279,7 +320,8 @@ def near_misses(value, rng):
             number += [str(value - 1), str(value + 1), str(value * 10), str(-value), str(value) + "0"]
         return number
     if isinstance(value, str):
-        spelled = [spell_string(v, rng) for v in ("x" + value, value[:-1], value + "x", value + "xx", "", value.upper())]
+        changed = ("x" + value, value[:-1], value + "x", value + "xx", "", value.upper())
+        spelled = [spell_string(v, rng) for v in changed]
         return spelled + ['"\\u0041' + spell_string(value, rng)[1:], spell_string(value, rng)[:-1] + '\\u00e9"']
     return ["{}", "[]", "null", '""']
 
@@ -330,7 +372,8 @@ def closing_tokens(rng):
         closers = "".join(rng.choice("}]") for _ in range(rng.randint(2, 7)))
         if rng.random() < 0.3:
             closers = closers[:1] + rng.choice([" ", "\n", "\n  "]) + closers[1:]
-        out.append((rng.choice(["", "", "0", "1", "7", '"', "e", "null", "true", '"x"', "5.5", ","]) + closers).encode())
+        value_end = rng.choice(["", "", "0", "1", "7", '"', "e", "null", "true", '"x"', "5.5", ","])
+        out.append((value_end + closers).encode())
     return out
 
 
@@ -472,6 +515,7 @@ def encode_token(token):
 
 
 def main():
+    check_oracle_examples()
     rng = random.Random(20261124)
     base_pool = [t.encode("utf-8") for t in TRICKY_TOKENS] + TRICKY_BYTES + qwen3_json_tokens(rng, 150)
     named = [(name, schema) for name, schema in REALISTIC if uses_only_oracle_keywords(schema)]
