@@ -128,6 +128,9 @@ class SchemaNodes:
         self.root_schema = root
         self.refs = {}
         self.any = AnyValue()
+        # Any JSON value: objects with any keys (repeats too), arrays of anything.
+        self.any_value = Union([Object([], self.any, True), Array([], self.any, 0, None), String(), Number("any"),
+                                Bytes(b"true"), Bytes(b"false"), Bytes(b"null")])
         self.root = self.build(root)
 
     def resolve(self, target):
@@ -188,7 +191,8 @@ class SchemaNodes:
                 return Number("integer")
             return IntegerRange(lo, hi)
         if kind == "number":
-            if schema.get("exclusiveMinimum") == 0:
+            exclusive_minimum = schema.get("exclusiveMinimum")
+            if exclusive_minimum == 0 and not isinstance(exclusive_minimum, bool):
                 return Number("positive")
             return Number("nonnegative" if schema.get("minimum") == 0 else "any")
         if kind == "object":
@@ -359,7 +363,7 @@ class Parse:
         if isinstance(node, Ref):
             return self.value(node.resolve(), p)
         if isinstance(node, AnyValue):
-            return self.any_value(p)
+            return self.value(self.nodes.any_value, p)
         if isinstance(node, Union):
             ends, partial = set(), False
             for member in node.members:
@@ -390,13 +394,6 @@ class Parse:
                     lambda q, member=member: self.value(member, q), self.ws]
             return self.seq(p, pieces + [self.lit(b"}")])
         raise TypeError(node)
-
-    def any_value(self, p):
-        if not hasattr(self, "any_nodes"):
-            any_node = self.nodes.any
-            self.any_nodes = Union([Object([], any_node, True), Array([], any_node, 0, None), String(),
-                                    Number("any"), Bytes(b"true"), Bytes(b"false"), Bytes(b"null")])
-        return self.value(self.any_nodes, p)
 
     def members(self, node, i, first, p):
         key = ("m", id(node), i, first, p)
@@ -429,7 +426,6 @@ class Parse:
         key = ("x", id(node), first, p)
         if key in self.memo:
             return self.memo[key]
-        self.memo[key] = {p}, False  # guards nothing: every member consumes bytes
         ends, partial = {p}, False
         e, pt = self.seq(p, [self.separator(first), lambda q: self.extra_key(node, q), self.ws, self.lit(b":"),
                              self.ws, lambda q: self.value(node.extra, q), self.ws])
