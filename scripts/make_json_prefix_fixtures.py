@@ -18,8 +18,12 @@ The oracle is checked here first: every prefix of every generated document is vi
 document is complete, and every text it calls complete passes jsonschema.
 
 Needs python3 with jsonschema, and ../shared/testdata/tokenizers/qwen3/tokenizer.json.xz for
-vocabulary tokens. Deterministic (seeded); the output is committed.
+vocabulary tokens. Deterministic (seeded); the output is committed. A larger sweep: --seed N
+--random-schemas K --out /tmp/sweep.json, then SLAB_JSON_PREFIX_FIXTURE=/tmp/sweep.json
+build/tests/slab_unit_tests "token masks and the matcher agree*".
 """
+import argparse
+import decimal
 import json
 import lzma
 import random
@@ -393,6 +397,15 @@ def qwen3_json_tokens(rng, count):
     return rng.sample(picked, count)
 
 
+def exact_number(spelling):
+    """A JSON number as a Decimal (as a float, 1e-400 would be 0 and fail exclusiveMinimum 0);
+    exponents beyond Decimal's range are clamped to +-10^6, far past any bound a fixture uses."""
+    mantissa, _, exponent = spelling.lower().partition("e")
+    if exponent:
+        exponent = str(max(-10**6, min(10**6, int(exponent))))
+    return decimal.Decimal(mantissa + ("e" + exponent if exponent else ""))
+
+
 class SchemaCase:
     def __init__(self, name, schema, allow_ws, rng, pool):
         self.name, self.schema, self.allow_ws, self.rng = name, schema, allow_ws, rng
@@ -432,7 +445,7 @@ class SchemaCase:
         self.confirm_complete(text)
 
     def confirm_complete(self, text):
-        errors = list(self.check.iter_errors(json.loads(text)))
+        errors = list(self.check.iter_errors(json.loads(text, parse_float=exact_number)))
         if errors:
             raise SystemExit(f"{self.name}: oracle calls {text!r} complete, jsonschema: {errors[0].message}")
         self.checked_complete += 1
@@ -515,11 +528,16 @@ def encode_token(token):
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seed", type=int, default=20261124)
+    parser.add_argument("--random-schemas", type=int, default=44)
+    parser.add_argument("--out", type=Path, default=OUT, help="another file for a larger sweep than the committed one")
+    args = parser.parse_args()
     check_oracle_examples()
-    rng = random.Random(20261124)
+    rng = random.Random(args.seed)
     base_pool = [t.encode("utf-8") for t in TRICKY_TOKENS] + TRICKY_BYTES + qwen3_json_tokens(rng, 150)
     named = [(name, schema) for name, schema in REALISTIC if uses_only_oracle_keywords(schema)]
-    named += DEEP + LEAF_ARRAYS + [(f"random_{i}", random_root(rng, i)) for i in range(44)]
+    named += DEEP + LEAF_ARRAYS + [(f"random_{i}", random_root(rng, i)) for i in range(args.random_schemas)]
     cases, totals, rejected_at = [], dict.fromkeys(["sequences", "accepted", "rejected", "complete", "confirmed",
                                                      "probes", "probes_rejected"], 0), []
     for index, (name, schema) in enumerate(named):
@@ -544,7 +562,7 @@ def main():
         rejected_at += case.rejected_at
         cases.append({"name": name, "schema": schema, "allow_whitespace": allow_ws,
                       "tokens": [encode_token(t) for t in table], "sequences": sequences})
-    with open(OUT, "w", encoding="utf-8") as f:
+    with open(args.out, "w", encoding="utf-8") as f:
         json.dump({"generator": "scripts/make_json_prefix_fixtures.py",
                    "format": "sequences[].tokens index the schema's tokens (a string, or {hex} where not UTF-8); "
                              "every token but a last_rejected last one is accepted; complete: the accepted text is "
@@ -555,7 +573,7 @@ def main():
     print(f"{len(cases)} schemas, {totals['sequences']} sequences, {totals['accepted']} accepted and "
           f"{totals['rejected']} rejected steps, {totals['complete']} complete ({totals['confirmed']} complete texts "
           f"confirmed by jsonschema); {totals['probes']} probes, {totals['probes_rejected']} refused; "
-          f"{OUT.stat().st_size} bytes")
+          f"{args.out.stat().st_size} bytes")
     buckets = [0, 1, 10, 30, 60, 100, 200, 400, 10**6]
     print("sequences' refused tokens by the length of the text before them:", ", ".join(
         f"{lo}-{hi - 1}: {sum(lo <= r < hi for r in rejected_at)}" for lo, hi in zip(buckets, buckets[1:])))
