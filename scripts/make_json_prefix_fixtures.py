@@ -180,13 +180,23 @@ def random_schema(rng, depth, defs):
             schema["items"] = random_schema(rng, depth + 1, defs)
         if rng.random() < 0.2:
             schema["prefixItems"] = [random_schema(rng, depth + 1, defs) for _ in range(rng.randint(1, 2))]
+            if rng.random() < 0.4:
+                schema["items"] = False
         if rng.random() < 0.6:
             low = rng.randint(0, 2)
             schema.update(minItems=low, maxItems=low + rng.randint(0, 3))
+        if schema.get("items") is False:  # no more items than the prefix
+            schema["minItems"] = min(schema.get("minItems", 0), len(schema["prefixItems"]))
         return schema
     if kind == "anyOf":
+        if rng.random() < 0.3:  # objects sharing keys: the matcher follows both until they part
+            shared = rng.sample(KEY_POOL, 2)
+            return {"anyOf": [{"type": "object", "properties": {
+                shared[0]: random_schema(rng, depth + 1, defs), shared[1]: random_schema(rng, depth + 1, defs)},
+                "required": [shared[0]], "additionalProperties": rng.choice([False, True])} for _ in range(2)]}
         return {"anyOf": [random_schema(rng, depth + 1, defs) for _ in range(rng.randint(2, 3))]}
-    return {"type": rng.sample(["string", "integer", "number", "boolean", "null"], rng.randint(2, 3))}
+    return {"type": rng.sample(["string", "integer", "number", "boolean", "null", "object", "array"],
+                               rng.randint(2, 3))}
 
 
 def nested(depth, leaf, wrap):
