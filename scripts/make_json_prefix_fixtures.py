@@ -8,14 +8,17 @@ plus the token is still the beginning of a document valid under the schema
 Schema compiler, the Matcher and the TokenMasker: a token's mask bit must equal its label.
 
 Sequences: valid documents (written with random whitespace and escapes in the compiler's
-conventions, checked with the jsonschema package) cut into tokens of 1-8 bytes, as they are and
-with one token replaced, inserted or deleted (tricky tokens, pieces of other documents, Qwen3
-vocabulary tokens); and random walks that mostly take tokens the oracle allows. A sequence
-stops at its first refused token. Each records whether its accepted text is a whole valid
-document (the oracle's answer, which jsonschema must confirm).
+conventions, checked with the jsonschema package) cut into tokens of 1-8 bytes (now and then
+16), as they are and with one token replaced, inserted or deleted (tricky tokens, bytes that
+are not UTF-8, pieces of other documents, Qwen3 vocabulary tokens); near-miss documents (one
+value, key or member changed to a spelling at the edge of the schema); and random walks that
+mostly take tokens the oracle allows. A sequence stops at its first refused token. Each records
+whether its accepted text is a whole valid document (the oracle's answer, which jsonschema must
+confirm). At each step, probes: another pool token and a run of closing brackets, labelled too.
 
-The oracle is checked here first: every prefix of every generated document is viable, every
-document is complete, and every text it calls complete passes jsonschema.
+The oracle is checked here first: hand-written edge cases (ORACLE_EXAMPLES), every prefix of
+every generated document is viable, every document is complete, and every text it calls
+complete passes jsonschema (numbers read as exact decimals).
 
 Needs python3 with jsonschema, and ../shared/testdata/tokenizers/qwen3/tokenizer.json.xz for
 vocabulary tokens. Deterministic (seeded); the output is committed. A larger sweep: --seed N
