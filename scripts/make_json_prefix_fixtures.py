@@ -229,6 +229,22 @@ LEAF_ARRAYS = [(f"array_of_{name}", {"type": "array", "items": leaf, "minItems":
 ]]
 
 
+# Texts at the edges of a few schemas, labelled like the rest (valid or not: the oracle says).
+EXTRA_KEYS = {"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}},
+              "required": ["id"], "additionalProperties": {"type": "integer"}}
+EDGE_TEXTS = {
+    "array_of_integers_-20_to_20": ["[-21]", "[21]", "[-20,20]", "[20,21]", "[-19,-2]", "[200]", "[-200]", "[-0]"],
+    "array_of_integers_from_100": ["[99]", "[100]", "[1000]", "[10]", "[-100]", "[100,099]"],
+    "array_of_positive_numbers": ["[0.0]", "[0.01]", "[0e5]", "[0.000,1]", "[1e-5]", "[0.5e-400]", "[-1]"],
+    "array_of_nonnegative_numbers": ["[0]", "[0.0]", "[-0]", "[-0.5]", "[1e400]"],
+    "array_of_strings_2_to_4": ['["a"]', '["ab"]', '["abcd"]', '["abcde"]', '["\\u00e9\\u00e9\\u00e9\\u00e9"]',
+                                '["\\ud83d\\ude00\\ud83d\\ude00"]', '["\\ud83d\\ude00"]'],
+    "extra_keys": ['{"id":1,"id":2}', '{"id":1,"idx":2}', '{"id":1,"i":2}', '{"id":1,"name":"a","name":3}',
+                   '{"id":1,"name":"a","nam":3}', '{"id":1,"\\u0069d":2}', '{"id":1,"x\\u0069":2}', '{"name":"a"}',
+                   '{"id":1,"name":"a","extra":3,"id":4}', '{"id":1,"":2}'],
+}
+
+
 def random_root(rng, index):
     defs = {}
     if index % 4 == 3:  # definitions, some referring to one another or to the root
@@ -530,6 +546,8 @@ class SchemaCase:
             out.append(self.label(cut(text, self.rng), "near-miss"))
         for _ in range(walks):
             out.append(self.walk(40))
+        for text in EDGE_TEXTS.get(self.name, []):
+            out.append(self.label(cut(text, self.rng), "edge"))
         return out
 
 
@@ -550,7 +568,7 @@ def main():
     rng = random.Random(args.seed)
     base_pool = [t.encode("utf-8") for t in TRICKY_TOKENS] + TRICKY_BYTES + qwen3_json_tokens(rng, 150)
     named = [(name, schema) for name, schema in REALISTIC if uses_only_oracle_keywords(schema)]
-    named += DEEP + LEAF_ARRAYS + [(f"random_{i}", random_root(rng, i)) for i in range(args.random_schemas)]
+    named += DEEP + LEAF_ARRAYS + [("extra_keys", EXTRA_KEYS)] + [(f"random_{i}", random_root(rng, i)) for i in range(args.random_schemas)]
     cases, totals, rejected_at = [], dict.fromkeys(["sequences", "accepted", "rejected", "complete", "confirmed",
                                                      "probes", "probes_rejected"], 0), []
     for index, (name, schema) in enumerate(named):
@@ -558,7 +576,7 @@ def main():
             raise SystemExit(f"{name}: a keyword the oracle does not know")
         allow_ws = index % 5 != 4
         case = SchemaCase(name, schema, allow_ws, rng, list(base_pool))
-        leaf_array = name.startswith("array_of_")
+        leaf_array = name.startswith("array_of_") or name == "extra_keys"
         sequences = case.sequences(documents=8, perturbed=12, near_miss=40 if leaf_array else 12, walks=6)
         table = sorted({t for s in sequences for t in s["tokens"] + [p[1] for p in s["probes"]]})
         index_of = {t: i for i, t in enumerate(table)}
