@@ -568,7 +568,8 @@ def main():
     rng = random.Random(args.seed)
     base_pool = [t.encode("utf-8") for t in TRICKY_TOKENS] + TRICKY_BYTES + qwen3_json_tokens(rng, 150)
     named = [(name, schema) for name, schema in REALISTIC if uses_only_oracle_keywords(schema)]
-    named += DEEP + LEAF_ARRAYS + [("extra_keys", EXTRA_KEYS)] + [(f"random_{i}", random_root(rng, i)) for i in range(args.random_schemas)]
+    named += DEEP + LEAF_ARRAYS + [("extra_keys", EXTRA_KEYS)]
+    named += [(f"random_{i}", random_root(rng, i)) for i in range(args.random_schemas)]
     cases, totals, rejected_at = [], dict.fromkeys(["sequences", "accepted", "rejected", "complete", "confirmed",
                                                      "probes", "probes_rejected"], 0), []
     for index, (name, schema) in enumerate(named):
