@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -27,6 +28,7 @@
 #include "model/model_runner.h"
 #include "model/packed_quant.h"
 #include "runtime/cpu_features.h"
+#include "runtime/gguf_file.h"
 #include "test_paths.h"
 
 using namespace slab;
@@ -417,5 +419,100 @@ TEST_CASE("quantized runner: the AVX2 kernel set gives the same logits within ac
     const std::string what = std::string("avx2 ") + weight_quantization_name(q);
     check_rows(got.decode, twin, m.config.vocab_size, 3e-2f, 2e-2f, what + " decode vs twin");
     check_rows(got.prefill, twin, m.config.vocab_size, 8e-2f, 2e-2f, what + " prefill vs twin");
+  }
+}
+
+// GGUF files written by llama.cpp's own llama-quantize (scripts/make_gguf_llamacpp_fixtures.py):
+// Q8_0, Q4_0, Q4_K_M, Q5_K_M and Q6_K of one random llama, with llama.cpp's per-tensor choices.
+// Oracles: gguf-py's dequantizer (sampled values, sums) for every tensor's decoding, and the FP32
+// reference forward over the decoded weights for the runner, whichever path a type takes
+// (Q8_0/Q4_0 repacked onto the INT8/INT4 kernels, K-quants decoded to BF16).
+namespace {
+
+void decode_gguf_tensor(const GgufTensorInfo& t, std::vector<float>& out) {
+  out.resize(static_cast<size_t>(t.numel()));
+  using Decoder = void (*)(const uint8_t*, size_t, float*);
+  Decoder decode = nullptr;
+  switch (t.type) {
+    case GgmlType::f32: std::memcpy(out.data(), t.data, out.size() * 4); return;
+    case GgmlType::q8_0: decode = gguf::dequantize_q8_0; break;
+    case GgmlType::q4_0: decode = gguf::dequantize_q4_0; break;
+    case GgmlType::q4_k: decode = gguf::dequantize_q4_k; break;
+    case GgmlType::q5_k: decode = gguf::dequantize_q5_k; break;
+    case GgmlType::q6_k: decode = gguf::dequantize_q6_k; break;
+    default: FAIL("unexpected type " << ggml_type_name(static_cast<uint32_t>(t.type)) << " of " << t.name);
+  }
+  const GgmlTypeInfo* info = ggml_type_info(static_cast<uint32_t>(t.type));
+  REQUIRE(info != nullptr);
+  REQUIRE(t.bytes == out.size() / info->block_elems * info->block_bytes);
+  decode(t.data, out.size() / info->block_elems, out.data());
+}
+
+}  // namespace
+
+TEST_CASE("llama-quantize's GGUF files: every tensor decodes to gguf-py's values", "[quantload][gguf]") {
+  const auto dir = test::fixtures_dir() / "gguf" / "llamacpp";
+  std::ifstream in(dir / "expected.json");
+  REQUIRE(in.good());
+  const auto expected = nlohmann::json::parse(in);
+  const size_t stride = expected.at("stride").get<size_t>();
+  std::set<std::string> types;
+  for (const auto& [file, tensors] : expected.at("files").items()) {
+    const GgufFile gguf = GgufFile::open(dir / file);
+    REQUIRE(gguf.tensors().size() == tensors.size());
+    for (const auto& [name, want] : tensors.items()) {
+      INFO(file << " " << name);
+      const GgufTensorInfo* t = gguf.find_tensor(name);
+      REQUIRE(t != nullptr);
+      CHECK(ggml_type_name(static_cast<uint32_t>(t->type)) == want.at("type").get<std::string>());
+      types.insert(want.at("type").get<std::string>());
+      std::vector<float> got;
+      decode_gguf_tensor(*t, got);
+      REQUIRE(got.size() == want.at("numel").get<size_t>());
+      const auto samples = want.at("samples").get<std::vector<float>>();
+      REQUIRE(samples.size() == (got.size() + stride - 1) / stride);
+      size_t mismatches = 0;
+      for (size_t i = 0; i < samples.size(); ++i) {
+        // gguf-py multiplies the same FP32 factors, possibly in another order: one rounding apart.
+        mismatches += !(std::fabs(got[i * stride] - samples[i]) <= 2.5e-7f * std::max(1.0f, std::fabs(samples[i])));
+      }
+      CHECK(mismatches == 0);
+      double sum = 0.0, sum_sq = 0.0;
+      for (const float v : got) {
+        sum += v;
+        sum_sq += static_cast<double>(v) * v;
+      }
+      CHECK(sum == Approx(want.at("sum").get<double>()).margin(1e-4).epsilon(1e-5));
+      CHECK(sum_sq == Approx(want.at("sum_sq").get<double>()).epsilon(1e-5));
+    }
+  }
+  CHECK(types == std::set<std::string>{"F32", "Q8_0", "Q4_0", "Q4_K", "Q5_K", "Q6_K"});
+}
+
+TEST_CASE("llama-quantize's GGUF files: the runner matches the dequantize-then-compute reference",
+          "[quantload][gguf]") {
+  if (!cpu_features().has_avx2_kernels()) return;
+  const auto dir = test::fixtures_dir() / "gguf" / "llamacpp";
+  std::vector<int> tokens;
+  for (int i = 0; i < 24; ++i) tokens.push_back((i * 29 + 3) % 64);
+  for (const char* type : {"Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K"}) {
+    const auto path = dir / (std::string("tiny_llama_") + type + ".gguf");
+    INFO(type);
+    const Model reference = load_model(path);  // decoded weights (as BF16), FP32 compute
+    std::unique_ptr<ModelRunner> runner;
+    {
+      const auto checkpoint = open_model_checkpoint(path);
+      runner = std::make_unique<ModelRunner>(reference, *checkpoint, quantized(WeightQuantization::automatic));
+    }
+    const std::string format = runner->weight_format();
+    INFO(format);
+    const bool repacked = std::string_view(type) == "Q8_0" || std::string_view(type) == "Q4_0";
+    CHECK((format.find("(repacked)") != std::string::npos) == repacked);
+    const std::vector<float> want = reference_logits(reference, tokens);
+    const Logits got = run(*runner, tokens);
+    // As the repacked-vs-decoded test: BF16 activations (and INT8 ones where batched).
+    const float decode_err = check_rows(got.decode, want, 64, 3e-2f, 2e-2f, std::string(type) + " decode");
+    const float prefill_err = check_rows(got.prefill, want, 64, 5e-2f, 2e-2f, std::string(type) + " prefill");
+    WARN(type << ": worst |diff| / max|logit| vs the reference, decode " << decode_err << ", prefill " << prefill_err);
   }
 }
