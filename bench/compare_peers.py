@@ -151,6 +151,23 @@ def build_llama_cpp(work_dir, targets):
     return tree, py_version
 
 
+def convert_hf_to_gguf(work_dir, tree, checkpoint, outtype, outfile):
+    """HF folder -> GGUF with the tree's convert_hf_to_gguf.py, run in WORK/venv-llamacpp."""
+    py = ensure_venv(work_dir, "llamacpp", [])
+    # convert_hf_to_gguf imports torch and transformers; the CPU wheel index keeps torch small.
+    if pip_version(py, "torch") is None:
+        try:
+            ensure_venv(work_dir, "llamacpp", ["torch"], ["--index-url", "https://download.pytorch.org/whl/cpu"])
+        except RuntimeError:
+            ensure_venv(work_dir, "llamacpp", ["torch"])
+    ensure_venv(work_dir, "llamacpp", ["numpy", "sentencepiece", "safetensors", "protobuf", "transformers",
+                                       os.path.join(tree, "gguf-py")])
+    tmp = outfile + ".part"
+    run_logged([py, os.path.join(tree, "convert_hf_to_gguf.py"), checkpoint, "--outtype", outtype, "--outfile", tmp],
+               os.path.join(work_dir, "llamacpp-setup.log"), f"convert_hf_to_gguf.py --outtype {outtype}", cwd=tree)
+    os.replace(tmp, outfile)
+
+
 class LlamaCpp(Server):
     """llama-server built from the llama.cpp that the llama-cpp-python sdist vendors, on a BF16
     GGUF converted from the same checkpoint with that tree's convert_hf_to_gguf.py."""
@@ -158,24 +175,11 @@ class LlamaCpp(Server):
 
     def setup(self, checkpoint):
         w = self.ctx.work_dir
-        py = ensure_venv(w, "llamacpp", [])
-        log = os.path.join(w, "llamacpp-setup.log")
         self.tree, self.py_version = build_llama_cpp(w, ["llama-server"])
         self.server_bin = os.path.join(self.tree, "build", "bin", "llama-server")
         self.gguf = os.path.join(w, os.path.basename(checkpoint.rstrip("/")) + "-bf16.gguf")
         if not os.path.isfile(self.gguf):
-            # convert_hf_to_gguf imports torch and transformers; the CPU wheel index keeps torch small.
-            if pip_version(py, "torch") is None:
-                try:
-                    ensure_venv(w, "llamacpp", ["torch"], ["--index-url", "https://download.pytorch.org/whl/cpu"])
-                except RuntimeError:
-                    ensure_venv(w, "llamacpp", ["torch"])
-            ensure_venv(w, "llamacpp", ["numpy", "sentencepiece", "safetensors", "protobuf", "transformers",
-                                         os.path.join(self.tree, "gguf-py")])
-            tmp = self.gguf + ".part"
-            run_logged([py, os.path.join(self.tree, "convert_hf_to_gguf.py"), checkpoint, "--outtype", "bf16",
-                        "--outfile", tmp], log, "convert_hf_to_gguf.py --outtype bf16", cwd=self.tree)
-            os.replace(tmp, self.gguf)
+            convert_hf_to_gguf(w, self.tree, checkpoint, "bf16", self.gguf)
         p = subprocess.run([self.server_bin, "--version"], capture_output=True, text=True)
         build = next((ln.split(":", 1)[1].strip() for ln in (p.stdout + p.stderr).splitlines()
                       if ln.lower().startswith("version:")), "?")  # "0.5.0-dev (build 1, commit 0c1e570)"

@@ -43,6 +43,7 @@ struct Options {
   int chunks = -1;  // -1: every whole chunk
   int batch = 0;    // tokens per forward call; 0: the whole chunk
   int threads = 0;
+  bool print_tokens = false;
 };
 
 // A runner to load: a checkpoint path and how its projections are held.
@@ -209,6 +210,15 @@ Comparison compare(const std::vector<float>& ref, const std::vector<float>& test
 
 int run(const Options& o) {
   const std::vector<int> tokens = read_tokens(o);
+  if (o.print_tokens) {  // for comparing with another tokenizer's ids (quant_accuracy.py)
+    for (size_t i = 0; i < tokens.size(); ++i) std::printf(i ? " %d" : "%d", tokens[i]);
+    std::printf("\n");
+    return 0;
+  }
+  if (o.tests.empty()) {
+    std::fprintf(stderr, "error: give at least one --test\n");
+    return 2;
+  }
   const int n_max = static_cast<int>(tokens.size()) / o.ctx;
   const int n_chunks = o.chunks < 0 ? n_max : std::min(o.chunks, n_max);
   if (n_chunks < 1 || o.ctx < 4) {
@@ -280,8 +290,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--test", o.tests,
                  "A runner to compare, repeatable: none, auto, w8, w4, w4g128 (+lm_head: the output head too), "
-                 "or a .gguf file (loaded as slabserve serves it)")
-      ->required();
+                 "or a .gguf file (loaded as slabserve serves it)");
   auto* text = app.add_option("--text", o.text_file, "Text file, tokenized with BOS as llama-perplexity does");
   auto* ids = app.add_option("--tokens", o.tokens_file, "Token ids (whitespace-separated) instead of --text");
   text->excludes(ids);
@@ -293,6 +302,7 @@ int main(int argc, char** argv) {
   app.add_option("--batch", o.batch, "Tokens per forward call (0: a whole chunk; <= 8 runs the decode kernels)")
       ->capture_default_str();
   app.add_option("--threads", o.threads, "Compute threads (0: one per core)")->capture_default_str();
+  app.add_flag("--print-tokens", o.print_tokens, "Print the token ids of --text and exit");
   CLI11_PARSE(app, argc, argv);
   if (o.text_file.empty() == o.tokens_file.empty()) {
     std::fprintf(stderr, "error: give --text or --tokens\n");
