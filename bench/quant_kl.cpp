@@ -231,9 +231,11 @@ int run(const Options& o) {
   for (const std::string& t : o.tests) tests.push_back(parse_spec(t, o.model));
 
   int bos = -1, vocab = 0;
+  size_t ref_bytes = 0;
   std::vector<float> ref;
   {
     auto runner = load(ref_spec, o.threads);
+    ref_bytes = runner->weight_bytes();
     bos = runner->config().bos_token_id;
     vocab = runner->config().vocab_size;
     if (bos < 0) {
@@ -252,8 +254,11 @@ int run(const Options& o) {
               tokens.size(), n_chunks, o.ctx, bos, o.ctx - 1 - o.ctx / 2, batch);
   for (const RunnerSpec& spec : tests) {
     std::vector<float> got;
+    double bits_per_weight = 0;
     {
       auto runner = load(spec, o.threads);
+      // All weights (embedding, norms and head included), relative to the BF16 reference.
+      bits_per_weight = 16.0 * static_cast<double>(runner->weight_bytes()) / static_cast<double>(ref_bytes);
       if (runner->config().vocab_size != vocab) {
         std::fprintf(stderr, "error: %s has vocabulary %d, the reference %d\n", spec.label.c_str(),
                      runner->config().vocab_size, vocab);
@@ -264,13 +269,13 @@ int run(const Options& o) {
     const Comparison c = compare(ref, got, tokens, n_chunks, o.ctx, vocab);
     std::printf(
         "%s vs %s: mean KL %.6f ± %.6f nats, max %.6f, 99%% %.6f, same top-1 %.3f ± %.3f %%, PPL %.4f (ref %.4f), "
-        "%zu positions\n",
+        "%zu positions, %.2f bits/weight\n",
         spec.label.c_str(), ref_spec.label.c_str(), c.kl.first, c.kl.second, c.kl_max, c.kl_p99, 100 * c.same_top.first,
-        100 * c.same_top.second, std::exp(c.nll.first), std::exp(c.nll_ref.first), c.positions);
+        100 * c.same_top.second, std::exp(c.nll.first), std::exp(c.nll_ref.first), c.positions, bits_per_weight);
     // One tab-separated line per test for scripts.
-    std::printf("RESULT\t%s\t%.8f\t%.8f\t%.8f\t%.8f\t%.6f\t%.6f\t%.6f\t%.6f\t%zu\n", spec.label.c_str(), c.kl.first,
-                c.kl.second, c.kl_max, c.kl_p99, c.same_top.first, c.same_top.second, std::exp(c.nll.first),
-                std::exp(c.nll_ref.first), c.positions);
+    std::printf("RESULT\t%s\t%.8f\t%.8f\t%.8f\t%.8f\t%.6f\t%.6f\t%.6f\t%.6f\t%zu\t%.3f\n", spec.label.c_str(),
+                c.kl.first, c.kl.second, c.kl_max, c.kl_p99, c.same_top.first, c.same_top.second, std::exp(c.nll.first),
+                std::exp(c.nll_ref.first), c.positions, bits_per_weight);
     std::fflush(stdout);
   }
   return 0;
