@@ -85,7 +85,8 @@ def run_capture(cmd, log_path):
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
         log.write(p.stdout)
     if p.returncode != 0:
-        raise RuntimeError(f"{cmd[0]} failed ({p.returncode}); see {log_path}:\n" + "\n".join(p.stdout.splitlines()[-12:]))
+        last = "\n".join(p.stdout.splitlines()[-12:])
+        raise RuntimeError(f"{cmd[0]} failed ({p.returncode}); see {log_path}:\n{last}")
     return p.stdout
 
 
