@@ -122,6 +122,52 @@ class SlabserveMulti(Slabserve):
                 "--model", checkpoint, "--max-num-seqs", str(self.ctx.max_concurrency), "--shutdown-timeout", "10"]
 
 
+def build_llama_cpp(work_dir, targets):
+    """The llama.cpp tree vendored in the newest llama-cpp-python sdist (downloaded into WORK/dl and
+    unpacked into WORK once) with `targets` built in its build/ folder (10-20 minutes on 2 cores
+    for the first). Returns (tree, llama-cpp-python version); binaries are in tree/build/bin."""
+    py = ensure_venv(work_dir, "llamacpp", [])
+    log = os.path.join(work_dir, "llamacpp-setup.log")
+    dl = os.path.join(work_dir, "dl")
+    sdists = sorted(glob.glob(os.path.join(dl, "llama_cpp_python-*.tar.gz")))
+    if not sdists:
+        run_logged([py, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "llama-cpp-python", "-d", dl],
+                   log, "pip download llama-cpp-python (sdist)")
+        sdists = sorted(glob.glob(os.path.join(dl, "llama_cpp_python-*.tar.gz")))
+    sdist = sdists[-1]
+    py_version = os.path.basename(sdist)[len("llama_cpp_python-"):-len(".tar.gz")]
+    src = os.path.join(work_dir, f"llama_cpp_python-{py_version}")
+    if not os.path.isdir(src):
+        with tarfile.open(sdist) as t:
+            t.extractall(work_dir)
+    tree = os.path.join(src, "vendor", "llama.cpp")
+    build = os.path.join(tree, "build")
+    missing = [t for t in targets if not os.access(os.path.join(build, "bin", t), os.X_OK)]
+    if missing:
+        run_logged(["cmake", "-S", tree, "-B", build, "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF",
+                    "-DLLAMA_BUILD_SERVER=ON", "-DCMAKE_BUILD_TYPE=Release"], log, "cmake configure llama.cpp")
+        run_logged(["cmake", "--build", build, "-j2", "--target", *missing], log,
+                   f"cmake --build --target {' '.join(missing)}")
+    return tree, py_version
+
+
+def convert_hf_to_gguf(work_dir, tree, checkpoint, outtype, outfile):
+    """HF folder -> GGUF with the tree's convert_hf_to_gguf.py, run in WORK/venv-llamacpp."""
+    py = ensure_venv(work_dir, "llamacpp", [])
+    # convert_hf_to_gguf imports torch and transformers; the CPU wheel index keeps torch small.
+    if pip_version(py, "torch") is None:
+        try:
+            ensure_venv(work_dir, "llamacpp", ["torch"], ["--index-url", "https://download.pytorch.org/whl/cpu"])
+        except RuntimeError:
+            ensure_venv(work_dir, "llamacpp", ["torch"])
+    ensure_venv(work_dir, "llamacpp", ["numpy", "sentencepiece", "safetensors", "protobuf", "transformers",
+                                       os.path.join(tree, "gguf-py")])
+    tmp = outfile + ".part"
+    run_logged([py, os.path.join(tree, "convert_hf_to_gguf.py"), checkpoint, "--outtype", outtype, "--outfile", tmp],
+               os.path.join(work_dir, "llamacpp-setup.log"), f"convert_hf_to_gguf.py --outtype {outtype}", cwd=tree)
+    os.replace(tmp, outfile)
+
+
 class LlamaCpp(Server):
     """llama-server built from the llama.cpp that the llama-cpp-python sdist vendors, on a BF16
     GGUF converted from the same checkpoint with that tree's convert_hf_to_gguf.py."""
@@ -129,41 +175,11 @@ class LlamaCpp(Server):
 
     def setup(self, checkpoint):
         w = self.ctx.work_dir
-        py = ensure_venv(w, "llamacpp", [])
-        log = os.path.join(w, "llamacpp-setup.log")
-        sdists = sorted(glob.glob(os.path.join(w, "dl", "llama_cpp_python-*.tar.gz")))
-        if not sdists:
-            run_logged([py, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "llama-cpp-python",
-                        "-d", os.path.join(w, "dl")], log, "pip download llama-cpp-python (sdist)")
-            sdists = sorted(glob.glob(os.path.join(w, "dl", "llama_cpp_python-*.tar.gz")))
-        sdist = sdists[-1]
-        self.py_version = os.path.basename(sdist)[len("llama_cpp_python-"):-len(".tar.gz")]
-        src = os.path.join(w, f"llama_cpp_python-{self.py_version}")
-        if not os.path.isdir(src):
-            with tarfile.open(sdist) as t:
-                t.extractall(w)
-        self.tree = os.path.join(src, "vendor", "llama.cpp")
+        self.tree, self.py_version = build_llama_cpp(w, ["llama-server"])
         self.server_bin = os.path.join(self.tree, "build", "bin", "llama-server")
-        if not os.access(self.server_bin, os.X_OK):  # 10-20 minutes on 2 cores
-            run_logged(["cmake", "-S", self.tree, "-B", os.path.join(self.tree, "build"), "-DGGML_NATIVE=ON",
-                        "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_SERVER=ON", "-DCMAKE_BUILD_TYPE=Release"], log,
-                       "cmake configure llama.cpp")
-            run_logged(["cmake", "--build", os.path.join(self.tree, "build"), "-j2", "--target", "llama-server"], log,
-                       "cmake --build llama-server")
         self.gguf = os.path.join(w, os.path.basename(checkpoint.rstrip("/")) + "-bf16.gguf")
         if not os.path.isfile(self.gguf):
-            # convert_hf_to_gguf imports torch and transformers; the CPU wheel index keeps torch small.
-            if pip_version(py, "torch") is None:
-                try:
-                    ensure_venv(w, "llamacpp", ["torch"], ["--index-url", "https://download.pytorch.org/whl/cpu"])
-                except RuntimeError:
-                    ensure_venv(w, "llamacpp", ["torch"])
-            ensure_venv(w, "llamacpp", ["numpy", "sentencepiece", "safetensors", "protobuf", "transformers",
-                                         os.path.join(self.tree, "gguf-py")])
-            tmp = self.gguf + ".part"
-            run_logged([py, os.path.join(self.tree, "convert_hf_to_gguf.py"), checkpoint, "--outtype", "bf16",
-                        "--outfile", tmp], log, "convert_hf_to_gguf.py --outtype bf16", cwd=self.tree)
-            os.replace(tmp, self.gguf)
+            convert_hf_to_gguf(w, self.tree, checkpoint, "bf16", self.gguf)
         p = subprocess.run([self.server_bin, "--version"], capture_output=True, text=True)
         build = next((ln.split(":", 1)[1].strip() for ln in (p.stdout + p.stderr).splitlines()
                       if ln.lower().startswith("version:")), "?")  # "0.5.0-dev (build 1, commit 0c1e570)"

@@ -82,15 +82,20 @@ void quantize_weight_row(const QuantFormat& f, const float* w, int k, uint8_t* c
     if (f.zero_point) {
       scale = round_to_bf16((mx - mn) / static_cast<float>(top));
       zero = scale > 0.0f ? std::clamp(static_cast<int>(std::nearbyint(-mn / scale)), 0, top) : 0;
+    } else if (f.bits == 8) {
+      scale = round_to_bf16(std::max(-mn, mx) / 127.0f);
     } else {
-      const float amax = std::max(-mn, mx);
-      scale = round_to_bf16(amax / (f.bits == 8 ? 127.0f : 7.0f));
+      // W4 has codes -8..7: the weight of largest magnitude goes to -8, so the step is max|w| / 8
+      // rather than / 7 (all 16 codes in use, 12.5 % finer). The scale takes that weight's
+      // opposite sign; values beyond 7 steps on the other side clamp there (at most one step).
+      const float extreme = -mn > mx ? mn : mx;
+      scale = round_to_bf16(extreme / -8.0f);
     }
     scales[g] = scale;
     zeros[g] = static_cast<uint8_t>(zero);
     for (int kk = lo; kk < lo + gs; ++kk) {
       int code = zero;
-      if (kk < hi && scale > 0.0f) {
+      if (kk < hi && scale != 0.0f) {
         code = std::clamp(static_cast<int>(std::nearbyint(w[kk] / scale)) + zero, 0, top);
       }
       codes[kk] = static_cast<uint8_t>(code);

@@ -70,7 +70,9 @@ void check_quant_format(const QuantFormat& f);
 
 // Round-to-nearest quantization of W[n][k] (row stride ldw) into dst (packed_quant_bytes,
 // 64-byte alignment recommended). Symmetric W8: scale = max|w| / 127, q = round(w / scale)
-// clamped to [-128, 127]. Symmetric W4: scale = max|w| / 7, q in [-8, 7]. With zero points:
+// clamped to [-128, 127]. Symmetric W4: scale = -w_extreme / 8 (w_extreme the group's weight of
+// largest |w|, so it gets q = -8 and the scale may be negative), q = round(w / scale) clamped to
+// [-8, 7]. With zero points:
 // scale = (max − min) / (2^bits − 1) over the group (min ≤ 0 ≤ max), zero = round(−min / scale).
 // Scales are rounded to BF16 before the codes are computed from them.
 void pack_quant_linear(uint8_t* dst, const QuantFormat& f, const float* w, int n, int k, size_t ldw);
