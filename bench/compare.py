@@ -12,6 +12,15 @@ results with the last lines of its error. Per server: start on 127.0.0.1, wait f
 128 input / 128 output tokens, ignore_eos; max(--waves * c, --min-prompts) prompts), then stop.
 Writes raw/<server>-c<c>.json, results.md, machine.md and (with matplotlib from the bench venv)
 plot.png. Standard library only; the venvs hold what each peer needs.
+
+    python3 bench/compare.py --gguf Q8_0 --servers slabserve,llama.cpp   # one GGUF file for both
+
+--gguf TYPE hands slabserve and llama-server the same GGUF file: the checkpoint converted to BF16
+by llama.cpp's convert_hf_to_gguf.py, then (TYPE other than BF16) quantized by its llama-quantize
+(Q8_0, Q4_0, Q4_K_M, ...). slabserve serves it as any user's GGUF (`--model FILE.gguf`,
+quantization auto: Q8_0/Q4_0 on its INT8/INT4 kernels, other types decoded to BF16). vLLM and
+PACE take Hugging Face folders here, so they are refused in this mode. Results go to
+bench/results/<date>-<host>-gguf-<type>/ unless --out-dir says otherwise.
 """
 import argparse
 import json
@@ -33,13 +42,18 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(REPO, "bench", "bench_serve.py")
 LLAMA2_TOKENIZER = os.path.join(REPO, "..", "shared", "testdata", "tokenizers", "llama2")
 ALL_SERVERS = ["slabserve", "slabserve-x2", "llama.cpp", "vllm", "pace"]
+GGUF_SERVERS = ["slabserve", "slabserve-x2", "llama.cpp"]  # the servers that take a GGUF file
 
 
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work-dir", default="/tmp/slab-compare")
     ap.add_argument("--checkpoint", default=None, help="HF folder (default WORK/tinyllama-random, made if absent)")
-    ap.add_argument("--servers", default=",".join(ALL_SERVERS), help="from: " + ",".join(ALL_SERVERS))
+    ap.add_argument("--servers", default=None, help="from: " + ",".join(ALL_SERVERS)
+                    + " (default: all; with --gguf: " + ",".join(GGUF_SERVERS) + ")")
+    ap.add_argument("--gguf", metavar="TYPE", default=None,
+                    help="serve one GGUF file (BF16, or llama-quantize's TYPE: Q8_0, Q4_0, Q4_K_M, ...) "
+                    "to every server")
     ap.add_argument("--concurrency", default="1,4,16,64")
     ap.add_argument("--input-len", type=int, default=128)
     ap.add_argument("--output-len", type=int, default=128)
@@ -329,6 +343,24 @@ def ensure_checkpoint(args):
     return os.path.abspath(ckpt)
 
 
+def ensure_gguf(args, checkpoint):
+    """WORK/<checkpoint>-<type>.gguf: llama.cpp's BF16 conversion of the checkpoint, quantized by
+    its llama-quantize unless the type is BF16."""
+    tree, _ = peers.build_llama_cpp(args.work_dir, ["llama-server", "llama-quantize"])
+    name = os.path.basename(checkpoint.rstrip("/"))
+    bf16 = os.path.join(args.work_dir, f"{name}-bf16.gguf")
+    if not os.path.isfile(bf16):
+        peers.convert_hf_to_gguf(args.work_dir, tree, checkpoint, "bf16", bf16)
+    if args.gguf.upper() == "BF16":
+        return bf16
+    out = os.path.join(args.work_dir, f"{name}-{args.gguf}.gguf")
+    if not os.path.isfile(out):
+        peers.run_logged([os.path.join(tree, "build", "bin", "llama-quantize"), bf16, out + ".part", args.gguf],
+                         os.path.join(args.work_dir, "llamacpp-setup.log"), f"llama-quantize {args.gguf}")
+        os.replace(out + ".part", out)
+    return out
+
+
 def make_plot(args, out_dir):
     py = peers.ensure_venv(args.work_dir, "bench", ["matplotlib"])
     p = subprocess.run([py, os.path.abspath(__file__), "--plot-only", out_dir], capture_output=True, text=True)
@@ -346,8 +378,9 @@ def main():
         sys.exit("--work-dir must be outside the repository")
     os.makedirs(args.work_dir, exist_ok=True)
     levels = [int(x) for x in args.concurrency.split(",")]
+    suffix = f"-gguf-{args.gguf.lower()}" if args.gguf else ""
     out_dir = os.path.abspath(args.out_dir or os.path.join(REPO, "bench", "results",
-                                                           f"{date.today().isoformat()}-{host_slug()}"))
+                                                           f"{date.today().isoformat()}-{host_slug()}{suffix}"))
     raw_dir = os.path.join(out_dir, "raw")
     os.makedirs(raw_dir, exist_ok=True)
     status_path = os.path.join(out_dir, "status.json")
@@ -359,13 +392,16 @@ def main():
 
     loadavg = open("/proc/loadavg").read().split()[:3]
     started = datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC")
+    allowed = GGUF_SERVERS if args.gguf else ALL_SERVERS
+    wanted = [s for s in (args.servers or ",".join(allowed)).split(",") if s]
+    for key in wanted:
+        if key not in allowed:
+            sys.exit(f"server {key} cannot run here; choose from {allowed}")
     checkpoint = ensure_checkpoint(args)
+    if args.gguf:
+        checkpoint = ensure_gguf(args, checkpoint)
     args.t0 = time.time()
     args.cores = cores = args.cores or sh(["sh", "-c", "cat /sys/devices/system/cpu/online"])
-    wanted = [s for s in args.servers.split(",") if s]
-    for key in wanted:
-        if key not in ALL_SERVERS:
-            sys.exit(f"unknown server {key}; choose from {ALL_SERVERS}")
     ctx = peers.Context(work_dir=args.work_dir, repo=REPO, binary=args.binary, cores=cores,
                         max_concurrency=max(levels), threads=len(peers.cpu_list(cores)))
     for key in wanted:

@@ -85,7 +85,9 @@ class Server:
         return f"http://127.0.0.1:{port}/health"
 
     def model_name(self, checkpoint):
-        return os.path.basename(checkpoint.rstrip("/"))
+        """The served model's name as slabserve derives it: the folder's name, or the GGUF file's stem."""
+        name = os.path.basename(checkpoint.rstrip("/"))
+        return name[:-len(".gguf")] if name.endswith(".gguf") else name
 
     def pinned(self, cmd):
         return ["taskset", "-c", self.ctx.cores, *cmd]
@@ -170,14 +172,16 @@ def convert_hf_to_gguf(work_dir, tree, checkpoint, outtype, outfile):
 
 class LlamaCpp(Server):
     """llama-server built from the llama.cpp that the llama-cpp-python sdist vendors, on a BF16
-    GGUF converted from the same checkpoint with that tree's convert_hf_to_gguf.py."""
+    GGUF converted from the same checkpoint with that tree's convert_hf_to_gguf.py, or on the
+    GGUF file itself where the checkpoint is one (compare.py --gguf)."""
     key, name = "llama.cpp", "llama.cpp llama-server"
 
     def setup(self, checkpoint):
         w = self.ctx.work_dir
         self.tree, self.py_version = build_llama_cpp(w, ["llama-server"])
         self.server_bin = os.path.join(self.tree, "build", "bin", "llama-server")
-        self.gguf = os.path.join(w, os.path.basename(checkpoint.rstrip("/")) + "-bf16.gguf")
+        self.gguf = checkpoint if checkpoint.endswith(".gguf") else \
+            os.path.join(w, os.path.basename(checkpoint.rstrip("/")) + "-bf16.gguf")
         if not os.path.isfile(self.gguf):
             convert_hf_to_gguf(w, self.tree, checkpoint, "bf16", self.gguf)
         p = subprocess.run([self.server_bin, "--version"], capture_output=True, text=True)

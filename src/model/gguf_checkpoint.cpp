@@ -82,6 +82,16 @@ class GgufCheckpoint final : public Checkpoint {
           "{}: quantized tensors ({}) decoded to BF16 at open ({:.1f} MiB); Q8_0/Q4_0 projections are then "
           "repacked for the INT8/INT4 kernels unless --quantization says otherwise (see the packing log)",
           file_.source(), types, dequantized_bytes / double(1 << 20));
+      std::string bf16_only;  // types the quantized kernels do not take as they are
+      for (const auto& [type, count] : dequantized) {
+        if (type != "Q8_0" && type != "Q4_0") bf16_only += (bf16_only.empty() ? "" : ", ") + type;
+      }
+      if (!bf16_only.empty()) {
+        spdlog::warn(
+            "{}: {} tensors run as BF16 (16 bits per weight in memory, the file's accuracy): "
+            "only Q8_0 and Q4_0 blocks are repacked for the INT8/INT4 kernels so far",
+            file_.source(), bf16_only);
+      }
     }
   }
 

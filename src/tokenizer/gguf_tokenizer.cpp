@@ -113,7 +113,14 @@ std::optional<int> token_id(const GgufFile& f, const char* key, size_t vocab) {
 std::unique_ptr<Tokenizer> load_llama(const GgufFile& f) {
   const Vocabulary v = read_vocabulary(f);
   const size_t n = v.tokens.size();
-  const std::optional<int> unk = token_id(f, "tokenizer.ggml.unknown_token_id", n);
+  // SentencePiece wants exactly one unknown piece: the one the metadata names, else the first
+  // typed unknown, else id 0, llama.cpp's default for these vocabularies (convert_hf_to_gguf.py
+  // types <unk> as control where the HF tokenizer lists it among its added special tokens).
+  std::optional<int> unk = token_id(f, "tokenizer.ggml.unknown_token_id", n);
+  for (size_t i = 0; i < n && !unk; ++i) {
+    if (v.types[i] == kTypeUnknown) unk = static_cast<int>(i);
+  }
+  if (!unk && n > 0) unk = 0;
   const std::optional<int> bos = token_id(f, "tokenizer.ggml.bos_token_id", n);
   const std::optional<int> eos = token_id(f, "tokenizer.ggml.eos_token_id", n);
   const std::optional<int> pad = token_id(f, "tokenizer.ggml.padding_token_id", n);
@@ -121,15 +128,12 @@ std::unique_ptr<Tokenizer> load_llama(const GgufFile& f) {
   ProtoWriter model;
   bool has_unknown = false, has_bytes = false;
   for (size_t i = 0; i < n; ++i) {
-    // SentencePiece wants exactly one unknown piece: the one the metadata names, else the first.
     int type = v.types[i];
-    if (type == kTypeUnknown) {
-      if (has_unknown || (unk && static_cast<size_t>(*unk) != i)) type = static_cast<int>(kTypeNormal);
-      has_unknown = has_unknown || type == kTypeUnknown;
-    }
-    if (unk && static_cast<size_t>(*unk) == i && !has_unknown) {
+    if (static_cast<size_t>(*unk) == i) {
       type = static_cast<int>(kTypeUnknown);
       has_unknown = true;
+    } else if (type == kTypeUnknown) {
+      type = static_cast<int>(kTypeNormal);
     }
     has_bytes = has_bytes || type == kTypeByte;
     ProtoWriter piece;

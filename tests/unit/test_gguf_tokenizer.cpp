@@ -132,22 +132,29 @@ TEST_CASE("gguf tokenizer: a hand-made llama vocabulary encodes by piece scores,
     tokens.push_back(piece);
   for (float score : {-5.0f, -6.0f, -7.0f, -2.0f, -1.0f}) scores.push_back(score);
   for (int i = 0; i < 5; ++i) types.push_back(1);
-  GgufBuilder g;
-  g.kv_str("tokenizer.ggml.model", "llama")
-      .kv_str_array("tokenizer.ggml.tokens", tokens)
-      .kv_pod_array<float>("tokenizer.ggml.scores", 6, scores)
-      .kv_pod_array<int32_t>("tokenizer.ggml.token_type", 5, types)
-      .kv_u32("tokenizer.ggml.bos_token_id", 1)
-      .kv_u32("tokenizer.ggml.eos_token_id", 2)
-      .kv_bool("tokenizer.ggml.add_bos_token", false);
-  const auto t = tok::load_gguf_tokenizer(parse(g.bytes()));
-  const int32_t byte_c = 3 + 0x63, ab = first + 4;
-  CHECK(t->encode("ab", true) == std::vector<int32_t>{ab});
-  CHECK(t->encode("abc", false) == std::vector<int32_t>{ab, byte_c});
-  CHECK(t->encode("<s>ab", false) == std::vector<int32_t>{1, ab});
-  CHECK(t->decode(std::vector<int32_t>{ab, byte_c, 2}, true) == "abc");
-  CHECK(t->bos_id() == 1);
-  CHECK(t->eos_id() == 2);
+  // As written by hand (<unk> typed unknown), and as llama.cpp's convert_hf_to_gguf.py writes a
+  // Llama 2 tokenizer whose <unk> is an added special token: typed control, no unknown_token_id
+  // (the id-0 default llama.cpp applies; refused before, found by compare.py --gguf).
+  for (const int32_t unk_type : {2, 3}) {
+    INFO("<unk> typed " << unk_type);
+    types[0] = unk_type;
+    GgufBuilder g;
+    g.kv_str("tokenizer.ggml.model", "llama")
+        .kv_str_array("tokenizer.ggml.tokens", tokens)
+        .kv_pod_array<float>("tokenizer.ggml.scores", 6, scores)
+        .kv_pod_array<int32_t>("tokenizer.ggml.token_type", 5, types)
+        .kv_u32("tokenizer.ggml.bos_token_id", 1)
+        .kv_u32("tokenizer.ggml.eos_token_id", 2)
+        .kv_bool("tokenizer.ggml.add_bos_token", false);
+    const auto t = tok::load_gguf_tokenizer(parse(g.bytes()));
+    const int32_t byte_c = 3 + 0x63, ab = first + 4;
+    CHECK(t->encode("ab", true) == std::vector<int32_t>{ab});
+    CHECK(t->encode("abc", false) == std::vector<int32_t>{ab, byte_c});
+    CHECK(t->encode("<s>ab", false) == std::vector<int32_t>{1, ab});
+    CHECK(t->decode(std::vector<int32_t>{ab, byte_c, 2}, true) == "abc");
+    CHECK(t->bos_id() == 1);
+    CHECK(t->eos_id() == 2);
+  }
 }
 
 TEST_CASE("gguf: the chat template comes from tokenizer.chat_template", "[gguf]") {
