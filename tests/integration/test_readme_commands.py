@@ -46,6 +46,7 @@ RULES = [
     (r"^python3 bench/make_random_checkpoint\.py", "writes a 1-2 GB random checkpoint"),
     (r"^python3 bench/bench_serve\.py", None),
     (r"^python3 bench/compare\.py", "runs every peer server for up to 40 minutes"),
+    (r"^python3 bench/quant_accuracy\.py", "builds llama.cpp and runs both models' KL for ~30 minutes"),
 ]
 
 
