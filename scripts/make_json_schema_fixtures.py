@@ -34,7 +34,7 @@ from json_schema_fixture_schemas import REALISTIC  # noqa: E402  (same directory
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "tests" / "fixtures" / "grammar"
-MAX_PRETTY_INDENT = 40  # the compiler's whitespace bound after a newline
+MAX_PRETTY_INDENT = 20  # the compiler's whitespace bound after a newline (kMaxIndent)
 
 STRING_POOL = list("abcdefghijklmnopqrstuvwxyz ABCXYZ0123456789") + list(".,:;!?-_/'\"\\#@()[]{}") + [
     "\n", "\t", "\u0001", "\u001f", "\u007f", "é", "ß", "ñ", "日", "本", "語", "ж", "😀", "🚀", "\u2028"]
