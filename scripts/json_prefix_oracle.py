@@ -405,13 +405,10 @@ class Parse:
             ends.add(p)
         for j, (_, value, required) in enumerate(rest):
             key_node = node.key_nodes[i + j]
-            e, pt = self.seq(p, [self.separator(first), lambda q: self.string(key_node, q), self.ws, self.lit(b":"),
-                                 self.ws, lambda q, value=value: self.value(value, q), self.ws])
+            e, pt = self.member(p, first, lambda q, key_node=key_node: self.string(key_node, q), value,
+                                lambda q, next_i=i + j + 1: self.members(node, next_i, False, q))
+            ends |= e
             partial |= pt
-            for q in e:
-                e2, pt2 = self.members(node, i + j + 1, False, q)
-                ends |= e2
-                partial |= pt2
             if required:
                 break
         else:
@@ -426,15 +423,22 @@ class Parse:
         key = ("x", id(node), first, p)
         if key in self.memo:
             return self.memo[key]
-        ends, partial = {p}, False
-        e, pt = self.seq(p, [self.separator(first), lambda q: self.extra_key(node, q), self.ws, self.lit(b":"),
-                             self.ws, lambda q: self.value(node.extra, q), self.ws])
-        partial |= pt
+        e, partial = self.member(p, first, lambda q: self.extra_key(node, q), node.extra,
+                                 lambda q: self.extra_members(node, False, q))
+        ends = {p} | e
+        self.memo[key] = ends, partial
+        return ends, partial
+
+    def member(self, p, first, key, value, then):
+        """One `separator key ws : ws value ws` from p (key: a parser), then `then` from each place
+        it can end: (ends, partial) over both."""
+        e, partial = self.seq(p, [self.separator(first), key, self.ws, self.lit(b":"), self.ws,
+                                  lambda q: self.value(value, q), self.ws])
+        ends = set()
         for q in e:
-            e2, pt2 = self.extra_members(node, False, q)
+            e2, pt2 = then(q)
             ends |= e2
             partial |= pt2
-        self.memo[key] = ends, partial
         return ends, partial
 
     def items(self, node, i, p):
@@ -567,7 +571,7 @@ class Parse:
 
     def unicode_escape(self, q):
         """The \\u escape (or surrogate pair) at q: (code point, length, "ok" | "eof" | "error")."""
-        text, n = self.text, self.n
+        text = self.text
 
         def hex_digits(at):
             got = text[at:at + 4]

@@ -1,9 +1,39 @@
 """The real slabserve binary on a free 127.0.0.1 port, for the Python integration tests
 (standard library only; the tests import it from their own directory)."""
+import importlib
+import os
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
+
+
+def binary_and_testdata():
+    """(slabserve binary, shared test data folder): the command line every test takes."""
+    return (sys.argv[1] if len(sys.argv) > 1 else "build/slabserve",
+            sys.argv[2] if len(sys.argv) > 2 else "../shared/testdata")
+
+
+def skip(reason):
+    """Exit 77, ctest's "skipped", saying why."""
+    print("skipped: " + reason)
+    sys.exit(77)
+
+
+def import_or_skip(module):
+    """The module, or a skip naming the pip package that provides it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        skip("the '%s' Python package is not installed (pip install %s)" % (module, module))
+
+
+def require_paths(*paths):
+    """Skip unless every path exists (the shared test data sits beside the repository)."""
+    for path in paths:
+        if not os.path.exists(path):
+            skip("%s is absent (shared test data not checked out beside the repo)" % path)
 
 
 def free_port():

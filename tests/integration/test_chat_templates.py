@@ -15,15 +15,12 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 from hostile_clients import post_json  # noqa: E402
-from slabserve_process import SlabserveProcess  # noqa: E402
+from slabserve_process import SlabserveProcess, binary_and_testdata, require_paths  # noqa: E402
 
-BINARY = sys.argv[1] if len(sys.argv) > 1 else "build/slabserve"
-TESTDATA = sys.argv[2] if len(sys.argv) > 2 else "../shared/testdata"
+BINARY, TESTDATA = binary_and_testdata()
 MODEL_DIR = os.path.join(TESTDATA, "models", "stories260K")
 HERMES = os.path.join(TESTDATA, "chat-templates", "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja")
-if not os.path.isdir(MODEL_DIR):
-    print("skipped: %s is absent (shared test data not checked out beside the repo)" % MODEL_DIR)
-    sys.exit(77)
+require_paths(MODEL_DIR)
 
 BUILTIN_NAMES = ["chatml", "llama2", "llama3", "mistral", "gemma", "phi3", "qwen"]
 CHAT = {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],

@@ -8,28 +8,22 @@ Exits 77 (ctest's "skipped") when the shared stories260K model is absent.
 import json
 import os
 import re
-import signal
-import socket
 import sys
 import tempfile
 import threading
 import time
 import unittest
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 from hostile_clients import (chunked_upload, connect, nested_text, post_json, read_response,  # noqa: E402
                              request, trickle)
-from slabserve_process import SlabserveProcess  # noqa: E402
+from slabserve_process import SlabserveProcess, binary_and_testdata, require_paths  # noqa: E402
 
-BINARY = sys.argv[1] if len(sys.argv) > 1 else "build/slabserve"
-TESTDATA = sys.argv[2] if len(sys.argv) > 2 else "../shared/testdata"
+BINARY, TESTDATA = binary_and_testdata()
 MODEL_DIR = os.path.join(TESTDATA, "models", "stories260K")
 TEMPLATE = os.path.join(TESTDATA, "chat-templates", "microsoft-Phi-3.5-mini-instruct.jinja")
-if not os.path.isdir(MODEL_DIR):
-    print("skipped: %s is absent (shared test data not checked out beside the repo)" % MODEL_DIR)
-    sys.exit(77)
+require_paths(MODEL_DIR)
 
 CHAT = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}
 

@@ -10,16 +10,11 @@ import os
 import sys
 import unittest
 
-try:
-    import openai
-except ImportError:
-    print("skipped: the 'openai' Python package is not installed (pip install openai)")
-    sys.exit(77)
+from slabserve_process import SlabserveProcess, binary_and_testdata, import_or_skip, require_paths
 
-from slabserve_process import SlabserveProcess
+openai = import_or_skip("openai")
 
-BINARY = sys.argv[1] if len(sys.argv) > 1 else "build/slabserve"
-TESTDATA = sys.argv[2] if len(sys.argv) > 2 else "../shared/testdata"
+BINARY, TESTDATA = binary_and_testdata()
 MODEL_DIR = os.path.join(TESTDATA, "models", "stories260K")
 TEMPLATE = os.path.join(TESTDATA, "chat-templates", "microsoft-Phi-3.5-mini-instruct.jinja")
 
@@ -163,7 +158,5 @@ class ApiKeyTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if not os.path.isdir(MODEL_DIR):
-        print("skipped: %s is absent (shared test data not checked out beside the repo)" % MODEL_DIR)
-        sys.exit(77)
+    require_paths(MODEL_DIR)
     unittest.main(argv=[sys.argv[0], "-v"])

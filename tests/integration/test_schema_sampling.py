@@ -18,18 +18,13 @@ import time
 import urllib.error
 import urllib.request
 
-try:
-    import jsonschema
-except ImportError:
-    print("skipped: the 'jsonschema' Python package is not installed (pip install jsonschema)")
-    sys.exit(77)
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from slabserve_process import SlabserveProcess  # noqa: E402
+from slabserve_process import SlabserveProcess, binary_and_testdata, import_or_skip  # noqa: E402
+
+jsonschema = import_or_skip("jsonschema")
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-BINARY = sys.argv[1] if len(sys.argv) > 1 else "build/slabserve"
-TESTDATA = sys.argv[2] if len(sys.argv) > 2 else "../shared/testdata"
+BINARY, TESTDATA = binary_and_testdata()
 SAMPLES = int(sys.argv[sys.argv.index("--samples") + 1]) if "--samples" in sys.argv else 100
 MODEL_DIR = os.path.join(TESTDATA, "models", "stories260K")
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "grammar", "json_schema.json")

@@ -13,22 +13,16 @@ regex forces into the <think> shape.
 """
 import json
 import os
-import re
 import sys
 import tempfile
 import unittest
 import urllib.request
 
-try:
-    import openai
-except ImportError:
-    print("skipped: the 'openai' Python package is not installed (pip install openai)")
-    sys.exit(77)
+from slabserve_process import SlabserveProcess, binary_and_testdata, import_or_skip, require_paths
 
-from slabserve_process import SlabserveProcess
+openai = import_or_skip("openai")
 
-BINARY = sys.argv[1] if len(sys.argv) > 1 else "build/slabserve"
-TESTDATA = sys.argv[2] if len(sys.argv) > 2 else "../shared/testdata"
+BINARY, TESTDATA = binary_and_testdata()
 MODEL_DIR = os.path.join(TESTDATA, "models", "stories260K")
 TEMPLATES = os.path.join(TESTDATA, "chat-templates")
 DEEPSEEK_R1 = os.path.join(TEMPLATES, "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja")
@@ -253,7 +247,5 @@ class ReasoningTest(unittest.TestCase):
 
 if __name__ == "__main__":
     for path in (MODEL_DIR, DEEPSEEK_R1, QWEN3_CONFIG):
-        if not os.path.exists(path):
-            print("skipped: %s is absent (shared test data not checked out beside the repo)" % path)
-            sys.exit(77)
+        require_paths(path)
     unittest.main(argv=sys.argv[:1], verbosity=2)
