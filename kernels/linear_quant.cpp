@@ -131,7 +131,7 @@ struct Workspace {
   // Decode (per thread): BF16 rows [m][kp] and group sums [m][groups].
   bf16_t* x = nullptr;
   float* xsum = nullptr;
-  // Batched (shared): INT8 rows [m][kp], scales [m], group sums [m][groups].
+  // Batched (shared): INT8 rows [m][kp], block scales and block sums [kp / kQuantActBlock][m].
   int8_t* xq = nullptr;
   float* xscale = nullptr;
   int32_t* xqsum = nullptr;
@@ -152,10 +152,11 @@ Workspace workspace_of(const QuantLinearArgs& a, int thread) {
     ws.xsum = reinterpret_cast<float*>(mine + round_up(static_cast<size_t>(a.m) * kp * 2, 64));
     return ws;
   }
+  const size_t block_values = static_cast<size_t>(a.m) * (kp / kQuantActBlock);
   ws.xq = reinterpret_cast<int8_t*>(base);
   base += round_up(static_cast<size_t>(a.m) * kp, 64);
   ws.xscale = reinterpret_cast<float*>(base);
-  base += round_up(static_cast<size_t>(a.m) * 4, 64);
+  base += round_up(block_values * 4, 64);
   ws.xqsum = reinterpret_cast<int32_t*>(base);
   return ws;
 }
@@ -248,7 +249,7 @@ void decode_panels(const QuantLinearArgs& a, const Workspace& ws, int p0, int p1
 // M > 8: panel pairs [u0, u1), every row tile over the whole of K (the pair, 2 x 16 columns,
 // stays in L2 while the row tiles pass over it).
 void batch_panels(const QuantLinearArgs& a, const Workspace& ws, int u0, int u1) {
-  const int kp = quant_padded_k(a.w.format, a.w.k), groups = quant_groups(a.w.format, a.w.k);
+  const int kp = quant_padded_k(a.w.format, a.w.k), blocks = kp / kQuantActBlock;
   const int panels = quant_panels(a.w.n);
   alignas(64) float sums[detail::kQuantBatchTileRows * detail::kQuantTileCols];
   for (int u = u0; u < u1; ++u) {
@@ -259,8 +260,10 @@ void batch_panels(const QuantLinearArgs& a, const Workspace& ws, int u0, int u1)
       t.mr = std::min(tile_rows, a.m - row);
       t.xq = ws.xq + static_cast<size_t>(row) * kp;
       t.ldxq = static_cast<size_t>(kp);
+      t.blocks = blocks;
+      t.ldxs = static_cast<size_t>(a.m);
       t.xscale = ws.xscale + row;
-      t.xqsum = ws.xqsum + static_cast<size_t>(row) * groups;
+      t.xqsum = ws.xqsum + row;
       t.out = sums;
       run_batch_tile(t, a.isa);
       finish_tile(a, sums, row, t.mr, p * kQuantPanelCols, np * kQuantPanelCols);
@@ -351,21 +354,20 @@ void dequantize_quant_linear(float* w, size_t ldw, const uint8_t* packed, const 
 size_t quant_linear_workspace_bytes(int m, const PackedQuant& w, int n_threads) {
   const int kp = quant_padded_k(w.format, w.k), groups = quant_groups(w.format, w.k);
   if (m <= kQuantDecodeMaxM) return static_cast<size_t>(n_threads) * decode_region_bytes(m, kp, groups);
-  return round_up(static_cast<size_t>(m) * kp, 64) + round_up(static_cast<size_t>(m) * 4, 64) +
-         round_up(static_cast<size_t>(m) * groups * 4, 64);
+  const size_t block_values = static_cast<size_t>(m) * (kp / kQuantActBlock);
+  return round_up(static_cast<size_t>(m) * kp, 64) + 2 * round_up(block_values * 4, 64);
 }
 
 void quant_linear_prepare(const QuantLinearArgs& a, int thread, int n_threads) {
   check_args(a);
   if (!quant_linear_needs_prepare(a.m)) return;
   const Workspace ws = workspace_of(a, thread);
-  const int kp = quant_padded_k(a.w.format, a.w.k), groups = quant_groups(a.w.format, a.w.k);
-  const int gs = quant_group_size(a.w.format, a.w.k);
+  const int kp = quant_padded_k(a.w.format, a.w.k);
   const Range rows = chunk(a.m, n_threads, thread);
+  auto* quantize = a.isa == Isa::avx512_bf16 ? detail::quantize_row_avx512 : detail::quantize_row_scalar;
   for (int r = rows.lo; r < rows.hi; ++r) {
-    auto* quantize = a.isa == Isa::avx512_bf16 ? detail::quantize_row_avx512 : detail::quantize_row_scalar;
-    quantize(ws.xq + static_cast<size_t>(r) * kp, ws.xscale + r, ws.xqsum + static_cast<size_t>(r) * groups,
-             a.x + static_cast<size_t>(r) * a.ldx, a.w.k, kp, gs);
+    quantize(ws.xq + static_cast<size_t>(r) * kp, ws.xscale + r, ws.xqsum + r, static_cast<size_t>(a.m),
+             a.x + static_cast<size_t>(r) * a.ldx, a.w.k, kp);
   }
 }
 
@@ -398,19 +400,20 @@ void quant_linear_compute(const QuantLinearArgs& a, int thread, int n_threads) {
 
 namespace detail {
 
-void quantize_row_scalar(int8_t* xq, float* scale, int32_t* sums, const bf16_t* x, int k, int kp, int group_size) {
-  float amax = 0.0f;
-  for (int i = 0; i < k; ++i) amax = std::max(amax, std::fabs(bf16_to_f32(x[i])));
-  const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-  *scale = amax / 127.0f;
-  for (int i = 0; i < kp; ++i) {
-    const float v = i < k ? bf16_to_f32(x[i]) * inv : 0.0f;
-    xq[i] = static_cast<int8_t>(std::clamp(static_cast<int>(std::nearbyint(v)), -127, 127));
-  }
-  for (int g = 0; g * group_size < kp; ++g) {
-    int32_t s = 0;
-    for (int i = g * group_size; i < (g + 1) * group_size; ++i) s += xq[i];
-    sums[g] = s;
+void quantize_row_scalar(int8_t* xq, float* scales, int32_t* sums, size_t stride, const bf16_t* x, int k, int kp) {
+  for (int b = 0; b * kQuantActBlock < kp; ++b) {
+    const int lo = b * kQuantActBlock, hi = lo + kQuantActBlock;
+    float amax = 0.0f;
+    for (int i = lo; i < std::min(hi, k); ++i) amax = std::max(amax, std::fabs(bf16_to_f32(x[i])));
+    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    scales[b * stride] = amax / 127.0f;
+    int32_t sum = 0;
+    for (int i = lo; i < hi; ++i) {
+      const float v = i < k ? bf16_to_f32(x[i]) * inv : 0.0f;
+      xq[i] = static_cast<int8_t>(std::clamp(static_cast<int>(std::nearbyint(v)), -127, 127));
+      sum += xq[i];
+    }
+    sums[b * stride] = sum;
   }
 }
 
@@ -446,19 +449,26 @@ void quant_decode_tile_scalar(const QuantTile& t) {
 }
 
 void quant_batch_tile_scalar(const QuantTile& t) {
-  const int gk = t.group_steps * quant_step_k(t.bits);
+  const int per_group = blocks_per_group(t);
+  const bool per_channel = t.groups == 1;
   for (int r = 0; r < t.mr; ++r) {
     const int8_t* xq = t.xq + static_cast<size_t>(r) * t.ldxq;
+    const float* xscale = t.xscale + r;
+    const int32_t* xqsum = t.xqsum + r;
     for (int q = 0; q < t.np; ++q) {
       for (int c = 0; c < kQuantPanelCols; ++c) {
         float total = 0.0f;
-        for (int g = 0; g < t.groups; ++g) {
+        for (int b = 0; b < t.blocks; ++b) {
+          const int g = b / per_group;
           int32_t dot = 0;
-          for (int kk = g * gk; kk < (g + 1) * gk; ++kk) dot += xq[kk] * tile_code(t, q, c, kk);
-          dot -= static_cast<int32_t>(tile_zero(t, q, g, c)) * t.xqsum[static_cast<size_t>(r) * t.groups + g];
-          total = std::fma(bf16_to_f32(tile_scales(t, q, g)[c]), static_cast<float>(dot), total);
+          for (int kk = b * kQuantActBlock; kk < (b + 1) * kQuantActBlock; ++kk) dot += xq[kk] * tile_code(t, q, c, kk);
+          const size_t bi = static_cast<size_t>(b) * t.ldxs;
+          dot -= static_cast<int32_t>(tile_zero(t, q, g, c)) * xqsum[bi];
+          const float scale = per_channel ? xscale[bi] : bf16_to_f32(tile_scales(t, q, g)[c]) * xscale[bi];
+          total = std::fma(scale, static_cast<float>(dot), total);
         }
-        t.out[static_cast<size_t>(r) * kQuantTileCols + q * kQuantPanelCols + c] = total * t.xscale[r];
+        if (per_channel) total *= bf16_to_f32(tile_scales(t, q, 0)[c]);
+        t.out[static_cast<size_t>(r) * kQuantTileCols + q * kQuantPanelCols + c] = total;
       }
     }
   }

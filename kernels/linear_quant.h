@@ -24,12 +24,17 @@
 //
 // Kernels: M <= 8 (decode) is weight-only: BF16 activations, codes expanded to BF16 in
 // registers (exact: W4 as the BF16 bit pattern of 128 + code, W8 through FP32) and multiplied
-// with vdpbf16ps, group sums scaled in FP32. M > 8 quantizes each activation row to INT8
-// (dynamic, symmetric: scale max|x| / 127) in a first phase, then multiplies with vpdpbusd
-// (AVX-512 VNNI; vpmaddubsw/vpmaddwd on AVX2) into INT32 group sums; the integer part
-//   d[r][n][g] = Σ_k xq[r][k] · code[n][k] − zero[n][g] · Σ_k xq[r][k]
-// is exact, and out = xscale[r] · Σ_g fma(scale, float(d), ·) in the epilogue. Every ISA does
-// that same arithmetic in the same order, so batched results are bit-identical across ISAs.
+// with vdpbf16ps, group sums scaled in FP32. M > 8 quantizes each activation row to INT8 in
+// blocks of kQuantActBlock = 32 along K (dynamic, symmetric, one scale per block: max|x| / 127
+// over the block, as llama.cpp's Q8_0 activations; one scale per row cost 2-3x the KL
+// divergence, bench/README) in a first phase, then multiplies with vpdpbusd (AVX-512 VNNI;
+// vpmaddubsw/vpmaddwd on AVX2) into INT32 block sums; the integer part
+//   d[r][n][b] = Σ_{k in b} xq[r][k] · code[n][k] − zero[n][g(b)] · Σ_{k in b} xq[r][k]
+// is exact, and the epilogue accumulates FP32 totals block by block:
+//   per output channel (one weight group): out = scale[n] · Σ_b fma(xscale[r][b], float(d), ·)
+//   grouped weights:                       out = Σ_b fma(scale[n][g(b)] · xscale[r][b], float(d), ·)
+// Every ISA does that same arithmetic in the same order, so batched results are bit-identical
+// across ISAs.
 //
 // Threads: M > 8 first runs quant_linear_prepare on every thread (each quantizes a share of the
 // rows into the shared workspace), then quant_linear_compute on every thread; M <= 8 needs only
@@ -49,6 +54,7 @@ namespace slab::kern {
 
 inline constexpr int kQuantPanelCols = 16;
 inline constexpr int kQuantDecodeMaxM = 8;  // up to here: weight-only, one pass over W for all rows
+inline constexpr int kQuantActBlock = 32;  // M > 8: elements of K per INT8 activation scale
 
 struct QuantFormat {
   int bits = 8;             // 8 or 4
@@ -114,7 +120,7 @@ struct QuantLinearArgs {
 };
 
 // Scratch a call needs: the activations in the kernels' form (decode: a K-padded BF16 copy and
-// group sums per thread; batched: INT8 rows, their scales and group sums, shared).
+// group sums per thread; batched: INT8 rows, their block scales and block sums, shared).
 size_t quant_linear_workspace_bytes(int m, const PackedQuant& w, int n_threads);
 // M > 8 quantizes the activations in a first phase.
 inline bool quant_linear_needs_prepare(int m) { return m > kQuantDecodeMaxM; }

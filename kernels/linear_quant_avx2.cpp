@@ -106,20 +106,38 @@ SLAB_AVX2 inline __m256i lane_dot(__m256i codes, __m256i x, __m256i ones) {
   }
 }
 
-// MR rows × one panel (two ymm of 8 columns); FP32 totals in `total` [MR][16] across groups.
+// MR rows × one panel (two ymm of 8 columns); FP32 totals in `total` [MR][16] across the
+// activation blocks, in the scalar tile's order (see linear_quant.h).
 template <int MR, int BITS>
 SLAB_AVX2 void batch_panel(const QuantTile& t, int q, float* out) {
   const uint8_t* codes = t.panel + static_cast<size_t>(q) * t.panel_bytes;
   const __m256i ones = _mm256_set1_epi16(1);
   const __m256i nibble = _mm256_set1_epi8(0x0f);
   constexpr int kStepK = BITS == 8 ? 4 : 8;
+  constexpr int kBlockSteps = kQuantActBlock / kStepK;
   // W8's lane_dot already subtracted 128 · Σxq.
   const int code_shift = BITS == 8 ? 128 : 0;
+  const bool per_channel = t.groups == 1;
+  const int per_group = blocks_per_group(t);
   alignas(32) float total[MR][16] = {};
-  for (int g = 0; g < t.groups; ++g) {
+  __m256 wscale[2] = {};
+  __m256i zero_left[2] = {};
+  for (int b = 0, g = 0, in_group = 0; b < t.blocks; ++b, ++in_group) {
+    if (in_group == per_group) {
+      in_group = 0;
+      ++g;
+    }
+    if (in_group == 0) {
+      for (int h = 0; h < 2; ++h) {
+        wscale[h] = load_bf16x8(tile_scales(t, q, g) + 8 * h);
+        const __m256i zero = t.zero_point ? _mm256_cvttps_epi32(load_bf16x8(tile_zeros(t, q, g) + 8 * h))
+                                          : _mm256_set1_epi32(implied_zero(BITS));
+        zero_left[h] = _mm256_sub_epi32(zero, _mm256_set1_epi32(code_shift));
+      }
+    }
     __m256i acc[MR][2];
     for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-    for (int s = g * t.group_steps; s < (g + 1) * t.group_steps; ++s) {
+    for (int s = b * kBlockSteps; s < (b + 1) * kBlockSteps; ++s) {
       const uint8_t* step = codes + 64 * static_cast<size_t>(s);
       for (int h = 0; h < 2; ++h) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(step + 32 * h));
@@ -140,24 +158,23 @@ SLAB_AVX2 void batch_panel(const QuantTile& t, int q, float* out) {
         }
       }
     }
-    for (int h = 0; h < 2; ++h) {
-      const __m256 scale = load_bf16x8(tile_scales(t, q, g) + 8 * h);
-      const __m256i zero = t.zero_point ? _mm256_cvttps_epi32(load_bf16x8(tile_zeros(t, q, g) + 8 * h))
-                                        : _mm256_set1_epi32(implied_zero(BITS));
-      const __m256i zero_left = _mm256_sub_epi32(zero, _mm256_set1_epi32(code_shift));
-      for (int r = 0; r < MR; ++r) {
-        const __m256i xs = _mm256_set1_epi32(t.xqsum[static_cast<size_t>(r) * t.groups + g]);
-        const __m256i d = _mm256_sub_epi32(acc[r][h], _mm256_mullo_epi32(zero_left, xs));
+    for (int r = 0; r < MR; ++r) {
+      const size_t rb = static_cast<size_t>(b) * t.ldxs + r;
+      const __m256 xscale = _mm256_set1_ps(t.xscale[rb]);
+      const __m256i xs = _mm256_set1_epi32(t.xqsum[rb]);
+      for (int h = 0; h < 2; ++h) {
+        const __m256i d = _mm256_sub_epi32(acc[r][h], _mm256_mullo_epi32(zero_left[h], xs));
+        const __m256 scale = per_channel ? xscale : _mm256_mul_ps(wscale[h], xscale);
         _mm256_store_ps(total[r] + 8 * h,
                         _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(d), _mm256_load_ps(total[r] + 8 * h)));
       }
     }
   }
   for (int r = 0; r < MR; ++r) {
-    const __m256 xscale = _mm256_set1_ps(t.xscale[r]);
     for (int h = 0; h < 2; ++h) {
+      const __m256 v = _mm256_load_ps(total[r] + 8 * h);
       _mm256_storeu_ps(out + static_cast<size_t>(r) * kQuantTileCols + 8 * h,
-                       _mm256_mul_ps(_mm256_load_ps(total[r] + 8 * h), xscale));
+                       per_channel ? _mm256_mul_ps(v, wscale[h]) : v);
     }
   }
 }
@@ -189,7 +206,7 @@ void quant_batch_tile_avx2(const QuantTile& t) {
     part.mr = t.mr - row < 4 ? t.mr - row : 4;
     part.xq = t.xq + static_cast<size_t>(row) * t.ldxq;
     part.xscale = t.xscale + row;
-    part.xqsum = t.xqsum + static_cast<size_t>(row) * t.groups;
+    part.xqsum = t.xqsum + row;
     for (int q = 0; q < t.np; ++q) {
       kBatchPanels[t.bits == 4][part.mr - 1](part, q, t.out + static_cast<size_t>(row) * kQuantTileCols + 16 * q);
     }

@@ -223,21 +223,39 @@ SLAB_AVX512_QUANT inline __m512i dpbusd(__m512i acc, __m512i codes, __m512i x) {
   return acc;
 }
 
-template <int MR, int NP, int BITS>
+// PER_CHANNEL: one weight group, its scale applied once at the end; else each block's sums are
+// scaled by weight scale · activation scale (one more multiply per block).
+template <int MR, int NP, int BITS, bool PER_CHANNEL>
 SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
   __m512i acc[MR][NP];
-  __m512 total[MR][NP];
+  __m512 total[MR][NP], wscale[NP];
   for (int r = 0; r < MR; ++r) {
     for (int q = 0; q < NP; ++q) total[r][q] = _mm512_setzero_ps();
   }
   const __m512i nibble = _mm512_set1_epi8(0x0f);
   constexpr int kStepK = BITS == 8 ? 4 : 8;
-  for (int g = 0; g < t.groups; ++g) {
+  constexpr int kBlockSteps = kQuantActBlock / kStepK;
+  const int per_group = blocks_per_group(t);
+  if constexpr (PER_CHANNEL) {
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; ++q) wscale[q] = load_bf16x16(tile_scales(t, q, 0));
+  }
+  const int32_t* xqsum = t.xqsum;
+  const float* xscales = t.xscale;
+  for (int b = 0, g = 0, in_group = 0; b < t.blocks; ++b, ++in_group, xqsum += t.ldxs, xscales += t.ldxs) {
+    if (in_group == per_group) {
+      in_group = 0;
+      ++g;
+    }
+    if (!PER_CHANNEL && in_group == 0) {
+#pragma GCC unroll 2
+      for (int q = 0; q < NP; ++q) wscale[q] = load_bf16x16(tile_scales(t, q, g));
+    }
     // The sums start at −zero · Σxq, so that they end as d (exact either way). Symmetric
     // formats: one scalar product per row; with zero points, a vector per panel.
 #pragma GCC unroll 6
     for (int r = 0; r < MR; ++r) {
-      const int32_t xs = t.xqsum[static_cast<size_t>(r) * t.groups + g];
+      const int32_t xs = xqsum[r];
       if (!t.zero_point) {
         const __m512i start = _mm512_set1_epi32(-implied_zero(BITS) * xs);
 #pragma GCC unroll 2
@@ -250,8 +268,9 @@ SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
         }
       }
     }
-    const int s0 = g * t.group_steps, s1 = s0 + t.group_steps;
-    for (int s = s0; s < s1; ++s) {
+    const int s0 = b * kBlockSteps;
+#pragma GCC unroll 8
+    for (int s = s0; s < s0 + kBlockSteps; ++s) {
       const int8_t* xk = t.xq + static_cast<size_t>(s) * kStepK;
       if constexpr (BITS == 8) {
         __m512i w[NP];
@@ -288,17 +307,20 @@ SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
       }
     }
     // total = fma(scale, float(d), total): the scalar tile's order.
-#pragma GCC unroll 2
-    for (int q = 0; q < NP; ++q) {
-      const __m512 scale = load_bf16x16(tile_scales(t, q, g));
 #pragma GCC unroll 6
-      for (int r = 0; r < MR; ++r) total[r][q] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(acc[r][q]), total[r][q]);
+    for (int r = 0; r < MR; ++r) {
+      const __m512 xscale = _mm512_set1_ps(xscales[r]);
+#pragma GCC unroll 2
+      for (int q = 0; q < NP; ++q) {
+        const __m512 scale = PER_CHANNEL ? xscale : _mm512_mul_ps(wscale[q], xscale);
+        total[r][q] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(acc[r][q]), total[r][q]);
+      }
     }
   }
   for (int r = 0; r < MR; ++r) {
-    const __m512 xscale = _mm512_set1_ps(t.xscale[r]);
     for (int q = 0; q < NP; ++q) {
-      _mm512_storeu_ps(t.out + static_cast<size_t>(r) * kQuantTileCols + 16 * q, _mm512_mul_ps(total[r][q], xscale));
+      const __m512 v = PER_CHANNEL ? _mm512_mul_ps(total[r][q], wscale[q]) : total[r][q];
+      _mm512_storeu_ps(t.out + static_cast<size_t>(r) * kQuantTileCols + 16 * q, v);
     }
   }
 }
@@ -314,13 +336,17 @@ constexpr TileFn kDecodeTiles[2][2][kQuantDecodeTileRows] = {
       decode_tile<6, 1, 4>, decode_tile<7, 1, 4>, decode_tile<8, 1, 4>},
      {decode_tile<1, 2, 4>, decode_tile<2, 2, 4>, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr}}};
 // W4 tiles stop at 4 rows (batch_tile_rows): 6 x 2 spilled (12 + 12 sums, 4 nibble vectors, 2 x).
-constexpr TileFn kBatchTiles[2][2][kQuantBatchTileRows] = {
-    {{batch_tile<1, 1, 8>, batch_tile<2, 1, 8>, batch_tile<3, 1, 8>, batch_tile<4, 1, 8>, batch_tile<5, 1, 8>,
-      batch_tile<6, 1, 8>},
-     {batch_tile<1, 2, 8>, batch_tile<2, 2, 8>, batch_tile<3, 2, 8>, batch_tile<4, 2, 8>, batch_tile<5, 2, 8>,
-      batch_tile<6, 2, 8>}},
-    {{batch_tile<1, 1, 4>, batch_tile<2, 1, 4>, batch_tile<3, 1, 4>, batch_tile<4, 1, 4>, nullptr, nullptr},
-     {batch_tile<1, 2, 4>, batch_tile<2, 2, 4>, batch_tile<3, 2, 4>, batch_tile<4, 2, 4>, nullptr, nullptr}}};
+// [bits == 4][per channel][np - 1][mr - 1]
+#define SLAB_W8_ROWS(NP, PC)                                                                               \
+  {batch_tile<1, NP, 8, PC>, batch_tile<2, NP, 8, PC>, batch_tile<3, NP, 8, PC>,                           \
+   batch_tile<4, NP, 8, PC>, batch_tile<5, NP, 8, PC>, batch_tile<6, NP, 8, PC>}
+#define SLAB_W4_ROWS(NP, PC) \
+  {batch_tile<1, NP, 4, PC>, batch_tile<2, NP, 4, PC>, batch_tile<3, NP, 4, PC>, batch_tile<4, NP, 4, PC>, nullptr, nullptr}
+constexpr TileFn kBatchTiles[2][2][2][kQuantBatchTileRows] = {
+    {{SLAB_W8_ROWS(1, false), SLAB_W8_ROWS(2, false)}, {SLAB_W8_ROWS(1, true), SLAB_W8_ROWS(2, true)}},
+    {{SLAB_W4_ROWS(1, false), SLAB_W4_ROWS(2, false)}, {SLAB_W4_ROWS(1, true), SLAB_W4_ROWS(2, true)}}};
+#undef SLAB_W8_ROWS
+#undef SLAB_W4_ROWS
 
 SLAB_AVX512_QUANT inline __mmask16 first_lanes(int valid) {
   if (valid <= 0) return 0;
@@ -336,29 +362,34 @@ SLAB_AVX512_QUANT inline __m512 load_x(const bf16_t* x, int i, int k) {
 }  // namespace
 
 void quant_decode_tile_avx512(const QuantTile& t) { kDecodeTiles[t.bits == 4][t.np - 1][t.mr - 1](t); }
-void quant_batch_tile_avx512(const QuantTile& t) { kBatchTiles[t.bits == 4][t.np - 1][t.mr - 1](t); }
+void quant_batch_tile_avx512(const QuantTile& t) {
+  kBatchTiles[t.bits == 4][t.groups == 1][t.np - 1][t.mr - 1](t);
+}
 
-// Same operations as quantize_row_scalar: max|x| exactly, v = x · (127 / max), round to nearest
-// even (vcvtps2dq under the default MXCSR = std::nearbyint), clamp to ±127.
-SLAB_AVX512_QUANT void quantize_row_avx512(int8_t* xq, float* scale, int32_t* sums, const bf16_t* x, int k, int kp,
-                                           int group_size) {
+// Same operations as quantize_row_scalar: max|x| of each block exactly, v = x · (127 / max),
+// round to nearest even (vcvtps2dq under the default MXCSR = std::nearbyint), clamp to ±127.
+SLAB_AVX512_QUANT void quantize_row_avx512(int8_t* xq, float* scales, int32_t* sums, size_t stride, const bf16_t* x,
+                                           int k, int kp) {
+  constexpr int kVecs = kQuantActBlock / 16;
   const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
-  __m512 amax = _mm512_setzero_ps();
-  for (int i = 0; i < k; i += 16) amax = _mm512_max_ps(amax, _mm512_and_ps(load_x(x, i, k), abs_mask));
-  const float m = _mm512_reduce_max_ps(amax);
-  const float inv = m > 0.0f ? 127.0f / m : 0.0f;
-  *scale = m / 127.0f;
-  const __m512 vinv = _mm512_set1_ps(inv);
   const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
-  for (int g = 0; g * group_size < kp; ++g) {
-    __m512i sum = _mm512_setzero_si512();
-    for (int i = g * group_size; i < (g + 1) * group_size; i += 16) {
-      const __m512 v = _mm512_mul_ps(load_x(x, i, k), vinv);  // past k: zero
-      const __m512i q = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(v), lo), hi);
-      sum = _mm512_add_epi32(sum, q);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(xq + i), _mm512_cvtepi32_epi8(q));
+  for (int i = 0; i < kp; i += kQuantActBlock) {
+    __m512 xv[kVecs];
+    __m512 amax = _mm512_setzero_ps();
+    for (int j = 0; j < kVecs; ++j) {
+      xv[j] = load_x(x, i + 16 * j, k);  // past k: zero
+      amax = _mm512_max_ps(amax, _mm512_and_ps(xv[j], abs_mask));
     }
-    sums[g] = _mm512_reduce_add_epi32(sum);
+    const float m = _mm512_reduce_max_ps(amax);
+    const __m512 vinv = _mm512_set1_ps(m > 0.0f ? 127.0f / m : 0.0f);
+    scales[static_cast<size_t>(i / kQuantActBlock) * stride] = m / 127.0f;
+    __m512i sum = _mm512_setzero_si512();
+    for (int j = 0; j < kVecs; ++j) {
+      const __m512i q = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(xv[j], vinv)), lo), hi);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(xq + i + 16 * j), _mm512_cvtepi32_epi8(q));
+      sum = _mm512_add_epi32(sum, q);
+    }
+    sums[static_cast<size_t>(i / kQuantActBlock) * stride] = _mm512_reduce_add_epi32(sum);
   }
 }
 

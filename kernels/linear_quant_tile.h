@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/bf16.h"
+#include "kernels/linear_quant.h"
 
 namespace slab::kern::detail {
 
@@ -31,16 +32,21 @@ struct QuantTile {
   const bf16_t* x = nullptr;
   size_t ldx = 0;
   const float* xsum = nullptr;  // [mr][groups]
-  // Batched: INT8 rows (padded K), their scales and INT32 sums per group.
+  // Batched: INT8 rows (padded K), their scales and INT32 sums per kQuantActBlock block of K.
   const int8_t* xq = nullptr;
   size_t ldxq = 0;
-  const float* xscale = nullptr;   // [mr]
-  const int32_t* xqsum = nullptr;  // [mr][groups]
+  int blocks = 0;                  // padded K / kQuantActBlock
+  size_t ldxs = 0;                 // block stride of xscale and xqsum (block-major: a tile's rows adjacent)
+  const float* xscale = nullptr;   // [blocks][ldxs], rows 0..mr-1
+  const int32_t* xqsum = nullptr;  // [blocks][ldxs]
   float* out = nullptr;            // [mr][kQuantTileCols]
 };
 
 inline int implied_zero(int bits) { return bits == 8 ? 128 : 8; }
 inline int quant_step_k(int bits) { return bits == 8 ? 4 : 8; }  // K elements per 64-byte step
+// Batched tiles: 64-byte code steps per activation block, and activation blocks per weight group.
+inline int block_steps(int bits) { return kQuantActBlock / quant_step_k(bits); }
+inline int blocks_per_group(const QuantTile& t) { return t.group_steps / block_steps(t.bits); }
 
 // Scales and zeros of panel q (of the tile) and group g, 16 BF16 values each.
 inline const bf16_t* tile_scales(const QuantTile& t, int q, int g) {
@@ -58,9 +64,11 @@ void quant_batch_tile_scalar(const QuantTile& t);
 void quant_batch_tile_avx2(const QuantTile& t);
 void quant_batch_tile_avx512(const QuantTile& t);
 
-// One activation row to INT8 (phase 1 of M > 8): xq[kp] (zeros past k), *scale = max|x| / 127,
-// sums[g] = Σ xq over group g. Bit-identical across ISAs.
-void quantize_row_scalar(int8_t* xq, float* scale, int32_t* sums, const bf16_t* x, int k, int kp, int group_size);
-void quantize_row_avx512(int8_t* xq, float* scale, int32_t* sums, const bf16_t* x, int k, int kp, int group_size);
+// One activation row to INT8 (phase 1 of M > 8), block b = elements [32b, 32b + 32) of the
+// kp (a multiple of 32; zeros past k): scales[b · stride] = max|x| / 127 over the block, xq = x ·
+// (127 / max) rounded to nearest even, clamped to ±127; sums[b · stride] = Σ xq over the block.
+// Bit-identical across ISAs.
+void quantize_row_scalar(int8_t* xq, float* scales, int32_t* sums, size_t stride, const bf16_t* x, int k, int kp);
+void quantize_row_avx512(int8_t* xq, float* scales, int32_t* sums, size_t stride, const bf16_t* x, int k, int kp);
 
 }  // namespace slab::kern::detail

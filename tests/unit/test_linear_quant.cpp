@@ -7,8 +7,9 @@
 //   S = Σ_k |x_k| · scale_g · (code + 128 + zero)
 // and over K <= 400 terms stays under K·2^-24·S; the check allows 2e-6·S (a wrong code, scale
 // or column shifts the result by at least ~scale·|x|, far above that).
-// Batched (M > 8): the integer part is exact, so every SIMD path must equal the scalar path
-// bit for bit; against the double reference the only rounding is FP32 scale arithmetic.
+// Batched (M > 8): activations are quantized per block of 32 along K (one scale per block); the
+// integer part is exact, so every SIMD path must equal the scalar path bit for bit; against the
+// double reference the only rounding is FP32 scale arithmetic.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -177,19 +178,27 @@ std::vector<float> run(const QuantMatrix& q, const Inputs& in, const Options& o,
   return result;
 }
 
-// The documented activation quantization: scale = max|x| / 127, xq = round(x · 127 / max|x|).
+// The documented activation quantization, per block of 32 along K: scale = max|x| / 127 over the
+// block, xq = round(x · 127 / max|x|). xscale is [m][ceil(k / 32)].
+constexpr int kActBlock = 32;
+static_assert(kActBlock == kQuantActBlock);
+int act_blocks(int k) { return (k + kActBlock - 1) / kActBlock; }
 void quantize_activations(const Inputs& in, int k, std::vector<int>& xq, std::vector<float>& xscale) {
+  const int blocks = act_blocks(k);
   xq.assign(static_cast<size_t>(in.m) * k, 0);
-  xscale.assign(static_cast<size_t>(in.m), 0.0f);
+  xscale.assign(static_cast<size_t>(in.m) * blocks, 0.0f);
   for (int r = 0; r < in.m; ++r) {
-    float amax = 0.0f;
-    for (int c = 0; c < k; ++c)
-      amax = std::max(amax, std::fabs(bf16_to_f32(in.x[static_cast<size_t>(r) * in.ldx + c])));
-    xscale[static_cast<size_t>(r)] = amax / 127.0f;
-    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-    for (int c = 0; c < k; ++c) {
-      const float v = bf16_to_f32(in.x[static_cast<size_t>(r) * in.ldx + c]) * inv;
-      xq[static_cast<size_t>(r) * k + c] = std::clamp(static_cast<int>(std::nearbyint(v)), -127, 127);
+    for (int b = 0; b < blocks; ++b) {
+      const int lo = b * kActBlock, hi = std::min(k, lo + kActBlock);
+      float amax = 0.0f;
+      for (int c = lo; c < hi; ++c)
+        amax = std::max(amax, std::fabs(bf16_to_f32(in.x[static_cast<size_t>(r) * in.ldx + c])));
+      xscale[static_cast<size_t>(r) * blocks + b] = amax / 127.0f;
+      const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+      for (int c = lo; c < hi; ++c) {
+        const float v = bf16_to_f32(in.x[static_cast<size_t>(r) * in.ldx + c]) * inv;
+        xq[static_cast<size_t>(r) * k + c] = std::clamp(static_cast<int>(std::nearbyint(v)), -127, 127);
+      }
     }
   }
 }
@@ -212,8 +221,9 @@ void check_against_reference(const QuantMatrix& q, const Inputs& in, const Optio
           const double wv = q.w[static_cast<size_t>(c) * k + kk];
           const double code = q.codes[static_cast<size_t>(c) * k + kk];
           if (batched) {
-            group_sum += xq[static_cast<size_t>(r) * k + kk] * wv;
-            group_bound += std::fabs(xq[static_cast<size_t>(r) * k + kk] * wv);
+            const double xs = xscale[static_cast<size_t>(r) * act_blocks(k) + kk / kActBlock];
+            group_sum += xs * xq[static_cast<size_t>(r) * k + kk] * wv;
+            group_bound += std::fabs(xs * xq[static_cast<size_t>(r) * k + kk] * wv);
           } else {
             const double xv = bf16_to_f32(in.x[static_cast<size_t>(r) * in.ldx + kk]);
             group_sum += xv * wv;
@@ -223,8 +233,7 @@ void check_against_reference(const QuantMatrix& q, const Inputs& in, const Optio
         sum += group_sum;
         bound += group_bound;
       }
-      double tol = batched ? 1e-6 * bound * xscale[static_cast<size_t>(r)] : 2e-6 * bound;
-      if (batched) sum *= xscale[static_cast<size_t>(r)];
+      double tol = batched ? 1e-6 * bound : 2e-6 * bound;
       double extra = 0.0;
       if (o.bias) extra += in.bias[static_cast<size_t>(c)];
       if (o.residual || o.in_place) extra += in.residual[static_cast<size_t>(r) * in.ldr + c];
@@ -429,31 +438,55 @@ TEST_CASE("quantized linear epilogues: bias, residual, in place, BF16 out, sever
   }
 }
 
-TEST_CASE("batched integer math is exact: unit scales give the integer dot product times the row scale", "[quant]") {
+TEST_CASE("batched integer math is exact: power-of-two block scales give the exact dot product", "[quant]") {
+  // Weight scales 1; activations v · 2^e with v integer in [-127, 127] and every block of 32
+  // holding one |v| = 127, so each block's scale is exactly 2^e (e = 0 or 1 per block, chosen
+  // at random) and xq = v: every product and partial sum is an integer below 2^24, so the
+  // result must be the exact Σ_b 2^e_b · d_b. A kernel that used one scale per row, mixed up
+  // blocks or lost an integer product fails by at least 1.
   std::mt19937 rng(3);
   const std::vector<Isa> isas = quant_isas();
   for (QuantFormat f : kFormats) {
     const int n = 33, k = 301, m = 21;
+    const int blocks = act_blocks(k);
     QuantMatrix q = make_matrix(f, n, k, rng);
     std::fill(q.scales.begin(), q.scales.end(), 1.0f);
     pack_quant_linear_codes(q.packed.data(), f, q.codes.data(), static_cast<size_t>(k), q.scales.data(),
                             f.zero_point ? q.zeros.data() : nullptr, n, k);
-    const Inputs in = make_inputs(m, n, k, rng);
-    std::vector<int> xq;
-    std::vector<float> xscale;
-    quantize_activations(in, k, xq, xscale);
+    Inputs in = make_inputs(m, n, k, rng);
+    std::vector<int> v(static_cast<size_t>(m) * k), e(static_cast<size_t>(m) * blocks);
+    std::uniform_int_distribution<int> value(-127, 127), coin(0, 1);
+    for (int r = 0; r < m; ++r) {
+      for (int b = 0; b < blocks; ++b) {
+        const int lo = b * kActBlock, hi = std::min(k, lo + kActBlock);
+        e[static_cast<size_t>(r) * blocks + b] = coin(rng);
+        for (int c = lo; c < hi; ++c) v[static_cast<size_t>(r) * k + c] = value(rng);
+        const int peak = lo + std::uniform_int_distribution<int>(0, hi - lo - 1)(rng);
+        v[static_cast<size_t>(r) * k + peak] = coin(rng) ? 127 : -127;
+        for (int c = lo; c < hi; ++c) {
+          const float x = std::ldexp(static_cast<float>(v[static_cast<size_t>(r) * k + c]),
+                                     e[static_cast<size_t>(r) * blocks + b]);
+          in.x[static_cast<size_t>(r) * in.ldx + c] = f32_to_bf16(x);  // 8 significant bits: exact
+        }
+      }
+    }
     for (Isa isa : isas) {
       const std::vector<float> got = run(q, in, Options{}, isa, 2);
       for (int r = 0; r < m; ++r) {
         for (int c = 0; c < n; ++c) {
-          long dot = 0;
-          for (int kk = 0; kk < k; ++kk) {
-            const size_t gi = static_cast<size_t>(c) * q.groups + static_cast<size_t>(kk / q.gs);
-            dot += long{xq[static_cast<size_t>(r) * k + kk]} * (q.codes[static_cast<size_t>(c) * k + kk] - q.zeros[gi]);
+          long want = 0, bound = 0;
+          for (int b = 0; b < blocks; ++b) {
+            long dot = 0;
+            for (int kk = b * kActBlock; kk < std::min(k, (b + 1) * kActBlock); ++kk) {
+              const size_t gi = static_cast<size_t>(c) * q.groups + static_cast<size_t>(kk / q.gs);
+              dot += long{v[static_cast<size_t>(r) * k + kk]} * (q.codes[static_cast<size_t>(c) * k + kk] - q.zeros[gi]);
+            }
+            const long scaled = dot << e[static_cast<size_t>(r) * blocks + b];
+            want += scaled;
+            bound += std::labs(scaled);
           }
-          REQUIRE(std::labs(dot) < (1l << 24));  // exact in FP32: the sums of group sums too
-          const float want = static_cast<float>(dot) * xscale[static_cast<size_t>(r)];
-          if (got[static_cast<size_t>(r) * n + c] != want) {
+          REQUIRE(bound < (1l << 24));  // every partial sum exact in FP32
+          if (got[static_cast<size_t>(r) * n + c] != static_cast<float>(want)) {
             FAIL_CHECK(isa_name(isa) << " " << describe(f) << " row " << r << " col " << c << ": "
                                      << got[static_cast<size_t>(r) * n + c] << " vs " << want);
             r = m;
