@@ -57,10 +57,9 @@ int run_bench(const BenchOptions& o) {
   ro.numa_node = placement.numa_node;
   const std::optional<WeightQuantization> quantization = parse_weight_quantization(o.quantization);
   if (!quantization || (o.quantize_lm_head && !rtn_quant_format(*quantization))) {
-    std::fprintf(
-        stderr,
-        "error: --quantization %s%s: expected auto, none, w8, w4 or w4g128 (--quantize-lm-head: w8/w4/w4g128)\n",
-        o.quantization.c_str(), o.quantize_lm_head ? " with --quantize-lm-head" : "");
+    std::fprintf(stderr, "error: --quantization %s%s: expected %s (--quantize-lm-head: %s)\n", o.quantization.c_str(),
+                 o.quantize_lm_head ? " with --quantize-lm-head" : "", weight_quantization_choices(),
+                 rtn_quantization_choices());
     return 2;
   }
   ro.quantization = *quantization;
@@ -180,9 +179,9 @@ int main(int argc, char** argv) {
   app.add_option("--numa-node", o.numa_node, "Compute on and bind memory to NUMA node N (-1: no binding)")
       ->capture_default_str();
   app.add_option("--quantization", o.quantization,
-                 "Projection weights: auto, none, w8, w4, w4g128 (as slabserve serve)")
+                 "Projection weights: auto, none, w8, w8g32, w4, w4g128 (as slabserve serve)")
       ->capture_default_str();
-  app.add_flag("--quantize-lm-head", o.quantize_lm_head, "With w8/w4/w4g128: the output head as well");
+  app.add_flag("--quantize-lm-head", o.quantize_lm_head, "With w8/w8g32/w4/w4g128: the output head as well");
   CLI11_PARSE(app, argc, argv);
   try {
     return slab::bench::run_bench(o);

@@ -39,7 +39,8 @@ SHARED = os.path.join(REPO, "..", "shared", "testdata")
 LLAMA_FORMATS = ["Q8_0", "Q4_0", "Q4_K_M"]
 # slabserve's RTN modes: projection bits per weight (codes + one BF16 scale per group or row),
 # and the llama.cpp format of about the same size each is held against.
-SLAB_MODES = {"w8": ("W8 per channel", "Q8_0"), "w4": ("W4 g32", "Q4_0"), "w4g128": ("W4 g128", "Q4_0")}
+SLAB_MODES = {"w8": ("W8 per channel", "Q8_0"), "w8g32": ("W8 g32", "Q8_0"), "w4": ("W4 g32", "Q4_0"),
+              "w4g128": ("W4 g128", "Q4_0")}
 
 
 def parse_args():

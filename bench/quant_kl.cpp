@@ -74,7 +74,8 @@ RunnerSpec parse_spec(const std::string& spec, const std::string& model) {
   }
   const std::optional<WeightQuantization> q = parse_weight_quantization(mode);
   if (!q || (r.quantize_lm_head && !rtn_quant_format(*q))) {
-    throw std::invalid_argument("--test " + spec + ": expected none, auto, w8, w4, w4g128 (+lm_head) or a .gguf file");
+    throw std::invalid_argument("--test " + spec + ": expected " + weight_quantization_choices() +
+                                " (+lm_head for the last four) or a .gguf file");
   }
   r.quantization = *q;
   return r;
@@ -294,7 +295,7 @@ int main(int argc, char** argv) {
   app.add_option("--reference", o.reference, "Quantization of the reference runner (none: BF16)")
       ->capture_default_str();
   app.add_option("--test", o.tests,
-                 "A runner to compare, repeatable: none, auto, w8, w4, w4g128 (+lm_head: the output head too), "
+                 "A runner to compare, repeatable: none, auto, w8, w8g32, w4, w4g128 (+lm_head: the output head too), "
                  "or a .gguf file (loaded as slabserve serves it)");
   auto* text = app.add_option("--text", o.text_file, "Text file, tokenized with BOS as llama-perplexity does");
   auto* ids = app.add_option("--tokens", o.tokens_file, "Token ids (whitespace-separated) instead of --text");

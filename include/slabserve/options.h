@@ -51,9 +51,10 @@ struct LoadOptions {
   std::string chat_template;
   // Weights of the linear projections: "auto" (BF16, but a GGUF file's Q8_0/Q4_0 projections run
   // on the INT8/INT4 kernels as they are), "none" (BF16 everywhere), "w8" (INT8 per output
-  // channel), "w4" (INT4 groups of 32), "w4g128" (INT4 groups of 128), quantized at load.
+  // channel), "w8g32" (INT8 groups of 32), "w4" (INT4 groups of 32), "w4g128" (INT4 groups of
+  // 128), quantized at load.
   std::string quantization = "auto";
-  bool quantize_lm_head = false;          // with w8/w4/w4g128: the output head as well
+  bool quantize_lm_head = false;          // with w8/w8g32/w4/w4g128: the output head as well
   LoadProgressCallback on_load_progress;  // optional
 };
 

@@ -6,12 +6,12 @@ void add_quantization_flags(CLI::App& cmd, api::LoadOptions& load) {
   cmd.add_option("--quantization", load.quantization,
                  "Weights of the linear projections (q/k/v/o, gate/up, down): auto (BF16, but a GGUF file's Q8_0/Q4_0 "
                  "projections run on the INT8/INT4 kernels as they are), none (BF16 everywhere), w8 (INT8 per output "
-                 "channel), w4 (INT4 groups of 32), w4g128 (INT4 groups of 128); w8/w4 quantize at load with "
-                 "round-to-nearest. Embeddings and the output head stay BF16")
+                 "channel), w8g32 (INT8 groups of 32, the layout of llama.cpp's Q8_0), w4 (INT4 groups of 32), "
+                 "w4g128 (INT4 groups of 128); these four quantize at load with round-to-nearest. Embeddings and the output head stay BF16")
       ->type_name("MODE")
       ->capture_default_str();
   cmd.add_flag("--quantize-lm-head", load.quantize_lm_head,
-               "With w8/w4/w4g128: quantize the output head too (a tied embedding then keeps its own BF16 copy)");
+               "With w8/w8g32/w4/w4g128: quantize the output head too (a tied embedding then keeps its own BF16 copy)");
 }
 
 }  // namespace slab::cli

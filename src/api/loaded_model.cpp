@@ -90,9 +90,11 @@ std::string check_load_options(const LoadOptions& options) {
            ": expected auto, bfloat16 (the fastest kernels the CPU runs) or float32 (the scalar reference)";
   }
   const std::optional<WeightQuantization> quantization = parse_weight_quantization(options.quantization);
-  if (!quantization) return "--quantization " + options.quantization + ": expected auto, none, w8, w4 or w4g128";
+  if (!quantization) {
+    return "--quantization " + options.quantization + ": expected " + weight_quantization_choices();
+  }
   if (options.quantize_lm_head && !rtn_quant_format(*quantization)) {
-    return "--quantize-lm-head needs --quantization w8, w4 or w4g128";
+    return std::string("--quantize-lm-head needs --quantization ") + rtn_quantization_choices();
   }
   if (options.dtype == "float32" && rtn_quant_format(*quantization)) {
     return "--quantization " + options.quantization +

@@ -44,6 +44,7 @@ std::optional<WeightQuantization> parse_weight_quantization(std::string_view tex
   if (text == "auto") return WeightQuantization::automatic;
   if (text == "none") return WeightQuantization::none;
   if (text == "w8") return WeightQuantization::w8;
+  if (text == "w8g32") return WeightQuantization::w8g32;
   if (text == "w4") return WeightQuantization::w4;
   if (text == "w4g128") return WeightQuantization::w4g128;
   return std::nullopt;
@@ -54,15 +55,20 @@ const char* weight_quantization_name(WeightQuantization q) {
     case WeightQuantization::automatic: return "auto";
     case WeightQuantization::none: return "none";
     case WeightQuantization::w8: return "w8";
+    case WeightQuantization::w8g32: return "w8g32";
     case WeightQuantization::w4: return "w4";
     case WeightQuantization::w4g128: return "w4g128";
   }
   return "?";
 }
 
+const char* weight_quantization_choices() { return "auto, none, w8, w8g32, w4 or w4g128"; }
+const char* rtn_quantization_choices() { return "w8, w8g32, w4 or w4g128"; }
+
 std::optional<kern::QuantFormat> rtn_quant_format(WeightQuantization q) {
   switch (q) {
     case WeightQuantization::w8: return kern::QuantFormat{8, 0, false};
+    case WeightQuantization::w8g32: return kern::QuantFormat{8, 32, false};
     case WeightQuantization::w4: return kern::QuantFormat{4, 32, false};
     case WeightQuantization::w4g128: return kern::QuantFormat{4, 128, false};
     default: return std::nullopt;

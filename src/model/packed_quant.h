@@ -1,6 +1,6 @@
 #pragma once
 // Projections packed for the INT8/INT4 kernels (kernels/linear_quant.h): quantized at load with
-// round-to-nearest from BF16/F16/F32 tensors (--quantization w8|w4|w4g128), or repacked from a
+// round-to-nearest from BF16/F16/F32 tensors (--quantization w8|w8g32|w4|w4g128), or repacked from a
 // GGUF file's Q8_0/Q4_0 blocks without requantizing (Q4_0 is W4 g32 symmetric with zero 8, Q8_0
 // is W8 g32 symmetric; only the FP16 block scale is rounded to the kernels' BF16 scale, a
 // relative error of at most 2^-9 per block).
@@ -19,11 +19,14 @@ namespace slab {
 // head stay BF16/FP32 in every mode.
 //  automatic: BF16, except a GGUF file's Q8_0/Q4_0 projections, repacked as they are
 //  none:      BF16 everywhere (GGUF blocks decoded)
-//  w8:        W8 per output channel, symmetric, RTN at load
+//  w8:        W8 per output channel, symmetric, RTN at load;  w8g32: groups of 32 (Q8_0's layout)
 //  w4:        W4 groups of 32, symmetric, RTN at load;  w4g128: groups of 128
-enum class WeightQuantization { automatic, none, w8, w4, w4g128 };
+enum class WeightQuantization { automatic, none, w8, w8g32, w4, w4g128 };
 std::optional<WeightQuantization> parse_weight_quantization(std::string_view text);
 const char* weight_quantization_name(WeightQuantization q);
+// For messages: "auto, none, w8, w8g32, w4 or w4g128", and the RTN (load-time) modes alone.
+const char* weight_quantization_choices();
+const char* rtn_quantization_choices();
 // The kernels' format for the RTN modes; nullopt for automatic and none.
 std::optional<kern::QuantFormat> rtn_quant_format(WeightQuantization q);
 // "W8 per-channel", "W4 g32", "W4 g128 zero-point"...

@@ -61,7 +61,7 @@ struct PackOptions {
   int numa_node = -1;        // bind the packed matrices to this NUMA node; -1: first touch
   LoadProgress on_progress;  // optional; called after each layer and at the end
   WeightQuantization quantization = WeightQuantization::automatic;
-  // With w8/w4/w4g128: the output head too (a tied embedding then keeps its own BF16 copy).
+  // With w8/w8g32/w4/w4g128: the output head too (a tied embedding then keeps its own BF16 copy).
   bool quantize_lm_head = false;
 };
 

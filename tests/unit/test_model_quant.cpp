@@ -1,4 +1,4 @@
-// --quantization w8|w4|w4g128 and GGUF Q8_0/Q4_0 repacking (model/packed_quant.h).
+// --quantization w8|w8g32|w4|w4g128 and GGUF Q8_0/Q4_0 repacking (model/packed_quant.h).
 //
 // Oracles: (a) the FP32 reference forward of the same model with every projection replaced by
 // its quantized-then-dequantized weights (kern::pack_quant_linear + dequantize_quant_linear, per
@@ -127,7 +127,7 @@ std::vector<float> reference_logits(const Model& m, const std::vector<int>& toke
 
 }  // namespace
 
-TEST_CASE("quantized runner: w8/w4/w4g128 logits match the dequantized model's, and the original's loosely",
+TEST_CASE("quantized runner: w8/w8g32/w4/w4g128 logits match the dequantized model's, and the original's loosely",
           "[quantload]") {
   if (!cpu_features().has_avx2_kernels()) return;  // the reference path ignores --quantization
   struct Mode {
@@ -140,8 +140,8 @@ TEST_CASE("quantized runner: w8/w4/w4g128 logits match the dequantized model's, 
   // original, relative RMS: w8 0.016, w4 0.23, w4g128 0.23 (uniform random weights: W4's step is
   // max|w|/8 of a group, ~6 % RMS per weight, compounded over every projection of 2 layers); a
   // wrong scale, group or row order gives errors of the order of the logits (> 0.7).
-  for (const Mode mode : {Mode{WeightQuantization::w8, 0.08f, 0.05f}, Mode{WeightQuantization::w4, 0.08f, 0.4f},
-                          Mode{WeightQuantization::w4g128, 0.08f, 0.45f}}) {
+  for (const Mode mode : {Mode{WeightQuantization::w8, 0.08f, 0.05f}, Mode{WeightQuantization::w8g32, 0.08f, 0.05f},
+                          Mode{WeightQuantization::w4, 0.08f, 0.4f}, Mode{WeightQuantization::w4g128, 0.08f, 0.45f}}) {
     const kern::QuantFormat f = *rtn_quant_format(mode.q);
     float worst_decode = 0.0f, worst_prefill = 0.0f, worst_original = 0.0f;
     for (const char* name : {"llama_gqa", "qwen3_qk_norm", "llama_tied", "llama_bias"}) {
