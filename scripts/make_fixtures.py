@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
-from transformers import (AutoModelForCausalLM, LlamaConfig, MistralConfig, Qwen2Config,
-                          Qwen3Config)
+from transformers import (AutoModelForCausalLM, LlamaConfig, MistralConfig, Phi3Config,
+                          Qwen2Config, Qwen3Config)
 
 REPO = Path(__file__).resolve().parent.parent
 PROMPT_LEN = 20
@@ -55,7 +55,28 @@ FIXTURES = {
                                      rope_theta=1000000.0), torch.bfloat16),
     "qwen3_qk_norm": (Qwen3Config, dict(hidden_size=32, intermediate_size=64, vocab_size=128,
                                         head_dim=16), torch.float32),
+    # Phi-3: fused qkv_proj / gate_up_proj, window 8 on every layer.
+    "phi3_sliding_window": (Phi3Config, dict(hidden_size=32, intermediate_size=64, vocab_size=192,
+                                             sliding_window=8), torch.float32),
+    # Phi-4-mini style: partial rotary (0.75 of head_dim 16: 12 rotating values), longrope, tied
+    # embeddings. original_max_position_embeddings 24 lies inside the greedy continuation: the
+    # 20-token prompt is prefilled with the short factors, and generate() switches to the long
+    # ones from the step whose position reaches 24 on (LONGROPE_SWITCH below).
+    "phi3_longrope": (Phi3Config, dict(
+        hidden_size=64, intermediate_size=96, vocab_size=160, partial_rotary_factor=0.75,
+        original_max_position_embeddings=24, tie_word_embeddings=True,
+        rope_scaling=dict(rope_type="longrope", short_factor=[1.0, 1.1, 1.3, 1.6, 2.0, 2.5],
+                          long_factor=[1.5, 3.0, 6.0, 12.0, 24.0, 48.0])), torch.bfloat16),
 }
+
+# longrope picks its factor set per forward call from the furthest position (transformers 5.23
+# modeling_rope_utils.longrope_frequency_update: long once max(position_ids) + 1 exceeds
+# original_max_position_embeddings), and Phi-3's generate() drops the KV cache and recomputes
+# the whole sequence on the first step past that length (Phi3ForCausalLM.
+# prepare_inputs_for_generation), so its generate() equals the cache-free greedy loop: every
+# logit of a sequence of length L comes from keys all rotated with one set, short for
+# L <= original, long beyond.
+LONGROPE = {"phi3_longrope"}
 
 
 def init_weights(model, seed):
@@ -98,6 +119,26 @@ def greedy(model, prompt, n):
 
 
 @torch.no_grad()
+def check_longrope_switch(folder, model, prompt, tokens):
+    """The long factors must matter, from the right length on: with long_factor replaced by
+    short_factor, the last-position logits agree while the sequence is within
+    original_max_position_embeddings and differ beyond it."""
+    orig = model.config.rope_parameters["original_max_position_embeddings"]
+    short_only = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32,
+                                                      attn_implementation="eager").eval()
+    short_only.config.rope_parameters["long_factor"] = list(
+        short_only.config.rope_parameters["short_factor"])
+    short_only.model.rotary_emb.long_inv_freq = None
+    ids = list(prompt) + list(tokens)
+    for length in range(len(prompt), len(ids) + 1):
+        a = model(torch.tensor([ids[:length]])).logits[0, -1]
+        b = short_only(torch.tensor([ids[:length]])).logits[0, -1]
+        diff = float((a - b).abs().max())
+        assert (diff < 1e-5) if length <= orig else (diff > 1e-3), (length, diff)
+    print(f"  longrope: short factors through length {orig}, long ones beyond")
+
+
+@torch.no_grad()
 def make_fixture(name, out_root):
     cls, kwargs, dtype = FIXTURES[name]
     folder = out_root / "models" / name
@@ -129,8 +170,10 @@ def make_fixture(name, out_root):
                        eos_token_id=None, pad_token_id=0, min_new_tokens=GREEDY_TOKENS)
     assert gen[0, len(prompt):].tolist() == tokens, (name, gen, tokens)
 
-    if name == "mistral_sliding_window":
+    if getattr(config, "sliding_window", None):
         check_sliding_window_matters(folder, prompt, logits, config.sliding_window)
+    if name in LONGROPE:
+        check_longrope_switch(folder, ref, prompt, tokens)
 
     data = {
         "model": name,

@@ -34,8 +34,19 @@ std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCach
 
   const BatchLayout layout = layout_batch(batch);
   const std::vector<int>& token_pos = layout.token_pos;
-  std::vector<float> inv_freq(static_cast<size_t>(hd / 2));
-  ref::rope_inverse_frequencies(inv_freq.data(), hd, rope_frequency_params(c));
+  // RoPE frequencies: [0] the config's, [1] longrope's long factors (a sequence whose step
+  // reaches past original_max_position_embeddings uses them; rope_params.h).
+  const int rot = rotary_dim_of(c);
+  std::vector<float> inv_freq[2];
+  for (int set = 0; set < 2; ++set) {
+    inv_freq[set].resize(static_cast<size_t>(rot / 2));
+    ref::rope_inverse_frequencies(inv_freq[set].data(), rot, rope_frequency_params(c, set == 1));
+  }
+  const float rope_scale = c.rope_scaling.attention_factor;
+  std::vector<int> seq_long(batch.sequences.size());
+  for (size_t s = 0; s < batch.sequences.size(); ++s) {
+    seq_long[s] = uses_long_rope(c, batch.sequences[s].start_pos + batch.sequences[s].num_tokens) ? 1 : 0;
+  }
   const float attn_scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
   // Activations, [n_tokens, width] row-major.
@@ -79,8 +90,9 @@ std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCach
         for (int h = 0; h < c.num_kv_heads; ++h)
           ref::rmsnorm(kt + h * hd, kt + h * hd, lw.k_norm.data(), hd, c.rms_norm_eps);
       }
-      ref::rope(qt, c.num_heads, hd, token_pos[t], inv_freq.data(), ref::RopeStyle::rotate_half);
-      ref::rope(kt, c.num_kv_heads, hd, token_pos[t], inv_freq.data(), ref::RopeStyle::rotate_half);
+      const float* freq = inv_freq[seq_long[static_cast<size_t>(layout.token_seq[t])]].data();
+      ref::rope(qt, c.num_heads, hd, token_pos[t], freq, ref::RopeStyle::rotate_half, rot, rope_scale);
+      ref::rope(kt, c.num_kv_heads, hd, token_pos[t], freq, ref::RopeStyle::rotate_half, rot, rope_scale);
       kern::kv_write(pool, kv_layout, batch.sequences[layout.token_seq[t]].block_table.data(), token_pos[t], kt,
                      &v[static_cast<size_t>(t) * kv_dim], c.num_kv_heads);
     }

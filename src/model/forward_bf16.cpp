@@ -14,6 +14,7 @@
 #include "kernels/rowwise_bf16.h"
 #include "model/model_runner_internal.h"
 #include "model/packed_linear.h"
+#include "model/rope_params.h"
 #include "runtime/thread_pool.h"
 
 namespace slab {
@@ -36,7 +37,8 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   const int T = static_cast<int>(batch.tokens.size());
   const int dim = c.hidden_size;
   const int hd = c.head_dim;
-  const int half = hd / 2;
+  const int rot = rotary_dim_of(c);
+  const int half = rot / 2;
   const int q_dim = c.num_heads * hd;
   const int kv_dim = c.num_kv_heads * hd;
   const int qkv_dim = q_dim + 2 * kv_dim;
@@ -74,13 +76,14 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   // The kernels have AVX-512 and scalar paths only; avx2 runs the scalar one.
   const kern::Isa attn_isa = isa == kern::Isa::avx512_bf16 ? kern::Isa::avx512_bf16 : kern::Isa::scalar;
 
-  // RoPE tables grow (doubling) to cover the furthest position; computed once per position.
-  if (layout.end_pos > ws.rope_positions) {
-    const int want = std::max(layout.end_pos, 2 * ws.rope_positions);
-    ws.rope_cos.resize(static_cast<size_t>(want) * half);
-    ws.rope_sin.resize(static_cast<size_t>(want) * half);
-    kern::rope_tables(ws.rope_cos.data(), ws.rope_sin.data(), ws.inv_freq.data(), half, ws.rope_positions, want);
-    ws.rope_positions = want;
+  // RoPE tables per sequence: longrope's long set for a sequence whose step reaches past
+  // original_max_position_embeddings (rope_params.h), the config's set otherwise.
+  std::vector<const RopeTable*> seq_rope(batch.sequences.size());
+  for (size_t s = 0; s < batch.sequences.size(); ++s) {
+    const BatchSequence& seq = batch.sequences[s];
+    RopeTable& table = ws.rope[uses_long_rope(c, seq.start_pos + seq.num_tokens) ? 1 : 0];
+    table.cover(layout.end_pos);
+    seq_rope[s] = &table;
   }
 
   // Sized for the larger of this step and the configured token budget, so steady state never
@@ -155,11 +158,12 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
         for (int h = 0; h < c.num_kv_heads; ++h)
           ref::rmsnorm(kt + h * hd, kt + h * hd, lw.k_norm.data(), hd, c.rms_norm_eps);
       }
-      const float* cs = ws.rope_cos.data() + static_cast<size_t>(pos) * half;
-      const float* sn = ws.rope_sin.data() + static_cast<size_t>(pos) * half;
-      kern::rope_rotate_half(qt, c.num_heads, hd, cs, sn);
-      kern::rope_rotate_half(kt, c.num_kv_heads, hd, cs, sn);
-      const BatchSequence& seq = batch.sequences[static_cast<size_t>(layout.token_seq[static_cast<size_t>(t)])];
+      const size_t s = static_cast<size_t>(layout.token_seq[static_cast<size_t>(t)]);
+      const float* cs = seq_rope[s]->cos.data() + static_cast<size_t>(pos) * half;
+      const float* sn = seq_rope[s]->sin.data() + static_cast<size_t>(pos) * half;
+      kern::rope_rotate_half(qt, c.num_heads, hd, rot, cs, sn);
+      kern::rope_rotate_half(kt, c.num_kv_heads, hd, rot, cs, sn);
+      const BatchSequence& seq = batch.sequences[s];
       kern::kv_write(kv_pool, kv_layout, seq.block_table.data(), pos, kt, vt, c.num_kv_heads, isa);
     });
     // Every new K/V of the layer is in the cache before any token attends (causal within a

@@ -9,6 +9,11 @@
 //             layer_types says).
 //  - qwen3:   per-head RMSNorm of q and k; attention_bias on q, k, v and o; head_dim defaults to
 //             128 (not hidden/heads) when absent; sliding window as qwen2.
+//  - phi3:    (Phi-3, Phi-3.5, Phi-4) no biases; fused qkv_proj and gate_up_proj tensors;
+//             partial_rotary_factor; RoPE type default or longrope ("su" and "yarn" are read as
+//             longrope, as transformers does), whose original_max_position_embeddings is the
+//             top-level field (default 4096) whatever rope_scaling says; sliding_window, when not
+//             null, applies to every layer.
 // transformers 5 writes RoPE settings as `rope_parameters` {rope_type, rope_theta, ...}; older
 // files use top-level `rope_theta` plus `rope_scaling`. Both are read.
 #include "model/model_config.h"
@@ -105,6 +110,68 @@ std::vector<int> get_token_ids(const json& j, const char* key, const std::string
   return ids;
 }
 
+// rotary_dim = int(head_dim * partial_rotary_factor), as transformers truncates it.
+void set_rotary_dim(float partial, const std::string& field, const std::string& source, ModelConfig& config) {
+  if (partial > 1.0f) fail(source, field, "must be in (0, 1], found " + std::to_string(partial));
+  const int dim = static_cast<int>(static_cast<double>(config.head_dim) * static_cast<double>(partial));
+  if (dim <= 0 || dim % 2 != 0) {
+    fail(source, field,
+         "gives " + std::to_string(dim) + " rotary dimensions of head_dim " + std::to_string(config.head_dim) +
+             " (must be a positive even number)");
+  }
+  config.rotary_dim = dim;
+}
+
+std::vector<float> factor_list(const json& params, const char* key, const std::string& prefix,
+                               const std::string& source, size_t want) {
+  auto it = params.find(key);
+  if (it == params.end() || !it->is_array() || it->size() != want) {
+    fail(source, prefix + key,
+         "expected a list of " + std::to_string(want) + " positive numbers (rotary_dim / 2), found " +
+             (it == params.end() ? std::string("nothing") : it->dump()));
+  }
+  std::vector<float> out;
+  for (const json& v : *it) {
+    if (!v.is_number() || !(v.get<double>() > 0.0) || !std::isfinite(v.get<double>())) {
+      fail(source, prefix + key, "expected positive numbers, found " + v.dump());
+    }
+    out.push_back(static_cast<float>(v.get<double>()));
+  }
+  return out;
+}
+
+// longrope (transformers' _compute_longrope_parameters): per-frequency short and long divisors;
+// factor defaults to max_position_embeddings / original_max_position_embeddings and the
+// attention factor to sqrt(1 + ln(factor) / ln(original)) when factor > 1.
+void parse_longrope(const json& j, const json& params, const std::string& prefix, const std::string& source,
+                    ModelConfig& config) {
+  RopeScaling& rs = config.rope_scaling;
+  rs.type = RopeScalingType::longrope;
+  const size_t half = static_cast<size_t>(config.rotary_dim / 2);
+  rs.short_factor = factor_list(params, "short_factor", prefix, source, half);
+  rs.long_factor = factor_list(params, "long_factor", prefix, source, half);
+  int orig = 0;
+  if (present(j, "original_max_position_embeddings")) {
+    orig = get_int(j, "original_max_position_embeddings", source, true, 0, true);
+  } else if (config.model_type == "phi3") {
+    orig = 4096;  // Phi3Config's default, which transformers prefers to rope_scaling's own
+  } else {
+    orig = get_int(params, "original_max_position_embeddings", source, false, config.max_position_embeddings, true);
+  }
+  rs.original_max_position_embeddings = orig;
+  const double factor =
+      present(params, "factor")
+          ? static_cast<double>(get_float(params, "factor", source, 1.0f, true, prefix))
+          : static_cast<double>(config.max_position_embeddings) / static_cast<double>(orig);
+  rs.factor = static_cast<float>(factor);
+  if (present(params, "attention_factor")) {
+    rs.attention_factor = get_float(params, "attention_factor", source, 1.0f, true, prefix);
+  } else {
+    rs.attention_factor =
+        factor <= 1.0 ? 1.0f : static_cast<float>(std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(orig))));
+  }
+}
+
 // Reads the RoPE frequency settings into `config` from either spelling.
 void parse_rope(const json& j, const std::string& source, ModelConfig& config) {
   float theta = get_float(j, "rope_theta", source, 10000.0f, true);
@@ -117,19 +184,21 @@ void parse_rope(const json& j, const std::string& source, ModelConfig& config) {
     params = &j["rope_scaling"];
     field = "rope_scaling";
   }
-  if (present(j, "partial_rotary_factor") && get_float(j, "partial_rotary_factor", source, 1.0f, true) != 1.0f) {
-    fail(source, "partial_rotary_factor", "partial rotary embeddings are not supported");
-  }
   config.rope_theta = theta;
   config.rope_scaling = RopeScaling{};
-  if (params == nullptr) return;
-  if (!params->is_object()) fail(source, field, "expected an object or null, found " + params->dump());
+  float partial = get_float(j, "partial_rotary_factor", source, 1.0f, true);
+  std::string partial_field = "partial_rotary_factor";
   const std::string prefix = field + ".";
-  config.rope_theta = get_float(*params, "rope_theta", source, theta, true, prefix);
-  if (present(*params, "partial_rotary_factor") &&
-      get_float(*params, "partial_rotary_factor", source, 1.0f, true, prefix) != 1.0f) {
-    fail(source, prefix + "partial_rotary_factor", "partial rotary embeddings are not supported");
+  if (params != nullptr) {
+    if (!params->is_object()) fail(source, field, "expected an object or null, found " + params->dump());
+    config.rope_theta = get_float(*params, "rope_theta", source, theta, true, prefix);
+    if (present(*params, "partial_rotary_factor")) {
+      partial = get_float(*params, "partial_rotary_factor", source, 1.0f, true, prefix);
+      partial_field = prefix + "partial_rotary_factor";
+    }
   }
+  set_rotary_dim(partial, partial_field, source, config);
+  if (params == nullptr) return;
   std::string type = "default";
   const char* type_key = present(*params, "rope_type") ? "rope_type" : "type";
   if (present(*params, type_key)) {
@@ -140,15 +209,20 @@ void parse_rope(const json& j, const std::string& source, ModelConfig& config) {
     // Nested per-layer-type parameters ({"full_attention": {...}, ...}).
     fail(source, field, "per-layer RoPE parameters are not supported");
   }
+  if (config.model_type == "phi3" && (type == "su" || type == "yarn")) type = "longrope";
   if (type == "default") return;
   RopeScaling& rs = config.rope_scaling;
+  if (type == "longrope") {
+    parse_longrope(j, *params, prefix, source, config);
+    return;
+  }
   if (type == "linear") {
     rs.type = RopeScalingType::linear;
   } else if (type == "llama3") {
     rs.type = RopeScalingType::llama3;
   } else {
     fail(source, prefix + type_key,
-         "unsupported RoPE scaling type '" + type + "' (supported: default, linear, llama3)");
+         "unsupported RoPE scaling type '" + type + "' (supported: default, linear, llama3, longrope)");
   }
   if (!present(*params, "factor")) fail(source, prefix + "factor", "missing");
   rs.factor = get_float(*params, "factor", source, 1.0f, true, prefix);
@@ -237,8 +311,9 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   }
   c.model_type = mt->get<std::string>();
   const std::string& type = c.model_type;
-  if (type != "llama" && type != "mistral" && type != "qwen2" && type != "qwen3") {
-    fail(source, "model_type", "unsupported model type '" + type + "' (supported: llama, mistral, qwen2, qwen3)");
+  if (type != "llama" && type != "mistral" && type != "qwen2" && type != "qwen3" && type != "phi3") {
+    fail(source, "model_type",
+         "unsupported model type '" + type + "' (supported: llama, mistral, qwen2, qwen3, phi3)");
   }
 
   c.vocab_size = get_int(j, "vocab_size", source, true, 0, true);
@@ -260,7 +335,7 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
     c.head_dim = c.hidden_size / c.num_heads;
   }
   c.rms_norm_eps = get_float(j, "rms_norm_eps", source, 1e-6f, true);
-  const int default_max_pos = type == "llama" ? 2048 : type == "mistral" ? 131072 : 32768;
+  const int default_max_pos = type == "llama" ? 2048 : type == "mistral" ? 131072 : type == "phi3" ? 4096 : 32768;
   c.max_position_embeddings = get_int(j, "max_position_embeddings", source, false, default_max_pos, true);
   parse_rope(j, source, c);
   c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", source, false);
@@ -282,6 +357,9 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
     c.qkv_bias = c.o_bias = attention_bias;
     c.qk_norm = true;
     parse_qwen_sliding_window(j, source, c);
+  } else if (type == "phi3") {
+    c.fused_qkv_proj = c.fused_gate_up_proj = true;
+    c.sliding_window = get_int(j, "sliding_window", source, false, 0, true);
   } else {  // mistral
     c.sliding_window = get_int(j, "sliding_window", source, false, 0, true);
   }

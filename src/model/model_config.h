@@ -9,7 +9,7 @@
 
 namespace slab {
 
-enum class RopeScalingType { none, linear, llama3 };
+enum class RopeScalingType { none, linear, llama3, longrope };
 
 struct RopeScaling {
   RopeScalingType type = RopeScalingType::none;
@@ -17,11 +17,16 @@ struct RopeScaling {
   // llama3 only.
   float low_freq_factor = 1.0f;
   float high_freq_factor = 4.0f;
-  int original_max_position_embeddings = 8192;
+  int original_max_position_embeddings = 8192;  // llama3 and longrope
+  // longrope only: rotary_dim / 2 divisors of the frequencies each. A forward step of a sequence
+  // whose furthest position is past original_max_position_embeddings uses long_factor, any other
+  // step short_factor (transformers' rule per forward call; see rope_params.h).
+  std::vector<float> short_factor, long_factor;
+  float attention_factor = 1.0f;  // multiplies cos and sin (longrope; 1 otherwise)
 };
 
 struct ModelConfig {
-  std::string model_type;  // llama, mistral, qwen2, qwen3
+  std::string model_type;  // llama, mistral, qwen2, qwen3, phi3
   int vocab_size = 0;
   int hidden_size = 0;
   int intermediate_size = 0;
@@ -29,6 +34,7 @@ struct ModelConfig {
   int num_heads = 0;
   int num_kv_heads = 0;
   int head_dim = 0;  // hidden_size / num_heads unless config.json says otherwise (qwen3)
+  int rotary_dim = 0;  // leading values of each head that RoPE rotates: head_dim * partial_rotary_factor
   float rms_norm_eps = 1e-6f;
   float rope_theta = 10000.0f;
   RopeScaling rope_scaling;
@@ -38,6 +44,10 @@ struct ModelConfig {
   bool o_bias = false;             // o_proj carries a bias (llama with attention_bias)
   bool mlp_bias = false;           // gate/up/down carry a bias (llama with mlp_bias)
   bool qk_norm = false;            // per-head RMSNorm of q and k before RoPE (qwen3)
+  // The checkpoint stores q/k/v as one qkv_proj and gate/up as one gate_up_proj (phi3); the
+  // loaders read them as row slices of those (model/fused_tensors.h).
+  bool fused_qkv_proj = false;
+  bool fused_gate_up_proj = false;
   int sliding_window = 0;          // 0: full attention
   std::vector<int> eos_token_ids;  // from config.json; generation_config.json may add more
   int bos_token_id = -1;

@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "model/fused_tensors.h"
+
 namespace slab {
 namespace {
 
@@ -253,8 +255,9 @@ size_t PackedModel::decode_bytes() const {
   return total;
 }
 
-PackedModel pack_model(const ModelConfig& c, const Checkpoint& checkpoint, const PackOptions& options) {
-  TensorReader ck(checkpoint, options.on_progress);
+PackedModel pack_model(const ModelConfig& c, const Checkpoint& stored, const PackOptions& options) {
+  const auto split = split_fused_projections(c, stored);  // phi3: q/k/v and gate/up as row slices
+  TensorReader ck(*split, options.on_progress);
   AllocOptions alloc;
   alloc.numa_node = options.numa_node;
   const int64_t hidden = c.hidden_size, inter = c.intermediate_size;

@@ -2,6 +2,8 @@
 // converts them to FP32.
 #include "model/weights.h"
 
+#include "model/fused_tensors.h"
+
 #include <stdexcept>
 #include <string>
 
@@ -44,7 +46,9 @@ class Reader {
 
 }  // namespace
 
-ModelWeights load_model_weights(const ModelConfig& c, const Checkpoint& checkpoint) {
+ModelWeights load_model_weights(const ModelConfig& c, const Checkpoint& stored) {
+  const auto split = split_fused_projections(c, stored);  // phi3: q/k/v and gate/up as row slices
+  const Checkpoint& checkpoint = *split;
   const Reader r(checkpoint);
   const int64_t hidden = c.hidden_size;
   const int64_t inter = c.intermediate_size;

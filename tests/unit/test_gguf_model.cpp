@@ -460,7 +460,11 @@ TEST_CASE("gguf: Llama 3.1 and 3.2 scaling parameters are recovered from rope_fr
     ModelConfig c;
     c.head_dim = k.head_dim;
     c.rope_theta = k.theta;
-    c.rope_scaling = {RopeScalingType::llama3, k.factor, k.low, k.high, k.orig};
+    c.rope_scaling.type = RopeScalingType::llama3;
+    c.rope_scaling.factor = k.factor;
+    c.rope_scaling.low_freq_factor = k.low;
+    c.rope_scaling.high_freq_factor = k.high;
+    c.rope_scaling.original_max_position_embeddings = k.orig;
     const std::vector<float> divisors = llama3_divisors(c);
     GgufBuilder g;
     g.kv_str("general.architecture", "llama")

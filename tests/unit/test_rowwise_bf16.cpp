@@ -75,7 +75,37 @@ TEST_CASE("rope from tables equals the reference rotate-half rope", "[kernels][r
     const auto x = random_vec(rng, heads * head_dim, 1.0f);
     std::vector<float> want = x, got = x;
     ref::rope(want.data(), heads, head_dim, pos, inv_freq.data(), ref::RopeStyle::rotate_half);
-    kern::rope_rotate_half(got.data(), heads, head_dim, cos.data() + pos * half, sin.data() + pos * half);
+    kern::rope_rotate_half(got.data(), heads, head_dim, head_dim, cos.data() + pos * half, sin.data() + pos * half);
     CHECK(got == want);
+  }
+}
+
+TEST_CASE("partial rotary rope with longrope factors and cos/sin scale equals the reference", "[kernels][rowwise]") {
+  std::mt19937 rng(10);
+  const int head_dim = 24, rotary_dim = 18, half = 9, heads = 2, positions = 50;
+  const float scale = 1.19f;
+  std::vector<float> factors(half);
+  for (int i = 0; i < half; ++i) factors[i] = 1.0f + 0.37f * static_cast<float>(i);
+  ref::RopeFrequencyParams p;
+  p.scaling = ref::RopeScalingKind::longrope;
+  p.ext_factors = factors.data();
+  std::vector<float> inv_freq(half);
+  ref::rope_inverse_frequencies(inv_freq.data(), rotary_dim, p);
+  // inv_freq[i] = 1 / (factor_i * theta^(2i / rotary_dim)).
+  CHECK(inv_freq[0] == 1.0f);
+  CHECK(inv_freq[4] == Approx(1.0 / (factors[4] * std::pow(10000.0, 8.0 / 18.0))).epsilon(1e-6));
+  std::vector<float> cos(static_cast<size_t>(positions) * half), sin(cos.size());
+  kern::rope_tables(cos.data(), sin.data(), inv_freq.data(), half, 0, positions, scale);
+  for (int pos : {0, 7, 49}) {
+    const auto x = random_vec(rng, heads * head_dim, 1.0f);
+    std::vector<float> want = x, got = x;
+    ref::rope(want.data(), heads, head_dim, pos, inv_freq.data(), ref::RopeStyle::rotate_half, rotary_dim, scale);
+    kern::rope_rotate_half(got.data(), heads, head_dim, rotary_dim, cos.data() + pos * half, sin.data() + pos * half);
+    CHECK(got == want);
+    for (int h = 0; h < heads; ++h) {
+      // The values past rotary_dim pass through; the rotated ones are scaled by `scale` at pos 0.
+      for (int d = rotary_dim; d < head_dim; ++d) CHECK(want[h * head_dim + d] == x[h * head_dim + d]);
+      if (pos == 0) CHECK(want[h * head_dim] == Approx(x[h * head_dim] * scale));
+    }
   }
 }
