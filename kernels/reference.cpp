@@ -35,6 +35,18 @@ void silu_mul(float* out, const float* gate, const float* up, int n) {
   }
 }
 
+void gelu_tanh_mul(float* out, const float* gate, const float* up, int n) {
+  const float k = std::sqrt(2.0f / std::numbers::pi_v<float>);
+  for (int i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = 0.5f * g * (1.0f + std::tanh(k * (g + 0.044715f * g * g * g))) * up[i];
+  }
+}
+
+void softcap(float* x, size_t n, float cap) {
+  for (size_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
+}
+
 void rope_inverse_frequencies(float* inv_freq, int rotary_dim, const RopeFrequencyParams& params) {
   const int half = rotary_dim / 2;
   for (int i = 0; i < half; ++i) {

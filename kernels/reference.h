@@ -17,6 +17,13 @@ void linear(float* out, const float* x, const float* w, const float* bias, int m
 // out[i] = silu(gate[i]) * up[i]. out may alias gate or up.
 void silu_mul(float* out, const float* gate, const float* up, int n);
 
+// out[i] = gelu_tanh(gate[i]) * up[i], gelu_tanh(g) = g/2 · (1 + tanh(√(2/π) · (g + 0.044715 g³)))
+// (PyTorch's gelu(approximate="tanh"), Gemma's gelu_pytorch_tanh). out may alias gate or up.
+void gelu_tanh_mul(float* out, const float* gate, const float* up, int n);
+
+// x[i] = cap · tanh(x[i] / cap): Gemma's logit soft-capping.
+void softcap(float* x, size_t n, float cap);
+
 // Rotary embedding frequency tables. RoPE scaling is chosen by the caller with plain numbers.
 enum class RopeScalingKind { none, linear, llama3, longrope };
 struct RopeFrequencyParams {
