@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/attention.h"
+#include "kernels/gated_activation.h"
 #include "kernels/kv_block.h"
 #include "kernels/linear_bf16.h"
 #include "kernels/reference.h"
@@ -45,7 +46,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   const int inter = c.intermediate_size;
   const KvGeometry& g = cache.geometry();
   kern::bf16_t* kv_pool = cache.pool_bf16();
-  const float attn_scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float attn_scale = c.attn_scale > 0.0f ? c.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
 
   const BatchLayout layout = layout_batch(batch);
   const std::vector<int>& rows = layout.logit_rows;
@@ -70,21 +71,29 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   attn_shape.n_kv_heads = c.num_kv_heads;
   attn_shape.head_dim = hd;
   attn_shape.block_size = g.block_size;
-  attn_shape.window = c.sliding_window;
-  const kern::AttentionPlan attn_plan =
+  // One plan per window the layers use (gemma3 interleaves sliding and full layers).
+  attn_shape.window = 0;
+  const kern::AttentionPlan full_plan =
       kern::plan_attention(attn_shape, attn_seqs.data(), static_cast<int>(attn_seqs.size()), pool.size());
+  attn_shape.window = c.sliding_window;
+  const kern::AttentionPlan window_plan =
+      c.sliding_window > 0
+          ? kern::plan_attention(attn_shape, attn_seqs.data(), static_cast<int>(attn_seqs.size()), pool.size())
+          : full_plan;
   // The kernels have AVX-512 and scalar paths only; avx2 runs the scalar one.
   const kern::Isa attn_isa = isa == kern::Isa::avx512_bf16 ? kern::Isa::avx512_bf16 : kern::Isa::scalar;
 
-  // RoPE tables per sequence: longrope's long set for a sequence whose step reaches past
-  // original_max_position_embeddings (rope_params.h), the config's set otherwise.
+  // RoPE tables per sequence (rope_params.h): longrope's long set for a sequence whose step
+  // reaches past original_max_position_embeddings, the config's set otherwise; gemma3's
+  // sliding layers use the local set whatever the sequence.
   std::vector<const RopeTable*> seq_rope(batch.sequences.size());
   for (size_t s = 0; s < batch.sequences.size(); ++s) {
     const BatchSequence& seq = batch.sequences[s];
-    RopeTable& table = ws.rope[uses_long_rope(c, seq.start_pos + seq.num_tokens) ? 1 : 0];
+    RopeTable& table = ws.rope[uses_long_rope(c, seq.start_pos + seq.num_tokens) ? kRopeLong : kRopeGlobal];
     table.cover(layout.end_pos);
     seq_rope[s] = &table;
   }
+  if (c.rope_local_theta > 0.0f) ws.rope[kRopeLocal].cover(layout.end_pos);
 
   // Sized for the larger of this step and the configured token budget, so steady state never
   // reallocates; a larger step grows them.
@@ -101,7 +110,12 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   kern::bf16_t* act_b = ws.act_b.get(ut * inter);
   const int n_threads = pool.size();
   float* linear_ws = ws.linear_ws.get(model_linear_workspace_floats(w, T, R, n_threads));
-  float* attn_ws = ws.attn_ws.get(kern::attention_workspace_floats(attn_plan));
+  float* attn_ws = ws.attn_ws.get(
+      std::max(kern::attention_workspace_floats(full_plan), kern::attention_workspace_floats(window_plan)));
+  // Attention and MLP outputs before their post-norms (sandwich norms, gemma).
+  float* delta = c.sandwich_norms ? ws.delta.get(ut * dim) : nullptr;
+  const kern::GatedAct gated_act =
+      c.mlp_activation == MlpActivation::gelu_tanh ? kern::GatedAct::gelu_tanh : kern::GatedAct::silu;
 
   auto run_on_all = [&pool](auto&& fn) { pool.run_on_all(fn); };
   // The fields every projection shares: input rows, packed weights, scratch, kernel set.
@@ -131,15 +145,31 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     a.out_bf16 = out;
     a.ldo = ldo;
     a.swiglu = true;
+    a.gated_act = gated_act;
     packed_linear(a, m, quant_isa, n_threads, run_on_all);
   };
+  // x += RMSNorm(delta) over every token: a projection's output through its post-norm.
+  auto add_post_norm = [&](const std::vector<float>& norm) {
+    pool.parallel_for(T, [&](int t, int) {
+      float* d = delta + static_cast<size_t>(t) * dim;
+      float* xt = x + static_cast<size_t>(t) * dim;
+      ref::rmsnorm(d, d, norm.data(), dim, c.rms_norm_eps);
+      for (int i = 0; i < dim; ++i) xt[i] += d[i];
+    });
+  };
 
-  pool.parallel_for(
-      T, [&](int t, int) { w.embed(x + static_cast<size_t>(t) * dim, batch.tokens[static_cast<size_t>(t)], dim); });
+  pool.parallel_for(T, [&](int t, int) {
+    float* xt = x + static_cast<size_t>(t) * dim;
+    w.embed(xt, batch.tokens[static_cast<size_t>(t)], dim);
+    if (c.embed_scale != 1.0f) {
+      for (int i = 0; i < dim; ++i) xt[i] *= c.embed_scale;
+    }
+  });
 
   for (int l = 0; l < c.num_layers; ++l) {
     const PackedLayer& lw = w.layers[static_cast<size_t>(l)];
     const kern::KvBlockLayout kv_layout = g.layer_layout(l);
+    const bool local_rope = layer_uses_local_rope(c, l);
 
     // Attention block.
     pool.parallel_for(T, [&](int t, int) {
@@ -159,8 +189,9 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
           ref::rmsnorm(kt + h * hd, kt + h * hd, lw.k_norm.data(), hd, c.rms_norm_eps);
       }
       const size_t s = static_cast<size_t>(layout.token_seq[static_cast<size_t>(t)]);
-      const float* cs = seq_rope[s]->cos.data() + static_cast<size_t>(pos) * half;
-      const float* sn = seq_rope[s]->sin.data() + static_cast<size_t>(pos) * half;
+      const RopeTable& table = local_rope ? ws.rope[kRopeLocal] : *seq_rope[s];
+      const float* cs = table.cos.data() + static_cast<size_t>(pos) * half;
+      const float* sn = table.sin.data() + static_cast<size_t>(pos) * half;
       kern::rope_rotate_half(qt, c.num_heads, hd, rot, cs, sn);
       kern::rope_rotate_half(kt, c.num_kv_heads, hd, rot, cs, sn);
       const BatchSequence& seq = batch.sequences[s];
@@ -179,14 +210,19 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     aa.scale = attn_scale;
     aa.workspace = attn_ws;
     aa.isa = attn_isa;
-    kern::attention(aa, attn_plan, run_on_all);
+    kern::attention(aa, layer_window(c, l) > 0 ? window_plan : full_plan, run_on_all);
     pool.parallel_for(T, [&](int t, int) {
       kern::convert_f32_to_bf16(attn_b + static_cast<size_t>(t) * q_dim, attn + static_cast<size_t>(t) * q_dim,
                                 static_cast<size_t>(q_dim), isa);
     });
-    linear(attn_b, q_dim, lw.o, T, x, dim, lw.b_o, true);
+    if (c.sandwich_norms) {
+      linear(attn_b, q_dim, lw.o, T, delta, dim, lw.b_o, false);
+      add_post_norm(lw.post_attn_norm);
+    } else {
+      linear(attn_b, q_dim, lw.o, T, x, dim, lw.b_o, true);
+    }
 
-    // MLP block (SwiGLU): one pass over [gate; up], then SiLU(gate)·up as BF16, then down.
+    // MLP block: one pass over [gate; up], then act(gate)·up as BF16 (SiLU or GeLU-tanh), then down.
     pool.parallel_for(T, [&](int t, int) {
       kern::rmsnorm_to_bf16(xb + static_cast<size_t>(t) * dim, x + static_cast<size_t>(t) * dim, lw.mlp_norm.data(),
                             dim, c.rms_norm_eps, isa);
@@ -197,10 +233,20 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
       linear(xb, dim, lw.gate_up, T, gate_up, 2 * static_cast<size_t>(inter), lw.b_gate_up, false);
       pool.parallel_for(T, [&](int t, int) {
         const float* gu = gate_up + static_cast<size_t>(t) * 2 * inter;
-        kern::silu_mul_to_bf16(act_b + static_cast<size_t>(t) * inter, gu, gu + inter, inter, isa);
+        kern::bf16_t* out = act_b + static_cast<size_t>(t) * inter;
+        if (gated_act == kern::GatedAct::gelu_tanh) {
+          kern::gelu_tanh_mul_to_bf16(out, gu, gu + inter, inter, isa);
+        } else {
+          kern::silu_mul_to_bf16(out, gu, gu + inter, inter, isa);
+        }
       });
     }
-    linear(act_b, inter, lw.down, T, x, dim, lw.b_down, true);
+    if (c.sandwich_norms) {
+      linear(act_b, inter, lw.down, T, delta, dim, lw.b_down, false);
+      add_post_norm(lw.post_mlp_norm);
+    } else {
+      linear(act_b, inter, lw.down, T, x, dim, lw.b_down, true);
+    }
   }
 
   // Output head over the rows that want logits only.
@@ -211,6 +257,12 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   });
   std::vector<float> logits(static_cast<size_t>(R) * c.vocab_size);
   linear(xb, dim, w.lm_head, R, logits.data(), static_cast<size_t>(c.vocab_size), {}, false);
+  if (c.final_logit_softcap > 0.0f) {
+    const size_t vocab = static_cast<size_t>(c.vocab_size);
+    pool.parallel_for(R, [&](int r, int) {
+      kern::softcap(logits.data() + static_cast<size_t>(r) * vocab, vocab, c.final_logit_softcap, isa);
+    });
+  }
   return logits;
 }
 

@@ -1,5 +1,7 @@
 #include "model/fused_tensors.h"
 
+#include "model/weights.h"
+
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -18,7 +20,7 @@ class SplitCheckpoint final : public Checkpoint {
     const int64_t hidden = c.hidden_size, inter = c.intermediate_size;
     const int64_t q_dim = int64_t{c.num_heads} * c.head_dim, kv_dim = int64_t{c.num_kv_heads} * c.head_dim;
     for (int i = 0; i < c.num_layers; ++i) {
-      const std::string p = "model.layers." + std::to_string(i) + ".";
+      const std::string p = layer_prefix(c, i);
       if (c.fused_qkv_proj) {
         const std::string f = p + "self_attn.qkv_proj.weight";
         const int64_t total = q_dim + 2 * kv_dim;

@@ -14,10 +14,17 @@
 //             longrope, as transformers does), whose original_max_position_embeddings is the
 //             top-level field (default 4096) whatever rope_scaling says; sliding_window, when not
 //             null, applies to every layer.
+//  - gemma3_text (and gemma3's text_config): gelu_pytorch_tanh gated MLP, RMSNorm with (1 + w),
+//             four norms a layer, q/k norm, embeddings times sqrt(hidden) rounded to the config's
+//             dtype, layer_types (or sliding_window_pattern, default 6) choosing local (sliding,
+//             RoPE base rope_local_base_freq) and global layers (rope_theta and rope_scaling),
+//             attention scale query_pre_attn_scalar^-0.5, final_logit_softcapping; head_dim
+//             defaults to 256 and embeddings are tied unless said otherwise.
 // transformers 5 writes RoPE settings as `rope_parameters` {rope_type, rope_theta, ...}; older
 // files use top-level `rope_theta` plus `rope_scaling`. Both are read.
 #include "model/model_config.h"
 
+#include "kernels/bf16.h"
 #include "runtime/file_io.h"
 
 #include <algorithm>
@@ -278,6 +285,81 @@ void parse_qwen_sliding_window(const json& j, const std::string& source, ModelCo
   config.sliding_window = window;
 }
 
+// sqrt(hidden_size) as transformers' Gemma multiplies by it: a float32 tensor cast to the
+// weights' dtype, here the config's `dtype` (`torch_dtype` in older files; default float32).
+float gemma_embed_scale(const json& j, const std::string& source, int hidden) {
+  const float scale = std::sqrt(static_cast<float>(hidden));
+  const char* key = present(j, "dtype") ? "dtype" : "torch_dtype";
+  if (!present(j, key)) return scale;
+  if (!j[key].is_string()) fail(source, key, "expected a dtype name, found " + j[key].dump());
+  const std::string dtype = j[key].get<std::string>();
+  if (dtype == "bfloat16") return kern::bf16_to_f32(kern::f32_to_bf16(scale));
+  if (dtype == "float16") return static_cast<float>(static_cast<_Float16>(scale));
+  if (dtype == "float32") return scale;
+  fail(source, key, "unsupported dtype '" + dtype + "' (supported: bfloat16, float16, float32)");
+}
+
+// Gemma 3 text: layer types, per-type RoPE, and the Gemma rules above.
+void parse_gemma3(const json& j, const std::string& source, ModelConfig& c) {
+  const size_t layers = static_cast<size_t>(c.num_layers);
+  c.layer_sliding.assign(layers, false);
+  if (present(j, "layer_types")) {
+    const json& lt = j["layer_types"];
+    if (!lt.is_array() || lt.size() != layers) {
+      fail(source, "layer_types", "expected a list of " + std::to_string(layers) + " layer types, found " + lt.dump());
+    }
+    for (size_t i = 0; i < layers; ++i) {
+      if (lt[i] == "sliding_attention") {
+        c.layer_sliding[i] = true;
+      } else if (lt[i] != "full_attention") {
+        fail(source, "layer_types", "unsupported layer type " + lt[i].dump());
+      }
+    }
+  } else {
+    const int pattern = get_int(j, "sliding_window_pattern", source, false, 6, true);
+    for (size_t i = 0; i < layers; ++i) c.layer_sliding[i] = (static_cast<int>(i) + 1) % pattern != 0;
+  }
+  c.sliding_window = get_int(j, "sliding_window", source, false, 4096, true);
+  if (get_bool(j, "use_bidirectional_attention", source, false)) {
+    fail(source, "use_bidirectional_attention", "bidirectional attention is not supported");
+  }
+  // RoPE: global layers from rope_parameters.full_attention (or rope_theta + rope_scaling),
+  // local ones from rope_parameters.sliding_attention (or rope_local_base_freq).
+  json global = json::object();
+  float local_theta = get_float(j, "rope_local_base_freq", source, 10000.0f, true);
+  if (present(j, "rope_parameters") && j["rope_parameters"].is_object() &&
+      (j["rope_parameters"].contains("full_attention") || j["rope_parameters"].contains("sliding_attention"))) {
+    const json& rp = j["rope_parameters"];
+    if (present(rp, "full_attention")) global["rope_parameters"] = rp["full_attention"];
+    if (present(rp, "sliding_attention")) {
+      const json& local = rp["sliding_attention"];
+      if (!local.is_object()) fail(source, "rope_parameters.sliding_attention", "expected an object");
+      const json type = local.value("rope_type", json("default"));
+      if (type != "default") {
+        fail(source, "rope_parameters.sliding_attention.rope_type",
+             "only default RoPE is supported on sliding layers, found " + type.dump());
+      }
+      local_theta = get_float(local, "rope_theta", source, local_theta, true, "rope_parameters.sliding_attention.");
+    }
+  } else {
+    if (present(j, "rope_parameters")) global["rope_parameters"] = j["rope_parameters"];
+    if (present(j, "rope_scaling")) global["rope_scaling"] = j["rope_scaling"];
+  }
+  global["rope_theta"] = present(j, "rope_theta") ? j["rope_theta"] : json(1000000.0);
+  parse_rope(global, source, c);
+  c.rope_local_theta = local_theta;
+
+  c.norm_plus_one = c.sandwich_norms = c.qk_norm = true;
+  c.qkv_bias = c.o_bias = get_bool(j, "attention_bias", source, false);
+  c.embed_scale = gemma_embed_scale(j, source, c.hidden_size);
+  const float qpas = get_float(j, "query_pre_attn_scalar", source, 256.0f, true);
+  c.attn_scale = 1.0f / std::sqrt(qpas);
+  c.final_logit_softcap = get_float(j, "final_logit_softcapping", source, 0.0f, true);
+  if (present(j, "attn_logit_softcapping")) {
+    fail(source, "attn_logit_softcapping", "attention logit soft-capping is not supported");
+  }
+}
+
 void validate(const std::string& source, const ModelConfig& c) {
   if (c.num_kv_heads > c.num_heads || c.num_heads % c.num_kv_heads != 0) {
     fail(source, "num_key_value_heads",
@@ -304,6 +386,21 @@ void validate(const std::string& source, const ModelConfig& c) {
 
 ModelConfig parse_model_config(const json& j, const std::string& source) {
   if (!j.is_object()) throw std::runtime_error(source + ": expected a JSON object");
+  if (j.value("model_type", json()) == "gemma3") {
+    // Gemma3ForConditionalGeneration: only the text tower runs; its tensors sit under
+    // model.language_model. (transformers 5 names; the vision tower's are never read).
+    if (!present(j, "text_config") || !j["text_config"].is_object()) {
+      fail(source, "text_config", "expected an object (model_type gemma3 keeps the text model's config there)");
+    }
+    json text = j["text_config"];
+    text["model_type"] = "gemma3_text";
+    for (const char* key : {"dtype", "torch_dtype", "tie_word_embeddings", "eos_token_id", "bos_token_id"}) {
+      if (present(j, key) && !present(text, key)) text[key] = j[key];
+    }
+    ModelConfig c = parse_model_config(text, source + " (text_config)");
+    c.weight_prefix = "model.language_model.";
+    return c;
+  }
   ModelConfig c;
   auto mt = j.find("model_type");
   if (mt == j.end() || !mt->is_string()) {
@@ -311,9 +408,10 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   }
   c.model_type = mt->get<std::string>();
   const std::string& type = c.model_type;
-  if (type != "llama" && type != "mistral" && type != "qwen2" && type != "qwen3" && type != "phi3") {
+  if (type != "llama" && type != "mistral" && type != "qwen2" && type != "qwen3" && type != "phi3" &&
+      type != "gemma3_text") {
     fail(source, "model_type",
-         "unsupported model type '" + type + "' (supported: llama, mistral, qwen2, qwen3, phi3)");
+         "unsupported model type '" + type + "' (supported: llama, mistral, qwen2, qwen3, phi3, gemma3_text, gemma3)");
   }
 
   c.vocab_size = get_int(j, "vocab_size", source, true, 0, true);
@@ -326,6 +424,8 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
     c.head_dim = get_int(j, "head_dim", source, true, 0, true);
   } else if (type == "qwen3") {
     c.head_dim = 128;  // Qwen3Config's default, whatever hidden_size / heads is
+  } else if (type == "gemma3_text") {
+    c.head_dim = 256;  // Gemma3TextConfig's default
   } else {
     if (c.hidden_size % c.num_heads != 0) {
       fail(source, "num_attention_heads",
@@ -335,15 +435,23 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
     c.head_dim = c.hidden_size / c.num_heads;
   }
   c.rms_norm_eps = get_float(j, "rms_norm_eps", source, 1e-6f, true);
-  const int default_max_pos = type == "llama" ? 2048 : type == "mistral" ? 131072 : type == "phi3" ? 4096 : 32768;
+  const int default_max_pos = type == "llama"     ? 2048
+                              : type == "mistral" ? 131072
+                              : type == "phi3"    ? 4096
+                              : type == "gemma3_text" ? 131072
+                                                      : 32768;
   c.max_position_embeddings = get_int(j, "max_position_embeddings", source, false, default_max_pos, true);
-  parse_rope(j, source, c);
-  c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", source, false);
+  const bool gemma = type == "gemma3_text";
+  if (!gemma) parse_rope(j, source, c);
+  c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", source, gemma);
 
-  auto act = j.find("hidden_act");
-  if (act != j.end() && !act->is_null() && (!act->is_string() || act->get<std::string>() != "silu")) {
-    fail(source, "hidden_act", "unsupported activation " + act->dump() + " (supported: \"silu\")");
+  const char* act_key = gemma ? "hidden_activation" : "hidden_act";
+  const std::string want_act = gemma ? "gelu_pytorch_tanh" : "silu";
+  auto act = j.find(act_key);
+  if (act != j.end() && !act->is_null() && (!act->is_string() || act->get<std::string>() != want_act)) {
+    fail(source, act_key, "unsupported activation " + act->dump() + " (supported: \"" + want_act + "\")");
   }
+  if (gemma) c.mlp_activation = MlpActivation::gelu_tanh;
 
   if (type == "llama") {
     bool attention_bias = get_bool(j, "attention_bias", source, false);
@@ -357,6 +465,8 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
     c.qkv_bias = c.o_bias = attention_bias;
     c.qk_norm = true;
     parse_qwen_sliding_window(j, source, c);
+  } else if (gemma) {
+    parse_gemma3(j, source, c);
   } else if (type == "phi3") {
     c.fused_qkv_proj = c.fused_gate_up_proj = true;
     c.sliding_window = get_int(j, "sliding_window", source, false, 0, true);

@@ -25,8 +25,10 @@ struct RopeScaling {
   float attention_factor = 1.0f;  // multiplies cos and sin (longrope; 1 otherwise)
 };
 
+enum class MlpActivation { silu, gelu_tanh };
+
 struct ModelConfig {
-  std::string model_type;  // llama, mistral, qwen2, qwen3, phi3
+  std::string model_type;  // llama, mistral, qwen2, qwen3, phi3, gemma3_text (also for gemma3's text_config)
   int vocab_size = 0;
   int hidden_size = 0;
   int intermediate_size = 0;
@@ -49,6 +51,21 @@ struct ModelConfig {
   bool fused_qkv_proj = false;
   bool fused_gate_up_proj = false;
   int sliding_window = 0;          // 0: full attention
+  // Per layer: whether it uses sliding_window (gemma3's interleaved local/global layers). Empty:
+  // every layer does (when sliding_window > 0).
+  std::vector<bool> layer_sliding;
+  // > 0: the sliding layers rotate with default RoPE of this base, the others with rope_theta and
+  // rope_scaling (gemma3's rope_local_base_freq / rope_parameters.sliding_attention).
+  float rope_local_theta = 0.0f;
+  MlpActivation mlp_activation = MlpActivation::silu;  // gate activation of the gated MLP
+  bool norm_plus_one = false;   // every RMSNorm scales by (1 + weight) (gemma)
+  bool sandwich_norms = false;  // RMSNorm of the attention and MLP outputs before each residual add (gemma)
+  float embed_scale = 1.0f;     // embeddings are multiplied by it (gemma: sqrt(hidden) in the config's dtype)
+  float attn_scale = 0.0f;      // q·k scale; 0: 1 / sqrt(head_dim) (gemma: query_pre_attn_scalar^-0.5)
+  float final_logit_softcap = 0.0f;  // > 0: logits = cap · tanh(logits / cap)
+  // Tensor names: "model." (the text model of a CausalLM) or "model.language_model." (gemma3's
+  // Gemma3ForConditionalGeneration); lm_head.weight is always top-level.
+  std::string weight_prefix = "model.";
   std::vector<int> eos_token_ids;  // from config.json; generation_config.json may add more
   int bos_token_id = -1;
 };
@@ -58,6 +75,14 @@ struct ModelConfig {
 // the engine does not implement (e.g. an unsupported rope_scaling type or hidden_act).
 ModelConfig parse_model_config(const nlohmann::json& config, const std::string& source);
 ModelConfig load_model_config(const std::filesystem::path& config_json);
+
+// The window of layer `layer` (0: full attention) and whether it rotates with rope_local_theta.
+inline int layer_window(const ModelConfig& c, int layer) {
+  return c.layer_sliding.empty() || c.layer_sliding[static_cast<size_t>(layer)] ? c.sliding_window : 0;
+}
+inline bool layer_uses_local_rope(const ModelConfig& c, int layer) {
+  return c.rope_local_theta > 0.0f && layer_window(c, layer) > 0;
+}
 
 // Defaults for sampling and stopping from generation_config.json (absent file: all defaults).
 struct GenerationConfig {

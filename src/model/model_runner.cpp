@@ -76,11 +76,11 @@ void ModelRunner::init(const Checkpoint& checkpoint, const RunnerOptions& option
       PackOptions{options.numa_node, options.on_load_progress, options.quantization, options.quantize_lm_head});
   ws_ = std::make_unique<Workspace>();
   const int rot = rotary_dim_of(c);
-  for (int set = 0; set < 2; ++set) {
+  for (int set = 0; set < kRopeSets; ++set) {
     RopeTable& table = ws_->rope[set];
     table.inv_freq.resize(static_cast<size_t>(rot / 2));
-    ref::rope_inverse_frequencies(table.inv_freq.data(), rot, rope_frequency_params(c, set == 1));
-    table.scale = c.rope_scaling.attention_factor;
+    ref::rope_inverse_frequencies(table.inv_freq.data(), rot, rope_set_params(c, set));
+    table.scale = rope_set_scale(c, set);
   }
 }
 

@@ -55,10 +55,11 @@ struct RopeTable {
 // Activations for one step, sized for its token count at first use and grown when a larger
 // step comes (allocated once in steady state).
 struct ModelRunner::Workspace {
-  Scratch<float> x, qkv, attn, gate_up, linear_ws, logits_rows, attn_ws;
+  Scratch<float> x, qkv, attn, gate_up, linear_ws, logits_rows, attn_ws, delta;
   Scratch<kern::bf16_t> xb, attn_b, act_b;
-  // [0] the config's frequencies; [1] longrope's long factors (unused otherwise).
-  RopeTable rope[2];
+  // Indexed by RopeSet (rope_params.h): the config's frequencies, longrope's long factors,
+  // gemma3's local base (the last two unused by other models).
+  RopeTable rope[3];
 };
 
 }  // namespace slab

@@ -40,4 +40,26 @@ inline ref::RopeFrequencyParams rope_frequency_params(const ModelConfig& config,
   return p;
 }
 
+// The frequency sets a model uses, by index: the config's, longrope's long factors, and the
+// local (sliding-layer) base of gemma3. Unused sets are computed anyway (a few floats).
+enum RopeSet { kRopeGlobal = 0, kRopeLong = 1, kRopeLocal = 2, kRopeSets = 3 };
+
+inline ref::RopeFrequencyParams rope_set_params(const ModelConfig& config, int set) {
+  if (set != kRopeLocal) return rope_frequency_params(config, set == kRopeLong);
+  ref::RopeFrequencyParams p;
+  p.theta = config.rope_local_theta > 0.0f ? config.rope_local_theta : config.rope_theta;
+  return p;
+}
+
+// The set layer `layer` uses for a sequence whose step ends at end_pos.
+inline int rope_set_for(const ModelConfig& config, int layer, int end_pos) {
+  if (layer_uses_local_rope(config, layer)) return kRopeLocal;
+  return uses_long_rope(config, end_pos) ? kRopeLong : kRopeGlobal;
+}
+
+// cos/sin multiplier of a set: longrope's attention factor on the global sets only.
+inline float rope_set_scale(const ModelConfig& config, int set) {
+  return set == kRopeLocal ? 1.0f : config.rope_scaling.attention_factor;
+}
+
 }  // namespace slab

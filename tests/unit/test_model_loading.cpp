@@ -572,3 +572,49 @@ TEST_CASE("phi3 fixtures: fused tensors load as row slices; a wrong fused shape 
   REQUIRE_THROWS_WITH(load_model_weights(wrong, *ck),
                       Contains("model.layers.0.mlp.gate_up_proj.weight") && Contains("[160, 64]"));
 }
+
+TEST_CASE("config.json: gemma3_text defaults and rules; gemma3's text_config", "[model]") {
+  json g = with(with(tiny_config(), "model_type", "gemma3_text"), "num_hidden_layers", 7);
+  g.erase("hidden_act");
+  g.erase("tie_word_embeddings");
+  g.erase("rope_theta");
+  ModelConfig m = parse(g);
+  CHECK(m.head_dim == 256);  // Gemma3TextConfig's default
+  CHECK(m.tie_word_embeddings);
+  CHECK(m.mlp_activation == MlpActivation::gelu_tanh);
+  CHECK((m.norm_plus_one && m.sandwich_norms && m.qk_norm));
+  CHECK(m.sliding_window == 4096);
+  // sliding_window_pattern 6: every 6th layer is global.
+  CHECK(m.layer_sliding == std::vector<bool>{true, true, true, true, true, false, true});
+  CHECK(layer_window(m, 5) == 0);
+  CHECK(layer_uses_local_rope(m, 0));
+  CHECK(m.rope_theta == 1000000.0f);
+  CHECK(m.rope_local_theta == 10000.0f);
+  CHECK(m.attn_scale == Approx(1.0 / 16.0));  // query_pre_attn_scalar 256
+  CHECK(m.embed_scale == std::sqrt(8.0f));   // no dtype: float32
+  // The normalizer in the config's dtype: sqrt(8) = 2.828... is 2.828125 in BF16.
+  CHECK(parse(with(g, "dtype", "bfloat16")).embed_scale == 2.828125f);
+  CHECK(parse(with(g, "torch_dtype", "float16")).embed_scale == 2.828125f);
+  // Old spelling: rope_local_base_freq, and rope_scaling on the global layers only.
+  m = parse(with(with(with(g, "rope_local_base_freq", 5000.0), "rope_theta", 2e5), "rope_scaling",
+                 {{"rope_type", "linear"}, {"factor", 8.0}}));
+  CHECK(m.rope_local_theta == 5000.0f);
+  CHECK(m.rope_theta == 200000.0f);
+  CHECK(m.rope_scaling.type == RopeScalingType::linear);
+  CHECK(parse(with(g, "final_logit_softcapping", 30.0)).final_logit_softcap == 30.0f);
+  REQUIRE_THROWS_WITH(parse(with(g, "attn_logit_softcapping", 50.0)), Contains("field 'attn_logit_softcapping'"));
+  REQUIRE_THROWS_WITH(parse(with(g, "hidden_activation", "gelu")), Contains("field 'hidden_activation'"));
+  REQUIRE_THROWS_WITH(parse(with(g, "use_bidirectional_attention", true)),
+                      Contains("field 'use_bidirectional_attention'"));
+  REQUIRE_THROWS_WITH(parse(with(g, "dtype", "int8")), Contains("field 'dtype'"));
+  REQUIRE_THROWS_WITH(parse(with(g, "layer_types", {"full_attention"})), Contains("field 'layer_types'"));
+
+  // Gemma3ForConditionalGeneration: the text tower's config and tensors under model.language_model.
+  json mm = {{"model_type", "gemma3"}, {"dtype", "bfloat16"}, {"text_config", g}, {"vision_config", json::object()}};
+  mm["text_config"].erase("model_type");
+  m = parse(mm);
+  CHECK(m.model_type == "gemma3_text");
+  CHECK(m.weight_prefix == "model.language_model.");
+  CHECK(m.embed_scale == 2.828125f);
+  REQUIRE_THROWS_WITH(parse(json{{"model_type", "gemma3"}}), Contains("field 'text_config'"));
+}

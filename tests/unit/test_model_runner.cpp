@@ -38,6 +38,14 @@ namespace {
 
 constexpr float kAtolFrac = 3e-2f;
 constexpr float kRtol = 2e-2f;
+// gemma3_text (4 layers, (1 + w) norms around every block, q/k norm, sqrt(hidden)-scaled tied
+// embeddings) amplifies BF16 rounding more: ours measured at most 4.5 % of the row scale against
+// transformers' FP32 and against the FP32 reference, while transformers itself run in BF16 is
+// 7.1 % off its FP32 logits (5.1 % phi3_longrope, 3.6 % llama_gqa). A wrong mask or RoPE on that
+// fixture moves logits by more than 50 % of the scale (window vs full attention: 3.9 absolute).
+constexpr float kAtolFracGemma = 6e-2f;
+float g_atol_frac = kAtolFrac;
+float atol_frac_for(const std::string& name) { return name.rfind("gemma", 0) == 0 ? kAtolFracGemma : kAtolFrac; }
 
 ContiguousKvCache make_cache(const ModelConfig& c, int slots, int max_tokens, KvDtype dtype = KvDtype::bf16) {
   KvGeometry g;
@@ -58,7 +66,7 @@ void check_row(const float* got, const float* want, int n, const std::string& wh
   float worst_excess = -INFINITY;
   for (int i = 0; i < n; ++i) {
     const float diff = std::fabs(got[i] - want[i]);
-    const float excess = std::isfinite(got[i]) ? diff - (kAtolFrac * scale + kRtol * std::fabs(want[i])) : INFINITY;
+    const float excess = std::isfinite(got[i]) ? diff - (g_atol_frac * scale + kRtol * std::fabs(want[i])) : INFINITY;
     if (scale > 0) g_worst_frac = std::max(g_worst_frac, diff / scale);
     if (excess > worst_excess) {
       worst_excess = excess;
@@ -78,7 +86,8 @@ int argmax_row(const float* row, int n) { return static_cast<int>(std::max_eleme
 
 const char* const kFixtureModels[] = {"llama_gqa",     "llama3_rope_scaling",    "llama_tied",
                                       "llama_bias",    "mistral_sliding_window", "qwen2_bias",
-                                      "qwen3_qk_norm", "phi3_sliding_window",    "phi3_longrope"};
+                                      "qwen3_qk_norm", "phi3_sliding_window",    "phi3_longrope",
+                                      "gemma3_text"};
 
 // The fast kernel sets this CPU can run (the runner refuses the others).
 std::vector<std::pair<const char*, KernelChoice>> fast_kernel_sets() {
@@ -110,6 +119,7 @@ TEST_CASE("runner logits match transformers on every fixture, prefill, token by 
         const auto dir = test::fixtures_dir() / "models" / name;
         auto runner = load_model_runner(dir, with(kernels));
         REQUIRE_FALSE(runner->uses_reference());
+        g_atol_frac = atol_frac_for(name);
         const ModelConfig& c = runner->config();
         const auto j = read_json_file(dir / "expected_logits.json");
         const auto prompt = j.at("prompt").get<std::vector<int>>();
@@ -166,15 +176,16 @@ TEST_CASE("runner logits match transformers on every fixture, prefill, token by 
       }
     }
   }
+  g_atol_frac = kAtolFrac;
   WARN("runner vs transformers: worst |diff| / max|logit| of a row = " << g_worst_frac);
 }
 
 // Greedy continuation of the newer families' fixtures on every fast kernel set: the prompt in
 // one step, then one token a step; a longrope model recomputes the whole sequence on its first
 // step past original_max_position_embeddings, as transformers' Phi-3 generate() does.
-TEST_CASE("runner greedy continuations equal transformers' (phi3)", "[model][runner]") {
+TEST_CASE("runner greedy continuations equal transformers' (phi3, gemma3)", "[model][runner]") {
   for (const auto& [isa_label, kernels] : fast_kernel_sets()) {
-    for (const char* name : {"phi3_sliding_window", "phi3_longrope"}) {
+    for (const char* name : {"phi3_sliding_window", "phi3_longrope", "gemma3_text"}) {
       DYNAMIC_SECTION(isa_label << " " << name) {
         const auto dir = test::fixtures_dir() / "models" / name;
         auto runner = load_model_runner(dir, with(kernels));
@@ -211,8 +222,10 @@ TEST_CASE("runner fast path agrees with the FP32 reference forward on the same c
   g_worst_frac = 0.0f;
   // phi3_longrope: 40 tokens in one step pass original_max_position_embeddings (24), so every
   // position rotates with the long factors and the attention factor; partial rotary (12 of 16).
-  for (const char* name : {"llama_gqa", "qwen3_qk_norm", "llama_tied", "phi3_longrope", "phi3_sliding_window"}) {
+  for (const char* name :
+       {"llama_gqa", "qwen3_qk_norm", "llama_tied", "phi3_longrope", "phi3_sliding_window", "gemma3_text"}) {
     const Model m = load_model(test::fixtures_dir() / "models" / name);
+    g_atol_frac = atol_frac_for(name);
     ModelRunner fast(m, with(sets.front().second));
     ModelRunner reference(m, with(KernelChoice::reference));
     REQUIRE(reference.uses_reference());
@@ -232,6 +245,7 @@ TEST_CASE("runner fast path agrees with the FP32 reference forward on the same c
                 std::string(name) + " position " + std::to_string(t));
     }
   }
+  g_atol_frac = kAtolFrac;
   WARN("runner vs reference forward: worst |diff| / max|logit| of a row = " << g_worst_frac);
 }
 
