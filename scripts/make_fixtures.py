@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
-from transformers import (AutoModelForCausalLM, Gemma3TextConfig, LlamaConfig, MistralConfig,
-                          Phi3Config, Qwen2Config, Qwen3Config)
+from transformers import (AutoModelForCausalLM, Gemma3Config, Gemma3TextConfig, LlamaConfig,
+                          MistralConfig, Phi3Config, Qwen2Config, Qwen3Config)
 
 REPO = Path(__file__).resolve().parent.parent
 PROMPT_LEN = 20
@@ -91,13 +91,27 @@ FIXTURES["gemma3_text"] = (Gemma3TextConfig, dict(
     rope_parameters={"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
                      "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}),
     torch.bfloat16)
-NOT_IN_CONFIG = {Gemma3TextConfig: ("hidden_act",)}  # Gemma names it hidden_activation
+# Gemma 3's multimodal checkpoint (Gemma3ForConditionalGeneration): the text model above (two
+# layers, L G) inside, with a one-layer SigLIP vision tower the engine never reads. Its image
+# token ids lie outside the vocabulary so no prompt token is an image token; prompts are text.
+FIXTURES["gemma3_conditional"] = (Gemma3Config, dict(
+    text_config=dict(hidden_size=32, intermediate_size=64, vocab_size=192, head_dim=8,
+                     num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                     layer_types=["sliding_attention", "full_attention"], sliding_window=8,
+                     query_pre_attn_scalar=16, rms_norm_eps=1e-5, max_position_embeddings=128,
+                     bos_token_id=1, eos_token_id=2, pad_token_id=0),
+    vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                       num_attention_heads=2, image_size=28, patch_size=14),
+    mm_tokens_per_image=4, boi_token_index=1000, eoi_token_index=1001, image_token_index=1002),
+    torch.bfloat16)
+NOT_IN_CONFIG = {Gemma3TextConfig: ("hidden_act",),  # Gemma names it hidden_activation
+                 Gemma3Config: tuple(COMMON)}  # all in text_config
 # Fixtures whose seed must also give a greedy continuation of at least 4 distinct tokens (a
 # continuation repeating one token would pass with a wrong forward more easily).
-VARIED_GREEDY = {"gemma3_text"}
+VARIED_GREEDY = {"gemma3_text", "gemma3_conditional"}
 # Gemma scales embeddings by sqrt(hidden) and ties the head: N(0, 1) rows would outweigh every
 # layer's (post-normed) output and each token would predict itself.
-EMBED_STD = {"gemma3_text": 0.15}
+EMBED_STD = {"gemma3_text": 0.15, "gemma3_conditional": 0.15}
 
 
 def init_weights(model, seed, embed_std=1.0):
@@ -187,7 +201,8 @@ def make_fixture(name, out_root):
 
         ref = load_f32(folder)
         rng = np.random.default_rng(seed)
-        prompt = [1] + [int(t) for t in rng.integers(3, config.vocab_size, PROMPT_LEN - 1)]
+        vocab = config.get_text_config().vocab_size
+        prompt = [1] + [int(t) for t in rng.integers(3, vocab, PROMPT_LEN - 1)]
         logits = ref(torch.tensor([prompt])).logits[0]
         tokens, margins = greedy(ref, prompt, GREEDY_TOKENS)
         if min(margins) >= MIN_GREEDY_MARGIN and (name not in VARIED_GREEDY or len(set(tokens)) >= 4):

@@ -388,17 +388,24 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   if (!j.is_object()) throw std::runtime_error(source + ": expected a JSON object");
   if (j.value("model_type", json()) == "gemma3") {
     // Gemma3ForConditionalGeneration: only the text tower runs; its tensors sit under
-    // model.language_model. (transformers 5 names; the vision tower's are never read).
+    // language_model.model. (what transformers 5.23 writes; it maps them to
+    // model.language_model. in memory). The vision tower's are never read.
     if (!present(j, "text_config") || !j["text_config"].is_object()) {
       fail(source, "text_config", "expected an object (model_type gemma3 keeps the text model's config there)");
     }
     json text = j["text_config"];
     text["model_type"] = "gemma3_text";
-    for (const char* key : {"dtype", "torch_dtype", "tie_word_embeddings", "eos_token_id", "bos_token_id"}) {
+    // The checkpoint loads in the top-level dtype (transformers 5.23 writes float32 into
+    // text_config whatever the weights are), so that one rounds the embedding normalizer.
+    for (const char* key : {"dtype", "torch_dtype"}) {
+      if (present(j, key)) text[key] = j[key];
+    }
+    for (const char* key : {"tie_word_embeddings", "eos_token_id", "bos_token_id"}) {
       if (present(j, key) && !present(text, key)) text[key] = j[key];
     }
     ModelConfig c = parse_model_config(text, source + " (text_config)");
-    c.weight_prefix = "model.language_model.";
+    c.weight_prefix = "language_model.model.";
+    c.lm_head_name = "language_model.lm_head.weight";
     return c;
   }
   ModelConfig c;

@@ -63,9 +63,10 @@ struct ModelConfig {
   float embed_scale = 1.0f;     // embeddings are multiplied by it (gemma: sqrt(hidden) in the config's dtype)
   float attn_scale = 0.0f;      // q·k scale; 0: 1 / sqrt(head_dim) (gemma: query_pre_attn_scalar^-0.5)
   float final_logit_softcap = 0.0f;  // > 0: logits = cap · tanh(logits / cap)
-  // Tensor names: "model." (the text model of a CausalLM) or "model.language_model." (gemma3's
-  // Gemma3ForConditionalGeneration); lm_head.weight is always top-level.
+  // Tensor names: "model." (the text model of a CausalLM) or "language_model.model." (gemma3's
+  // Gemma3ForConditionalGeneration as transformers 5.23 saves it and the Hub has it).
   std::string weight_prefix = "model.";
+  std::string lm_head_name = "lm_head.weight";
   std::vector<int> eos_token_ids;  // from config.json; generation_config.json may add more
   int bos_token_id = -1;
 };

@@ -170,7 +170,7 @@ class WeightsCheckpoint final : public Checkpoint {
     const int64_t q_dim = int64_t{c.num_heads} * c.head_dim, kv_dim = int64_t{c.num_kv_heads} * c.head_dim;
     add(c.weight_prefix + "embed_tokens.weight", w.token_embedding, {c.vocab_size, hidden});
     add(c.weight_prefix + "norm.weight", w.final_norm, {hidden});
-    add("lm_head.weight", w.lm_head, {c.vocab_size, hidden});
+    add(c.lm_head_name, w.lm_head, {c.vocab_size, hidden});
     for (size_t i = 0; i < w.layers.size(); ++i) {
       const std::string p = layer_prefix(c, static_cast<int>(i));
       const LayerWeights& l = w.layers[i];
@@ -305,15 +305,15 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& stored, const Pac
   }
   m.final_norm = effective_norm(c, to_f32(ck.get(c.weight_prefix + "norm.weight", {hidden})));
   const TensorView embed = ck.get(c.weight_prefix + "embed_tokens.weight", {c.vocab_size, hidden});
-  if (!c.tie_word_embeddings && !ck.has("lm_head.weight")) {
+  if (!c.tie_word_embeddings && !ck.has(c.lm_head_name)) {
     try {
-      (void)ck.tensor("lm_head.weight");
+      (void)ck.tensor(c.lm_head_name);
     } catch (const std::runtime_error& e) {
       throw std::runtime_error(std::string(e.what()) +
                                " (tie_word_embeddings is false, so the output matrix is required)");
     }
   }
-  const TensorView head = c.tie_word_embeddings ? embed : ck.get("lm_head.weight", {c.vocab_size, hidden});
+  const TensorView head = c.tie_word_embeddings ? embed : ck.get(c.lm_head_name, {c.vocab_size, hidden});
   if (options.quantize_lm_head && rtn_quant_format(options.quantization)) {
     std::map<std::string, int> head_path;  // the head is not a projection; describe_formats() names its format
     m.lm_head = pack_projection({head}, h, options.quantization, alloc, head_path);

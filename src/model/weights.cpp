@@ -99,16 +99,16 @@ ModelWeights load_model_weights(const ModelConfig& c, const Checkpoint& stored) 
   }
   w.final_norm = r.read(c.weight_prefix + "norm.weight", {hidden});
   if (!c.tie_word_embeddings) {
-    if (!checkpoint.has("lm_head.weight")) {
+    if (!checkpoint.has(c.lm_head_name)) {
       // Let the checkpoint name itself in the message, then say why the tensor was needed.
       try {
-        (void)checkpoint.tensor("lm_head.weight");
+        (void)checkpoint.tensor(c.lm_head_name);
       } catch (const std::runtime_error& e) {
         throw std::runtime_error(std::string(e.what()) +
                                  " (tie_word_embeddings is false, so the output matrix is required)");
       }
     }
-    w.lm_head = r.read("lm_head.weight", {c.vocab_size, hidden});
+    w.lm_head = r.read(c.lm_head_name, {c.vocab_size, hidden});
   }
   return w;
 }

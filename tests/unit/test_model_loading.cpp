@@ -609,12 +609,13 @@ TEST_CASE("config.json: gemma3_text defaults and rules; gemma3's text_config", "
   REQUIRE_THROWS_WITH(parse(with(g, "dtype", "int8")), Contains("field 'dtype'"));
   REQUIRE_THROWS_WITH(parse(with(g, "layer_types", {"full_attention"})), Contains("field 'layer_types'"));
 
-  // Gemma3ForConditionalGeneration: the text tower's config and tensors under model.language_model.
+  // Gemma3ForConditionalGeneration: the text tower's config and tensors under language_model.model.
   json mm = {{"model_type", "gemma3"}, {"dtype", "bfloat16"}, {"text_config", g}, {"vision_config", json::object()}};
   mm["text_config"].erase("model_type");
+  mm["text_config"]["dtype"] = "float32";  // as transformers writes it; the top-level dtype wins
   m = parse(mm);
   CHECK(m.model_type == "gemma3_text");
-  CHECK(m.weight_prefix == "model.language_model.");
+  CHECK(m.weight_prefix == "language_model.model.");
   CHECK(m.embed_scale == 2.828125f);
   REQUIRE_THROWS_WITH(parse(json{{"model_type", "gemma3"}}), Contains("field 'text_config'"));
 }

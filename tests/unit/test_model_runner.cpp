@@ -87,7 +87,7 @@ int argmax_row(const float* row, int n) { return static_cast<int>(std::max_eleme
 const char* const kFixtureModels[] = {"llama_gqa",     "llama3_rope_scaling",    "llama_tied",
                                       "llama_bias",    "mistral_sliding_window", "qwen2_bias",
                                       "qwen3_qk_norm", "phi3_sliding_window",    "phi3_longrope",
-                                      "gemma3_text"};
+                                      "gemma3_text",   "gemma3_conditional"};
 
 // The fast kernel sets this CPU can run (the runner refuses the others).
 std::vector<std::pair<const char*, KernelChoice>> fast_kernel_sets() {
@@ -185,7 +185,7 @@ TEST_CASE("runner logits match transformers on every fixture, prefill, token by 
 // step past original_max_position_embeddings, as transformers' Phi-3 generate() does.
 TEST_CASE("runner greedy continuations equal transformers' (phi3, gemma3)", "[model][runner]") {
   for (const auto& [isa_label, kernels] : fast_kernel_sets()) {
-    for (const char* name : {"phi3_sliding_window", "phi3_longrope", "gemma3_text"}) {
+    for (const char* name : {"phi3_sliding_window", "phi3_longrope", "gemma3_text", "gemma3_conditional"}) {
       DYNAMIC_SECTION(isa_label << " " << name) {
         const auto dir = test::fixtures_dir() / "models" / name;
         auto runner = load_model_runner(dir, with(kernels));
