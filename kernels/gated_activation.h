@@ -14,7 +14,7 @@ void gelu_tanh_mul_to_bf16(bf16_t* out, const float* gate, const float* up, int 
 // x[i] = cap * tanh(x[i] / cap) in place (ref::softcap).
 void softcap(float* x, size_t n, float cap, Isa isa);
 
-namespace detail {
+namespace detail {  // AVX-512 forms in rowwise_bf16_avx512.cpp, AVX2 in gated_activation_avx2.cpp
 void gelu_tanh_mul_to_bf16_avx512(bf16_t* out, const float* gate, const float* up, int n);
 void softcap_avx512(float* x, size_t n, float cap);
 void gelu_tanh_mul_to_bf16_avx2(bf16_t* out, const float* gate, const float* up, int n);
