@@ -189,12 +189,15 @@ TEST_CASE("gguf: metadata the engine cannot honour is refused naming the key", "
   };
   // Later duplicate keys are refused by the reader, so each case builds its own file.
   SECTION("an unknown architecture") {
-    GgufBuilder g;
-    g.kv_str("general.architecture", "gemma2");
-    const std::string b = g.bytes();
-    REQUIRE_THROWS_WITH(
-        gguf_model_config(GgufFile::parse(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.gguf")),
-        Contains("t.gguf") && Contains("'general.architecture'") && Contains("gemma2"));
+    // Phi-3 and Gemma 3 load from Hugging Face folders only; their GGUF files are refused by name.
+    for (const char* arch : {"gemma2", "phi3", "gemma3"}) {
+      GgufBuilder g;
+      g.kv_str("general.architecture", arch);
+      const std::string b = g.bytes();
+      REQUIRE_THROWS_WITH(
+          gguf_model_config(GgufFile::parse(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.gguf")),
+          Contains("t.gguf") && Contains("'general.architecture'") && Contains(std::string("'") + arch + "'"));
+    }
   }
   SECTION("a mistyped key") {
     GgufBuilder g;
