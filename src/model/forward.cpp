@@ -96,7 +96,7 @@ std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCach
           ref::rmsnorm(kt + h * hd, kt + h * hd, k_norm.data(), hd, c.rms_norm_eps);
       }
       const BatchSequence& seq = batch.sequences[static_cast<size_t>(layout.token_seq[t])];
-      const int set = rope_set_for(c, l, seq.start_pos + seq.num_tokens);
+      const int set = rope_set_for(c, l, std::max(seq.rope_length, seq.start_pos + seq.num_tokens));
       const float* freq = inv_freq[set].data();
       const float scale = rope_set_scale(c, set);
       ref::rope(qt, c.num_heads, hd, token_pos[t], freq, ref::RopeStyle::rotate_half, rot, scale);

@@ -89,7 +89,8 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   std::vector<const RopeTable*> seq_rope(batch.sequences.size());
   for (size_t s = 0; s < batch.sequences.size(); ++s) {
     const BatchSequence& seq = batch.sequences[s];
-    RopeTable& table = ws.rope[uses_long_rope(c, seq.start_pos + seq.num_tokens) ? kRopeLong : kRopeGlobal];
+    const bool long_rope = uses_long_rope(c, std::max(seq.rope_length, seq.start_pos + seq.num_tokens));
+    RopeTable& table = ws.rope[long_rope ? kRopeLong : kRopeGlobal];
     table.cover(layout.end_pos);
     seq_rope[s] = &table;
   }
