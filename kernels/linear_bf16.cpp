@@ -6,6 +6,7 @@
 #include <atomic>
 #include <stdexcept>
 
+#include "kernels/gated_activation.h"
 #include "kernels/linear_bf16_tile.h"
 #include "kernels/rowwise_bf16.h"
 
@@ -73,13 +74,18 @@ void set_epilogue(Tile& t, const LinearArgs& a, int row, int col) {
 size_t panel_stride(int k) { return static_cast<size_t>(packed_pairs(k)) * 2 * kPanelCols; }
 
 // SwiGLU epilogue of `rows` rows of one panel pair from their FP32 sums c [rows][ldc] (gate in
-// columns 0..31, up in 32..63): out = SiLU(gate)·up as BF16.
+// columns 0..31, up in 32..63): out = act(gate)·up as BF16, act SiLU or GeLU-tanh (a.gated_act).
 void finish_swiglu(const LinearArgs& a, const float* c, size_t ldc, int row, int rows, int pair) {
   const int col = pair * kPanelCols;
   const int n_valid = std::min(kPanelCols, a.w.n / 2 - col);
   for (int r = 0; r < rows; ++r) {
     const float* sums = c + static_cast<size_t>(r) * ldc;
-    silu_mul_to_bf16(a.out_bf16 + static_cast<size_t>(row + r) * a.ldo + col, sums, sums + kPanelCols, n_valid, a.isa);
+    bf16_t* out = a.out_bf16 + static_cast<size_t>(row + r) * a.ldo + col;
+    if (a.gated_act == GatedAct::gelu_tanh) {
+      gelu_tanh_mul_to_bf16(out, sums, sums + kPanelCols, n_valid, a.isa);
+    } else {
+      silu_mul_to_bf16(out, sums, sums + kPanelCols, n_valid, a.isa);
+    }
   }
 }
 

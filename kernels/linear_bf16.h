@@ -63,6 +63,9 @@ struct PackedBf16 {
   int k = 0;
 };
 
+// The activation of a fused gated MLP (swiglu below): SiLU (Llama, Qwen, Phi) or GeLU-tanh (Gemma).
+enum class GatedAct { silu, gelu_tanh };
+
 struct LinearArgs {
   const bf16_t* x = nullptr;  // [m][k], row stride ldx elements
   size_t ldx = 0;
@@ -79,6 +82,7 @@ struct LinearArgs {
   // W packed by pack_swiglu_bf16: out_bf16[m][w.n / 2] = SiLU(x·gateᵀ)·(x·upᵀ). Needs out_bf16
   // and no bias or residual. Never split over K; M > 8 uses the 6×64 tile for every M.
   bool swiglu = false;
+  GatedAct gated_act = GatedAct::silu;  // with swiglu: the activation applied to gate
   // M <= 8 without split K: when set (to 0 before the call), threads take runs of panels from
   // this shared counter instead of a fixed contiguous share, so a thread that the OS or the
   // memory system slows down costs at most one run of waiting at the end. linear_bf16() below

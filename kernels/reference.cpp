@@ -35,13 +35,28 @@ void silu_mul(float* out, const float* gate, const float* up, int n) {
   }
 }
 
+void gelu_tanh_mul(float* out, const float* gate, const float* up, int n) {
+  const float k = std::sqrt(2.0f / std::numbers::pi_v<float>);
+  for (int i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = 0.5f * g * (1.0f + std::tanh(k * (g + 0.044715f * g * g * g))) * up[i];
+  }
+}
+
+void softcap(float* x, size_t n, float cap) {
+  for (size_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
+}
+
 void rope_inverse_frequencies(float* inv_freq, int rotary_dim, const RopeFrequencyParams& params) {
   const int half = rotary_dim / 2;
   for (int i = 0; i < half; ++i) {
     // Same operation order as transformers: base ** (2i / dim) in float, then its reciprocal.
     const float exponent = static_cast<float>(2 * i) / static_cast<float>(rotary_dim);
     float f = 1.0f / std::pow(params.theta, exponent);
-    if (params.scaling == RopeScalingKind::linear) {
+    if (params.scaling == RopeScalingKind::longrope) {
+      // transformers: 1 / (ext_factor * base ** (2i / dim)), the product rounded once.
+      f = 1.0f / (params.ext_factors[i] * std::pow(params.theta, exponent));
+    } else if (params.scaling == RopeScalingKind::linear) {
       f /= params.factor;
     } else if (params.scaling == RopeScalingKind::llama3) {
       // Llama 3.1: long wavelengths are slowed by `factor`, short ones kept, the band between
@@ -62,14 +77,15 @@ void rope_inverse_frequencies(float* inv_freq, int rotary_dim, const RopeFrequen
   }
 }
 
-void rope(float* x, int n_heads, int head_dim, int pos, const float* inv_freq, RopeStyle style) {
-  const int half = head_dim / 2;
+void rope(float* x, int n_heads, int head_dim, int pos, const float* inv_freq, RopeStyle style, int rotary_dim,
+          float scale) {
+  const int half = (rotary_dim > 0 ? rotary_dim : head_dim) / 2;
   for (int h = 0; h < n_heads; ++h) {
     float* v = x + static_cast<size_t>(h) * head_dim;
     for (int i = 0; i < half; ++i) {
       const float angle = static_cast<float>(pos) * inv_freq[i];
-      const float c = std::cos(angle);
-      const float s = std::sin(angle);
+      const float c = std::cos(angle) * scale;
+      const float s = std::sin(angle) * scale;
       const int a = style == RopeStyle::rotate_half ? i : 2 * i;
       const int b = style == RopeStyle::rotate_half ? i + half : 2 * i + 1;
       const float x0 = v[a];

@@ -17,8 +17,15 @@ void linear(float* out, const float* x, const float* w, const float* bias, int m
 // out[i] = silu(gate[i]) * up[i]. out may alias gate or up.
 void silu_mul(float* out, const float* gate, const float* up, int n);
 
+// out[i] = gelu_tanh(gate[i]) * up[i], gelu_tanh(g) = g/2 · (1 + tanh(√(2/π) · (g + 0.044715 g³)))
+// (PyTorch's gelu(approximate="tanh"), Gemma's gelu_pytorch_tanh). out may alias gate or up.
+void gelu_tanh_mul(float* out, const float* gate, const float* up, int n);
+
+// x[i] = cap · tanh(x[i] / cap): Gemma's logit soft-capping.
+void softcap(float* x, size_t n, float cap);
+
 // Rotary embedding frequency tables. RoPE scaling is chosen by the caller with plain numbers.
-enum class RopeScalingKind { none, linear, llama3 };
+enum class RopeScalingKind { none, linear, llama3, longrope };
 struct RopeFrequencyParams {
   float theta = 10000.0f;
   RopeScalingKind scaling = RopeScalingKind::none;
@@ -26,6 +33,8 @@ struct RopeFrequencyParams {
   float low_freq_factor = 1.0f;
   float high_freq_factor = 4.0f;
   int original_max_position_embeddings = 8192;
+  // longrope: rotary_dim / 2 per-frequency divisors (the short or the long factor list).
+  const float* ext_factors = nullptr;
 };
 // Writes rotary_dim / 2 inverse frequencies.
 void rope_inverse_frequencies(float* inv_freq, int rotary_dim, const RopeFrequencyParams& params);
@@ -33,8 +42,12 @@ void rope_inverse_frequencies(float* inv_freq, int rotary_dim, const RopeFrequen
 // Which elements rotate together: rotate-half pairs (i, i + d/2) as Hugging Face checkpoints are
 // laid out; interleaved pairs (2i, 2i + 1) as Meta/GGUF checkpoints are.
 enum class RopeStyle { rotate_half, interleaved };
-// Rotates each of n_heads vectors of head_dim values in place for position `pos`.
-void rope(float* x, int n_heads, int head_dim, int pos, const float* inv_freq, RopeStyle style);
+// Rotates each of n_heads vectors of head_dim values in place for position `pos`. Only the first
+// rotary_dim values of each head rotate (partial rotary embeddings; 0 means head_dim), pairing
+// (i, i + rotary_dim / 2) in rotate-half style; the rest pass through. cos and sin are multiplied
+// by `scale` (longrope's attention factor) before use.
+void rope(float* x, int n_heads, int head_dim, int pos, const float* inv_freq, RopeStyle style, int rotary_dim = 0,
+          float scale = 1.0f);
 
 // One sequence's keys and values in paged blocks (see src/kv/kv_cache.h for the layout). Offsets
 // and strides are in floats; k_offset/v_offset select the layer's K and V inside a block.

@@ -49,18 +49,18 @@ void silu_mul_to_bf16(bf16_t* out, const float* gate, const float* up, int n, Is
   }
 }
 
-void rope_tables(float* cos_out, float* sin_out, const float* inv_freq, int half, int first, int last) {
+void rope_tables(float* cos_out, float* sin_out, const float* inv_freq, int half, int first, int last, float scale) {
   for (int p = first; p < last; ++p) {
     for (int i = 0; i < half; ++i) {
       const float angle = static_cast<float>(p) * inv_freq[i];
-      cos_out[static_cast<size_t>(p) * half + i] = std::cos(angle);
-      sin_out[static_cast<size_t>(p) * half + i] = std::sin(angle);
+      cos_out[static_cast<size_t>(p) * half + i] = std::cos(angle) * scale;
+      sin_out[static_cast<size_t>(p) * half + i] = std::sin(angle) * scale;
     }
   }
 }
 
-void rope_rotate_half(float* x, int n_heads, int head_dim, const float* cos, const float* sin) {
-  const int half = head_dim / 2;
+void rope_rotate_half(float* x, int n_heads, int head_dim, int rotary_dim, const float* cos, const float* sin) {
+  const int half = rotary_dim / 2;
   for (int h = 0; h < n_heads; ++h) {
     float* v = x + static_cast<size_t>(h) * head_dim;
     for (int i = 0; i < half; ++i) {

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
-from transformers import (AutoModelForCausalLM, LlamaConfig, MistralConfig, Qwen2Config,
-                          Qwen3Config)
+from transformers import (AutoModelForCausalLM, Gemma3Config, Gemma3TextConfig, LlamaConfig,
+                          MistralConfig, Phi3Config, Qwen2Config, Qwen3Config)
 
 REPO = Path(__file__).resolve().parent.parent
 PROMPT_LEN = 20
@@ -55,10 +55,66 @@ FIXTURES = {
                                      rope_theta=1000000.0), torch.bfloat16),
     "qwen3_qk_norm": (Qwen3Config, dict(hidden_size=32, intermediate_size=64, vocab_size=128,
                                         head_dim=16), torch.float32),
+    # Phi-3: fused qkv_proj / gate_up_proj, window 8 on every layer.
+    "phi3_sliding_window": (Phi3Config, dict(hidden_size=32, intermediate_size=64, vocab_size=192,
+                                             sliding_window=8), torch.float32),
+    # Phi-4-mini style: partial rotary (0.75 of head_dim 16: 12 rotating values), longrope, tied
+    # embeddings. original_max_position_embeddings 24 lies inside the greedy continuation: the
+    # 20-token prompt is prefilled with the short factors, and generate() switches to the long
+    # ones from the step whose position reaches 24 on (LONGROPE_SWITCH below).
+    "phi3_longrope": (Phi3Config, dict(
+        hidden_size=64, intermediate_size=96, vocab_size=160, partial_rotary_factor=0.75,
+        original_max_position_embeddings=24, tie_word_embeddings=True,
+        rope_scaling=dict(rope_type="longrope", short_factor=[1.0, 1.1, 1.3, 1.6, 2.0, 2.5],
+                          long_factor=[1.5, 3.0, 6.0, 12.0, 24.0, 48.0])), torch.bfloat16),
 }
 
+# longrope picks its factor set per forward call from the furthest position (transformers 5.23
+# modeling_rope_utils.longrope_frequency_update: long once max(position_ids) + 1 exceeds
+# original_max_position_embeddings), and Phi-3's generate() drops the KV cache and recomputes
+# the whole sequence on the first step past that length (Phi3ForCausalLM.
+# prepare_inputs_for_generation), so its generate() equals the cache-free greedy loop: every
+# logit of a sequence of length L comes from keys all rotated with one set, short for
+# L <= original, long beyond.
+LONGROPE = {"phi3_longrope"}
 
-def init_weights(model, seed):
+# Gemma 3 text: 4 layers, local (window 8, RoPE base 1e4) and global (base 1e6, linear scaling 8)
+# interleaved as in the real models (here L L G L), q/k norm, 4 norms a layer with (1 + w),
+# GeLU-tanh MLP, attention scale query_pre_attn_scalar^-0.5 (16, not head_dim 8), final logit
+# soft-capping 30, tied embeddings. BF16 on disk: the config says bfloat16, so the embedding
+# normalizer sqrt(32) is rounded to BF16 as transformers does when it runs the checkpoint in its
+# dtype (load_f32 reproduces that rounding in the FP32 reference run).
+FIXTURES["gemma3_text"] = (Gemma3TextConfig, dict(
+    hidden_size=32, intermediate_size=64, vocab_size=192, head_dim=8, num_hidden_layers=4,
+    layer_types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention"],
+    sliding_window=8, query_pre_attn_scalar=16, final_logit_softcapping=30.0,
+    rope_parameters={"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+                     "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}),
+    torch.bfloat16)
+# Gemma 3's multimodal checkpoint (Gemma3ForConditionalGeneration): the text model above (two
+# layers, L G) inside, with a one-layer SigLIP vision tower the engine never reads. Its image
+# token ids lie outside the vocabulary so no prompt token is an image token; prompts are text.
+FIXTURES["gemma3_conditional"] = (Gemma3Config, dict(
+    text_config=dict(hidden_size=32, intermediate_size=64, vocab_size=192, head_dim=8,
+                     num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                     layer_types=["sliding_attention", "full_attention"], sliding_window=8,
+                     query_pre_attn_scalar=16, rms_norm_eps=1e-5, max_position_embeddings=128,
+                     bos_token_id=1, eos_token_id=2, pad_token_id=0),
+    vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                       num_attention_heads=2, image_size=28, patch_size=14),
+    mm_tokens_per_image=4, boi_token_index=1000, eoi_token_index=1001, image_token_index=1002),
+    torch.bfloat16)
+NOT_IN_CONFIG = {Gemma3TextConfig: ("hidden_act",),  # Gemma names it hidden_activation
+                 Gemma3Config: tuple(COMMON)}  # all in text_config
+# Fixtures whose seed must also give a greedy continuation of at least 4 distinct tokens (a
+# continuation repeating one token would pass with a wrong forward more easily).
+VARIED_GREEDY = {"gemma3_text", "gemma3_conditional"}
+# Gemma scales embeddings by sqrt(hidden) and ties the head: N(0, 1) rows would outweigh every
+# layer's (post-normed) output and each token would predict itself.
+EMBED_STD = {"gemma3_text": 0.15, "gemma3_conditional": 0.15}
+
+
+def init_weights(model, seed, embed_std=1.0):
     """Non-trivial random weights: projection matrices N(0, 0.2), embeddings N(0, 1), lm_head
     N(0, 0.3), norms 1 + N(0, 0.1), biases N(0, 0.1): attention is far from uniform and logits
     spread over several units instead of sitting near zero."""
@@ -68,7 +124,7 @@ def init_weights(model, seed):
             if name.endswith("norm.weight"):
                 p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))
             elif "embed_tokens" in name:
-                p.copy_(torch.randn(p.shape, generator=g))
+                p.copy_(embed_std * torch.randn(p.shape, generator=g))
             elif name.endswith("lm_head.weight"):
                 p.copy_(0.3 * torch.randn(p.shape, generator=g))
             else:
@@ -79,9 +135,17 @@ def round6(values):
     return [float(f"{v:.6g}") for v in values]
 
 
-def load_f32(folder):
-    return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32,
-                                                attn_implementation="eager").eval()
+def load_f32(folder, **kwargs):
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32,
+                                                 attn_implementation="eager", **kwargs).eval()
+    # Gemma multiplies embeddings by sqrt(hidden) cast to the weights' dtype; run in the saved
+    # dtype that is the BF16/F16 value, so the FP32 reference uses that value too.
+    emb = model.get_input_embeddings()
+    saved = json.loads((Path(folder) / "config.json").read_text())
+    dtype = saved.get("dtype") or saved.get("torch_dtype")
+    if hasattr(emb, "embed_scale") and dtype in ("bfloat16", "float16"):
+        emb.embed_scale.copy_(emb.embed_scale.to(getattr(torch, dtype)).float())
+    return model
 
 
 @torch.no_grad()
@@ -98,26 +162,50 @@ def greedy(model, prompt, n):
 
 
 @torch.no_grad()
+def check_longrope_switch(folder, model, prompt, tokens):
+    """The long factors must matter, from the right length on: with long_factor replaced by
+    short_factor, the last-position logits agree while the sequence is within
+    original_max_position_embeddings and differ beyond it."""
+    orig = model.config.rope_parameters["original_max_position_embeddings"]
+    short_only = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32,
+                                                      attn_implementation="eager").eval()
+    short_only.config.rope_parameters["long_factor"] = list(
+        short_only.config.rope_parameters["short_factor"])
+    short_only.model.rotary_emb.long_inv_freq = None
+    ids = list(prompt) + list(tokens)
+    for length in range(len(prompt), len(ids) + 1):
+        a = model(torch.tensor([ids[:length]])).logits[0, -1]
+        b = short_only(torch.tensor([ids[:length]])).logits[0, -1]
+        diff = float((a - b).abs().max())
+        assert (diff < 1e-5) if length <= orig else (diff > 1e-3), (length, diff)
+    print(f"  longrope: short factors through length {orig}, long ones beyond")
+
+
+@torch.no_grad()
 def make_fixture(name, out_root):
     cls, kwargs, dtype = FIXTURES[name]
     folder = out_root / "models" / name
     for attempt in range(20):
         seed = 1000 * (list(FIXTURES).index(name) + 1) + attempt
         torch.manual_seed(seed)
-        config = cls(**{**COMMON, **kwargs})
+        merged = {**COMMON, **kwargs}
+        for key in NOT_IN_CONFIG.get(cls, ()):
+            merged.pop(key)
+        config = cls(**merged)
         model = AutoModelForCausalLM.from_config(config, attn_implementation="eager",
                                                  dtype=torch.float32)
-        init_weights(model, seed)
+        init_weights(model, seed, EMBED_STD.get(name, 1.0))
         if folder.exists():
             shutil.rmtree(folder)
         model.to(dtype).save_pretrained(folder)
 
         ref = load_f32(folder)
         rng = np.random.default_rng(seed)
-        prompt = [1] + [int(t) for t in rng.integers(3, config.vocab_size, PROMPT_LEN - 1)]
+        vocab = config.get_text_config().vocab_size
+        prompt = [1] + [int(t) for t in rng.integers(3, vocab, PROMPT_LEN - 1)]
         logits = ref(torch.tensor([prompt])).logits[0]
         tokens, margins = greedy(ref, prompt, GREEDY_TOKENS)
-        if min(margins) >= MIN_GREEDY_MARGIN:
+        if min(margins) >= MIN_GREEDY_MARGIN and (name not in VARIED_GREEDY or len(set(tokens)) >= 4):
             break
         print(f"{name}: seed {seed} has a greedy near-tie ({min(margins):.2e}); retrying")
     else:
@@ -129,8 +217,10 @@ def make_fixture(name, out_root):
                        eos_token_id=None, pad_token_id=0, min_new_tokens=GREEDY_TOKENS)
     assert gen[0, len(prompt):].tolist() == tokens, (name, gen, tokens)
 
-    if name == "mistral_sliding_window":
+    if getattr(config, "sliding_window", None):
         check_sliding_window_matters(folder, prompt, logits, config.sliding_window)
+    if name in LONGROPE:
+        check_longrope_switch(folder, ref, prompt, tokens)
 
     data = {
         "model": name,
@@ -147,14 +237,19 @@ def make_fixture(name, out_root):
           f"min greedy margin {min(margins):.3g}, greedy {tokens}")
 
 
+def full_model_type(folder):
+    return json.loads((Path(folder) / "config.json").read_text())["model_type"]
+
+
 @torch.no_grad()
 def check_sliding_window_matters(folder, prompt, logits, window):
     """transformers (eager) must apply the window: positions < window agree with full attention,
     later ones differ. Query i attends keys j with i - window < j <= i (window tokens, itself
     included)."""
-    full = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32,
-                                                attn_implementation="eager", sliding_window=None)
-    assert full.config.sliding_window is None
+    # Gemma's masks need a window: one longer than the prompt is none.
+    no_window = PROMPT_LEN * 10 if "gemma" in full_model_type(folder) else None
+    full = load_f32(folder, sliding_window=no_window)
+    assert full.config.sliding_window == no_window
     full_logits = full(torch.tensor([prompt])).logits[0]
     diff = (full_logits - logits).abs().amax(dim=-1)
     assert float(diff[:window].max()) < 1e-5, diff

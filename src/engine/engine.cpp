@@ -27,6 +27,17 @@ std::vector<int32_t> end_tokens(const StopConditions& stop) {
   return ids;
 }
 
+// longrope models (Phi-3 128k, Phi-3.5, Phi-4-mini): keys rotated with the short factors must
+// not serve a sequence past original_max_position_embeddings, nor the long ones a shorter one.
+// Cached prefixes do not record which set rotated them, so prefix caching is off for these
+// models, and a sequence that grows past the length is recomputed (SchedulerConfig).
+bool longrope(const ModelConfig& c) { return c.rope_scaling.type == RopeScalingType::longrope; }
+
+SchedulerConfig scheduler_config(SchedulerConfig s, const ModelConfig& c) {
+  if (longrope(c)) s.recompute_past_length = c.rope_scaling.original_max_position_embeddings;
+  return s;
+}
+
 }  // namespace
 
 Engine::Engine(const Model& model, const Tokenizer* tokenizer, const EngineConfig& config)
@@ -47,8 +58,14 @@ Engine::Engine(std::unique_ptr<ModelRunner> owned, ModelRunner* runner, const To
                                                                model_config_.head_dim, config.block_size},
                                                               runner_.kv_dtype(), config.kv_cache_bytes),
                  runner_.kv_dtype(), runner_.numa_node()),
-      scheduler_(config.scheduler, kv_memory_.num_blocks(), config.block_size, config.enable_prefix_caching),
+      scheduler_(scheduler_config(config.scheduler, model_config_), kv_memory_.num_blocks(), config.block_size,
+                 config.enable_prefix_caching && !longrope(model_config_)),
       constraints_(tokenizer) {
+  if (longrope(model_config_) && config.enable_prefix_caching) {
+    spdlog::warn("prefix caching is off for this model: its longrope RoPE rotates keys by the sequence's length "
+                 "(short factors up to {} tokens, long beyond), which cached blocks do not record",
+                 model_config_.rope_scaling.original_max_position_embeddings);
+  }
   if (config.block_size <= 0 || config.block_size % 16 != 0) {
     throw std::invalid_argument("block size must be a positive multiple of 16, got " +
                                 std::to_string(config.block_size));
@@ -221,7 +238,8 @@ void Engine::run_step() {
     if (!seq.first_scheduled_at) seq.first_scheduled_at = now;
     batch.tokens.insert(batch.tokens.end(), seq.tokens.begin() + seq.num_computed,
                         seq.tokens.begin() + seq.num_computed + chunk.num_tokens);
-    batch.sequences.push_back({seq.id, seq.num_computed, chunk.num_tokens, chunk.block_ids});
+    batch.sequences.push_back(
+        {seq.id, seq.num_computed, chunk.num_tokens, chunk.block_ids, static_cast<int>(seq.tokens.size())});
   }
   std::vector<float> logits;
   try {

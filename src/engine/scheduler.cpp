@@ -130,6 +130,13 @@ SchedulerStep Scheduler::schedule() {
   for (bool decodes : {true, false}) {
     for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
       Sequence* seq = running_[i];
+      const int switch_at = config_.recompute_past_length;
+      if (switch_at > 0 && seq->num_computed > 0 && seq->cache_rope_length <= switch_at &&
+          static_cast<int>(seq->tokens.size()) > switch_at) {
+        preempt(seq, step, /*for_memory=*/false);  // recomputed from the waiting queue's front
+        --i;
+        continue;
+      }
       const int need = seq->num_uncomputed();
       if ((need == 1) != decodes || need == 0) continue;
       const int n = std::min(need, budget);
@@ -171,6 +178,7 @@ SchedulerStep Scheduler::schedule() {
     }
     if (!kv_.allocate(seq->id, seq->tokens, cached + n, hit)) break;  // no room: admission stops this step
     seq->num_computed = cached;
+    if (cached == 0) seq->cache_rope_length = static_cast<int>(seq->tokens.size());
     if (seq->num_preemptions == 0) seq->cached_prompt_tokens = cached;
     waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(w));
     passed.clear();

@@ -18,6 +18,11 @@ namespace slab {
 struct SchedulerConfig {
   int max_num_seqs = 128;
   int max_num_batched_tokens = 2048;
+  // > 0 (longrope models: original_max_position_embeddings): a sequence whose cached K/V were
+  // computed while it held at most this many tokens is recomputed from scratch (preempted, not
+  // for memory) the first time it holds more, as transformers' Phi-3 generate() drops its cache
+  // there: its earlier keys were rotated with the short factors.
+  int recompute_past_length = 0;
 };
 
 // One sequence's share of a step: num_tokens new tokens starting at seq->num_computed, and the

@@ -32,6 +32,9 @@ struct Sequence {
   // Tokens whose K/V are in the cache. The sequence needs a forward pass over
   // tokens[num_computed ..]; when that reaches the end, a new token is sampled.
   int num_computed = 0;
+  // Tokens the sequence held when the first chunk of its current cache ran (the scheduler's
+  // recompute_past_length compares it).
+  int cache_rope_length = 0;
   int cached_prompt_tokens = 0;  // from the prefix cache at (first) admission
   SequenceStatus status = SequenceStatus::waiting;
   int num_preemptions = 0;

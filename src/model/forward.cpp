@@ -34,9 +34,15 @@ std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCach
 
   const BatchLayout layout = layout_batch(batch);
   const std::vector<int>& token_pos = layout.token_pos;
-  std::vector<float> inv_freq(static_cast<size_t>(hd / 2));
-  ref::rope_inverse_frequencies(inv_freq.data(), hd, rope_frequency_params(c));
-  const float attn_scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  // RoPE frequency sets (rope_params.h): the config's, longrope's long factors (a sequence whose
+  // step reaches past original_max_position_embeddings), gemma3's local base for sliding layers.
+  const int rot = rotary_dim_of(c);
+  std::vector<float> inv_freq[kRopeSets];
+  for (int set = 0; set < kRopeSets; ++set) {
+    inv_freq[set].resize(static_cast<size_t>(rot / 2));
+    ref::rope_inverse_frequencies(inv_freq[set].data(), rot, rope_set_params(c, set));
+  }
+  const float attn_scale = c.attn_scale > 0.0f ? c.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
 
   // Activations, [n_tokens, width] row-major.
   std::vector<float> x(static_cast<size_t>(n_tokens) * dim);
@@ -51,20 +57,31 @@ std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCach
 
   for (int t = 0; t < n_tokens; ++t) {
     const float* row = w.token_embedding.data() + static_cast<size_t>(batch.tokens[t]) * dim;
-    std::copy(row, row + dim, x.begin() + static_cast<std::ptrdiff_t>(t) * dim);
+    for (int i = 0; i < dim; ++i) x[static_cast<size_t>(t) * dim + i] = row[i] * c.embed_scale;
   }
 
-  auto residual_add = [&]() {
+  // x += delta, through an RMSNorm of delta first where the config has sandwich norms (gemma).
+  auto residual_add = [&](const std::vector<float>& post_norm) {
+    if (!post_norm.empty()) {
+      for (int t = 0; t < n_tokens; ++t) {
+        float* d = &delta[static_cast<size_t>(t) * dim];
+        ref::rmsnorm(d, d, post_norm.data(), dim, c.rms_norm_eps);
+      }
+    }
     for (size_t i = 0; i < x.size(); ++i) x[i] += delta[i];
   };
 
   for (int l = 0; l < c.num_layers; ++l) {
     const LayerWeights& lw = w.layers[l];
     const kern::KvBlockLayout kv_layout = g.layer_layout(l);
+    const std::vector<float> attn_norm = effective_norm(c, lw.attn_norm), mlp_norm = effective_norm(c, lw.mlp_norm);
+    const std::vector<float> q_norm = effective_norm(c, lw.q_norm), k_norm = effective_norm(c, lw.k_norm);
+    const std::vector<float> post_attn_norm = effective_norm(c, lw.post_attn_norm);
+    const std::vector<float> post_mlp_norm = effective_norm(c, lw.post_mlp_norm);
 
     // Attention block.
     for (int t = 0; t < n_tokens; ++t) {
-      ref::rmsnorm(&xn[static_cast<size_t>(t) * dim], &x[static_cast<size_t>(t) * dim], lw.attn_norm.data(), dim,
+      ref::rmsnorm(&xn[static_cast<size_t>(t) * dim], &x[static_cast<size_t>(t) * dim], attn_norm.data(), dim,
                    c.rms_norm_eps);
     }
     ref::linear(q.data(), xn.data(), lw.wq.data(), bias_or_null(lw.bq), n_tokens, q_dim, dim);
@@ -74,13 +91,16 @@ std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCach
       float* qt = &q[static_cast<size_t>(t) * q_dim];
       float* kt = &k[static_cast<size_t>(t) * kv_dim];
       if (c.qk_norm) {
-        for (int h = 0; h < c.num_heads; ++h)
-          ref::rmsnorm(qt + h * hd, qt + h * hd, lw.q_norm.data(), hd, c.rms_norm_eps);
+        for (int h = 0; h < c.num_heads; ++h) ref::rmsnorm(qt + h * hd, qt + h * hd, q_norm.data(), hd, c.rms_norm_eps);
         for (int h = 0; h < c.num_kv_heads; ++h)
-          ref::rmsnorm(kt + h * hd, kt + h * hd, lw.k_norm.data(), hd, c.rms_norm_eps);
+          ref::rmsnorm(kt + h * hd, kt + h * hd, k_norm.data(), hd, c.rms_norm_eps);
       }
-      ref::rope(qt, c.num_heads, hd, token_pos[t], inv_freq.data(), ref::RopeStyle::rotate_half);
-      ref::rope(kt, c.num_kv_heads, hd, token_pos[t], inv_freq.data(), ref::RopeStyle::rotate_half);
+      const BatchSequence& seq = batch.sequences[static_cast<size_t>(layout.token_seq[t])];
+      const int set = rope_set_for(c, l, std::max(seq.rope_length, seq.start_pos + seq.num_tokens));
+      const float* freq = inv_freq[set].data();
+      const float scale = rope_set_scale(c, set);
+      ref::rope(qt, c.num_heads, hd, token_pos[t], freq, ref::RopeStyle::rotate_half, rot, scale);
+      ref::rope(kt, c.num_kv_heads, hd, token_pos[t], freq, ref::RopeStyle::rotate_half, rot, scale);
       kern::kv_write(pool, kv_layout, batch.sequences[layout.token_seq[t]].block_table.data(), token_pos[t], kt,
                      &v[static_cast<size_t>(t) * kv_dim], c.num_kv_heads);
     }
@@ -95,33 +115,39 @@ std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCach
                       kv_layout.v_offset,
                       g.head_stride()};
       ref::attention(&attn[static_cast<size_t>(t) * q_dim], &q[static_cast<size_t>(t) * q_dim], kv, c.num_heads,
-                     c.num_kv_heads, hd, token_pos[t], c.sliding_window, attn_scale);
+                     c.num_kv_heads, hd, token_pos[t], layer_window(c, l), attn_scale);
     }
     ref::linear(delta.data(), attn.data(), lw.wo.data(), bias_or_null(lw.bo), n_tokens, dim, q_dim);
-    residual_add();
+    residual_add(post_attn_norm);
 
-    // MLP block (SwiGLU).
+    // MLP block: act(gate)·up, act SiLU or GeLU-tanh.
     for (int t = 0; t < n_tokens; ++t) {
-      ref::rmsnorm(&xn[static_cast<size_t>(t) * dim], &x[static_cast<size_t>(t) * dim], lw.mlp_norm.data(), dim,
+      ref::rmsnorm(&xn[static_cast<size_t>(t) * dim], &x[static_cast<size_t>(t) * dim], mlp_norm.data(), dim,
                    c.rms_norm_eps);
     }
     ref::linear(gate.data(), xn.data(), lw.w_gate.data(), bias_or_null(lw.b_gate), n_tokens, c.intermediate_size, dim);
     ref::linear(up.data(), xn.data(), lw.w_up.data(), bias_or_null(lw.b_up), n_tokens, c.intermediate_size, dim);
-    ref::silu_mul(gate.data(), gate.data(), up.data(), static_cast<int>(gate.size()));
+    if (c.mlp_activation == MlpActivation::gelu_tanh) {
+      ref::gelu_tanh_mul(gate.data(), gate.data(), up.data(), static_cast<int>(gate.size()));
+    } else {
+      ref::silu_mul(gate.data(), gate.data(), up.data(), static_cast<int>(gate.size()));
+    }
     ref::linear(delta.data(), gate.data(), lw.w_down.data(), bias_or_null(lw.b_down), n_tokens, dim,
                 c.intermediate_size);
-    residual_add();
+    residual_add(post_mlp_norm);
   }
 
   // Output head over the rows that want logits.
   const std::vector<int>& rows = layout.logit_rows;
   std::vector<float> normed(static_cast<size_t>(rows.size()) * dim);
+  const std::vector<float> final_norm = effective_norm(c, w.final_norm);
   for (size_t r = 0; r < rows.size(); ++r) {
-    ref::rmsnorm(&normed[r * dim], &x[static_cast<size_t>(rows[r]) * dim], w.final_norm.data(), dim, c.rms_norm_eps);
+    ref::rmsnorm(&normed[r * dim], &x[static_cast<size_t>(rows[r]) * dim], final_norm.data(), dim, c.rms_norm_eps);
   }
   std::vector<float> logits(rows.size() * static_cast<size_t>(c.vocab_size));
   ref::linear(logits.data(), normed.data(), w.output_matrix(), nullptr, static_cast<int>(rows.size()), c.vocab_size,
               dim);
+  if (c.final_logit_softcap > 0.0f) ref::softcap(logits.data(), logits.size(), c.final_logit_softcap);
   return logits;
 }
 

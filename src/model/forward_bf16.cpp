@@ -8,12 +8,14 @@
 #include <vector>
 
 #include "kernels/attention.h"
+#include "kernels/gated_activation.h"
 #include "kernels/kv_block.h"
 #include "kernels/linear_bf16.h"
 #include "kernels/reference.h"
 #include "kernels/rowwise_bf16.h"
 #include "model/model_runner_internal.h"
 #include "model/packed_linear.h"
+#include "model/rope_params.h"
 #include "runtime/thread_pool.h"
 
 namespace slab {
@@ -36,14 +38,15 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   const int T = static_cast<int>(batch.tokens.size());
   const int dim = c.hidden_size;
   const int hd = c.head_dim;
-  const int half = hd / 2;
+  const int rot = rotary_dim_of(c);
+  const int half = rot / 2;
   const int q_dim = c.num_heads * hd;
   const int kv_dim = c.num_kv_heads * hd;
   const int qkv_dim = q_dim + 2 * kv_dim;
   const int inter = c.intermediate_size;
   const KvGeometry& g = cache.geometry();
   kern::bf16_t* kv_pool = cache.pool_bf16();
-  const float attn_scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float attn_scale = c.attn_scale > 0.0f ? c.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
 
   const BatchLayout layout = layout_batch(batch);
   const std::vector<int>& rows = layout.logit_rows;
@@ -68,20 +71,30 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   attn_shape.n_kv_heads = c.num_kv_heads;
   attn_shape.head_dim = hd;
   attn_shape.block_size = g.block_size;
-  attn_shape.window = c.sliding_window;
-  const kern::AttentionPlan attn_plan =
+  // One plan per window the layers use (gemma3 interleaves sliding and full layers).
+  attn_shape.window = 0;
+  const kern::AttentionPlan full_plan =
       kern::plan_attention(attn_shape, attn_seqs.data(), static_cast<int>(attn_seqs.size()), pool.size());
+  attn_shape.window = c.sliding_window;
+  const kern::AttentionPlan window_plan =
+      c.sliding_window > 0
+          ? kern::plan_attention(attn_shape, attn_seqs.data(), static_cast<int>(attn_seqs.size()), pool.size())
+          : full_plan;
   // The kernels have AVX-512 and scalar paths only; avx2 runs the scalar one.
   const kern::Isa attn_isa = isa == kern::Isa::avx512_bf16 ? kern::Isa::avx512_bf16 : kern::Isa::scalar;
 
-  // RoPE tables grow (doubling) to cover the furthest position; computed once per position.
-  if (layout.end_pos > ws.rope_positions) {
-    const int want = std::max(layout.end_pos, 2 * ws.rope_positions);
-    ws.rope_cos.resize(static_cast<size_t>(want) * half);
-    ws.rope_sin.resize(static_cast<size_t>(want) * half);
-    kern::rope_tables(ws.rope_cos.data(), ws.rope_sin.data(), ws.inv_freq.data(), half, ws.rope_positions, want);
-    ws.rope_positions = want;
+  // RoPE tables per sequence (rope_params.h): longrope's long set for a sequence whose step
+  // reaches past original_max_position_embeddings, the config's set otherwise; gemma3's
+  // sliding layers use the local set whatever the sequence.
+  std::vector<const RopeTable*> seq_rope(batch.sequences.size());
+  for (size_t s = 0; s < batch.sequences.size(); ++s) {
+    const BatchSequence& seq = batch.sequences[s];
+    const bool long_rope = uses_long_rope(c, std::max(seq.rope_length, seq.start_pos + seq.num_tokens));
+    RopeTable& table = ws.rope[long_rope ? kRopeLong : kRopeGlobal];
+    table.cover(layout.end_pos);
+    seq_rope[s] = &table;
   }
+  if (c.rope_local_theta > 0.0f) ws.rope[kRopeLocal].cover(layout.end_pos);
 
   // Sized for the larger of this step and the configured token budget, so steady state never
   // reallocates; a larger step grows them.
@@ -98,7 +111,12 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   kern::bf16_t* act_b = ws.act_b.get(ut * inter);
   const int n_threads = pool.size();
   float* linear_ws = ws.linear_ws.get(model_linear_workspace_floats(w, T, R, n_threads));
-  float* attn_ws = ws.attn_ws.get(kern::attention_workspace_floats(attn_plan));
+  float* attn_ws = ws.attn_ws.get(
+      std::max(kern::attention_workspace_floats(full_plan), kern::attention_workspace_floats(window_plan)));
+  // Attention and MLP outputs before their post-norms (sandwich norms, gemma).
+  float* delta = c.sandwich_norms ? ws.delta.get(ut * dim) : nullptr;
+  const kern::GatedAct gated_act =
+      c.mlp_activation == MlpActivation::gelu_tanh ? kern::GatedAct::gelu_tanh : kern::GatedAct::silu;
 
   auto run_on_all = [&pool](auto&& fn) { pool.run_on_all(fn); };
   // The fields every projection shares: input rows, packed weights, scratch, kernel set.
@@ -128,15 +146,31 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     a.out_bf16 = out;
     a.ldo = ldo;
     a.swiglu = true;
+    a.gated_act = gated_act;
     packed_linear(a, m, quant_isa, n_threads, run_on_all);
   };
+  // x += RMSNorm(delta) over every token: a projection's output through its post-norm.
+  auto add_post_norm = [&](const std::vector<float>& norm) {
+    pool.parallel_for(T, [&](int t, int) {
+      float* d = delta + static_cast<size_t>(t) * dim;
+      float* xt = x + static_cast<size_t>(t) * dim;
+      ref::rmsnorm(d, d, norm.data(), dim, c.rms_norm_eps);
+      for (int i = 0; i < dim; ++i) xt[i] += d[i];
+    });
+  };
 
-  pool.parallel_for(
-      T, [&](int t, int) { w.embed(x + static_cast<size_t>(t) * dim, batch.tokens[static_cast<size_t>(t)], dim); });
+  pool.parallel_for(T, [&](int t, int) {
+    float* xt = x + static_cast<size_t>(t) * dim;
+    w.embed(xt, batch.tokens[static_cast<size_t>(t)], dim);
+    if (c.embed_scale != 1.0f) {
+      for (int i = 0; i < dim; ++i) xt[i] *= c.embed_scale;
+    }
+  });
 
   for (int l = 0; l < c.num_layers; ++l) {
     const PackedLayer& lw = w.layers[static_cast<size_t>(l)];
     const kern::KvBlockLayout kv_layout = g.layer_layout(l);
+    const bool local_rope = layer_uses_local_rope(c, l);
 
     // Attention block.
     pool.parallel_for(T, [&](int t, int) {
@@ -155,11 +189,13 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
         for (int h = 0; h < c.num_kv_heads; ++h)
           ref::rmsnorm(kt + h * hd, kt + h * hd, lw.k_norm.data(), hd, c.rms_norm_eps);
       }
-      const float* cs = ws.rope_cos.data() + static_cast<size_t>(pos) * half;
-      const float* sn = ws.rope_sin.data() + static_cast<size_t>(pos) * half;
-      kern::rope_rotate_half(qt, c.num_heads, hd, cs, sn);
-      kern::rope_rotate_half(kt, c.num_kv_heads, hd, cs, sn);
-      const BatchSequence& seq = batch.sequences[static_cast<size_t>(layout.token_seq[static_cast<size_t>(t)])];
+      const size_t s = static_cast<size_t>(layout.token_seq[static_cast<size_t>(t)]);
+      const RopeTable& table = local_rope ? ws.rope[kRopeLocal] : *seq_rope[s];
+      const float* cs = table.cos.data() + static_cast<size_t>(pos) * half;
+      const float* sn = table.sin.data() + static_cast<size_t>(pos) * half;
+      kern::rope_rotate_half(qt, c.num_heads, hd, rot, cs, sn);
+      kern::rope_rotate_half(kt, c.num_kv_heads, hd, rot, cs, sn);
+      const BatchSequence& seq = batch.sequences[s];
       kern::kv_write(kv_pool, kv_layout, seq.block_table.data(), pos, kt, vt, c.num_kv_heads, isa);
     });
     // Every new K/V of the layer is in the cache before any token attends (causal within a
@@ -175,14 +211,19 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     aa.scale = attn_scale;
     aa.workspace = attn_ws;
     aa.isa = attn_isa;
-    kern::attention(aa, attn_plan, run_on_all);
+    kern::attention(aa, layer_window(c, l) > 0 ? window_plan : full_plan, run_on_all);
     pool.parallel_for(T, [&](int t, int) {
       kern::convert_f32_to_bf16(attn_b + static_cast<size_t>(t) * q_dim, attn + static_cast<size_t>(t) * q_dim,
                                 static_cast<size_t>(q_dim), isa);
     });
-    linear(attn_b, q_dim, lw.o, T, x, dim, lw.b_o, true);
+    if (c.sandwich_norms) {
+      linear(attn_b, q_dim, lw.o, T, delta, dim, lw.b_o, false);
+      add_post_norm(lw.post_attn_norm);
+    } else {
+      linear(attn_b, q_dim, lw.o, T, x, dim, lw.b_o, true);
+    }
 
-    // MLP block (SwiGLU): one pass over [gate; up], then SiLU(gate)·up as BF16, then down.
+    // MLP block: one pass over [gate; up], then act(gate)·up as BF16 (SiLU or GeLU-tanh), then down.
     pool.parallel_for(T, [&](int t, int) {
       kern::rmsnorm_to_bf16(xb + static_cast<size_t>(t) * dim, x + static_cast<size_t>(t) * dim, lw.mlp_norm.data(),
                             dim, c.rms_norm_eps, isa);
@@ -193,10 +234,20 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
       linear(xb, dim, lw.gate_up, T, gate_up, 2 * static_cast<size_t>(inter), lw.b_gate_up, false);
       pool.parallel_for(T, [&](int t, int) {
         const float* gu = gate_up + static_cast<size_t>(t) * 2 * inter;
-        kern::silu_mul_to_bf16(act_b + static_cast<size_t>(t) * inter, gu, gu + inter, inter, isa);
+        kern::bf16_t* out = act_b + static_cast<size_t>(t) * inter;
+        if (gated_act == kern::GatedAct::gelu_tanh) {
+          kern::gelu_tanh_mul_to_bf16(out, gu, gu + inter, inter, isa);
+        } else {
+          kern::silu_mul_to_bf16(out, gu, gu + inter, inter, isa);
+        }
       });
     }
-    linear(act_b, inter, lw.down, T, x, dim, lw.b_down, true);
+    if (c.sandwich_norms) {
+      linear(act_b, inter, lw.down, T, delta, dim, lw.b_down, false);
+      add_post_norm(lw.post_mlp_norm);
+    } else {
+      linear(act_b, inter, lw.down, T, x, dim, lw.b_down, true);
+    }
   }
 
   // Output head over the rows that want logits only.
@@ -207,6 +258,12 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   });
   std::vector<float> logits(static_cast<size_t>(R) * c.vocab_size);
   linear(xb, dim, w.lm_head, R, logits.data(), static_cast<size_t>(c.vocab_size), {}, false);
+  if (c.final_logit_softcap > 0.0f) {
+    const size_t vocab = static_cast<size_t>(c.vocab_size);
+    pool.parallel_for(R, [&](int r, int) {
+      kern::softcap(logits.data() + static_cast<size_t>(r) * vocab, vocab, c.final_logit_softcap, isa);
+    });
+  }
   return logits;
 }
 

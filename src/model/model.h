@@ -41,6 +41,10 @@ struct BatchSequence {
   int start_pos = 0;
   int num_tokens = 0;
   std::span<const int32_t> block_table;
+  // Tokens the sequence holds (prompt and generated so far), which choose longrope's factor set
+  // (model/rope_params.h); 0 or less than start_pos + num_tokens: start_pos + num_tokens. The
+  // engine passes the whole prompt's length while prefilling it in chunks.
+  int rope_length = 0;
 };
 
 // A flattened variable-length batch: the new tokens of every sequence, concatenated in the order

@@ -9,10 +9,22 @@
 //             layer_types says).
 //  - qwen3:   per-head RMSNorm of q and k; attention_bias on q, k, v and o; head_dim defaults to
 //             128 (not hidden/heads) when absent; sliding window as qwen2.
+//  - phi3:    (Phi-3, Phi-3.5, Phi-4) no biases; fused qkv_proj and gate_up_proj tensors;
+//             partial_rotary_factor; RoPE type default or longrope ("su" and "yarn" are read as
+//             longrope, as transformers does), whose original_max_position_embeddings is the
+//             top-level field (default 4096) whatever rope_scaling says; sliding_window, when not
+//             null, applies to every layer.
+//  - gemma3_text (and gemma3's text_config): gelu_pytorch_tanh gated MLP, RMSNorm with (1 + w),
+//             four norms a layer, q/k norm, embeddings times sqrt(hidden) rounded to the config's
+//             dtype, layer_types (or sliding_window_pattern, default 6) choosing local (sliding,
+//             RoPE base rope_local_base_freq) and global layers (rope_theta and rope_scaling),
+//             attention scale query_pre_attn_scalar^-0.5, final_logit_softcapping; head_dim
+//             defaults to 256 and embeddings are tied unless said otherwise.
 // transformers 5 writes RoPE settings as `rope_parameters` {rope_type, rope_theta, ...}; older
 // files use top-level `rope_theta` plus `rope_scaling`. Both are read.
 #include "model/model_config.h"
 
+#include "kernels/bf16.h"
 #include "runtime/file_io.h"
 
 #include <algorithm>
@@ -105,6 +117,68 @@ std::vector<int> get_token_ids(const json& j, const char* key, const std::string
   return ids;
 }
 
+// rotary_dim = int(head_dim * partial_rotary_factor), as transformers truncates it.
+void set_rotary_dim(float partial, const std::string& field, const std::string& source, ModelConfig& config) {
+  if (partial > 1.0f) fail(source, field, "must be in (0, 1], found " + std::to_string(partial));
+  const int dim = static_cast<int>(static_cast<double>(config.head_dim) * static_cast<double>(partial));
+  if (dim <= 0 || dim % 2 != 0) {
+    fail(source, field,
+         "gives " + std::to_string(dim) + " rotary dimensions of head_dim " + std::to_string(config.head_dim) +
+             " (must be a positive even number)");
+  }
+  config.rotary_dim = dim;
+}
+
+std::vector<float> factor_list(const json& params, const char* key, const std::string& prefix,
+                               const std::string& source, size_t want) {
+  auto it = params.find(key);
+  if (it == params.end() || !it->is_array() || it->size() != want) {
+    fail(source, prefix + key,
+         "expected a list of " + std::to_string(want) + " positive numbers (rotary_dim / 2), found " +
+             (it == params.end() ? std::string("nothing") : it->dump()));
+  }
+  std::vector<float> out;
+  for (const json& v : *it) {
+    if (!v.is_number() || !(v.get<double>() > 0.0) || !std::isfinite(v.get<double>())) {
+      fail(source, prefix + key, "expected positive numbers, found " + v.dump());
+    }
+    out.push_back(static_cast<float>(v.get<double>()));
+  }
+  return out;
+}
+
+// longrope (transformers' _compute_longrope_parameters): per-frequency short and long divisors;
+// factor defaults to max_position_embeddings / original_max_position_embeddings and the
+// attention factor to sqrt(1 + ln(factor) / ln(original)) when factor > 1.
+void parse_longrope(const json& j, const json& params, const std::string& prefix, const std::string& source,
+                    ModelConfig& config) {
+  RopeScaling& rs = config.rope_scaling;
+  rs.type = RopeScalingType::longrope;
+  const size_t half = static_cast<size_t>(config.rotary_dim / 2);
+  rs.short_factor = factor_list(params, "short_factor", prefix, source, half);
+  rs.long_factor = factor_list(params, "long_factor", prefix, source, half);
+  int orig = 0;
+  if (present(j, "original_max_position_embeddings")) {
+    orig = get_int(j, "original_max_position_embeddings", source, true, 0, true);
+  } else if (config.model_type == "phi3") {
+    orig = 4096;  // Phi3Config's default, which transformers prefers to rope_scaling's own
+  } else {
+    orig = get_int(params, "original_max_position_embeddings", source, false, config.max_position_embeddings, true);
+  }
+  rs.original_max_position_embeddings = orig;
+  const double factor =
+      present(params, "factor")
+          ? static_cast<double>(get_float(params, "factor", source, 1.0f, true, prefix))
+          : static_cast<double>(config.max_position_embeddings) / static_cast<double>(orig);
+  rs.factor = static_cast<float>(factor);
+  if (present(params, "attention_factor")) {
+    rs.attention_factor = get_float(params, "attention_factor", source, 1.0f, true, prefix);
+  } else {
+    rs.attention_factor =
+        factor <= 1.0 ? 1.0f : static_cast<float>(std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(orig))));
+  }
+}
+
 // Reads the RoPE frequency settings into `config` from either spelling.
 void parse_rope(const json& j, const std::string& source, ModelConfig& config) {
   float theta = get_float(j, "rope_theta", source, 10000.0f, true);
@@ -117,19 +191,21 @@ void parse_rope(const json& j, const std::string& source, ModelConfig& config) {
     params = &j["rope_scaling"];
     field = "rope_scaling";
   }
-  if (present(j, "partial_rotary_factor") && get_float(j, "partial_rotary_factor", source, 1.0f, true) != 1.0f) {
-    fail(source, "partial_rotary_factor", "partial rotary embeddings are not supported");
-  }
   config.rope_theta = theta;
   config.rope_scaling = RopeScaling{};
-  if (params == nullptr) return;
-  if (!params->is_object()) fail(source, field, "expected an object or null, found " + params->dump());
+  float partial = get_float(j, "partial_rotary_factor", source, 1.0f, true);
+  std::string partial_field = "partial_rotary_factor";
   const std::string prefix = field + ".";
-  config.rope_theta = get_float(*params, "rope_theta", source, theta, true, prefix);
-  if (present(*params, "partial_rotary_factor") &&
-      get_float(*params, "partial_rotary_factor", source, 1.0f, true, prefix) != 1.0f) {
-    fail(source, prefix + "partial_rotary_factor", "partial rotary embeddings are not supported");
+  if (params != nullptr) {
+    if (!params->is_object()) fail(source, field, "expected an object or null, found " + params->dump());
+    config.rope_theta = get_float(*params, "rope_theta", source, theta, true, prefix);
+    if (present(*params, "partial_rotary_factor")) {
+      partial = get_float(*params, "partial_rotary_factor", source, 1.0f, true, prefix);
+      partial_field = prefix + "partial_rotary_factor";
+    }
   }
+  set_rotary_dim(partial, partial_field, source, config);
+  if (params == nullptr) return;
   std::string type = "default";
   const char* type_key = present(*params, "rope_type") ? "rope_type" : "type";
   if (present(*params, type_key)) {
@@ -140,15 +216,20 @@ void parse_rope(const json& j, const std::string& source, ModelConfig& config) {
     // Nested per-layer-type parameters ({"full_attention": {...}, ...}).
     fail(source, field, "per-layer RoPE parameters are not supported");
   }
+  if (config.model_type == "phi3" && (type == "su" || type == "yarn")) type = "longrope";
   if (type == "default") return;
   RopeScaling& rs = config.rope_scaling;
+  if (type == "longrope") {
+    parse_longrope(j, *params, prefix, source, config);
+    return;
+  }
   if (type == "linear") {
     rs.type = RopeScalingType::linear;
   } else if (type == "llama3") {
     rs.type = RopeScalingType::llama3;
   } else {
     fail(source, prefix + type_key,
-         "unsupported RoPE scaling type '" + type + "' (supported: default, linear, llama3)");
+         "unsupported RoPE scaling type '" + type + "' (supported: default, linear, llama3, longrope)");
   }
   if (!present(*params, "factor")) fail(source, prefix + "factor", "missing");
   rs.factor = get_float(*params, "factor", source, 1.0f, true, prefix);
@@ -204,6 +285,81 @@ void parse_qwen_sliding_window(const json& j, const std::string& source, ModelCo
   config.sliding_window = window;
 }
 
+// sqrt(hidden_size) as transformers' Gemma multiplies by it: a float32 tensor cast to the
+// weights' dtype, here the config's `dtype` (`torch_dtype` in older files; default float32).
+float gemma_embed_scale(const json& j, const std::string& source, int hidden) {
+  const float scale = std::sqrt(static_cast<float>(hidden));
+  const char* key = present(j, "dtype") ? "dtype" : "torch_dtype";
+  if (!present(j, key)) return scale;
+  if (!j[key].is_string()) fail(source, key, "expected a dtype name, found " + j[key].dump());
+  const std::string dtype = j[key].get<std::string>();
+  if (dtype == "bfloat16") return kern::bf16_to_f32(kern::f32_to_bf16(scale));
+  if (dtype == "float16") return static_cast<float>(static_cast<_Float16>(scale));
+  if (dtype == "float32") return scale;
+  fail(source, key, "unsupported dtype '" + dtype + "' (supported: bfloat16, float16, float32)");
+}
+
+// Gemma 3 text: layer types, per-type RoPE, and the Gemma rules above.
+void parse_gemma3(const json& j, const std::string& source, ModelConfig& c) {
+  const size_t layers = static_cast<size_t>(c.num_layers);
+  c.layer_sliding.assign(layers, false);
+  if (present(j, "layer_types")) {
+    const json& lt = j["layer_types"];
+    if (!lt.is_array() || lt.size() != layers) {
+      fail(source, "layer_types", "expected a list of " + std::to_string(layers) + " layer types, found " + lt.dump());
+    }
+    for (size_t i = 0; i < layers; ++i) {
+      if (lt[i] == "sliding_attention") {
+        c.layer_sliding[i] = true;
+      } else if (lt[i] != "full_attention") {
+        fail(source, "layer_types", "unsupported layer type " + lt[i].dump());
+      }
+    }
+  } else {
+    const int pattern = get_int(j, "sliding_window_pattern", source, false, 6, true);
+    for (size_t i = 0; i < layers; ++i) c.layer_sliding[i] = (static_cast<int>(i) + 1) % pattern != 0;
+  }
+  c.sliding_window = get_int(j, "sliding_window", source, false, 4096, true);
+  if (get_bool(j, "use_bidirectional_attention", source, false)) {
+    fail(source, "use_bidirectional_attention", "bidirectional attention is not supported");
+  }
+  // RoPE: global layers from rope_parameters.full_attention (or rope_theta + rope_scaling),
+  // local ones from rope_parameters.sliding_attention (or rope_local_base_freq).
+  json global = json::object();
+  float local_theta = get_float(j, "rope_local_base_freq", source, 10000.0f, true);
+  if (present(j, "rope_parameters") && j["rope_parameters"].is_object() &&
+      (j["rope_parameters"].contains("full_attention") || j["rope_parameters"].contains("sliding_attention"))) {
+    const json& rp = j["rope_parameters"];
+    if (present(rp, "full_attention")) global["rope_parameters"] = rp["full_attention"];
+    if (present(rp, "sliding_attention")) {
+      const json& local = rp["sliding_attention"];
+      if (!local.is_object()) fail(source, "rope_parameters.sliding_attention", "expected an object");
+      const json type = local.value("rope_type", json("default"));
+      if (type != "default") {
+        fail(source, "rope_parameters.sliding_attention.rope_type",
+             "only default RoPE is supported on sliding layers, found " + type.dump());
+      }
+      local_theta = get_float(local, "rope_theta", source, local_theta, true, "rope_parameters.sliding_attention.");
+    }
+  } else {
+    if (present(j, "rope_parameters")) global["rope_parameters"] = j["rope_parameters"];
+    if (present(j, "rope_scaling")) global["rope_scaling"] = j["rope_scaling"];
+  }
+  global["rope_theta"] = present(j, "rope_theta") ? j["rope_theta"] : json(1000000.0);
+  parse_rope(global, source, c);
+  c.rope_local_theta = local_theta;
+
+  c.norm_plus_one = c.sandwich_norms = c.qk_norm = true;
+  c.qkv_bias = c.o_bias = get_bool(j, "attention_bias", source, false);
+  c.embed_scale = gemma_embed_scale(j, source, c.hidden_size);
+  const float qpas = get_float(j, "query_pre_attn_scalar", source, 256.0f, true);
+  c.attn_scale = 1.0f / std::sqrt(qpas);
+  c.final_logit_softcap = get_float(j, "final_logit_softcapping", source, 0.0f, true);
+  if (present(j, "attn_logit_softcapping")) {
+    fail(source, "attn_logit_softcapping", "attention logit soft-capping is not supported");
+  }
+}
+
 void validate(const std::string& source, const ModelConfig& c) {
   if (c.num_kv_heads > c.num_heads || c.num_heads % c.num_kv_heads != 0) {
     fail(source, "num_key_value_heads",
@@ -230,6 +386,28 @@ void validate(const std::string& source, const ModelConfig& c) {
 
 ModelConfig parse_model_config(const json& j, const std::string& source) {
   if (!j.is_object()) throw std::runtime_error(source + ": expected a JSON object");
+  if (j.value("model_type", json()) == "gemma3") {
+    // Gemma3ForConditionalGeneration: only the text tower runs; its tensors sit under
+    // language_model.model. (what transformers 5.23 writes; it maps them to
+    // model.language_model. in memory). The vision tower's are never read.
+    if (!present(j, "text_config") || !j["text_config"].is_object()) {
+      fail(source, "text_config", "expected an object (model_type gemma3 keeps the text model's config there)");
+    }
+    json text = j["text_config"];
+    text["model_type"] = "gemma3_text";
+    // The checkpoint loads in the top-level dtype (transformers 5.23 writes float32 into
+    // text_config whatever the weights are), so that one rounds the embedding normalizer.
+    for (const char* key : {"dtype", "torch_dtype"}) {
+      if (present(j, key)) text[key] = j[key];
+    }
+    for (const char* key : {"tie_word_embeddings", "eos_token_id", "bos_token_id"}) {
+      if (present(j, key) && !present(text, key)) text[key] = j[key];
+    }
+    ModelConfig c = parse_model_config(text, source + " (text_config)");
+    c.weight_prefix = "language_model.model.";
+    c.lm_head_name = "language_model.lm_head.weight";
+    return c;
+  }
   ModelConfig c;
   auto mt = j.find("model_type");
   if (mt == j.end() || !mt->is_string()) {
@@ -237,8 +415,10 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   }
   c.model_type = mt->get<std::string>();
   const std::string& type = c.model_type;
-  if (type != "llama" && type != "mistral" && type != "qwen2" && type != "qwen3") {
-    fail(source, "model_type", "unsupported model type '" + type + "' (supported: llama, mistral, qwen2, qwen3)");
+  if (type != "llama" && type != "mistral" && type != "qwen2" && type != "qwen3" && type != "phi3" &&
+      type != "gemma3_text") {
+    fail(source, "model_type",
+         "unsupported model type '" + type + "' (supported: llama, mistral, qwen2, qwen3, phi3, gemma3_text, gemma3)");
   }
 
   c.vocab_size = get_int(j, "vocab_size", source, true, 0, true);
@@ -251,6 +431,8 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
     c.head_dim = get_int(j, "head_dim", source, true, 0, true);
   } else if (type == "qwen3") {
     c.head_dim = 128;  // Qwen3Config's default, whatever hidden_size / heads is
+  } else if (type == "gemma3_text") {
+    c.head_dim = 256;  // Gemma3TextConfig's default
   } else {
     if (c.hidden_size % c.num_heads != 0) {
       fail(source, "num_attention_heads",
@@ -260,15 +442,23 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
     c.head_dim = c.hidden_size / c.num_heads;
   }
   c.rms_norm_eps = get_float(j, "rms_norm_eps", source, 1e-6f, true);
-  const int default_max_pos = type == "llama" ? 2048 : type == "mistral" ? 131072 : 32768;
+  const int default_max_pos = type == "llama"     ? 2048
+                              : type == "mistral" ? 131072
+                              : type == "phi3"    ? 4096
+                              : type == "gemma3_text" ? 131072
+                                                      : 32768;
   c.max_position_embeddings = get_int(j, "max_position_embeddings", source, false, default_max_pos, true);
-  parse_rope(j, source, c);
-  c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", source, false);
+  const bool gemma = type == "gemma3_text";
+  if (!gemma) parse_rope(j, source, c);
+  c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", source, gemma);
 
-  auto act = j.find("hidden_act");
-  if (act != j.end() && !act->is_null() && (!act->is_string() || act->get<std::string>() != "silu")) {
-    fail(source, "hidden_act", "unsupported activation " + act->dump() + " (supported: \"silu\")");
+  const char* act_key = gemma ? "hidden_activation" : "hidden_act";
+  const std::string want_act = gemma ? "gelu_pytorch_tanh" : "silu";
+  auto act = j.find(act_key);
+  if (act != j.end() && !act->is_null() && (!act->is_string() || act->get<std::string>() != want_act)) {
+    fail(source, act_key, "unsupported activation " + act->dump() + " (supported: \"" + want_act + "\")");
   }
+  if (gemma) c.mlp_activation = MlpActivation::gelu_tanh;
 
   if (type == "llama") {
     bool attention_bias = get_bool(j, "attention_bias", source, false);
@@ -282,6 +472,11 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
     c.qkv_bias = c.o_bias = attention_bias;
     c.qk_norm = true;
     parse_qwen_sliding_window(j, source, c);
+  } else if (gemma) {
+    parse_gemma3(j, source, c);
+  } else if (type == "phi3") {
+    c.fused_qkv_proj = c.fused_gate_up_proj = true;
+    c.sliding_window = get_int(j, "sliding_window", source, false, 0, true);
   } else {  // mistral
     c.sliding_window = get_int(j, "sliding_window", source, false, 0, true);
   }

@@ -75,8 +75,13 @@ void ModelRunner::init(const Checkpoint& checkpoint, const RunnerOptions& option
       c, checkpoint,
       PackOptions{options.numa_node, options.on_load_progress, options.quantization, options.quantize_lm_head});
   ws_ = std::make_unique<Workspace>();
-  ws_->inv_freq.resize(static_cast<size_t>(c.head_dim / 2));
-  ref::rope_inverse_frequencies(ws_->inv_freq.data(), c.head_dim, rope_frequency_params(c));
+  const int rot = rotary_dim_of(c);
+  for (int set = 0; set < kRopeSets; ++set) {
+    RopeTable& table = ws_->rope[set];
+    table.inv_freq.resize(static_cast<size_t>(rot / 2));
+    ref::rope_inverse_frequencies(table.inv_freq.data(), rot, rope_set_params(c, set));
+    table.scale = rope_set_scale(c, set);
+  }
 }
 
 std::string ModelRunner::describe() const {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/bf16.h"
+#include "kernels/rowwise_bf16.h"
 #include "model/model_runner.h"
 #include "model/packed_weights.h"
 #include "runtime/aligned_buffer.h"
@@ -33,13 +34,32 @@ class Scratch {
   size_t capacity_ = 0;
 };
 
+// RoPE cos/sin of one frequency set for positions [0, positions): [position][rotary_dim / 2],
+// grown (doubling) to cover the furthest position; computed once per position.
+struct RopeTable {
+  std::vector<float> inv_freq, cos, sin;
+  float scale = 1.0f;  // longrope's attention factor, folded into cos and sin
+  int positions = 0;
+
+  void cover(int end_pos) {
+    if (end_pos <= positions) return;
+    const int half = static_cast<int>(inv_freq.size());
+    const int want = std::max(end_pos, 2 * positions);
+    cos.resize(static_cast<size_t>(want) * half);
+    sin.resize(static_cast<size_t>(want) * half);
+    kern::rope_tables(cos.data(), sin.data(), inv_freq.data(), half, positions, want, scale);
+    positions = want;
+  }
+};
+
 // Activations for one step, sized for its token count at first use and grown when a larger
 // step comes (allocated once in steady state).
 struct ModelRunner::Workspace {
-  Scratch<float> x, qkv, attn, gate_up, linear_ws, logits_rows, attn_ws;
+  Scratch<float> x, qkv, attn, gate_up, linear_ws, logits_rows, attn_ws, delta;
   Scratch<kern::bf16_t> xb, attn_b, act_b;
-  std::vector<float> inv_freq, rope_cos, rope_sin;  // tables: [position][head_dim / 2]
-  int rope_positions = 0;                           // positions the tables cover
+  // Indexed by RopeSet (rope_params.h): the config's frequencies, longrope's long factors,
+  // gemma3's local base (the last two unused by other models).
+  RopeTable rope[3];
 };
 
 }  // namespace slab

@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "model/fused_tensors.h"
+
 namespace slab {
 namespace {
 
@@ -166,14 +168,16 @@ class WeightsCheckpoint final : public Checkpoint {
   WeightsCheckpoint(const ModelConfig& c, const ModelWeights& w) {
     const int64_t hidden = c.hidden_size, inter = c.intermediate_size;
     const int64_t q_dim = int64_t{c.num_heads} * c.head_dim, kv_dim = int64_t{c.num_kv_heads} * c.head_dim;
-    add("model.embed_tokens.weight", w.token_embedding, {c.vocab_size, hidden});
-    add("model.norm.weight", w.final_norm, {hidden});
-    add("lm_head.weight", w.lm_head, {c.vocab_size, hidden});
+    add(c.weight_prefix + "embed_tokens.weight", w.token_embedding, {c.vocab_size, hidden});
+    add(c.weight_prefix + "norm.weight", w.final_norm, {hidden});
+    add(c.lm_head_name, w.lm_head, {c.vocab_size, hidden});
     for (size_t i = 0; i < w.layers.size(); ++i) {
-      const std::string p = "model.layers." + std::to_string(i) + ".";
+      const std::string p = layer_prefix(c, static_cast<int>(i));
       const LayerWeights& l = w.layers[i];
       add(p + "input_layernorm.weight", l.attn_norm, {hidden});
-      add(p + "post_attention_layernorm.weight", l.mlp_norm, {hidden});
+      add(p + mlp_norm_name(c), l.mlp_norm, {hidden});
+      add(p + "post_attention_layernorm.weight", l.post_attn_norm, {hidden});
+      add(p + "post_feedforward_layernorm.weight", l.post_mlp_norm, {hidden});
       add(p + "self_attn.q_proj.weight", l.wq, {q_dim, hidden});
       add(p + "self_attn.k_proj.weight", l.wk, {kv_dim, hidden});
       add(p + "self_attn.v_proj.weight", l.wv, {kv_dim, hidden});
@@ -253,8 +257,9 @@ size_t PackedModel::decode_bytes() const {
   return total;
 }
 
-PackedModel pack_model(const ModelConfig& c, const Checkpoint& checkpoint, const PackOptions& options) {
-  TensorReader ck(checkpoint, options.on_progress);
+PackedModel pack_model(const ModelConfig& c, const Checkpoint& stored, const PackOptions& options) {
+  const auto split = split_fused_projections(c, stored);  // phi3: q/k/v and gate/up as row slices
+  TensorReader ck(*split, options.on_progress);
   AllocOptions alloc;
   alloc.numa_node = options.numa_node;
   const int64_t hidden = c.hidden_size, inter = c.intermediate_size;
@@ -263,13 +268,17 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& checkpoint, const
   PackedModel m;
   m.layers.resize(static_cast<size_t>(c.num_layers));
   for (int i = 0; i < c.num_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
+    const std::string p = layer_prefix(c, i);
     PackedLayer& l = m.layers[static_cast<size_t>(i)];
-    l.attn_norm = to_f32(ck.get(p + "input_layernorm.weight", {hidden}));
-    l.mlp_norm = to_f32(ck.get(p + "post_attention_layernorm.weight", {hidden}));
+    l.attn_norm = effective_norm(c, to_f32(ck.get(p + "input_layernorm.weight", {hidden})));
+    l.mlp_norm = effective_norm(c, to_f32(ck.get(p + mlp_norm_name(c), {hidden})));
+    if (c.sandwich_norms) {
+      l.post_attn_norm = effective_norm(c, to_f32(ck.get(p + "post_attention_layernorm.weight", {hidden})));
+      l.post_mlp_norm = effective_norm(c, to_f32(ck.get(p + "post_feedforward_layernorm.weight", {hidden})));
+    }
     if (c.qk_norm) {
-      l.q_norm = to_f32(ck.get(p + "self_attn.q_norm.weight", {c.head_dim}));
-      l.k_norm = to_f32(ck.get(p + "self_attn.k_norm.weight", {c.head_dim}));
+      l.q_norm = effective_norm(c, to_f32(ck.get(p + "self_attn.q_norm.weight", {c.head_dim})));
+      l.k_norm = effective_norm(c, to_f32(ck.get(p + "self_attn.k_norm.weight", {c.head_dim})));
     }
     l.qkv = pack_projection({ck.get(p + "self_attn.q_proj.weight", {q_dim, hidden}),
                              ck.get(p + "self_attn.k_proj.weight", {kv_dim, hidden}),
@@ -294,17 +303,17 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& checkpoint, const
     }
     ck.report();
   }
-  m.final_norm = to_f32(ck.get("model.norm.weight", {hidden}));
-  const TensorView embed = ck.get("model.embed_tokens.weight", {c.vocab_size, hidden});
-  if (!c.tie_word_embeddings && !ck.has("lm_head.weight")) {
+  m.final_norm = effective_norm(c, to_f32(ck.get(c.weight_prefix + "norm.weight", {hidden})));
+  const TensorView embed = ck.get(c.weight_prefix + "embed_tokens.weight", {c.vocab_size, hidden});
+  if (!c.tie_word_embeddings && !ck.has(c.lm_head_name)) {
     try {
-      (void)ck.tensor("lm_head.weight");
+      (void)ck.tensor(c.lm_head_name);
     } catch (const std::runtime_error& e) {
       throw std::runtime_error(std::string(e.what()) +
                                " (tie_word_embeddings is false, so the output matrix is required)");
     }
   }
-  const TensorView head = c.tie_word_embeddings ? embed : ck.get("lm_head.weight", {c.vocab_size, hidden});
+  const TensorView head = c.tie_word_embeddings ? embed : ck.get(c.lm_head_name, {c.vocab_size, hidden});
   if (options.quantize_lm_head && rtn_quant_format(options.quantization)) {
     std::map<std::string, int> head_path;  // the head is not a projection; describe_formats() names its format
     m.lm_head = pack_projection({head}, h, options.quantization, alloc, head_path);

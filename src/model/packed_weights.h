@@ -36,7 +36,8 @@ struct PackedMatrix {
 };
 
 struct PackedLayer {
-  std::vector<float> attn_norm, mlp_norm, q_norm, k_norm;
+  // Effective weights (1 + w for gemma); post_* only with sandwich norms.
+  std::vector<float> attn_norm, mlp_norm, q_norm, k_norm, post_attn_norm, post_mlp_norm;
   PackedMatrix qkv, o, gate_up, down;  // qkv: [q;k;v] rows; gate_up: SwiGLU, or [gate;up] rows with biases or quantized
   std::vector<float> b_qkv, b_o, b_gate_up, b_down;  // empty when the model has none
 };

@@ -2,6 +2,8 @@
 // converts them to FP32.
 #include "model/weights.h"
 
+#include "model/fused_tensors.h"
+
 #include <stdexcept>
 #include <string>
 
@@ -44,7 +46,24 @@ class Reader {
 
 }  // namespace
 
-ModelWeights load_model_weights(const ModelConfig& c, const Checkpoint& checkpoint) {
+std::string layer_prefix(const ModelConfig& config, int layer) {
+  return config.weight_prefix + "layers." + std::to_string(layer) + ".";
+}
+
+const char* mlp_norm_name(const ModelConfig& config) {
+  return config.sandwich_norms ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight";
+}
+
+std::vector<float> effective_norm(const ModelConfig& config, std::vector<float> weight) {
+  if (config.norm_plus_one) {
+    for (float& w : weight) w += 1.0f;  // transformers: (1.0 + weight.float()), rounded once
+  }
+  return weight;
+}
+
+ModelWeights load_model_weights(const ModelConfig& c, const Checkpoint& stored) {
+  const auto split = split_fused_projections(c, stored);  // phi3: q/k/v and gate/up as row slices
+  const Checkpoint& checkpoint = *split;
   const Reader r(checkpoint);
   const int64_t hidden = c.hidden_size;
   const int64_t inter = c.intermediate_size;
@@ -52,10 +71,10 @@ ModelWeights load_model_weights(const ModelConfig& c, const Checkpoint& checkpoi
   const int64_t kv_dim = static_cast<int64_t>(c.num_kv_heads) * c.head_dim;
 
   ModelWeights w;
-  w.token_embedding = r.read("model.embed_tokens.weight", {c.vocab_size, hidden});
+  w.token_embedding = r.read(c.weight_prefix + "embed_tokens.weight", {c.vocab_size, hidden});
   w.layers.resize(static_cast<size_t>(c.num_layers));
   for (int i = 0; i < c.num_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
+    const std::string p = layer_prefix(c, i);
     LayerWeights& l = w.layers[static_cast<size_t>(i)];
     l.attn_norm = r.read(p + "input_layernorm.weight", {hidden});
     l.wq = r.read(p + "self_attn.q_proj.weight", {q_dim, hidden});
@@ -68,7 +87,9 @@ ModelWeights load_model_weights(const ModelConfig& c, const Checkpoint& checkpoi
     l.bo = r.read_if(c.o_bias, p + "self_attn.o_proj.bias", {hidden});
     l.q_norm = r.read_if(c.qk_norm, p + "self_attn.q_norm.weight", {c.head_dim});
     l.k_norm = r.read_if(c.qk_norm, p + "self_attn.k_norm.weight", {c.head_dim});
-    l.mlp_norm = r.read(p + "post_attention_layernorm.weight", {hidden});
+    l.mlp_norm = r.read(p + mlp_norm_name(c), {hidden});
+    l.post_attn_norm = r.read_if(c.sandwich_norms, p + "post_attention_layernorm.weight", {hidden});
+    l.post_mlp_norm = r.read_if(c.sandwich_norms, p + "post_feedforward_layernorm.weight", {hidden});
     l.w_gate = r.read(p + "mlp.gate_proj.weight", {inter, hidden});
     l.w_up = r.read(p + "mlp.up_proj.weight", {inter, hidden});
     l.w_down = r.read(p + "mlp.down_proj.weight", {hidden, inter});
@@ -76,18 +97,18 @@ ModelWeights load_model_weights(const ModelConfig& c, const Checkpoint& checkpoi
     l.b_up = r.read_if(c.mlp_bias, p + "mlp.up_proj.bias", {inter});
     l.b_down = r.read_if(c.mlp_bias, p + "mlp.down_proj.bias", {hidden});
   }
-  w.final_norm = r.read("model.norm.weight", {hidden});
+  w.final_norm = r.read(c.weight_prefix + "norm.weight", {hidden});
   if (!c.tie_word_embeddings) {
-    if (!checkpoint.has("lm_head.weight")) {
+    if (!checkpoint.has(c.lm_head_name)) {
       // Let the checkpoint name itself in the message, then say why the tensor was needed.
       try {
-        (void)checkpoint.tensor("lm_head.weight");
+        (void)checkpoint.tensor(c.lm_head_name);
       } catch (const std::runtime_error& e) {
         throw std::runtime_error(std::string(e.what()) +
                                  " (tie_word_embeddings is false, so the output matrix is required)");
       }
     }
-    w.lm_head = r.read("lm_head.weight", {c.vocab_size, hidden});
+    w.lm_head = r.read(c.lm_head_name, {c.vocab_size, hidden});
   }
   return w;
 }

@@ -1,6 +1,7 @@
 #pragma once
 // The weights of a model in the engine's compute layout (FP32 in the reference path), converted
 // once at load. Absent optional tensors (biases, q/k norms) are empty vectors.
+#include <string>
 #include <vector>
 
 #include "model/checkpoint.h"
@@ -14,6 +15,7 @@ struct LayerWeights {
   std::vector<float> bq, bk, bv, bo;        // optional biases
   std::vector<float> q_norm, k_norm;        // [head_dim], qwen3
   std::vector<float> mlp_norm;              // [hidden]
+  std::vector<float> post_attn_norm, post_mlp_norm;  // [hidden], sandwich_norms (gemma) only
   std::vector<float> w_gate, w_up, w_down;  // [inter, hidden], [inter, hidden], [hidden, inter]
   std::vector<float> b_gate, b_up, b_down;  // optional biases
 };
@@ -26,6 +28,15 @@ struct ModelWeights {
 
   const float* output_matrix() const { return lm_head.empty() ? token_embedding.data() : lm_head.data(); }
 };
+
+// Checkpoint tensor names: "model.layers.N." (config.weight_prefix + "layers.N."), and the norm
+// in front of the MLP: post_attention_layernorm, or pre_feedforward_layernorm where the config
+// has sandwich norms (gemma names its post-attention output norm post_attention_layernorm).
+std::string layer_prefix(const ModelConfig& config, int layer);
+const char* mlp_norm_name(const ModelConfig& config);
+
+// Norm weights as the forward multiplies by them: 1 + w where config.norm_plus_one (gemma).
+std::vector<float> effective_norm(const ModelConfig& config, std::vector<float> weight);
 
 // Reads every tensor the config calls for (Hugging Face names: model.layers.N.self_attn.q_proj.
 // weight, ...), checks its shape, converts it to FP32. Throws std::runtime_error naming the file

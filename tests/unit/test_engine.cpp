@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "runtime/file_io.h"
 #include "runtime/topology.h"
 #include "test_paths.h"
 
@@ -261,4 +262,34 @@ TEST_CASE("the engine starts the runner's thread pool, sized by its cpu list, be
   CHECK(runner.num_threads() == 1);
   std::mt19937 rng(7);
   CHECK(run_all(engine, {greedy_request(random_prompt(rng, 5), 3)})[0].tokens.size() == 3);
+}
+
+// Phi-3 longrope (phi3_longrope: original_max_position_embeddings 24). The 20-token prompt runs
+// with the short factors; the step that takes a sequence past 24 tokens recomputes it with the
+// long ones, as transformers' Phi-3 generate() drops its cache there, so the greedy tokens are
+// transformers' (the fixture's), whether the prompt runs whole or in chunks of 8. A prompt
+// already past 24 tokens prefilled in chunks uses the long factors in every chunk (the engine
+// passes the whole length), as transformers' single forward over it does. Prefix caching is off
+// for the model: no prompt is served from blocks rotated with the other set.
+TEST_CASE("longrope: greedy tokens equal transformers' across original_max_position_embeddings", "[engine]") {
+  const auto dir = test::fixtures_dir() / "models" / "phi3_longrope";
+  const Model model = load_model(dir);
+  REQUIRE(model.config.rope_scaling.original_max_position_embeddings == 24);
+  const auto j = read_json_file(dir / "expected_logits.json");
+  const auto prompt = j.at("prompt").get<std::vector<int32_t>>();
+  const auto want = j.at("greedy_tokens").get<std::vector<int32_t>>();
+  REQUIRE(prompt.size() + want.size() > 24);
+  std::vector<int32_t> long_prompt = prompt;  // 25 tokens: past the length from the start
+  long_prompt.insert(long_prompt.end(), want.begin(), want.begin() + 5);
+  const std::vector<int32_t> long_want(want.begin() + 5, want.end());
+  for (int budget : {2048, 8}) {
+    INFO("token budget " << budget);
+    Engine engine(model, nullptr, config(3, budget, 16));
+    auto out = run_all(engine, {greedy_request(prompt, 8), greedy_request(prompt, 8), greedy_request(long_prompt, 3)});
+    CHECK(out[0].tokens == want);
+    CHECK(out[1].tokens == want);
+    CHECK(out[2].tokens == long_want);
+    CHECK(out[1].last.cached_prompt_tokens == 0);
+    CHECK(engine.stats().num_preemptions >= 2);  // each 20-token prompt's sequence recomputed once
+  }
 }

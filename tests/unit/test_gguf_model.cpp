@@ -189,12 +189,15 @@ TEST_CASE("gguf: metadata the engine cannot honour is refused naming the key", "
   };
   // Later duplicate keys are refused by the reader, so each case builds its own file.
   SECTION("an unknown architecture") {
-    GgufBuilder g;
-    g.kv_str("general.architecture", "gemma2");
-    const std::string b = g.bytes();
-    REQUIRE_THROWS_WITH(
-        gguf_model_config(GgufFile::parse(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.gguf")),
-        Contains("t.gguf") && Contains("'general.architecture'") && Contains("gemma2"));
+    // Phi-3 and Gemma 3 load from Hugging Face folders only; their GGUF files are refused by name.
+    for (const char* arch : {"gemma2", "phi3", "gemma3"}) {
+      GgufBuilder g;
+      g.kv_str("general.architecture", arch);
+      const std::string b = g.bytes();
+      REQUIRE_THROWS_WITH(
+          gguf_model_config(GgufFile::parse(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.gguf")),
+          Contains("t.gguf") && Contains("'general.architecture'") && Contains(std::string("'") + arch + "'"));
+    }
   }
   SECTION("a mistyped key") {
     GgufBuilder g;
@@ -460,7 +463,11 @@ TEST_CASE("gguf: Llama 3.1 and 3.2 scaling parameters are recovered from rope_fr
     ModelConfig c;
     c.head_dim = k.head_dim;
     c.rope_theta = k.theta;
-    c.rope_scaling = {RopeScalingType::llama3, k.factor, k.low, k.high, k.orig};
+    c.rope_scaling.type = RopeScalingType::llama3;
+    c.rope_scaling.factor = k.factor;
+    c.rope_scaling.low_freq_factor = k.low;
+    c.rope_scaling.high_freq_factor = k.high;
+    c.rope_scaling.original_max_position_embeddings = k.orig;
     const std::vector<float> divisors = llama3_divisors(c);
     GgufBuilder g;
     g.kv_str("general.architecture", "llama")

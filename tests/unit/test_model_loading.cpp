@@ -503,3 +503,119 @@ TEST_CASE("the transformers-made fixtures load with the features transformers gi
   CHECK(m.weights.layers[1].wo.size() == 32u * 64u);
   CHECK(m.weights.layers[1].k_norm.size() == 16u);
 }
+
+TEST_CASE("config.json: phi3 fused projections, partial rotary and longrope", "[model]") {
+  json phi3 = with(with(tiny_config(), "model_type", "phi3"), "hidden_size", 16);  // 2 heads of 8
+  ModelConfig m = parse(phi3);
+  CHECK((m.fused_qkv_proj && m.fused_gate_up_proj));
+  CHECK_FALSE((m.qkv_bias || m.o_bias || m.mlp_bias));
+  CHECK(m.rotary_dim == 8);
+  CHECK(m.max_position_embeddings == 4096);  // Phi3Config's default
+  CHECK(parse(with(phi3, "sliding_window", 8)).sliding_window == 8);
+  CHECK(parse(with(phi3, "partial_rotary_factor", 0.75)).rotary_dim == 6);
+  CHECK(parse(with(phi3, "partial_rotary_factor", 0.5)).rotary_dim == 4);
+  REQUIRE_THROWS_WITH(parse(with(phi3, "partial_rotary_factor", 0.125)),
+                      Contains("field 'partial_rotary_factor'") && Contains("even"));
+  REQUIRE_THROWS_WITH(parse(with(phi3, "partial_rotary_factor", 1.5)), Contains("field 'partial_rotary_factor'"));
+
+  const json longrope = {{"type", "su"},  // Phi-3's old spelling, read as longrope like transformers does
+                         {"short_factor", {1.0, 1.5, 2.0, 3.0}},
+                         {"long_factor", {2.0, 4.0, 8.0, 16.0}}};
+  json lr = with(with(with(phi3, "rope_scaling", longrope), "max_position_embeddings", 1024),
+                 "original_max_position_embeddings", 64);
+  m = parse(lr);
+  CHECK(m.rope_scaling.type == RopeScalingType::longrope);
+  CHECK(m.rope_scaling.original_max_position_embeddings == 64);
+  CHECK(m.rope_scaling.short_factor == std::vector<float>{1.0f, 1.5f, 2.0f, 3.0f});
+  CHECK(m.rope_scaling.long_factor.back() == 16.0f);
+  // factor = 1024 / 64 = 16; attention factor sqrt(1 + ln 16 / ln 64) = sqrt(1 + 2/3).
+  CHECK(m.rope_scaling.factor == 16.0f);
+  CHECK(m.rope_scaling.attention_factor == Approx(std::sqrt(5.0 / 3.0)).epsilon(1e-6));
+  json explicit_af = lr;
+  explicit_af["rope_scaling"]["attention_factor"] = 1.5;
+  CHECK(parse(explicit_af).rope_scaling.attention_factor == 1.5f);
+  json no_orig = lr;
+  no_orig.erase("original_max_position_embeddings");
+  CHECK(parse(no_orig).rope_scaling.original_max_position_embeddings == 4096);  // Phi3Config's default
+  json short_list = lr;
+  short_list["rope_scaling"]["long_factor"] = {1.0, 2.0};
+  REQUIRE_THROWS_WITH(parse(short_list), Contains("field 'rope_scaling.long_factor'") && Contains("4 positive"));
+  json bad_value = lr;
+  bad_value["rope_scaling"]["short_factor"] = {1.0, 0.0, 2.0, 3.0};
+  REQUIRE_THROWS_WITH(parse(bad_value), Contains("field 'rope_scaling.short_factor'"));
+  json bad_type = lr;
+  bad_type["rope_scaling"]["type"] = "dynamic";
+  REQUIRE_THROWS_WITH(parse(bad_type), Contains("longrope") && Contains("dynamic"));
+}
+
+TEST_CASE("phi3 fixtures: fused tensors load as row slices; a wrong fused shape names the tensor", "[model]") {
+  const auto dir = fixtures_dir() / "models";
+  Model m = load_model(dir / "phi3_longrope");  // BF16 on disk, tied, partial rotary
+  CHECK(m.config.rotary_dim == 12);
+  CHECK(m.config.rope_scaling.type == RopeScalingType::longrope);
+  CHECK(m.config.rope_scaling.original_max_position_embeddings == 24);
+  CHECK(m.config.tie_word_embeddings);
+  // q, k, v: 4 x 16, 2 x 16, 2 x 16 rows of the [128, 64] qkv_proj; gate and up 96 rows each.
+  CHECK(m.weights.layers[0].wq.size() == 64u * 64u);
+  CHECK(m.weights.layers[0].wk.size() == 32u * 64u);
+  CHECK(m.weights.layers[1].w_up.size() == 96u * 64u);
+  const auto ck = open_model_checkpoint(dir / "phi3_longrope");
+  const TensorView fused = ck->tensor("model.layers.1.mlp.gate_up_proj.weight");
+  REQUIRE(fused.shape == std::vector<int64_t>{192, 64});
+  // The up rows are the second half of gate_up_proj, as transformers' chunk(2) splits it.
+  std::vector<float> all(static_cast<size_t>(fused.numel()));
+  convert_to_f32(fused, all.data());
+  CHECK(std::equal(m.weights.layers[1].w_up.begin(), m.weights.layers[1].w_up.end(), all.begin() + 96 * 64));
+
+  ModelConfig wrong = m.config;
+  wrong.intermediate_size = 80;
+  REQUIRE_THROWS_WITH(load_model_weights(wrong, *ck),
+                      Contains("model.layers.0.mlp.gate_up_proj.weight") && Contains("[160, 64]"));
+}
+
+TEST_CASE("config.json: gemma3_text defaults and rules; gemma3's text_config", "[model]") {
+  json g = with(with(tiny_config(), "model_type", "gemma3_text"), "num_hidden_layers", 7);
+  g.erase("hidden_act");
+  g.erase("tie_word_embeddings");
+  g.erase("rope_theta");
+  ModelConfig m = parse(g);
+  CHECK(m.head_dim == 256);  // Gemma3TextConfig's default
+  CHECK(m.tie_word_embeddings);
+  CHECK(m.mlp_activation == MlpActivation::gelu_tanh);
+  CHECK((m.norm_plus_one && m.sandwich_norms && m.qk_norm));
+  CHECK(m.sliding_window == 4096);
+  // sliding_window_pattern 6: every 6th layer is global.
+  CHECK(m.layer_sliding == std::vector<bool>{true, true, true, true, true, false, true});
+  CHECK(layer_window(m, 5) == 0);
+  CHECK(layer_uses_local_rope(m, 0));
+  CHECK(m.rope_theta == 1000000.0f);
+  CHECK(m.rope_local_theta == 10000.0f);
+  CHECK(m.attn_scale == Approx(1.0 / 16.0));  // query_pre_attn_scalar 256
+  CHECK(m.embed_scale == std::sqrt(8.0f));   // no dtype: float32
+  // The normalizer in the config's dtype: sqrt(8) = 2.828... is 2.828125 in BF16.
+  CHECK(parse(with(g, "dtype", "bfloat16")).embed_scale == 2.828125f);
+  CHECK(parse(with(g, "torch_dtype", "float16")).embed_scale == 2.828125f);
+  // Old spelling: rope_local_base_freq, and rope_scaling on the global layers only.
+  m = parse(with(with(with(g, "rope_local_base_freq", 5000.0), "rope_theta", 2e5), "rope_scaling",
+                 {{"rope_type", "linear"}, {"factor", 8.0}}));
+  CHECK(m.rope_local_theta == 5000.0f);
+  CHECK(m.rope_theta == 200000.0f);
+  CHECK(m.rope_scaling.type == RopeScalingType::linear);
+  CHECK(parse(with(g, "final_logit_softcapping", 30.0)).final_logit_softcap == 30.0f);
+  REQUIRE_THROWS_WITH(parse(with(g, "attn_logit_softcapping", 50.0)), Contains("field 'attn_logit_softcapping'"));
+  REQUIRE_THROWS_WITH(parse(with(g, "hidden_activation", "gelu")), Contains("field 'hidden_activation'"));
+  REQUIRE_THROWS_WITH(parse(with(g, "use_bidirectional_attention", true)),
+                      Contains("field 'use_bidirectional_attention'"));
+  REQUIRE_THROWS_WITH(parse(with(g, "dtype", "int8")), Contains("field 'dtype'"));
+  REQUIRE_THROWS_WITH(parse(with(g, "layer_types", {"full_attention"})), Contains("field 'layer_types'"));
+
+  // Gemma3ForConditionalGeneration: the text tower's config and tensors under language_model.model.
+  json mm = {{"model_type", "gemma3"}, {"dtype", "bfloat16"}, {"text_config", g}, {"vision_config", json::object()}};
+  mm["text_config"].erase("model_type");
+  mm["text_config"]["dtype"] = "float32";  // as transformers writes it; the top-level dtype wins
+  m = parse(mm);
+  CHECK(m.model_type == "gemma3_text");
+  CHECK(m.weight_prefix == "language_model.model.");
+  CHECK(m.embed_scale == 2.828125f);
+  REQUIRE_THROWS_WITH(parse(json{{"model_type", "gemma3"}}), Contains("field 'text_config'"));
+}

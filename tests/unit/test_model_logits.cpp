@@ -18,6 +18,7 @@
 
 #include "kv/contiguous_kv_cache.h"
 #include "model/model.h"
+#include "model/rope_params.h"
 #include "runtime/file_io.h"
 #include "test_paths.h"
 
@@ -77,9 +78,10 @@ std::vector<int> slice(const std::vector<int>& v, size_t begin, size_t end) {
   return {v.begin() + static_cast<std::ptrdiff_t>(begin), v.begin() + static_cast<std::ptrdiff_t>(end)};
 }
 
-const char* const kFixtureModels[] = {"llama_gqa",    "llama3_rope_scaling",    "llama_tied",
-                                      "llama_bias",   "mistral_sliding_window", "qwen2_bias",
-                                      "qwen3_qk_norm"};
+const char* const kFixtureModels[] = {"llama_gqa",     "llama3_rope_scaling",    "llama_tied",
+                                      "llama_bias",    "mistral_sliding_window", "qwen2_bias",
+                                      "qwen3_qk_norm", "phi3_sliding_window",    "phi3_longrope",
+                                      "gemma3_text",   "gemma3_conditional"};
 
 }  // namespace
 
@@ -103,9 +105,12 @@ TEST_CASE("forward matches transformers on every fixture architecture", "[model]
         }
       }
 
-      // (2) Token by token, then greedy decoding continues the same cache.
+      // (2) Token by token, then greedy decoding continues the same cache. A longrope model
+      // (phi3_longrope: original_max_position_embeddings 24) recomputes the whole sequence on
+      // its first step past that length, as transformers' Phi-3 generate() does; the sequence
+      // moves to slot 1 of the cache for that.
       {
-        ContiguousKvCache cache = make_cache(m, 1, 64);
+        ContiguousKvCache cache = make_cache(m, 2, 64);
         std::vector<float> last;
         for (int t = 0; t < n; ++t) {
           ForwardBatch b{{e.prompt[t]}, {{0, t, 1, cache.block_table(0)}}, false};
@@ -114,9 +119,19 @@ TEST_CASE("forward matches transformers on every fixture architecture", "[model]
           check_row(last.data(), e.logits[t], "decode position " + std::to_string(t));
         }
         std::vector<int> generated;
+        int slot = 0;
         for (size_t i = 0; i < e.greedy.size(); ++i) {
           generated.push_back(argmax_row(last.data(), vocab));
-          ForwardBatch b{{generated.back()}, {{0, n + static_cast<int>(i), 1, cache.block_table(0)}}, false};
+          const int pos = n + static_cast<int>(i);
+          if (uses_long_rope(m.config, pos + 1) && !uses_long_rope(m.config, pos)) {
+            std::vector<int> all = e.prompt;
+            all.insert(all.end(), generated.begin(), generated.end());
+            slot = 1;
+            ForwardBatch b{all, {{1, 0, pos + 1, cache.block_table(1)}}, false};
+            last = forward(m, b, cache);
+            continue;
+          }
+          ForwardBatch b{{generated.back()}, {{slot, pos, 1, cache.block_table(slot)}}, false};
           last = forward(m, b, cache);
         }
         CHECK(generated == e.greedy);

@@ -12,7 +12,9 @@
 // op (a wrong RoPE, mask or fused bias moves logits by tens of percent).
 // With the BF16 KV cache and the SLAB attention kernels (K and V rounded to BF16 as well),
 // measured on avx512_bf16: at most 1.9 % against transformers and 1.4 % against the FP32
-// reference (its cache stays FP32); stories260K greedy: 64 of 64 tokens equal.
+// reference (its cache stays FP32); stories260K greedy: 64 of 64 tokens equal. With the phi3
+// fixtures added (phi3_longrope: BF16, tied, logits up to ~30): at most 2.5 % against
+// transformers and 3.6 % against the FP32 reference (inside the bound through its 2 % of value).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -25,6 +27,7 @@
 #include "kv/contiguous_kv_cache.h"
 #include "model/model.h"
 #include "model/model_runner.h"
+#include "model/rope_params.h"
 #include "runtime/cpu_features.h"
 #include "runtime/file_io.h"
 #include "test_paths.h"
@@ -35,6 +38,14 @@ namespace {
 
 constexpr float kAtolFrac = 3e-2f;
 constexpr float kRtol = 2e-2f;
+// gemma3_text (4 layers, (1 + w) norms around every block, q/k norm, sqrt(hidden)-scaled tied
+// embeddings) amplifies BF16 rounding more: ours measured at most 4.5 % of the row scale against
+// transformers' FP32 and against the FP32 reference, while transformers itself run in BF16 is
+// 7.1 % off its FP32 logits (5.1 % phi3_longrope, 3.6 % llama_gqa). A wrong mask or RoPE on that
+// fixture moves logits by more than 50 % of the scale (window vs full attention: 3.9 absolute).
+constexpr float kAtolFracGemma = 6e-2f;
+float g_atol_frac = kAtolFrac;
+float atol_frac_for(const std::string& name) { return name.rfind("gemma", 0) == 0 ? kAtolFracGemma : kAtolFrac; }
 
 ContiguousKvCache make_cache(const ModelConfig& c, int slots, int max_tokens, KvDtype dtype = KvDtype::bf16) {
   KvGeometry g;
@@ -55,7 +66,7 @@ void check_row(const float* got, const float* want, int n, const std::string& wh
   float worst_excess = -INFINITY;
   for (int i = 0; i < n; ++i) {
     const float diff = std::fabs(got[i] - want[i]);
-    const float excess = std::isfinite(got[i]) ? diff - (kAtolFrac * scale + kRtol * std::fabs(want[i])) : INFINITY;
+    const float excess = std::isfinite(got[i]) ? diff - (g_atol_frac * scale + kRtol * std::fabs(want[i])) : INFINITY;
     if (scale > 0) g_worst_frac = std::max(g_worst_frac, diff / scale);
     if (excess > worst_excess) {
       worst_excess = excess;
@@ -73,9 +84,10 @@ void check_row(const float* got, const std::vector<float>& want, const std::stri
 
 int argmax_row(const float* row, int n) { return static_cast<int>(std::max_element(row, row + n) - row); }
 
-const char* const kFixtureModels[] = {"llama_gqa",    "llama3_rope_scaling",    "llama_tied",
-                                      "llama_bias",   "mistral_sliding_window", "qwen2_bias",
-                                      "qwen3_qk_norm"};
+const char* const kFixtureModels[] = {"llama_gqa",     "llama3_rope_scaling",    "llama_tied",
+                                      "llama_bias",    "mistral_sliding_window", "qwen2_bias",
+                                      "qwen3_qk_norm", "phi3_sliding_window",    "phi3_longrope",
+                                      "gemma3_text",   "gemma3_conditional"};
 
 // The fast kernel sets this CPU can run (the runner refuses the others).
 std::vector<std::pair<const char*, KernelChoice>> fast_kernel_sets() {
@@ -107,6 +119,7 @@ TEST_CASE("runner logits match transformers on every fixture, prefill, token by 
         const auto dir = test::fixtures_dir() / "models" / name;
         auto runner = load_model_runner(dir, with(kernels));
         REQUIRE_FALSE(runner->uses_reference());
+        g_atol_frac = atol_frac_for(name);
         const ModelConfig& c = runner->config();
         const auto j = read_json_file(dir / "expected_logits.json");
         const auto prompt = j.at("prompt").get<std::vector<int>>();
@@ -163,15 +176,56 @@ TEST_CASE("runner logits match transformers on every fixture, prefill, token by 
       }
     }
   }
+  g_atol_frac = kAtolFrac;
   WARN("runner vs transformers: worst |diff| / max|logit| of a row = " << g_worst_frac);
+}
+
+// Greedy continuation of the newer families' fixtures on every fast kernel set: the prompt in
+// one step, then one token a step; a longrope model recomputes the whole sequence on its first
+// step past original_max_position_embeddings, as transformers' Phi-3 generate() does.
+TEST_CASE("runner greedy continuations equal transformers' (phi3, gemma3)", "[model][runner]") {
+  for (const auto& [isa_label, kernels] : fast_kernel_sets()) {
+    for (const char* name : {"phi3_sliding_window", "phi3_longrope", "gemma3_text", "gemma3_conditional"}) {
+      DYNAMIC_SECTION(isa_label << " " << name) {
+        const auto dir = test::fixtures_dir() / "models" / name;
+        auto runner = load_model_runner(dir, with(kernels));
+        const ModelConfig& c = runner->config();
+        const auto j = read_json_file(dir / "expected_logits.json");
+        const auto prompt = j.at("prompt").get<std::vector<int>>();
+        const auto want = j.at("greedy_tokens").get<std::vector<int>>();
+        const int n = static_cast<int>(prompt.size());
+        ContiguousKvCache cache = make_cache(c, 2, 64);
+        auto last = runner->forward({prompt, {{0, 0, n, cache.block_table(0)}}, false}, cache);
+        std::vector<int> got;
+        int slot = 0;
+        for (size_t i = 0; i < want.size(); ++i) {
+          got.push_back(argmax_row(last.data(), c.vocab_size));
+          const int pos = n + static_cast<int>(i);
+          if (uses_long_rope(c, pos + 1) && !uses_long_rope(c, pos)) {
+            std::vector<int> all = prompt;
+            all.insert(all.end(), got.begin(), got.end());
+            slot = 1;
+            last = runner->forward({all, {{1, 0, pos + 1, cache.block_table(1)}}, false}, cache);
+            continue;
+          }
+          last = runner->forward({{got.back()}, {{slot, pos, 1, cache.block_table(slot)}}, false}, cache);
+        }
+        CHECK(got == want);
+      }
+    }
+  }
 }
 
 TEST_CASE("runner fast path agrees with the FP32 reference forward on the same checkpoint", "[model][runner]") {
   const auto sets = fast_kernel_sets();
   if (sets.empty()) return;
   g_worst_frac = 0.0f;
-  for (const char* name : {"llama_gqa", "qwen3_qk_norm", "llama_tied"}) {
+  // phi3_longrope: 40 tokens in one step pass original_max_position_embeddings (24), so every
+  // position rotates with the long factors and the attention factor; partial rotary (12 of 16).
+  for (const char* name :
+       {"llama_gqa", "qwen3_qk_norm", "llama_tied", "phi3_longrope", "phi3_sliding_window", "gemma3_text"}) {
     const Model m = load_model(test::fixtures_dir() / "models" / name);
+    g_atol_frac = atol_frac_for(name);
     ModelRunner fast(m, with(sets.front().second));
     ModelRunner reference(m, with(KernelChoice::reference));
     REQUIRE(reference.uses_reference());
@@ -191,6 +245,7 @@ TEST_CASE("runner fast path agrees with the FP32 reference forward on the same c
                 std::string(name) + " position " + std::to_string(t));
     }
   }
+  g_atol_frac = kAtolFrac;
   WARN("runner vs reference forward: worst |diff| / max|logit| of a row = " << g_worst_frac);
 }
 

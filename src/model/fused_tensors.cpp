@@ -1,0 +1,80 @@
+#include "model/fused_tensors.h"
+
+#include "model/weights.h"
+
+#include <map>
+#include <stdexcept>
+#include <string>
+
+namespace slab {
+namespace {
+
+struct Slice {
+  std::string fused;  // the checkpoint's tensor
+  int64_t row0 = 0, rows = 0, total_rows = 0, cols = 0;
+};
+
+class SplitCheckpoint final : public Checkpoint {
+ public:
+  SplitCheckpoint(const ModelConfig& c, const Checkpoint& inner) : inner_(inner) {
+    const int64_t hidden = c.hidden_size, inter = c.intermediate_size;
+    const int64_t q_dim = int64_t{c.num_heads} * c.head_dim, kv_dim = int64_t{c.num_kv_heads} * c.head_dim;
+    for (int i = 0; i < c.num_layers; ++i) {
+      const std::string p = layer_prefix(c, i);
+      if (c.fused_qkv_proj) {
+        const std::string f = p + "self_attn.qkv_proj.weight";
+        const int64_t total = q_dim + 2 * kv_dim;
+        slices_[p + "self_attn.q_proj.weight"] = {f, 0, q_dim, total, hidden};
+        slices_[p + "self_attn.k_proj.weight"] = {f, q_dim, kv_dim, total, hidden};
+        slices_[p + "self_attn.v_proj.weight"] = {f, q_dim + kv_dim, kv_dim, total, hidden};
+      }
+      if (c.fused_gate_up_proj) {
+        const std::string f = p + "mlp.gate_up_proj.weight";
+        slices_[p + "mlp.gate_proj.weight"] = {f, 0, inter, 2 * inter, hidden};
+        slices_[p + "mlp.up_proj.weight"] = {f, inter, inter, 2 * inter, hidden};
+      }
+    }
+  }
+
+  bool has(const std::string& name) const override {
+    if (inner_.has(name)) return true;
+    auto it = slices_.find(name);
+    return it != slices_.end() && inner_.has(it->second.fused);
+  }
+
+  TensorView tensor(const std::string& name) const override {
+    // The separate name wins where it exists (a loaded Model's weights, already split).
+    auto it = slices_.find(name);
+    if (it == slices_.end() || inner_.has(name)) return inner_.tensor(name);
+    const Slice& s = it->second;
+    TensorView v = inner_.tensor(s.fused);  // throws naming the checkpoint and the fused tensor
+    if (v.shape != std::vector<int64_t>{s.total_rows, s.cols}) {
+      std::string got;
+      for (int64_t d : v.shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
+      throw std::runtime_error(v.file + ": tensor '" + s.fused + "': expected shape [" + std::to_string(s.total_rows) +
+                               ", " + std::to_string(s.cols) + "], found [" + got + "]");
+    }
+    if (v.block_format != BlockFormat::none) {
+      throw std::runtime_error(v.file + ": tensor '" + s.fused + "': fused projections in " +
+                               block_format_name(v.block_format) + " blocks are not supported");
+    }
+    v.name = name;
+    v.shape = {s.rows, s.cols};
+    v.data = static_cast<const char*>(v.data) + static_cast<size_t>(s.row0 * s.cols) * dtype_size(v.dtype);
+    return v;
+  }
+
+  std::vector<std::string> tensor_names() const override { return inner_.tensor_names(); }
+
+ private:
+  const Checkpoint& inner_;
+  std::map<std::string, Slice> slices_;
+};
+
+}  // namespace
+
+std::unique_ptr<Checkpoint> split_fused_projections(const ModelConfig& config, const Checkpoint& checkpoint) {
+  return std::make_unique<SplitCheckpoint>(config, checkpoint);
+}
+
+}  // namespace slab

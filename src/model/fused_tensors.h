@@ -1,0 +1,18 @@
+#pragma once
+// Checkpoints that store a layer's q, k and v projections as one self_attn.qkv_proj.weight and
+// its gate and up projections as one mlp.gate_up_proj.weight (Phi-3): the loaders ask for the
+// separate Hugging Face names, so this view answers them with row slices of the fused tensors
+// (rows [q; k; v] and [gate; up], as transformers splits them), without copying.
+#include <memory>
+
+#include "model/checkpoint.h"
+#include "model/model_config.h"
+
+namespace slab {
+
+// Borrows `checkpoint`. Names the config does not fuse, and names the checkpoint holds itself,
+// pass through unchanged. A fused tensor
+// of the wrong shape is an error naming its file and tensor (thrown when a slice is asked for).
+std::unique_ptr<Checkpoint> split_fused_projections(const ModelConfig& config, const Checkpoint& checkpoint);
+
+}  // namespace slab
