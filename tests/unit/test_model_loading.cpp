@@ -548,7 +548,7 @@ TEST_CASE("config.json: phi3 fused projections, partial rotary and longrope", "[
   REQUIRE_THROWS_WITH(parse(bad_type), Contains("longrope") && Contains("dynamic"));
 }
 
-TEST_CASE("phi3 fixtures: fused tensors load as row slices; a wrong fused shape names the tensor", "[model]") {
+TEST_CASE("phi3 fixtures: fused tensors load as row slices, and a wrong fused shape names the tensor", "[model]") {
   const auto dir = fixtures_dir() / "models";
   Model m = load_model(dir / "phi3_longrope");  // BF16 on disk, tied, partial rotary
   CHECK(m.config.rotary_dim == 12);
@@ -573,7 +573,7 @@ TEST_CASE("phi3 fixtures: fused tensors load as row slices; a wrong fused shape 
                       Contains("model.layers.0.mlp.gate_up_proj.weight") && Contains("[160, 64]"));
 }
 
-TEST_CASE("config.json: gemma3_text defaults and rules; gemma3's text_config", "[model]") {
+TEST_CASE("config.json: gemma3_text defaults and rules, and gemma3's text_config", "[model]") {
   json g = with(with(tiny_config(), "model_type", "gemma3_text"), "num_hidden_layers", 7);
   g.erase("hidden_act");
   g.erase("tie_word_embeddings");
