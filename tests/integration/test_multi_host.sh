@@ -4,8 +4,9 @@
 # namespace's address; nginx in the root namespace in front (issue #17).
 #   1. least_conn: 30 streamed completions (bench/bench_serve.py), all with exact token counts,
 #      every host served some (its /metrics).
-#   2. --prefix-affinity 24: 8 requests sharing a 24-character prefix (completions and chat) all
-#      reach one host (nginx access log); 12 different prefixes reach more than one.
+#   2. --prefix-affinity 24: 10 requests sharing a 24-character prefix (completions, chat, bodies
+#      sent after the head) all reach one host (nginx access log); 12 different prefixes reach
+#      more than one, and so do 12 requests without a body (the $request_id fallback).
 #   3. a host SIGKILLed while 200 streams run 6 at a time: at most the 6 in flight fail, the rest
 #      succeed on the two others, and so do 12 requests after it.
 #   test_multi_host.sh SLABSERVE_BINARY TESTDATA_DIR
@@ -133,29 +134,43 @@ stop_front
 
 # 2. Prefix affinity: the upstream of each POST, from the access log, in order.
 start_front --prefix-affinity 24
+# post PATH BODY [curl options]
 post() {
-  curl -sf --max-time 30 -H 'Content-Type: application/json' -d "$2" "$front/v1/$1" -o /dev/null ||
-    fail "POST /v1/$1 $2 failed"
+  curl -sf --max-time 30 -H 'Content-Type: application/json' "${@:3}" -d "$2" "$front/v1/$1" -o /dev/null ||
+    fail "POST /v1/$1 ${2:0:80} failed"
 }
+# upstreams_used [REQUEST]: "count address" per upstream of the logged requests starting with REQUEST.
 upstreams_used() {
-  grep '"POST ' "$work/run/nginx-access.log" | sed -n 's/.*upstream=\([^ ]*\).*/\1/p' | sort | uniq -c
+  grep "\"${1:-POST }" "$work/run/nginx-access.log" | sed -n 's/.*upstream=\([^ ]*\).*/\1/p' | sort | uniq -c
 }
 shared="Once upon a time, there "    # 24 characters
 for i in 1 2 3 4; do
   post completions "{\"prompt\": \"${shared}was a cat number $i\", \"max_tokens\": 2}"
   post chat/completions "{\"messages\": [{\"role\": \"user\", \"content\": \"${shared}lived dog $i\"}], \"max_tokens\": 2}"
 done
+# Bodies that reach nginx after the request head (Expect: 100-continue: curl waits for nginx's
+# go-ahead) must be keyed all the same: nginx reads the whole body before it picks the upstream.
+long="$(printf 'a story %.0s' $(seq 10))"
+for i in 1 2; do
+  post completions "{\"prompt\": \"${shared}$long $i\", \"max_tokens\": 2}" -H 'Expect: 100-continue'
+done
 echo "same prefix:"; upstreams_used
 same="$(upstreams_used)"
-# The completions and chat keys are the same 24 characters: one upstream for all eight.
-[ "$(echo "$same" | wc -l)" = 1 ] && [ "$(echo "$same" | awk '{print $1}')" = 8 ] ||
-  fail "8 requests sharing a prefix went to more than one host: $same"
+# The completions and chat keys are the same 24 characters: one upstream for all ten.
+[ "$(echo "$same" | wc -l)" = 1 ] && [ "$(echo "$same" | awk '{print $1}')" = 10 ] ||
+  fail "10 requests sharing a prefix went to more than one host: $same"
 : >"$work/run/nginx-access.log"
 for i in $(seq 12); do
   post completions "{\"prompt\": \"$i$i$i different story $i starts here and goes on\", \"max_tokens\": 2}"
 done
 echo "different prefixes:"; upstreams_used
 [ "$(upstreams_used | wc -l)" -ge 2 ] || fail "12 different prefixes all went to one host"
+# No prompt to key on (here: no body at all) hashes on $request_id: spread, not all on one host.
+: >"$work/run/nginx-access.log"
+for _ in $(seq 12); do curl -sf --max-time 10 "$front/v1/models" -o /dev/null || fail "GET /v1/models failed"; done
+echo "no body:"; upstreams_used "GET /v1/models"
+[ "$(upstreams_used "GET /v1/models" | wc -l)" -ge 2 ] ||
+  fail "12 requests without a prompt all went to one host"
 echo "PASS: prefix affinity"
 stop_front
 
