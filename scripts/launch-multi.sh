@@ -233,6 +233,8 @@ http {
   scgi_temp_path $RUN_DIR/nginx-temp/scgi;
 $affinity_map
   upstream slabserve {
+    # Shared by the workers: otherwise each keeps its own connection counts and failure marks.
+    zone slabserve 1m;
     $balance
 $servers    keepalive 64;
   }
