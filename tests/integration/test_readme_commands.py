@@ -39,6 +39,7 @@ RULES = [
     (r"^slabserve topology --json", None),
     (r"^scripts/launch-multi\.sh -- ", None),
     (r"^scripts/launch-multi\.sh --layout configs/epyc", "a layout for a 2-socket 256-core EPYC"),
+    (r"^scripts/launch-multi\.sh --upstreams 10\.0\.0\.", "fronts other hosts (tests/integration/test_multi_host.sh runs it over network namespaces)"),
     (r"^cmake -S \. -B build-bench", "builds the benchmarks (minutes on 2 cores)"),
     (r"^cmake --build build-bench", "builds the benchmarks (minutes on 2 cores)"),
     (r"^\./build-bench/", "runs a benchmark for minutes (needs the build above)"),
