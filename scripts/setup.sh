@@ -3,7 +3,7 @@
 # the Release binary into build/. Safe to run again.
 #   scripts/setup.sh                 install what is missing, build build/slabserve
 #   scripts/setup.sh --deps-only     install only
-#   --test-deps                      also what the tests need (Python venv, nginx, numactl, curl)
+#   --test-deps                      also what the tests need (Python venv, nginx, numactl, curl, iproute2)
 # Extra arguments after -- go to cmake's configure step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,8 +16,9 @@ PACKAGES=(
 
 # What the tests need beyond the build: Python with venv for the openai-client test; nginx,
 # numactl and curl for scripts/launch-multi.sh and its test (Debian starts the packaged nginx
-# service on port 80; the launcher runs its own nginx and does not use it).
-TEST_PACKAGES=(python3 python3-venv nginx numactl curl)
+# service on port 80; the launcher runs its own nginx and does not use it); iproute2's `ip netns`
+# for the multi-host test's network namespaces (it skips where they cannot be made, e.g. not root).
+TEST_PACKAGES=(python3 python3-venv nginx numactl curl iproute2)
 
 deps_only=0
 test_deps=0

@@ -7,11 +7,12 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh --deps-only --test-deps
 jobs="$(nproc)"
 
-# The openai Python client and jsonschema for the HTTP integration tests, in a venv of its own.
+# The openai Python client and jsonschema for the HTTP integration tests, and PyYAML for the
+# Kubernetes manifest check, in a venv of its own.
 if [ ! -x build-ci/venv/bin/python ]; then
   python3 -m venv build-ci/venv
 fi
-build-ci/venv/bin/python -m pip install -q --disable-pip-version-check openai jsonschema
+build-ci/venv/bin/python -m pip install -q --disable-pip-version-check openai jsonschema pyyaml
 
 echo "== Release build (-Werror), all tests"
 cmake -S . -B build-ci -DCMAKE_BUILD_TYPE=Release -DSLAB_WERROR=ON -DPython3_EXECUTABLE="$PWD/build-ci/venv/bin/python"
