@@ -125,7 +125,7 @@ std::vector<float> scored_logits(ModelRunner& runner, const std::vector<int>& to
     for (int pos = 0; pos < ctx; pos += batch) {
       const int n = std::min(batch, ctx - pos);
       const std::vector<int> part(chunk.begin() + pos, chunk.begin() + pos + n);
-      const std::vector<float> logits = runner.forward({part, {{0, pos, n, cache.block_table(0)}}, true}, cache);
+      const std::vector<float> logits = runner.forward({part, {{0, pos, n, cache.block_table(0), 1}}, true}, cache);
       for (int i = 0; i < n; ++i) {
         const int p = pos + i;
         if (p < first || p >= ctx - 1) continue;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "engine/ngram_proposer.h"
+
 namespace slab {
 
 Scheduler::Scheduler(const SchedulerConfig& config, int num_kv_blocks, int block_size, bool enable_prefix_caching)
@@ -24,6 +26,23 @@ void Scheduler::remove(Sequence* seq) {
   std::erase(waiting_, seq);
   kv_.free(seq->id, seq->num_computed);
   seq->status = SequenceStatus::finished;
+}
+
+void Scheduler::drop_rejected_drafts(Sequence* seq) { kv_.truncate(seq->id, seq->tokens, seq->num_computed); }
+
+std::vector<int32_t> Scheduler::propose_draft(Sequence* seq, int room) {
+  const SpeculativeConfig& spec = config_.speculative;
+  if (!seq->may_speculate) return {};
+  // Emitting the accepted drafts and one more token must stay within max_tokens and the context.
+  const int len = static_cast<int>(seq->tokens.size());
+  room = std::min({room, spec.num_speculative_tokens, seq->request.stop.max_tokens - seq->num_output() - 1,
+                   seq->context_limit - len - 1});
+  if (room <= 0) return {};
+  std::vector<int32_t> draft = propose_ngram(seq->tokens, spec.ngram_min, spec.ngram_max, room);
+  if (draft.empty()) return {};
+  // No preemption for a draft: with too few free blocks the decode goes without one.
+  if (!kv_.allocate(seq->id, seq->tokens, seq->num_computed + 1, {}, static_cast<int>(draft.size()))) return {};
+  return draft;
 }
 
 void Scheduler::preempt(Sequence* victim, SchedulerStep& step, bool for_memory) {
@@ -127,18 +146,33 @@ SchedulerStep Scheduler::schedule() {
   make_room_for_a_new_call(running_per_call, step);
 
   // 1. Running decodes, 2. running sequences still in (chunked) prefill, in admission order.
+  const SpeculativeConfig& spec = config_.speculative;
+  const bool speculate = spec.num_speculative_tokens > 0 &&
+                         (spec.disable_by_batch_size == 0 || static_cast<int>(running_.size()) <= spec.disable_by_batch_size);
+  int decodes_left = static_cast<int>(
+      std::count_if(running_.begin(), running_.end(), [](const Sequence* r) { return r->num_uncomputed() == 1; }));
   for (bool decodes : {true, false}) {
     for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
       Sequence* seq = running_[i];
       const int need = seq->num_uncomputed();
       if ((need == 1) != decodes || need == 0) continue;
+      if (decodes) --decodes_left;
+      if (decodes && speculate) {
+        // Drafts take only budget that every later decode's one token leaves.
+        std::vector<int32_t> draft = propose_draft(seq, budget - 1 - std::max(decodes_left, 0));
+        if (!draft.empty()) {
+          budget -= 1 + static_cast<int>(draft.size());
+          step.chunks.push_back({seq, 1, {}, std::move(draft)});
+          continue;
+        }
+      }
       const int n = std::min(need, budget);
       const size_t before = running_.size();
       if (!reserve_or_preempt(seq, n, step)) {
         if (running_.size() < before) --i;  // the list shrank under us; `seq` may be gone
         continue;
       }
-      step.chunks.push_back({seq, n, {}});
+      step.chunks.push_back({seq, n, {}, {}});
       budget -= n;
     }
   }
@@ -177,7 +211,7 @@ SchedulerStep Scheduler::schedule() {
     seq->status = SequenceStatus::running;
     running_.push_back(seq);
     ++running_per_call[fairness_key(*seq)];
-    step.chunks.push_back({seq, n, {}});
+    step.chunks.push_back({seq, n, {}, {}});
     budget -= n;
   }
   // Tables are final once no more preemption can happen: each chunk carries its own.
