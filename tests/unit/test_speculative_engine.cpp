@@ -1,0 +1,204 @@
+// Speculative decoding in the engine: greedy output token-for-token as without it (alone, batched
+// with sequences that do not speculate, across preemption and prefix-cache hits), and the KV
+// rollback of rejected drafts leaving the cache as if they had never been there.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <random>
+#include <vector>
+
+#include "engine/engine.h"
+#include "kv/kv_cache_manager.h"
+#include "test_paths.h"
+
+using namespace slab;
+
+TEST_CASE("rolling back rejected drafts leaves free blocks, table and prefix cache as if they never existed",
+          "[speculative][kv]") {
+  const int bs = 16;
+  std::vector<int32_t> tokens(60);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(100 + i);
+  // Verified: 30 tokens computed before the step, then 1 + 20 draft positions; 5 drafts accepted.
+  const int before = 30;
+  const int verified = before + 1 + 5;
+  KvCacheManager spec(16, bs, true), plain(16, bs, true);
+  REQUIRE(spec.allocate(1, tokens, before));
+  REQUIRE(plain.allocate(1, tokens, before));
+  REQUIRE(spec.allocate(1, tokens, before + 1, {}, 20));  // blocks for 51 positions: 4
+  CHECK(spec.block_table(1).size() == 4);
+  // No hash for a block holding unverified drafts: only the first (full within 31) is cached.
+  CHECK(spec.pool().num_cached() == 1);
+  spec.truncate(1, std::span<const int32_t>(tokens).first(static_cast<size_t>(verified + 1)), verified);
+  // Without speculation the same tokens were computed one step at a time.
+  for (int n = before + 1; n <= verified; ++n) REQUIRE(plain.allocate(1, tokens, n));
+  CHECK(spec.num_free_blocks() == plain.num_free_blocks());
+  CHECK(std::vector<int32_t>(spec.block_table(1).begin(), spec.block_table(1).end()) ==
+        std::vector<int32_t>(plain.block_table(1).begin(), plain.block_table(1).end()));
+  CHECK(spec.pool().num_cached() == plain.pool().num_cached());
+  CHECK(spec.pool().num_cached() == 2);  // 36 verified positions: two full blocks
+  const std::span<const int32_t> query = std::span<const int32_t>(tokens).first(40);
+  CHECK(spec.find_cached_prefix(query).blocks == plain.find_cached_prefix(query).blocks);
+  // The pool's free list is in the same order: the next blocks handed out are the same.
+  REQUIRE(spec.allocate(2, tokens, 60));
+  REQUIRE(plain.allocate(2, tokens, 60));
+  CHECK(std::vector<int32_t>(spec.block_table(2).begin(), spec.block_table(2).end()) ==
+        std::vector<int32_t>(plain.block_table(2).begin(), plain.block_table(2).end()));
+}
+
+namespace {
+
+std::vector<int32_t> run_one(Engine& engine, const Request& r) {
+  auto stream = std::make_shared<RequestStream>();
+  engine.submit(r, stream);
+  std::vector<int32_t> out;
+  while (true) {
+    std::optional<RequestOutput> o = stream->next(std::chrono::milliseconds(20000));
+    REQUIRE(o.has_value());
+    out.insert(out.end(), o->tokens.begin(), o->tokens.end());
+    if (o->finished) return out;
+  }
+}
+
+std::vector<std::vector<int32_t>> run_all(Engine& engine, const std::vector<Request>& requests) {
+  auto stream = std::make_shared<RequestStream>();
+  std::map<int64_t, size_t> index;
+  for (const Request& r : requests) index[engine.submit(r, stream)] = index.size();
+  std::vector<std::vector<int32_t>> outs(requests.size());
+  size_t done = 0;
+  while (done < requests.size()) {
+    std::optional<RequestOutput> o = stream->next(std::chrono::milliseconds(20000));
+    REQUIRE(o.has_value());
+    auto& v = outs[index.at(o->request_id)];
+    v.insert(v.end(), o->tokens.begin(), o->tokens.end());
+    if (o->finished) ++done;
+  }
+  return outs;
+}
+
+EngineConfig config(int max_num_seqs, int num_blocks, int k, int disable_by_batch_size = 0) {
+  EngineConfig c;
+  c.scheduler.max_num_seqs = max_num_seqs;
+  c.scheduler.max_num_batched_tokens = 2048;
+  c.scheduler.speculative = {k, 1, 3, disable_by_batch_size};
+  c.block_size = 16;
+  c.num_kv_blocks = num_blocks;
+  return c;
+}
+
+Request greedy(std::vector<int32_t> prompt, int max_tokens) {
+  Request r;
+  r.prompt = std::move(prompt);
+  r.sampling.temperature = 0.0f;
+  r.stop.max_tokens = max_tokens;
+  r.stop.ignore_eos = true;
+  return r;
+}
+
+// A passage told twice and begun a third time: the model's continuation copies it.
+std::vector<int32_t> copying_prompt(std::mt19937& rng) {
+  std::vector<int32_t> passage(24);
+  for (int32_t& t : passage) t = 3 + static_cast<int32_t>(rng() % 250);
+  std::vector<int32_t> p;
+  for (int i = 0; i < 2; ++i) p.insert(p.end(), passage.begin(), passage.end());
+  p.insert(p.end(), passage.begin(), passage.begin() + 6);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("greedy output with n-gram speculation is token-for-token that without it", "[speculative][engine]") {
+  const Model model = load_model(test::fixtures_dir() / "models" / "llama_gqa");
+  std::mt19937 rng(5);
+  const std::vector<int32_t> probe = copying_prompt(rng);
+  const int probe_tokens = 40;
+  std::vector<int32_t> reference;
+  {
+    Engine engine(model, nullptr, config(1, 64, 0));
+    reference = run_one(engine, greedy(probe, probe_tokens));
+  }
+  REQUIRE(reference.size() == static_cast<size_t>(probe_tokens));
+  std::vector<Request> batch;
+  for (int i = 0; i < 9; ++i) {
+    std::vector<int32_t> p(static_cast<size_t>(5 + 3 * i));
+    for (int32_t& t : p) t = 3 + static_cast<int32_t>(rng() % 250);
+    batch.push_back(greedy(p, 12 + 2 * i));
+  }
+  batch.insert(batch.begin() + 4, greedy(probe, probe_tokens));
+
+  SECTION("alone, for every k") {
+    for (int k : {1, 3, 5}) {
+      Engine engine(model, nullptr, config(1, 64, k));
+      CHECK(run_one(engine, greedy(probe, probe_tokens)) == reference);
+      const EngineStats s = engine.stats();
+      CHECK(s.spec_num_accepted_tokens > 0);
+      CHECK(s.spec_num_emitted_tokens == s.spec_num_accepted_tokens + s.spec_num_drafts);
+      CHECK(s.generation_tokens == probe_tokens);
+      CHECK(s.steps < probe_tokens + 1);  // fewer forward passes than tokens: drafts were accepted
+    }
+  }
+  SECTION("batched with requests that do not speculate (switched off above 4 running) and that do") {
+    for (int disable : {0, 4}) {
+      Engine engine(model, nullptr, config(16, 128, 4, disable));
+      auto outs = run_all(engine, batch);
+      CHECK(outs[4] == reference);
+      for (size_t i = 0; i < batch.size(); ++i) {
+        Engine plain(model, nullptr, config(1, 64, 0));
+        CHECK(outs[i] == run_one(plain, batch[i]));
+      }
+      CHECK(engine.stats().spec_num_accepted_tokens > 0);
+    }
+  }
+  SECTION("preempted in a cache too small for the batch") {
+    Engine engine(model, nullptr, config(16, 12, 4));
+    auto outs = run_all(engine, batch);
+    CHECK(outs[4] == reference);
+    CHECK(engine.stats().num_preemptions > 0);
+    CHECK(engine.stats().spec_num_accepted_tokens > 0);
+  }
+  SECTION("prefix-cache hits of a speculating request") {
+    Engine engine(model, nullptr, config(4, 64, 4));
+    CHECK(run_one(engine, greedy(probe, probe_tokens)) == reference);
+    // The second run takes its prompt's full blocks from the cache; its output must not change,
+    // nor must a request whose prompt runs through the first one's (verified) output.
+    CHECK(run_one(engine, greedy(probe, probe_tokens)) == reference);
+    std::vector<int32_t> extended = probe;
+    extended.insert(extended.end(), reference.begin(), reference.begin() + 30);
+    Engine plain(model, nullptr, config(1, 64, 0));
+    const std::vector<int32_t> expected = run_one(plain, greedy(extended, 10));
+    CHECK(run_one(engine, greedy(extended, 10)) == expected);
+    CHECK(engine.stats().prefix_hit_tokens >= 64 + 64);
+  }
+}
+
+TEST_CASE("speculation honours max_tokens and stop tokens inside an accepted run", "[speculative][engine]") {
+  const Model model = load_model(test::fixtures_dir() / "models" / "llama_gqa");
+  std::mt19937 rng(5);
+  const std::vector<int32_t> probe = copying_prompt(rng);
+  Engine plain(model, nullptr, config(1, 64, 0));
+  const std::vector<int32_t> reference = run_one(plain, greedy(probe, 30));
+  Engine engine(model, nullptr, config(1, 64, 5));
+  for (int max_tokens : {1, 2, 7, 13}) {
+    CHECK(run_one(engine, greedy(probe, max_tokens)) ==
+          std::vector<int32_t>(reference.begin(), reference.begin() + max_tokens));
+  }
+  // A stop token that the greedy output reaches mid-run: the output ends with it, nothing after.
+  Request r = greedy(probe, 30);
+  r.stop.stop_token_ids = {reference[17]};
+  const auto first = std::find(reference.begin(), reference.end(), reference[17]);
+  CHECK(run_one(engine, r) == std::vector<int32_t>(reference.begin(), first + 1));
+}
+
+TEST_CASE("the real stories260K copies a repeated passage with speculation, unchanged", "[speculative][engine]") {
+  const std::string dir = test::stories260k_or_skip();
+  if (dir.empty()) return;
+  const Model model = load_model(dir);
+  const auto tokenizer = load_tokenizer(dir);
+  const std::string passage = "Once upon a time, there was a little girl named Lily. She liked to play in the park. ";
+  const std::vector<int32_t> probe = tokenizer->encode(passage + passage + "Once upon a time", true);
+  Engine plain(model, nullptr, config(1, 64, 0));
+  const std::vector<int32_t> reference = run_one(plain, greedy(probe, 48));
+  Engine engine(model, nullptr, config(1, 64, 4));
+  CHECK(run_one(engine, greedy(probe, 48)) == reference);
+  const EngineStats s = engine.stats();
+  CHECK(s.spec_num_accepted_tokens > 0);
+}
