@@ -346,7 +346,7 @@ int Engine::verify_draft(Sequence& seq, const std::vector<int32_t>& draft, float
       ++seq.num_computed;  // the draft's K/V were written this step, at the position it now holds
     }
     ++emitted;
-    finished = emit_token(seq, sampled);  // may finish and destroy `seq`
+    finished = emit_token(seq, sampled, true);  // may finish and destroy `seq`
     if (j < k && !ok) break;
   }
   if (!finished) scheduler_.drop_rejected_drafts(&seq);
@@ -361,7 +361,7 @@ int Engine::verify_draft(Sequence& seq, const std::vector<int32_t>& draft, float
   return emitted;
 }
 
-bool Engine::emit_token(Sequence& seq, const SampledToken& sampled) {
+bool Engine::emit_token(Sequence& seq, const SampledToken& sampled, bool in_draft) {
   const int32_t token = sampled.token;
   const StopConditions& stop = seq.request.stop;
   seq.tokens.push_back(token);
@@ -421,6 +421,8 @@ bool Engine::emit_token(Sequence& seq, const SampledToken& sampled) {
   out.finished = true;
   out.finish_reason = *finish_reason;
   seq.stream->push(std::move(out));
+  // The prefix cache keeps the blocks the accepted drafts filled, as decoding them one by one would.
+  if (in_draft) scheduler_.drop_rejected_drafts(&seq);
   scheduler_.remove(&seq);
   sequences_.erase(seq.id);
   return true;

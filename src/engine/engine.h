@@ -107,8 +107,9 @@ class Engine {
   // the accepted drafts and the token after them. Returns how many tokens it emitted.
   int verify_draft(Sequence& seq, const std::vector<int32_t>& draft, float* rows);
   // Sends the sequence's last token out and decides whether it is finished. True: finished,
-  // and `seq` is destroyed.
-  bool emit_token(Sequence& seq, const SampledToken& sampled);
+  // and `seq` is destroyed. in_draft: the token ends a verified run of a speculative step,
+  // whose blocks are settled (rejected ones back, verified ones hashed) before a finish frees them.
+  bool emit_token(Sequence& seq, const SampledToken& sampled, bool in_draft = false);
   void finish(Sequence& seq, FinishReason reason, const std::string& error = {});
 
   std::unique_ptr<ModelRunner> owned_runner_;

@@ -40,8 +40,15 @@ std::vector<int32_t> Scheduler::propose_draft(Sequence* seq, int room) {
   if (room <= 0) return {};
   std::vector<int32_t> draft = propose_ngram(seq->tokens, spec.ngram_min, spec.ngram_max, room);
   if (draft.empty()) return {};
-  // No preemption for a draft: with too few free blocks the decode goes without one.
-  if (!kv_.allocate(seq->id, seq->tokens, seq->num_computed + 1, {}, static_cast<int>(draft.size()))) return {};
+  // No preemption for a draft: it is cut to the positions the free blocks hold.
+  const int bs = kv_.block_size();
+  const int held = static_cast<int>(kv_.block_table(seq->id).size());
+  const int fits = (held + kv_.num_free_blocks()) * bs - (seq->num_computed + 1);
+  if (fits < static_cast<int>(draft.size())) draft.resize(static_cast<size_t>(std::max(fits, 0)));
+  if (draft.empty() ||
+      !kv_.allocate(seq->id, seq->tokens, seq->num_computed + 1, {}, static_cast<int>(draft.size()))) {
+    return {};
+  }
   return draft;
 }
 
@@ -146,26 +153,11 @@ SchedulerStep Scheduler::schedule() {
   make_room_for_a_new_call(running_per_call, step);
 
   // 1. Running decodes, 2. running sequences still in (chunked) prefill, in admission order.
-  const SpeculativeConfig& spec = config_.speculative;
-  const bool speculate = spec.num_speculative_tokens > 0 &&
-                         (spec.disable_by_batch_size == 0 || static_cast<int>(running_.size()) <= spec.disable_by_batch_size);
-  int decodes_left = static_cast<int>(
-      std::count_if(running_.begin(), running_.end(), [](const Sequence* r) { return r->num_uncomputed() == 1; }));
   for (bool decodes : {true, false}) {
     for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
       Sequence* seq = running_[i];
       const int need = seq->num_uncomputed();
       if ((need == 1) != decodes || need == 0) continue;
-      if (decodes) --decodes_left;
-      if (decodes && speculate) {
-        // Drafts take only budget that every later decode's one token leaves.
-        std::vector<int32_t> draft = propose_draft(seq, budget - 1 - std::max(decodes_left, 0));
-        if (!draft.empty()) {
-          budget -= 1 + static_cast<int>(draft.size());
-          step.chunks.push_back({seq, 1, {}, std::move(draft)});
-          continue;
-        }
-      }
       const int n = std::min(need, budget);
       const size_t before = running_.size();
       if (!reserve_or_preempt(seq, n, step)) {
@@ -174,6 +166,18 @@ SchedulerStep Scheduler::schedule() {
       }
       step.chunks.push_back({seq, n, {}, {}});
       budget -= n;
+    }
+  }
+  // Drafts for the decodes, from what the running sequences left of the budget and the free
+  // blocks; taking nothing from anyone, they come after every reservation that may preempt.
+  const SpeculativeConfig& spec = config_.speculative;
+  if (spec.num_speculative_tokens > 0 &&
+      (spec.disable_by_batch_size == 0 || static_cast<int>(running_.size()) <= spec.disable_by_batch_size)) {
+    for (ScheduledChunk& chunk : step.chunks) {
+      if (budget <= 0) break;
+      if (chunk.num_tokens != 1 || chunk.seq->num_uncomputed() != 1) continue;  // not a decode
+      chunk.draft = propose_draft(chunk.seq, budget);
+      budget -= static_cast<int>(chunk.draft.size());
     }
   }
 

@@ -5,6 +5,7 @@
 // token budget. When a step cannot get a block, the most recently admitted running sequence is
 // preempted: its blocks are freed and it goes back to the front of the waiting queue, to be
 // recomputed (mostly from the prefix cache) later. Nothing fails because the cache is full.
+// With speculative decoding, decodes also carry draft tokens (SpeculativeConfig).
 #include <cstdint>
 #include <deque>
 #include <unordered_map>
@@ -18,9 +19,10 @@ namespace slab {
 // Speculative decoding with the n-gram proposer (engine/ngram_proposer.h); off at k = 0.
 // Policy (docs/ARCHITECTURE.md, "Speculative decoding"): a step speculates only while at most
 // disable_by_batch_size sequences run (0: any number), because a bigger batch already makes
-// each weight read serve many tokens and drafts would only add compute; draft tokens come out
-// of the step's token budget after every decode has its one token, and a draft is dropped
-// rather than preempt anything for its blocks.
+// each weight read serve many tokens and drafts would only add compute. Drafts are proposed
+// after the running sequences (decodes, prefill chunks) have their tokens and blocks, from what
+// is left of the step's token budget and of the free blocks, before waiting sequences are
+// admitted; a draft that does not fit is cut or dropped, never the cause of a preemption.
 struct SpeculativeConfig {
   int num_speculative_tokens = 0;  // k
   int ngram_min = 1;

@@ -202,3 +202,84 @@ TEST_CASE("the real stories260K copies a repeated passage with speculation, unch
   const EngineStats s = engine.stats();
   CHECK(s.spec_num_accepted_tokens > 0);
 }
+
+namespace {
+
+std::unique_ptr<Sequence> speculating_sequence(int64_t id, std::vector<int32_t> prompt) {
+  Request r;
+  r.prompt = std::move(prompt);
+  r.stop.max_tokens = 100;
+  auto seq = std::make_unique<Sequence>(id, std::move(r), nullptr, nullptr, static_cast<uint64_t>(id));
+  seq->may_speculate = true;
+  seq->context_limit = 4096;
+  return seq;
+}
+
+// The forward pass simulated: chunks computed, a decode's next token is `next`, drafts rejected.
+void simulate(Scheduler& scheduler, const SchedulerStep& step, int32_t next) {
+  for (const ScheduledChunk& c : step.chunks) {
+    c.seq->num_computed += c.num_tokens;
+    if (c.seq->num_uncomputed() == 0) c.seq->tokens.push_back(next);
+    if (!c.draft.empty()) scheduler.drop_rejected_drafts(c.seq);
+  }
+}
+
+const ScheduledChunk& chunk_of(const SchedulerStep& step, const Sequence* seq) {
+  for (const ScheduledChunk& c : step.chunks) {
+    if (c.seq == seq) return c;
+  }
+  FAIL("not scheduled");
+  return step.chunks.front();
+}
+
+}  // namespace
+
+TEST_CASE("drafts take only the budget the running sequences leave, and switch off above the batch size",
+          "[speculative][scheduler]") {
+  for (int disable : {0, 1}) {
+    INFO("disable_by_batch_size " << disable);
+    Scheduler scheduler({4, 40, {4, 1, 3, disable}}, 64, 16, true);
+    std::vector<int32_t> periodic;
+    for (int i = 0; i < 4; ++i) periodic.insert(periodic.end(), {1, 2, 3});
+    auto a = speculating_sequence(1, periodic);
+    auto b = speculating_sequence(2, std::vector<int32_t>(105, 9));
+    scheduler.add(a.get());
+    scheduler.add(b.get());
+    SchedulerStep s1 = scheduler.schedule();  // a: 12 prompt tokens; b: 28
+    CHECK(chunk_of(s1, b.get()).num_tokens == 28);
+    simulate(scheduler, s1, 1);
+    SchedulerStep s2 = scheduler.schedule();  // a decodes; b's chunk of 39 takes the rest
+    CHECK(chunk_of(s2, a.get()).draft.empty());
+    CHECK(chunk_of(s2, b.get()).num_tokens == 39);
+    simulate(scheduler, s2, 2);
+    SchedulerStep s3 = scheduler.schedule();  // b's last 38 tokens leave one for a's draft
+    CHECK(chunk_of(s3, b.get()).num_tokens == 38);
+    if (disable == 0) {
+      CHECK(chunk_of(s3, a.get()).draft == std::vector<int32_t>{3});  // ... 1 2 3 1 2 -> 3
+      const ScheduledChunk& c = chunk_of(s3, a.get());
+      CHECK(c.block_ids.size() * 16 >= static_cast<size_t>(a->num_computed + 1 + 1));
+    } else {
+      CHECK(chunk_of(s3, a.get()).draft.empty());  // two running, more than 1
+    }
+  }
+}
+
+TEST_CASE("a draft is cut to the free blocks and never preempts", "[speculative][scheduler]") {
+  Scheduler scheduler({4, 2048, {12, 1, 3, 0}}, 3, 16, false);
+  std::vector<int32_t> x(20);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<int32_t>(10 + i);
+  std::vector<int32_t> prompt = x;
+  prompt.insert(prompt.end(), x.begin(), x.begin() + 3);  // 23 tokens: "10 11 12" recurs
+  auto a = speculating_sequence(1, prompt);
+  auto b = speculating_sequence(2, std::vector<int32_t>(10, 5));
+  scheduler.add(a.get());
+  scheduler.add(b.get());
+  SchedulerStep s1 = scheduler.schedule();  // a: 2 blocks, b: 1 block; nothing free
+  REQUIRE(s1.chunks.size() == 2);
+  simulate(scheduler, s1, 13);
+  SchedulerStep s2 = scheduler.schedule();
+  // a holds 32 positions and needs 24: 8 draft positions fit, not the 12 proposed.
+  CHECK(chunk_of(s2, a.get()).draft == std::vector<int32_t>{14, 15, 16, 17, 18, 19, 20, 21});
+  CHECK(s2.num_preempted == 0);
+  CHECK(scheduler.num_preemptions() == 0);
+}
