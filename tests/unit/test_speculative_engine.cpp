@@ -5,6 +5,7 @@
 
 #include <map>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "engine/engine.h"
@@ -75,6 +76,18 @@ std::vector<std::vector<int32_t>> run_all(Engine& engine, const std::vector<Requ
   return outs;
 }
 
+// The stats once the loop has published the step that finished the last request (the final
+// event reaches the stream before the step's counters are published).
+EngineStats settled(const Engine& engine) {
+  for (int i = 0; i < 5000; ++i) {
+    const EngineStats s = engine.stats();
+    if (s.steps > 0 && s.num_running == 0 && s.num_waiting == 0) return s;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  FAIL("the engine did not settle");
+  return {};
+}
+
 EngineConfig config(int max_num_seqs, int num_blocks, int k, int disable_by_batch_size = 0) {
   EngineConfig c;
   c.scheduler.max_num_seqs = max_num_seqs;
@@ -129,7 +142,7 @@ TEST_CASE("greedy output with n-gram speculation is token-for-token that without
     for (int k : {1, 3, 5}) {
       Engine engine(model, nullptr, config(1, 64, k));
       CHECK(run_one(engine, greedy(probe, probe_tokens)) == reference);
-      const EngineStats s = engine.stats();
+      const EngineStats s = settled(engine);
       CHECK(s.spec_num_accepted_tokens > 0);
       CHECK(s.spec_num_emitted_tokens == s.spec_num_accepted_tokens + s.spec_num_drafts);
       CHECK(s.generation_tokens == probe_tokens);
@@ -145,15 +158,15 @@ TEST_CASE("greedy output with n-gram speculation is token-for-token that without
         Engine plain(model, nullptr, config(1, 64, 0));
         CHECK(outs[i] == run_one(plain, batch[i]));
       }
-      CHECK(engine.stats().spec_num_accepted_tokens > 0);
+      CHECK(settled(engine).spec_num_accepted_tokens > 0);
     }
   }
   SECTION("preempted in a cache too small for the batch") {
     Engine engine(model, nullptr, config(16, 12, 4));
     auto outs = run_all(engine, batch);
     CHECK(outs[4] == reference);
-    CHECK(engine.stats().num_preemptions > 0);
-    CHECK(engine.stats().spec_num_accepted_tokens > 0);
+    CHECK(settled(engine).num_preemptions > 0);
+    CHECK(settled(engine).spec_num_accepted_tokens > 0);
   }
   SECTION("prefix-cache hits of a speculating request") {
     Engine engine(model, nullptr, config(4, 64, 4));
@@ -166,7 +179,7 @@ TEST_CASE("greedy output with n-gram speculation is token-for-token that without
     Engine plain(model, nullptr, config(1, 64, 0));
     const std::vector<int32_t> expected = run_one(plain, greedy(extended, 10));
     CHECK(run_one(engine, greedy(extended, 10)) == expected);
-    CHECK(engine.stats().prefix_hit_tokens >= 64 + 64);
+    CHECK(settled(engine).prefix_hit_tokens >= 64 + 64);
   }
 }
 
@@ -199,7 +212,7 @@ TEST_CASE("the real stories260K copies a repeated passage with speculation, unch
   const std::vector<int32_t> reference = run_one(plain, greedy(probe, 48));
   Engine engine(model, nullptr, config(1, 64, 4));
   CHECK(run_one(engine, greedy(probe, 48)) == reference);
-  const EngineStats s = engine.stats();
+  const EngineStats s = settled(engine);
   CHECK(s.spec_num_accepted_tokens > 0);
 }
 
