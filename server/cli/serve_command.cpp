@@ -18,6 +18,7 @@
 #include "load_progress.h"
 #include "placement_flags.h"
 #include "quantization_flag.h"
+#include "speculative_flags.h"
 
 namespace slab::cli {
 namespace {
@@ -254,22 +255,7 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_flag_function(
       "--no-prefix-caching", [&engine](std::int64_t) { engine.enable_prefix_caching = false; },
       "Do not reuse cached KV blocks of shared prompt prefixes");
-  cmd->add_option("--speculative-model", engine.speculative_model,
-                  "Speculative decoding's proposer: \"[ngram]\" (prompt lookup); a draft model is not implemented yet");
-  cmd->add_option("--num-speculative-tokens", engine.num_speculative_tokens,
-                  "Draft tokens proposed per step (with --speculative-model)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--ngram-prompt-lookup-max", engine.ngram_prompt_lookup_max,
-                  "Longest n-gram matched against the context for a draft (with \"[ngram]\")")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--ngram-prompt-lookup-min", engine.ngram_prompt_lookup_min,
-                  "Shortest n-gram matched against the context for a draft (with \"[ngram]\")")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--speculative-disable-by-batch-size", engine.speculative_disable_by_batch_size,
-                  "Speculate only while at most this many sequences run (0: always)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+  add_speculative_flags(*cmd, engine);
   add_placement_flags(*cmd, options->load.placement);
   add_quantization_flags(*cmd, options->load);
   return [cmd, options]() { return cmd->parsed() ? run_serve(*options) : -1; };
