@@ -208,12 +208,50 @@ TEST_CASE("the real stories260K copies a repeated passage with speculation, unch
   const auto tokenizer = load_tokenizer(dir);
   const std::string passage = "Once upon a time, there was a little girl named Lily. She liked to play in the park. ";
   const std::vector<int32_t> probe = tokenizer->encode(passage + passage + "Once upon a time", true);
-  Engine plain(model, nullptr, config(1, 64, 0));
-  const std::vector<int32_t> reference = run_one(plain, greedy(probe, 48));
-  Engine engine(model, nullptr, config(1, 64, 4));
-  CHECK(run_one(engine, greedy(probe, 48)) == reference);
-  const EngineStats s = settled(engine);
-  CHECK(s.spec_num_accepted_tokens > 0);
+  // Tokens and text of each request, several at once on one engine.
+  const auto run = [&](Engine& engine, const std::vector<Request>& requests) {
+    auto stream = std::make_shared<RequestStream>();
+    std::map<int64_t, size_t> index;
+    for (const Request& r : requests) index[engine.submit(r, stream)] = index.size();
+    std::vector<std::pair<std::vector<int32_t>, std::string>> outs(requests.size());
+    size_t done = 0;
+    while (done < requests.size()) {
+      std::optional<RequestOutput> o = stream->next(std::chrono::milliseconds(20000));
+      REQUIRE(o.has_value());
+      auto& [tokens, text] = outs[index.at(o->request_id)];
+      tokens.insert(tokens.end(), o->tokens.begin(), o->tokens.end());
+      text += o->text;
+      if (o->finished) ++done;
+    }
+    return outs;
+  };
+  Engine plain(model, tokenizer.get(), config(1, 64, 0));
+  const auto reference = run(plain, {greedy(probe, 48)})[0];
+  REQUIRE(reference.second.size() > 40);
+
+  SECTION("alone") {
+    Engine engine(model, tokenizer.get(), config(1, 64, 4));
+    CHECK(run(engine, {greedy(probe, 48)})[0] == reference);
+    CHECK(settled(engine).spec_num_accepted_tokens > 0);
+  }
+  SECTION("a stop string inside an accepted run ends the text where it does without speculation") {
+    Request stopped = greedy(probe, 48);
+    stopped.stop.stop_strings = {reference.second.substr(20, 5)};
+    const auto expected = run(plain, {stopped})[0];
+    REQUIRE(expected.second.size() < 25);
+    Engine engine(model, tokenizer.get(), config(1, 64, 4));
+    CHECK(run(engine, {stopped})[0] == expected);
+  }
+  SECTION("batched with a grammar-constrained request, which does not speculate") {
+    Request constrained = greedy(probe, 20);
+    constrained.grammar = "root ::= [a-z ]+";
+    const auto expected = run(plain, {constrained})[0];
+    Engine engine(model, tokenizer.get(), config(4, 64, 4));
+    const auto outs = run(engine, {greedy(probe, 48), constrained});
+    CHECK(outs[0] == reference);
+    CHECK(outs[1] == expected);
+    CHECK(settled(engine).spec_num_accepted_tokens > 0);
+  }
 }
 
 namespace {
