@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "kv/contiguous_kv_cache.h"
 #include "kv/kv_cache_manager.h"
+#include "model/model_runner.h"
 #include "test_paths.h"
 
 using namespace slab;
@@ -44,6 +46,45 @@ TEST_CASE("rolling back rejected drafts leaves free blocks, table and prefix cac
   REQUIRE(plain.allocate(2, tokens, 60));
   CHECK(std::vector<int32_t>(spec.block_table(2).begin(), spec.block_table(2).end()) ==
         std::vector<int32_t>(plain.block_table(2).begin(), plain.block_table(2).end()));
+}
+
+TEST_CASE("the runner returns each sequence's last num_logits rows, as all_logits has them", "[speculative][model]") {
+  const Model model = load_model(test::fixtures_dir() / "models" / "llama_gqa");
+  const ModelConfig& c = model.config;
+  for (KernelChoice kernels : {KernelChoice::reference, KernelChoice::automatic}) {
+    RunnerOptions options;
+    options.kernels = kernels;
+    options.n_threads = 2;
+    ModelRunner runner(model, options);
+    KvGeometry g{c.num_layers, c.num_kv_heads, c.head_dim, 16};
+    const std::vector<int> a = {5, 9, 14, 3, 77, 12}, b = {8, 8, 40};
+    // Both sequences' positions through the cache first (one prefill each), then a step that
+    // runs a: 3 tokens with 2 logits rows (a decode and its 1-token draft, say), b: 2 tokens.
+    ContiguousKvCache all_cache(g, 2, 64, runner.kv_dtype()), rows_cache(g, 2, 64, runner.kv_dtype());
+    ForwardBatch prefill{{a[0], a[1], a[2], b[0]}, {{0, 0, 3, {}, 1}, {1, 0, 1, {}, 1}}, false};
+    for (ContiguousKvCache* cache : {&all_cache, &rows_cache}) {
+      prefill.sequences[0].block_table = cache->block_table(0);
+      prefill.sequences[1].block_table = cache->block_table(1);
+      (void)runner.forward(prefill, *cache);
+    }
+    const ForwardBatch all{{a[3], a[4], a[5], b[1], b[2]},
+                           {{0, 3, 3, all_cache.block_table(0), 1}, {1, 1, 2, all_cache.block_table(1), 1}},
+                           true};
+    const ForwardBatch rows{{a[3], a[4], a[5], b[1], b[2]},
+                            {{0, 3, 3, rows_cache.block_table(0), 2}, {1, 1, 2, rows_cache.block_table(1), 1}},
+                            false};
+    const std::vector<float> every = runner.forward(all, all_cache);
+    const std::vector<float> some = runner.forward(rows, rows_cache);
+    const size_t v = static_cast<size_t>(c.vocab_size);
+    REQUIRE(some.size() == 3 * v);
+    // a's tokens 2 and 3 of the step (rows 1, 2 of `every`), b's last (row 4).
+    CHECK(std::equal(some.begin(), some.begin() + 2 * v, every.begin() + v));
+    CHECK(std::equal(some.begin() + 2 * v, some.end(), every.begin() + 4 * v));
+    // More rows than tokens is refused.
+    ForwardBatch bad = rows;
+    bad.sequences[1].num_logits = 3;
+    CHECK_THROWS_AS(runner.forward(bad, rows_cache), std::invalid_argument);
+  }
 }
 
 namespace {
