@@ -375,3 +375,38 @@ TEST_CASE("a draft is cut to the free blocks and never preempts", "[speculative]
   CHECK(s2.num_preempted == 0);
   CHECK(scheduler.num_preemptions() == 0);
 }
+
+TEST_CASE("sampled requests with penalties, logit bias and logprobs speculate and report every token",
+          "[speculative][engine]") {
+  const Model model = load_model(test::fixtures_dir() / "models" / "llama_gqa");
+  std::mt19937 rng(9);
+  Request r = greedy(copying_prompt(rng), 40);
+  r.sampling.temperature = 0.7f;
+  r.sampling.top_k = 5;
+  r.sampling.repetition_penalty = 1.1f;
+  r.sampling.frequency_penalty = 0.2f;
+  r.sampling.logit_bias = {{r.prompt[7], 2.0f}};
+  r.sampling.logprobs = 2;
+  r.sampling.seed = 3;
+  r.stop.min_tokens = 5;
+  Engine engine(model, nullptr, config(1, 64, 4));
+  auto stream = std::make_shared<RequestStream>();
+  engine.submit(r, stream);
+  int tokens = 0;
+  while (true) {
+    std::optional<RequestOutput> o = stream->next(std::chrono::milliseconds(20000));
+    REQUIRE(o.has_value());
+    REQUIRE(o->logprobs.size() == o->tokens.size());
+    for (size_t i = 0; i < o->tokens.size(); ++i) {
+      CHECK(o->logprobs[i].token == o->tokens[i]);
+      CHECK(o->logprobs[i].logprob <= 0.0f);
+      CHECK(o->logprobs[i].top.size() == 2);
+    }
+    tokens += static_cast<int>(o->tokens.size());
+    if (o->finished) break;
+  }
+  CHECK(tokens == 40);
+  const EngineStats s = settled(engine);
+  CHECK(s.spec_num_drafts > 0);
+  CHECK(s.spec_num_accepted_tokens <= s.spec_num_draft_tokens);
+}

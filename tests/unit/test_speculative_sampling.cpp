@@ -117,6 +117,23 @@ TEST_CASE("Sampler::verify emits what sample() would draw: temperature, top-k, p
     CHECK(std::abs(static_cast<double>(accepted) / draws - expected[static_cast<size_t>(draft)]) < 0.01);
   }
 
+  // No filter: the whole-vocabulary path, with a logit bias; p = softmax((l + bias) / 1.3).
+  SamplingParams whole;
+  whole.temperature = 1.3f;
+  whole.logit_bias = {{6, 4.0f}};
+  std::vector<double> softmax(base.size());
+  double total = 0.0;
+  for (size_t t = 0; t < base.size(); ++t) total += softmax[t] = std::exp((base[t] + (t == 6 ? 4.0 : 0.0)) / 1.3);
+  for (double& e : softmax) e /= total;
+  Sampler vocab_sampler(whole);
+  std::vector<int> whole_counts(base.size(), 0);
+  for (int i = 0; i < draws; ++i) {
+    std::vector<float> row = base;
+    bool ok = false;
+    ++whole_counts[static_cast<size_t>(vocab_sampler.verify(row, prompt, output, {}, {}, 3, ok).token)];
+  }
+  CHECK(total_variation(softmax, whole_counts, draws) < 0.01);
+
   // Greedy: accepted exactly when the draft is the argmax, which is what is emitted either way.
   SamplingParams greedy;
   greedy.temperature = 0.0f;
