@@ -82,7 +82,7 @@ int run_bench(const BenchOptions& o) {
   for (int& t : prompt) t = static_cast<int>(rng() % static_cast<unsigned>(c.vocab_size));
   ForwardBatch prefill;
   prefill.tokens = prompt;
-  for (int s = 0; s < B; ++s) prefill.sequences.push_back({s, 0, P, cache.block_table(s)});
+  for (int s = 0; s < B; ++s) prefill.sequences.push_back({s, 0, P, cache.block_table(s), 1});
 
   // Warm-up (workspace, RoPE tables, page faults), then timed prefills over the same cache slots.
   (void)runner->forward({std::vector<int>(prompt.begin(), prompt.begin() + std::min(P, 16)),
@@ -119,7 +119,7 @@ int run_bench(const BenchOptions& o) {
     const Rate bw_sample = probe.once();
     ForwardBatch step;
     step.tokens = next;
-    for (int s = 0; s < B; ++s) step.sequences.push_back({s, P + i, 1, cache.block_table(s)});
+    for (int s = 0; s < B; ++s) step.sequences.push_back({s, P + i, 1, cache.block_table(s), 1});
     t0 = std::chrono::steady_clock::now();
     const double c0 = thread_cpu_seconds();
     const auto logits = runner->forward(step, cache);

@@ -85,6 +85,23 @@ void Metrics::observe_request(double e2e_seconds, double queue_seconds, FinishRe
   ++finished_[finish_reason_name(reason)];
 }
 
+// Speculative decoding's counters (vLLM's spec_decode family), only when it is configured.
+void Metrics::render_spec_decode(std::string& out, const api::EngineStats& s) const {
+  const auto counter = [&](const char* name, const char* help, int64_t value) {
+    header(out, name, "counter", help);
+    sample(out, name, labels_, static_cast<double>(value));
+  };
+  counter("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.", s.spec_num_drafts);
+  counter("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.", s.spec_num_draft_tokens);
+  counter("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.", s.spec_num_accepted_tokens);
+  counter("vllm:spec_decode_num_emitted_tokens_total", "Number of emitted tokens.", s.spec_num_emitted_tokens);
+  header(out, "vllm:spec_decode_num_accepted_tokens_per_pos_total", "counter", "Accepted tokens per draft position.");
+  for (size_t i = 0; i < s.spec_accepted_per_position.size(); ++i) {
+    sample(out, "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+           labels_ + ",position=\"" + std::to_string(i) + "\"", static_cast<double>(s.spec_accepted_per_position[i]));
+  }
+}
+
 std::string Metrics::render(const api::EngineStats& s) const {
   std::string out;
   header(out, "vllm:num_requests_running", "gauge", "Number of requests in model execution batches.");
@@ -104,6 +121,7 @@ std::string Metrics::render(const api::EngineStats& s) const {
   sample(out, "vllm:prefix_cache_queries_total", labels_, static_cast<double>(s.prefix_query_tokens));
   header(out, "vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.");
   sample(out, "vllm:prefix_cache_hits_total", labels_, static_cast<double>(s.prefix_hit_tokens));
+  if (!s.spec_accepted_per_position.empty()) render_spec_decode(out, s);
 
   std::lock_guard lock(mutex_);
   header(out, "vllm:request_success_total", "counter", "Count of successfully processed requests.");

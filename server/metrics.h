@@ -43,6 +43,8 @@ class Metrics {
   int calls_in_flight() const { return calls_in_flight_.load(); }
 
  private:
+  void render_spec_decode(std::string& out, const api::EngineStats& s) const;
+
   std::string labels_;  // model_name="..."
   mutable std::mutex mutex_;
   Histogram ttft_;

@@ -5,6 +5,7 @@
 // re-exported here; nothing of the runner or the KV cache is visible.
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "engine/request.h"
 
@@ -34,6 +35,13 @@ struct EngineStats {
   int64_t prompt_tokens = 0;  // whole prompts of requests that got their first token
   int64_t generation_tokens = 0;
   int64_t steps = 0;
+  // Speculative decoding (zero without it): decode steps that carried a draft, its tokens, those
+  // accepted (also by position in the draft), and the tokens those steps emitted.
+  int64_t spec_num_drafts = 0;
+  int64_t spec_num_draft_tokens = 0;
+  int64_t spec_num_accepted_tokens = 0;
+  int64_t spec_num_emitted_tokens = 0;
+  std::vector<int64_t> spec_accepted_per_position;  // num_speculative_tokens entries
 };
 
 class Engine {

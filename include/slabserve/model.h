@@ -43,6 +43,7 @@ struct ModelDescription {
   bool prefix_caching = true;
   int max_num_seqs = 0;
   int max_num_batched_tokens = 0;
+  std::string speculative;  // "off" or the proposer and its settings, for logs
   // generation_config.json's defaults (greedy when it does not ask for sampling).
   SamplingParams default_sampling;
 };

@@ -32,6 +32,17 @@ struct EngineOptions {
   // 0: the model's context, clamped (with a warning) to what the KV cache holds; > 0: this
   // length, refused when the KV cache cannot hold it.
   int max_model_len = 0;
+  // Speculative decoding (vLLM V0's option names; docs/ARCHITECTURE.md, "Speculative decoding").
+  // "": off. "[ngram]": drafts by prompt lookup, num_speculative_tokens (> 0) at a time, from
+  // the latest earlier occurrence of the last n tokens, n from ngram_prompt_lookup_max (> 0)
+  // down to ngram_prompt_lookup_min. A draft model's path is refused: not implemented yet.
+  std::string speculative_model;
+  int num_speculative_tokens = 0;
+  int ngram_prompt_lookup_max = 0;
+  int ngram_prompt_lookup_min = 1;
+  // A step speculates only while at most this many sequences run (0: whatever the number);
+  // above, a decode step is compute-bound already and drafts would only add work.
+  int speculative_disable_by_batch_size = 8;
 };
 
 // Bytes of the checkpoint's tensors read and packed so far, and in all; called on the loading

@@ -6,11 +6,13 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "commands.h"
 #include "load_progress.h"
 #include "placement_flags.h"
 #include "quantization_flag.h"
+#include "speculative_flags.h"
 #include "slabserve/slabserve.h"
 
 namespace slab::cli {
@@ -27,6 +29,7 @@ struct GenerateOptions {
   bool ignore_eos = false;
   api::PlacementOptions placement;
   api::LoadOptions quantization;  // only its quantization fields are set by flags
+  api::EngineOptions speculative;  // only its speculative decoding fields are set by flags
 };
 
 api::SamplingParams sampling_for(const GenerateOptions& o, const api::SamplingParams& defaults) {
@@ -49,6 +52,11 @@ int run_generate(const GenerateOptions& o) {
   load.placement = o.placement;
   load.quantization = o.quantization.quantization;
   load.quantize_lm_head = o.quantization.quantize_lm_head;
+  load.engine.speculative_model = o.speculative.speculative_model;
+  load.engine.num_speculative_tokens = o.speculative.num_speculative_tokens;
+  load.engine.ngram_prompt_lookup_max = o.speculative.ngram_prompt_lookup_max;
+  load.engine.ngram_prompt_lookup_min = o.speculative.ngram_prompt_lookup_min;
+  load.engine.speculative_disable_by_batch_size = o.speculative.speculative_disable_by_batch_size;
   if (const std::string error = api::check_load_options(load); !error.empty()) {
     std::cerr << "error: " << error << "\n";
     return 2;
@@ -102,6 +110,18 @@ int run_generate(const GenerateOptions& o) {
   std::fprintf(stderr, "prompt: %zu tokens, %.1f tokens/s | generated: %d tokens, %.1f tokens/s | finish: %s\n",
                request.prompt.size(), request.prompt.size() / std::max(prefill_s, 1e-9), last.completion_tokens,
                decoded / std::max(decode_s, 1e-9), api::finish_reason_name(last.finish_reason));
+  if (!load.engine.speculative_model.empty()) {
+    // The last step's counters are published just after its final event: wait for them.
+    api::EngineStats stats = model->engine().stats();
+    for (int i = 0; i < 1000 && stats.num_running > 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      stats = model->engine().stats();
+    }
+    std::fprintf(stderr, "speculative: %lld of %lld draft tokens accepted in %lld drafts; %lld forward steps\n",
+                 static_cast<long long>(stats.spec_num_accepted_tokens),
+                 static_cast<long long>(stats.spec_num_draft_tokens), static_cast<long long>(stats.spec_num_drafts),
+                 static_cast<long long>(stats.steps));
+  }
   return 0;
 }
 
@@ -124,6 +144,7 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_flag("--ignore-eos", options->ignore_eos, "Keep generating past end-of-sequence tokens");
   add_placement_flags(*cmd, options->placement);
   add_quantization_flags(*cmd, options->quantization);
+  add_speculative_flags(*cmd, options->speculative);
   return [cmd, options]() { return cmd->parsed() ? run_generate(*options) : -1; };
 }
 

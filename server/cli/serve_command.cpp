@@ -18,6 +18,7 @@
 #include "load_progress.h"
 #include "placement_flags.h"
 #include "quantization_flag.h"
+#include "speculative_flags.h"
 
 namespace slab::cli {
 namespace {
@@ -54,6 +55,7 @@ std::unique_ptr<server::LoadedModel> load_for_serving(const ServeOptions& o) {
       "{} tokens per step",
       d.kv_cache_blocks, d.kv_block_size, d.kv_cache_blocks * d.kv_block_size, d.kv_cache_bytes / double(1 << 20),
       d.kv_dtype, d.prefix_caching ? "on" : "off", d.max_num_seqs, d.max_num_batched_tokens);
+  spdlog::info("speculative decoding: {}", d.speculative);
   return loaded;
 }
 
@@ -253,6 +255,7 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_flag_function(
       "--no-prefix-caching", [&engine](std::int64_t) { engine.enable_prefix_caching = false; },
       "Do not reuse cached KV blocks of shared prompt prefixes");
+  add_speculative_flags(*cmd, engine);
   add_placement_flags(*cmd, options->load.placement);
   add_quantization_flags(*cmd, options->load);
   return [cmd, options]() { return cmd->parsed() ? run_serve(*options) : -1; };

@@ -25,6 +25,11 @@ EngineStats Engine::stats() const {
   out.prompt_tokens = s.prompt_tokens;
   out.generation_tokens = s.generation_tokens;
   out.steps = s.steps;
+  out.spec_num_drafts = s.spec_num_drafts;
+  out.spec_num_draft_tokens = s.spec_num_draft_tokens;
+  out.spec_num_accepted_tokens = s.spec_num_accepted_tokens;
+  out.spec_num_emitted_tokens = s.spec_num_emitted_tokens;
+  out.spec_accepted_per_position = s.spec_accepted_per_position;
   return out;
 }
 

@@ -70,7 +70,52 @@ EngineConfig engine_config(const EngineOptions& o) {
   if (o.kv_cache_tokens > 0) c.num_kv_blocks = (o.kv_cache_tokens + o.block_size - 1) / o.block_size;
   c.enable_prefix_caching = o.enable_prefix_caching;
   c.max_model_len = o.max_model_len;
+  if (!o.speculative_model.empty()) {
+    c.scheduler.speculative = {o.num_speculative_tokens, o.ngram_prompt_lookup_min, o.ngram_prompt_lookup_max,
+                               o.speculative_disable_by_batch_size};
+  }
   return c;
+}
+
+// Every speculative option is honoured or refused: none is accepted and then ignored.
+std::string check_speculative_options(const EngineOptions& e) {
+  if (e.speculative_model.empty()) {
+    if (e.num_speculative_tokens != 0 || e.ngram_prompt_lookup_max != 0 || e.ngram_prompt_lookup_min != 1) {
+      return "--num-speculative-tokens and --ngram-prompt-lookup-max/-min need --speculative-model \"[ngram]\"";
+    }
+    return {};
+  }
+  if (e.speculative_model != "[ngram]") {
+    return "--speculative-model " + e.speculative_model +
+           ": a draft model is not implemented yet; only \"[ngram]\" (prompt lookup) is";
+  }
+  if (e.num_speculative_tokens <= 0) {
+    return "--speculative-model \"[ngram]\" needs --num-speculative-tokens > 0, got " +
+           std::to_string(e.num_speculative_tokens);
+  }
+  if (e.num_speculative_tokens > 64) {
+    return "--num-speculative-tokens " + std::to_string(e.num_speculative_tokens) + ": at most 64";
+  }
+  if (e.ngram_prompt_lookup_max <= 0) {
+    return "--speculative-model \"[ngram]\" needs --ngram-prompt-lookup-max > 0, got " +
+           std::to_string(e.ngram_prompt_lookup_max);
+  }
+  if (e.ngram_prompt_lookup_min <= 0 || e.ngram_prompt_lookup_min > e.ngram_prompt_lookup_max) {
+    return "--ngram-prompt-lookup-min " + std::to_string(e.ngram_prompt_lookup_min) + ": must be 1.." +
+           std::to_string(e.ngram_prompt_lookup_max) + " (--ngram-prompt-lookup-max)";
+  }
+  if (e.speculative_disable_by_batch_size < 0) {
+    return "--speculative-disable-by-batch-size must be >= 0, got " +
+           std::to_string(e.speculative_disable_by_batch_size);
+  }
+  return {};
+}
+
+std::string speculative_summary(const SpeculativeConfig& s) {
+  if (s.num_speculative_tokens == 0) return "off";
+  return "[ngram] " + std::to_string(s.num_speculative_tokens) + " tokens, n " + std::to_string(s.ngram_max) +
+         " down to " + std::to_string(s.ngram_min) +
+         (s.disable_by_batch_size > 0 ? ", off above " + std::to_string(s.disable_by_batch_size) + " running" : "");
 }
 
 }  // namespace
@@ -109,6 +154,7 @@ std::string check_load_options(const LoadOptions& options) {
   if (e.max_num_batched_tokens <= 0) {
     return "--max-num-batched-tokens must be positive, got " + std::to_string(e.max_num_batched_tokens);
   }
+  if (std::string error = check_speculative_options(e); !error.empty()) return error;
   return check_placement(options.placement);
 }
 
@@ -184,6 +230,7 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const LoadOptions& options) {
   d.prefix_caching = config.enable_prefix_caching;
   d.max_num_seqs = config.scheduler.max_num_seqs;
   d.max_num_batched_tokens = config.scheduler.max_num_batched_tokens;
+  d.speculative = speculative_summary(config.scheduler.speculative);
   d.default_sampling = default_sampling(parts->model.generation);
   return std::unique_ptr<LoadedModel>(new LoadedModel(std::move(parts)));
 }

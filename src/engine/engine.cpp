@@ -66,6 +66,8 @@ Engine::Engine(std::unique_ptr<ModelRunner> owned, ModelRunner* runner, const To
                  "(short factors up to {} tokens, long beyond), which cached blocks do not record",
                  model_config_.rope_scaling.original_max_position_embeddings);
   }
+  stats_.spec_accepted_per_position.assign(
+      static_cast<size_t>(std::max(0, config.scheduler.speculative.num_speculative_tokens)), 0);
   if (config.block_size <= 0 || config.block_size % 16 != 0) {
     throw std::invalid_argument("block size must be a positive multiple of 16, got " +
                                 std::to_string(config.block_size));
@@ -154,6 +156,13 @@ int64_t Engine::submit(Request request, std::shared_ptr<RequestStream> stream) {
     auto seq =
         std::make_unique<Sequence>(id, std::move(request), std::move(stream), tokenizer_, static_cast<uint64_t>(id));
     if (constraint) seq->constraint.emplace(std::move(*constraint), static_cast<size_t>(model_config_.vocab_size));
+    // A grammar's mask for each draft position would need its matcher advanced through the
+    // draft and back: such requests do not speculate (docs/ARCHITECTURE.md). Nor do sequences of
+    // longrope models: a step's furthest position picks the RoPE factor set of the whole step,
+    // so drafts crossing original_max_position_embeddings would rotate the verified tokens with
+    // other factors than decoding them one by one does.
+    seq->may_speculate = !seq->constraint && !longrope(model_config_);
+    seq->context_limit = max_model_len_;
     new_sequences_.push_back(std::move(seq));
   }
   inbox_ready_.notify_one();
@@ -233,13 +242,19 @@ void Engine::run_step() {
 
   ForwardBatch batch;
   const auto now = std::chrono::steady_clock::now();
+  std::vector<size_t> first_row;  // per chunk: its first row of logits
+  size_t rows = 0;
   for (const ScheduledChunk& chunk : step.chunks) {
     Sequence& seq = *chunk.seq;
     if (!seq.first_scheduled_at) seq.first_scheduled_at = now;
     batch.tokens.insert(batch.tokens.end(), seq.tokens.begin() + seq.num_computed,
                         seq.tokens.begin() + seq.num_computed + chunk.num_tokens);
-    batch.sequences.push_back(
-        {seq.id, seq.num_computed, chunk.num_tokens, chunk.block_ids, static_cast<int>(seq.tokens.size())});
+    batch.tokens.insert(batch.tokens.end(), chunk.draft.begin(), chunk.draft.end());
+    const int num_draft = static_cast<int>(chunk.draft.size());
+    batch.sequences.push_back({seq.id, seq.num_computed, chunk.num_tokens + num_draft, chunk.block_ids,
+                               static_cast<int>(seq.tokens.size()), 1 + num_draft});
+    first_row.push_back(rows);
+    rows += static_cast<size_t>(1 + num_draft);
   }
   std::vector<float> logits;
   try {
@@ -273,8 +288,12 @@ void Engine::run_step() {
       finish(seq, FinishReason::error, masks[r].error);
       continue;
     }
-    SampledToken sampled = seq.sampler.sample(std::span<float>(logits.data() + i * vocab, vocab), seq.prompt(),
-                                              seq.output(), banned, allowed);
+    float* row = logits.data() + first_row[i] * vocab;
+    if (!step.chunks[i].draft.empty()) {
+      generated += verify_draft(seq, step.chunks[i].draft, row);
+      continue;
+    }
+    SampledToken sampled = seq.sampler.sample(std::span<float>(row, vocab), seq.prompt(), seq.output(), banned, allowed);
     ++generated;
     emit_token(seq, sampled);  // may finish and destroy `seq`
   }
@@ -325,7 +344,45 @@ void Engine::publish_stats() {
   stats_.prefix_hit_tokens = kv.prefix_hit_tokens();
 }
 
-void Engine::emit_token(Sequence& seq, const SampledToken& sampled) {
+int Engine::verify_draft(Sequence& seq, const std::vector<int32_t>& draft, float* rows) {
+  const size_t vocab = static_cast<size_t>(model_config_.vocab_size);
+  const size_t k = draft.size();
+  int accepted = 0;
+  int emitted = 0;
+  std::vector<int64_t> accepted_at(k, 0);
+  bool finished = false;
+  // Row j holds the logits after draft[0 .. j): while every draft so far was accepted, it is
+  // exactly the row normal decoding would sample the next token from, and seq.output() (for
+  // penalties) and min_tokens see the same tokens normal decoding would have emitted.
+  for (size_t j = 0; j <= k && !finished; ++j) {
+    std::vector<int32_t> banned;
+    if (seq.num_output() < seq.request.stop.min_tokens) banned = end_tokens(seq.request.stop);
+    const std::span<float> row(rows + j * vocab, vocab);
+    bool ok = false;
+    const SampledToken sampled = j < k ? seq.sampler.verify(row, seq.prompt(), seq.output(), banned, {}, draft[j], ok)
+                                       : seq.sampler.sample(row, seq.prompt(), seq.output(), banned);
+    if (ok) {
+      ++accepted;
+      ++accepted_at[j];
+      ++seq.num_computed;  // the draft's K/V were written this step, at the position it now holds
+    }
+    ++emitted;
+    finished = emit_token(seq, sampled, true);  // may finish and destroy `seq`
+    if (j < k && !ok) break;
+  }
+  if (!finished) scheduler_.drop_rejected_drafts(&seq);
+  std::lock_guard lock(stats_mutex_);
+  ++stats_.spec_num_drafts;
+  stats_.spec_num_draft_tokens += static_cast<int64_t>(k);
+  stats_.spec_num_accepted_tokens += accepted;
+  stats_.spec_num_emitted_tokens += emitted;
+  for (size_t j = 0; j < k && j < stats_.spec_accepted_per_position.size(); ++j) {
+    stats_.spec_accepted_per_position[j] += accepted_at[j];
+  }
+  return emitted;
+}
+
+bool Engine::emit_token(Sequence& seq, const SampledToken& sampled, bool in_draft) {
   const int32_t token = sampled.token;
   const StopConditions& stop = seq.request.stop;
   seq.tokens.push_back(token);
@@ -380,13 +437,16 @@ void Engine::emit_token(Sequence& seq, const SampledToken& sampled) {
   out.elapsed_seconds = seq.seconds_since_submit(std::chrono::steady_clock::now());
   if (!finish_reason) {
     seq.stream->push(std::move(out));
-    return;
+    return false;
   }
   out.finished = true;
   out.finish_reason = *finish_reason;
   seq.stream->push(std::move(out));
+  // The prefix cache keeps the blocks the accepted drafts filled, as decoding them one by one would.
+  if (in_draft) scheduler_.drop_rejected_drafts(&seq);
   scheduler_.remove(&seq);
   sequences_.erase(seq.id);
+  return true;
 }
 
 void Engine::finish(Sequence& seq, FinishReason reason, const std::string& error) {

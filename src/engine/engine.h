@@ -44,6 +44,15 @@ struct EngineStats {
   int64_t prompt_tokens = 0;  // whole prompts of requests that got their first token
   int64_t generation_tokens = 0;
   int64_t steps = 0;
+  // Speculative decoding, as vLLM counts it: sequences that went into a step with a draft, the
+  // draft tokens, those the verification accepted (in all, and by their position in the draft),
+  // and the tokens those steps emitted (accepted + the one each verification samples itself,
+  // fewer where a stop ended the sequence first).
+  int64_t spec_num_drafts = 0;
+  int64_t spec_num_draft_tokens = 0;
+  int64_t spec_num_accepted_tokens = 0;
+  int64_t spec_num_emitted_tokens = 0;
+  std::vector<int64_t> spec_accepted_per_position;  // num_speculative_tokens entries
 };
 
 class Engine {
@@ -94,8 +103,13 @@ class Engine {
   };
   std::vector<ConstraintMask> constraint_masks(const SchedulerStep& step, const std::vector<size_t>& ready);
   void publish_stats();
-  // Sends the sequence's last token out and decides whether it is finished.
-  void emit_token(Sequence& seq, const SampledToken& sampled);
+  // Verifies a speculative decode's draft against its 1 + draft.size() rows of logits, emitting
+  // the accepted drafts and the token after them. Returns how many tokens it emitted.
+  int verify_draft(Sequence& seq, const std::vector<int32_t>& draft, float* rows);
+  // Sends the sequence's last token out and decides whether it is finished. True: finished,
+  // and `seq` is destroyed. in_draft: the token ends a verified run of a speculative step,
+  // whose blocks are settled (rejected ones back, verified ones hashed) before a finish frees them.
+  bool emit_token(Sequence& seq, const SampledToken& sampled, bool in_draft = false);
   void finish(Sequence& seq, FinishReason reason, const std::string& error = {});
 
   std::unique_ptr<ModelRunner> owned_runner_;

@@ -112,6 +112,18 @@ void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> 
 
 SampledToken Sampler::sample(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
                              std::span<const int32_t> banned, std::span<const uint64_t> allowed) {
+  return choose(logits, prompt, output, banned, allowed, nullptr, nullptr);
+}
+
+SampledToken Sampler::verify(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
+                             std::span<const int32_t> banned, std::span<const uint64_t> allowed, int32_t draft,
+                             bool& accepted) {
+  return choose(logits, prompt, output, banned, allowed, &draft, &accepted);
+}
+
+SampledToken Sampler::choose(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
+                             std::span<const int32_t> banned, std::span<const uint64_t> allowed, const int32_t* draft,
+                             bool* accepted) {
   SampledToken result;
   const kern::Isa isa = selector_.isa();
   if (!allowed.empty()) mask_disallowed(logits, allowed);
@@ -143,7 +155,17 @@ SampledToken Sampler::sample(std::span<float> logits, std::span<const int32_t> p
       logits[static_cast<size_t>(t)] = -std::numeric_limits<float>::infinity();
   }
   apply_penalties(logits, prompt, output);
-  result.token = params_.temperature <= 0.0f || params_.top_k == 1 ? greedy(logits) : draw(logits);
+  const bool is_greedy = params_.temperature <= 0.0f || params_.top_k == 1;
+  if (draft == nullptr) {
+    result.token = is_greedy ? greedy(logits) : draw(logits);
+  } else if (is_greedy) {
+    result.token = greedy(logits);
+    *accepted = result.token == *draft;
+  } else {
+    const DraftVerdict verdict = verify_draw(logits, *draft);
+    result.token = verdict.token;
+    *accepted = verdict.accepted;
+  }
 
   if (log_softmax) result.logprob = (*log_softmax)(raw[static_cast<size_t>(result.token)]);
   return result;
@@ -162,6 +184,21 @@ int32_t Sampler::draw(std::span<const float> logits) {
   if (c.whole_vocab) return draw_from_whole_vocab(logits);
   std::discrete_distribution<size_t> pick(c.weights.begin(), c.weights.end());
   return c.tokens[pick(rng_)];
+}
+
+// The distribution draw() samples from, handed to the acceptance rule.
+DraftVerdict Sampler::verify_draw(std::span<const float> logits, int32_t draft) {
+  const DrawCandidates& c =
+      selector_.candidates(logits, params_.temperature, params_.top_k, params_.top_p, params_.min_p);
+  if (!c.whole_vocab) return accept_or_resample(c.tokens, c.weights, draft, rng_);
+  const size_t n = logits.size();
+  std::vector<float>& weights = weights_scratch();
+  weights.resize(n);
+  const float max = kern::row_max(logits.data(), n, selector_.isa());
+  (void)kern::sum_exp(logits.data(), n, max, 1.0f / params_.temperature, weights.data(), selector_.isa());
+  thread_local std::vector<double> wide;
+  wide.assign(weights.begin(), weights.end());
+  return accept_or_resample({}, wide, draft, rng_);
 }
 
 // No filter: the inverse CDF over the vocabulary in token-id order (the same distribution as in

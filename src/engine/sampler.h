@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/draft_acceptance.h"
 #include "engine/sampling_params.h"
 #include "engine/token_selection.h"
 
@@ -33,10 +34,24 @@ class Sampler {
   // Logits are modified in place.
   SampledToken sample(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
                       std::span<const int32_t> banned = {}, std::span<const uint64_t> allowed = {});
+  // Speculative decoding's verification of one proposed token (engine/draft_acceptance.h): the
+  // same processing as sample(), then `draft` is accepted with its probability under the
+  // distribution sample() would draw from (greedy: iff it is the argmax), else replaced by a
+  // draw from that distribution without it. The returned token is distributed exactly as
+  // sample()'s; its logprobs are reported the same way. The draws differ from sample()'s, so a
+  // seeded request's tokens depend on whether it speculated (its distribution does not).
+  SampledToken verify(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
+                      std::span<const int32_t> banned, std::span<const uint64_t> allowed, int32_t draft,
+                      bool& accepted);
 
   const SamplingParams& params() const { return params_; }
 
  private:
+  // sample() and verify(): `draft` null samples, else verifies it into `accepted`.
+  SampledToken choose(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
+                      std::span<const int32_t> banned, std::span<const uint64_t> allowed, const int32_t* draft,
+                      bool* accepted);
+  DraftVerdict verify_draw(std::span<const float> logits, int32_t draft);
   void apply_penalties(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output);
   int32_t greedy(std::span<const float> logits) const;
   int32_t draw(std::span<const float> logits);

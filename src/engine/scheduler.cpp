@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "engine/ngram_proposer.h"
+
 namespace slab {
 
 Scheduler::Scheduler(const SchedulerConfig& config, int num_kv_blocks, int block_size, bool enable_prefix_caching)
@@ -24,6 +26,30 @@ void Scheduler::remove(Sequence* seq) {
   std::erase(waiting_, seq);
   kv_.free(seq->id, seq->num_computed);
   seq->status = SequenceStatus::finished;
+}
+
+void Scheduler::drop_rejected_drafts(Sequence* seq) { kv_.truncate(seq->id, seq->tokens, seq->num_computed); }
+
+std::vector<int32_t> Scheduler::propose_draft(Sequence* seq, int room) {
+  const SpeculativeConfig& spec = config_.speculative;
+  if (!seq->may_speculate) return {};
+  // Emitting the accepted drafts and one more token must stay within max_tokens and the context.
+  const int len = static_cast<int>(seq->tokens.size());
+  room = std::min({room, spec.num_speculative_tokens, seq->request.stop.max_tokens - seq->num_output() - 1,
+                   seq->context_limit - len - 1});
+  if (room <= 0) return {};
+  std::vector<int32_t> draft = propose_ngram(seq->tokens, spec.ngram_min, spec.ngram_max, room);
+  if (draft.empty()) return {};
+  // No preemption for a draft: it is cut to the positions the free blocks hold.
+  const int bs = kv_.block_size();
+  const int held = static_cast<int>(kv_.block_table(seq->id).size());
+  const int fits = (held + kv_.num_free_blocks()) * bs - (seq->num_computed + 1);
+  if (fits < static_cast<int>(draft.size())) draft.resize(static_cast<size_t>(std::max(fits, 0)));
+  if (draft.empty() ||
+      !kv_.allocate(seq->id, seq->tokens, seq->num_computed + 1, {}, static_cast<int>(draft.size()))) {
+    return {};
+  }
+  return draft;
 }
 
 void Scheduler::preempt(Sequence* victim, SchedulerStep& step, bool for_memory) {
@@ -145,8 +171,20 @@ SchedulerStep Scheduler::schedule() {
         if (running_.size() < before) --i;  // the list shrank under us; `seq` may be gone
         continue;
       }
-      step.chunks.push_back({seq, n, {}});
+      step.chunks.push_back({seq, n, {}, {}});
       budget -= n;
+    }
+  }
+  // Drafts for the decodes, from what the running sequences left of the budget and the free
+  // blocks; taking nothing from anyone, they come after every reservation that may preempt.
+  const SpeculativeConfig& spec = config_.speculative;
+  if (spec.num_speculative_tokens > 0 &&
+      (spec.disable_by_batch_size == 0 || static_cast<int>(running_.size()) <= spec.disable_by_batch_size)) {
+    for (ScheduledChunk& chunk : step.chunks) {
+      if (budget <= 0) break;
+      if (chunk.num_tokens != 1 || chunk.seq->num_uncomputed() != 1) continue;  // not a decode
+      chunk.draft = propose_draft(chunk.seq, budget);
+      budget -= static_cast<int>(chunk.draft.size());
     }
   }
 
@@ -185,7 +223,7 @@ SchedulerStep Scheduler::schedule() {
     seq->status = SequenceStatus::running;
     running_.push_back(seq);
     ++running_per_call[fairness_key(*seq)];
-    step.chunks.push_back({seq, n, {}});
+    step.chunks.push_back({seq, n, {}, {}});
     budget -= n;
   }
   // Tables are final once no more preemption can happen: each chunk carries its own.

@@ -5,6 +5,7 @@
 // token budget. When a step cannot get a block, the most recently admitted running sequence is
 // preempted: its blocks are freed and it goes back to the front of the waiting queue, to be
 // recomputed (mostly from the prefix cache) later. Nothing fails because the cache is full.
+// With speculative decoding, decodes also carry draft tokens (SpeculativeConfig).
 #include <cstdint>
 #include <deque>
 #include <unordered_map>
@@ -15,6 +16,20 @@
 
 namespace slab {
 
+// Speculative decoding with the n-gram proposer (engine/ngram_proposer.h); off at k = 0.
+// Policy (docs/ARCHITECTURE.md, "Speculative decoding"): a step speculates only while at most
+// disable_by_batch_size sequences run (0: any number), because a bigger batch already makes
+// each weight read serve many tokens and drafts would only add compute. Drafts are proposed
+// after the running sequences (decodes, prefill chunks) have their tokens and blocks, from what
+// is left of the step's token budget and of the free blocks, before waiting sequences are
+// admitted; a draft that does not fit is cut or dropped, never the cause of a preemption.
+struct SpeculativeConfig {
+  int num_speculative_tokens = 0;  // k
+  int ngram_min = 1;
+  int ngram_max = 0;
+  int disable_by_batch_size = 0;
+};
+
 struct SchedulerConfig {
   int max_num_seqs = 128;
   int max_num_batched_tokens = 2048;
@@ -23,14 +38,17 @@ struct SchedulerConfig {
   // for memory) the first time it holds more, as transformers' Phi-3 generate() drops its cache
   // there: its earlier keys were rotated with the short factors.
   int recompute_past_length = 0;
+  SpeculativeConfig speculative;
 };
 
-// One sequence's share of a step: num_tokens new tokens starting at seq->num_computed, and the
-// sequence's block table, which covers them (the runner writes and reads K/V through it).
+// One sequence's share of a step: num_tokens new tokens starting at seq->num_computed, then the
+// draft tokens proposed to follow them (a speculative decode), and the sequence's block table,
+// which covers them all (the runner writes and reads K/V through it).
 struct ScheduledChunk {
   Sequence* seq = nullptr;
   int num_tokens = 0;
   std::vector<int32_t> block_ids;
+  std::vector<int32_t> draft;
 };
 
 struct SchedulerStep {
@@ -51,6 +69,9 @@ class Scheduler {
   SchedulerStep schedule();
   // The sequence leaves the scheduler (finished, aborted, failed): its blocks are freed now.
   void remove(Sequence* seq);
+  // After a speculative step's verification (seq->num_computed counts the accepted drafts): the
+  // blocks of rejected drafts go back, as if they had never been allocated.
+  void drop_rejected_drafts(Sequence* seq);
 
   size_t num_running() const { return running_.size(); }
   size_t num_waiting() const { return waiting_.size(); }
@@ -65,6 +86,9 @@ class Scheduler {
   // for_memory: the step ran out of blocks (admission stops for this step).
   void preempt(Sequence* victim, SchedulerStep& step, bool for_memory = true);
   bool sibling_prefilling(const Sequence& seq) const;
+  // Draft tokens for a decode, at most `room`, with blocks for them allocated; empty if the
+  // sequence does not speculate, nothing recurs, or the blocks are not free.
+  std::vector<int32_t> propose_draft(Sequence* seq, int room);
   // The client call a sequence belongs to, for fair admission.
   static uint64_t fairness_key(const Sequence& seq);
   // Index in waiting_ of the sequence to admit next (waiting_.size(): none), skipping `passed`.

@@ -38,6 +38,9 @@ struct Sequence {
   int cached_prompt_tokens = 0;  // from the prefix cache at (first) admission
   SequenceStatus status = SequenceStatus::waiting;
   int num_preemptions = 0;
+  // Speculative decoding may propose drafts for it (engine.cpp decides: not under a grammar).
+  bool may_speculate = false;
+  int context_limit = 0;  // the engine's max_model_len: tokens.size() never exceeds it
 
   Sampler sampler;
   std::optional<IncrementalDetokenizer> detokenizer;  // absent without a tokenizer (token-only use)

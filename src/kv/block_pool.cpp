@@ -62,6 +62,19 @@ void BlockPool::push_free_back(int32_t block) {
   ++num_free_;
 }
 
+void BlockPool::push_free_front(int32_t block) {
+  Block& b = blocks_[block];
+  b.prev_free = -1;
+  b.next_free = free_head_;
+  if (free_head_ >= 0)
+    blocks_[free_head_].prev_free = block;
+  else
+    free_tail_ = block;
+  free_head_ = block;
+  b.on_free_list = true;
+  ++num_free_;
+}
+
 void BlockPool::uncache(int32_t block) {
   Block& b = blocks_[block];
   if (!b.cached) return;
@@ -90,6 +103,14 @@ void BlockPool::release(int32_t block) {
   if (b.ref_count <= 0)
     throw std::logic_error("BlockPool: block " + std::to_string(block) + " released more often than acquired");
   if (--b.ref_count == 0) push_free_back(block);
+}
+
+void BlockPool::release_unused(int32_t block) {
+  Block& b = blocks_[block];
+  if (b.ref_count != 1 || b.cached)
+    throw std::logic_error("BlockPool: block " + std::to_string(block) + " is shared or cached, not unused");
+  b.ref_count = 0;
+  push_free_front(block);
 }
 
 std::optional<int32_t> BlockPool::find_cached(BlockHash hash, BlockHash parent, std::span<const int32_t> tokens) const {

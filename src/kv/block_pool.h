@@ -35,6 +35,10 @@ class BlockPool {
   void acquire(int32_t block);
   // One reference less; at zero the block goes to the end of the free list, keeping its hash.
   void release(int32_t block);
+  // Gives back a block that allocate() handed out and that never held K/V anyone may reuse (a
+  // speculative step's rejected positions): it goes to the front of the free list, where
+  // allocate() took it from, so the pool's order is as if it had not been taken.
+  void release_unused(int32_t block);
   int ref_count(int32_t block) const { return blocks_[block].ref_count; }
 
   // The cached block holding exactly these tokens after this parent, if any (in use or free).
@@ -62,6 +66,7 @@ class BlockPool {
   };
   void unlink_free(int32_t block);
   void push_free_back(int32_t block);
+  void push_free_front(int32_t block);
 
   int block_size_;
   std::vector<Block> blocks_;

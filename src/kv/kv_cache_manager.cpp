@@ -35,7 +35,8 @@ int KvCacheManager::blocks_needed(int64_t seq_id, int num_tokens) const {
   return std::max(0, want - have);
 }
 
-bool KvCacheManager::allocate(int64_t seq_id, std::span<const int32_t> tokens, int num_tokens, const PrefixHit& hit) {
+bool KvCacheManager::allocate(int64_t seq_id, std::span<const int32_t> tokens, int num_tokens, const PrefixHit& hit,
+                              int num_speculative) {
   if (static_cast<size_t>(num_tokens) > tokens.size())
     throw std::logic_error("KvCacheManager::allocate: tokens shorter than num_tokens");
   const bool is_new = !has(seq_id);
@@ -49,7 +50,8 @@ bool KvCacheManager::allocate(int64_t seq_id, std::span<const int32_t> tokens, i
     if (!pool_.is_cached(b)) throw std::logic_error("KvCacheManager::allocate: prefix hit went stale");
     hit_free += pool_.ref_count(b) == 0 ? 1 : 0;
   }
-  const int fresh = blocks_needed(seq_id, num_tokens) - static_cast<int>(hit.blocks.size());
+  if (num_speculative < 0) throw std::logic_error("KvCacheManager::allocate: negative num_speculative");
+  const int fresh = blocks_needed(seq_id, num_tokens + num_speculative) - static_cast<int>(hit.blocks.size());
   if (fresh > pool_.num_free() - hit_free) return false;
 
   Table& table = tables_[seq_id];
@@ -79,6 +81,19 @@ void KvCacheManager::cache_full_blocks(Table& table, std::span<const int32_t> to
     pool_.cache_full_block(table.blocks[i], hash, parent, block_tokens);
     table.hashes.push_back(hash);
   }
+}
+
+void KvCacheManager::truncate(int64_t seq_id, std::span<const int32_t> tokens, int num_computed) {
+  auto it = tables_.find(seq_id);
+  if (it == tables_.end()) throw std::out_of_range("KvCacheManager: no sequence " + std::to_string(seq_id));
+  Table& table = it->second;
+  const size_t keep = static_cast<size_t>((num_computed + pool_.block_size() - 1) / pool_.block_size());
+  if (keep < table.hashes.size()) throw std::logic_error("KvCacheManager::truncate: below hashed (verified) blocks");
+  while (table.blocks.size() > keep) {
+    pool_.release_unused(table.blocks.back());  // the last taken goes back first: the pool's order returns
+    table.blocks.pop_back();
+  }
+  cache_full_blocks(table, tokens, num_computed);
 }
 
 void KvCacheManager::free(int64_t seq_id, int num_computed) {

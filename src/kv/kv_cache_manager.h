@@ -34,8 +34,16 @@ class KvCacheManager {
   // Grows the sequence's table to hold `num_tokens` positions and hashes every block full within
   // them into the prefix cache (`tokens` holds at least num_tokens ids). For a sequence without
   // a table, `hit` (from find_cached_prefix, with no allocation in between) is taken first and
-  // counted in the prefix-cache statistics. All or nothing: false changes nothing.
-  bool allocate(int64_t seq_id, std::span<const int32_t> tokens, int num_tokens, const PrefixHit& hit = {});
+  // counted in the prefix-cache statistics. `num_speculative` more positions get blocks too
+  // (a speculative step's draft tokens) but nothing past num_tokens is hashed: drafts are not
+  // verified yet. All or nothing: false changes nothing.
+  bool allocate(int64_t seq_id, std::span<const int32_t> tokens, int num_tokens, const PrefixHit& hit = {},
+                int num_speculative = 0);
+  // After a speculative step: the sequence keeps the blocks its first `num_computed` positions
+  // (verified) need, gives the rest back unused (BlockPool::release_unused), and hashes the
+  // blocks the verified tokens (`tokens` holds at least num_computed) filled, leaving the table,
+  // the free blocks and the prefix cache as if the rejected drafts had never been allocated.
+  void truncate(int64_t seq_id, std::span<const int32_t> tokens, int num_computed);
   // Blocks allocate() would need to take for the sequence to hold `num_tokens`.
   int blocks_needed(int64_t seq_id, int num_tokens) const;
   // Releases the sequence's blocks, tail first, so its prefix stays cached the longest. Blocks

@@ -20,6 +20,11 @@ void validate_forward_batch(const ModelConfig& config, const ForwardBatch& batch
       throw std::invalid_argument("forward: sequence " + std::to_string(seq.seq_id) +
                                   " has no new tokens or a negative start position");
     }
+    if (seq.num_logits < 1 || seq.num_logits > seq.num_tokens) {
+      throw std::invalid_argument("forward: sequence " + std::to_string(seq.seq_id) + " asks for " +
+                                  std::to_string(seq.num_logits) + " logits rows of " +
+                                  std::to_string(seq.num_tokens) + " tokens");
+    }
     const size_t capacity = seq.block_table.size() * static_cast<size_t>(g.block_size);
     if (static_cast<size_t>(seq.start_pos + seq.num_tokens) > capacity) {
       throw std::invalid_argument("forward: sequence " + std::to_string(seq.seq_id) +
@@ -56,7 +61,9 @@ BatchLayout layout_batch(const ForwardBatch& batch) {
       layout.token_pos[t] = seq.start_pos + i;
     }
     layout.end_pos = std::max(layout.end_pos, seq.start_pos + seq.num_tokens);
-    if (!batch.all_logits) layout.logit_rows.push_back(static_cast<int>(t) - 1);
+    if (!batch.all_logits) {
+      for (int r = seq.num_logits; r >= 1; --r) layout.logit_rows.push_back(static_cast<int>(t) - r);
+    }
   }
   if (batch.all_logits) {
     for (size_t r = 0; r < n_tokens; ++r) layout.logit_rows.push_back(static_cast<int>(r));

@@ -45,6 +45,9 @@ struct BatchSequence {
   // (model/rope_params.h); 0 or less than start_pos + num_tokens: start_pos + num_tokens. The
   // engine passes the whole prompt's length while prefilling it in chunks.
   int rope_length = 0;
+  // Logits for the last num_logits of its tokens (1..num_tokens): more than one for a
+  // speculative step, whose draft tokens are each verified against the row before them.
+  int num_logits = 1;
 };
 
 // A flattened variable-length batch: the new tokens of every sequence, concatenated in the order
@@ -52,12 +55,12 @@ struct BatchSequence {
 struct ForwardBatch {
   std::vector<int> tokens;
   std::vector<BatchSequence> sequences;
-  bool all_logits = false;  // logits for every token; otherwise for the last token of each sequence
+  bool all_logits = false;  // logits for every token; otherwise each sequence's last num_logits
 };
 
 // Runs the transformer over the batch, writing each new token's K/V into `cache` and returning
-// logits, [rows, vocab] row-major: one row per sequence (its last token), or one per token when
-// batch.all_logits.
+// logits, [rows, vocab] row-major: each sequence's last num_logits tokens in batch order, or one
+// per token when batch.all_logits.
 std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCache& cache);
 
 // Throws std::invalid_argument when the batch does not fit the model or the cache (every forward
@@ -65,7 +68,7 @@ std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCach
 void validate_forward_batch(const ModelConfig& config, const ForwardBatch& batch, const KvCache& cache);
 
 // The batch bookkeeping both forward passes share: each token's sequence and position, and the
-// rows whose logits are returned (the last token of each sequence, or every token).
+// rows whose logits are returned (the last num_logits tokens of each sequence, or every token).
 struct BatchLayout {
   std::vector<int> token_seq;
   std::vector<int> token_pos;

@@ -224,3 +224,26 @@ TEST_CASE("api: chat rendering with a built-in template is Python jinja2's, and 
   }
   CHECK(checked >= 4);
 }
+
+TEST_CASE("api: speculative decoding options are checked and none is ignored", "[engine_api][speculative]") {
+  LoadOptions options;
+  slab::api::EngineOptions& e = options.engine;
+  e.num_speculative_tokens = 4;
+  CHECK(slab::api::check_load_options(options).find("need --speculative-model") != std::string::npos);
+  e.speculative_model = "/models/draft";
+  CHECK(slab::api::check_load_options(options) ==
+        "--speculative-model /models/draft: a draft model is not implemented yet; only \"[ngram]\" (prompt lookup) "
+        "is");
+  e.speculative_model = "[ngram]";
+  CHECK(slab::api::check_load_options(options).find("--ngram-prompt-lookup-max > 0") != std::string::npos);
+  e.ngram_prompt_lookup_max = 3;
+  CHECK(slab::api::check_load_options(options).empty());
+  e.ngram_prompt_lookup_min = 4;
+  CHECK(slab::api::check_load_options(options).rfind("--ngram-prompt-lookup-min 4:", 0) == 0);
+  e.ngram_prompt_lookup_min = 1;
+  e.num_speculative_tokens = 0;
+  CHECK(slab::api::check_load_options(options).find("--num-speculative-tokens > 0") != std::string::npos);
+  e.num_speculative_tokens = 2;
+  e.speculative_disable_by_batch_size = -1;
+  CHECK(slab::api::check_load_options(options).rfind("--speculative-disable-by-batch-size", 0) == 0);
+}
