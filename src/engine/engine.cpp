@@ -293,7 +293,8 @@ void Engine::run_step() {
       generated += verify_draft(seq, step.chunks[i].draft, row);
       continue;
     }
-    SampledToken sampled = seq.sampler.sample(std::span<float>(row, vocab), seq.prompt(), seq.output(), banned, allowed);
+    SampledToken sampled =
+        seq.sampler.sample(std::span<float>(row, vocab), seq.prompt(), seq.output(), banned, allowed);
     ++generated;
     emit_token(seq, sampled);  // may finish and destroy `seq`
   }

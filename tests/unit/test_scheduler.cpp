@@ -132,16 +132,16 @@ TEST_CASE("randomised workloads: budget and sequence limits hold, blocks are nev
   for (uint32_t seed = 1; seed <= 6; ++seed) {
     INFO("seed " << seed);
     // Roomy cache, chunked prefill.
-    run_workload({64, 16, {8, 48, {}}, true, 40, seed});
+    run_workload({64, 16, {8, 48, 0, {}}, true, 40, seed});
     // Tight cache: 10 blocks for up to 130-token sequences forces preemption.
-    run_workload({10, 16, {6, 64, {}}, seed % 2 == 0, 30, seed + 100});
+    run_workload({10, 16, {6, 64, 0, {}}, seed % 2 == 0, 30, seed + 100});
     // One token per step at most.
-    run_workload({32, 16, {4, 1, {}}, true, 10, seed + 200});
+    run_workload({32, 16, {4, 1, 0, {}}, true, 10, seed + 200});
   }
 }
 
 TEST_CASE("a full cache preempts the most recently admitted sequence and requeues it first", "[engine][scheduler]") {
-  Scheduler scheduler({4, 256, {}}, 4, 16, false);
+  Scheduler scheduler({4, 256, 0, {}}, 4, 16, false);
   std::vector<std::unique_ptr<Sequence>> seqs;
   for (int i = 0; i < 2; ++i) {
     Request r;
@@ -188,7 +188,7 @@ bool scheduled(const SchedulerStep& step, const Sequence* seq) {
 
 TEST_CASE("a call holding every slot gives one up the next step to a call with nothing running",
           "[engine][scheduler]") {
-  Scheduler scheduler({4, 1024, {}}, 256, 16, false);
+  Scheduler scheduler({4, 1024, 0, {}}, 256, 16, false);
   std::vector<std::unique_ptr<Sequence>> seqs;
   for (int i = 0; i < 10; ++i) {
     seqs.push_back(call_sequence(i, 1, 8));
@@ -212,7 +212,7 @@ TEST_CASE("a call holding every slot gives one up the next step to a call with n
 }
 
 TEST_CASE("a freed slot goes to the waiting call with the fewest running sequences", "[engine][scheduler]") {
-  Scheduler scheduler({3, 1024, {}}, 256, 16, false);
+  Scheduler scheduler({3, 1024, 0, {}}, 256, 16, false);
   std::vector<std::unique_ptr<Sequence>> seqs;
   seqs.push_back(call_sequence(0, 2, 8));  // call 2: one sequence, running
   scheduler.add(seqs.back().get());
@@ -230,7 +230,7 @@ TEST_CASE("a freed slot goes to the waiting call with the fewest running sequenc
 }
 
 TEST_CASE("a later request's chunk carries the blocks an earlier one cached at allocation", "[engine][scheduler]") {
-  Scheduler scheduler({4, 1024, {}}, 16, 16, true);
+  Scheduler scheduler({4, 1024, 0, {}}, 16, 16, true);
   Request r;
   for (int i = 0; i < 40; ++i) r.prompt.push_back(i);
   r.stop.max_tokens = 4;

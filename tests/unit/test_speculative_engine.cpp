@@ -330,7 +330,8 @@ TEST_CASE("drafts take only the budget the running sequences leave, and switch o
           "[speculative][scheduler]") {
   for (int disable : {0, 1}) {
     INFO("disable_by_batch_size " << disable);
-    Scheduler scheduler({4, 40, {4, 1, 3, disable}}, 64, 16, true);
+    Scheduler scheduler({.max_num_seqs = 4, .max_num_batched_tokens = 40, .speculative = {4, 1, 3, disable}}, 64, 16,
+                        true);
     std::vector<int32_t> periodic;
     for (int i = 0; i < 4; ++i) periodic.insert(periodic.end(), {1, 2, 3});
     auto a = speculating_sequence(1, periodic);
@@ -357,7 +358,7 @@ TEST_CASE("drafts take only the budget the running sequences leave, and switch o
 }
 
 TEST_CASE("a draft is cut to the free blocks and never preempts", "[speculative][scheduler]") {
-  Scheduler scheduler({4, 2048, {12, 1, 3, 0}}, 3, 16, false);
+  Scheduler scheduler({.max_num_seqs = 4, .max_num_batched_tokens = 2048, .speculative = {12, 1, 3, 0}}, 3, 16, false);
   std::vector<int32_t> x(20);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<int32_t>(10 + i);
   std::vector<int32_t> prompt = x;
