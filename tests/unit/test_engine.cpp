@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "runtime/file_io.h"
 #include "runtime/topology.h"
+#include "engine_requests.h"
 #include "test_paths.h"
 
 using namespace slab;
@@ -26,15 +27,6 @@ std::vector<int32_t> random_prompt(std::mt19937& rng, int len) {
   std::vector<int32_t> p(static_cast<size_t>(len));
   for (int32_t& t : p) t = 3 + static_cast<int32_t>(rng() % 250);
   return p;
-}
-
-Request greedy_request(std::vector<int32_t> prompt, int max_tokens) {
-  Request r;
-  r.prompt = std::move(prompt);
-  r.sampling.temperature = 0.0f;
-  r.stop.max_tokens = max_tokens;
-  r.stop.ignore_eos = true;
-  return r;
 }
 
 struct Outcome {
@@ -82,13 +74,13 @@ TEST_CASE("greedy tokens are the same alone, batched with 15 others, chunked, pr
   std::vector<int32_t> alone;
   {
     Engine engine(model, nullptr, config(1, 2048, 64));
-    alone = run_all(engine, {greedy_request(probe_prompt, probe_tokens)})[0].tokens;
+    alone = run_all(engine, {test::greedy_request(probe_prompt, probe_tokens)})[0].tokens;
   }
   REQUIRE(alone.size() == static_cast<size_t>(probe_tokens));
 
   std::vector<Request> batch;
-  for (int i = 0; i < 15; ++i) batch.push_back(greedy_request(random_prompt(rng, 5 + 4 * i), 10 + i));
-  batch.insert(batch.begin() + 7, greedy_request(probe_prompt, probe_tokens));
+  for (int i = 0; i < 15; ++i) batch.push_back(test::greedy_request(random_prompt(rng, 5 + 4 * i), 10 + i));
+  batch.insert(batch.begin() + 7, test::greedy_request(probe_prompt, probe_tokens));
 
   SECTION("batched with 15 others of different lengths") {
     Engine engine(model, nullptr, config(16, 2048, 128));
@@ -110,8 +102,8 @@ TEST_CASE("greedy tokens are the same alone, batched with 15 others, chunked, pr
   }
   SECTION("served from the prefix cache") {
     Engine engine(model, nullptr, config(4, 2048, 64));
-    auto first = run_all(engine, {greedy_request(probe_prompt, probe_tokens)});
-    auto second = run_all(engine, {greedy_request(probe_prompt, probe_tokens)});
+    auto first = run_all(engine, {test::greedy_request(probe_prompt, probe_tokens)});
+    auto second = run_all(engine, {test::greedy_request(probe_prompt, probe_tokens)});
     CHECK(first[0].last.cached_prompt_tokens == 0);
     CHECK(second[0].last.cached_prompt_tokens == 32);  // two full blocks of the 37-token prompt
     CHECK(second[0].tokens == alone);
@@ -122,7 +114,7 @@ TEST_CASE("greedy tokens are the same alone, batched with 15 others, chunked, pr
 TEST_CASE("the same seed samples the same tokens whatever the batch", "[engine]") {
   const Model& model = fixture_model();
   std::mt19937 rng(5);
-  Request probe = greedy_request(random_prompt(rng, 20), 30);
+  Request probe = test::greedy_request(random_prompt(rng, 20), 30);
   probe.sampling.temperature = 1.0f;
   probe.sampling.top_p = 0.9f;
   probe.sampling.seed = 777;
@@ -131,7 +123,7 @@ TEST_CASE("the same seed samples the same tokens whatever the batch", "[engine]"
   auto alone = run_all(engine, {probe});
   std::vector<Request> batch = {probe};
   for (int i = 0; i < 5; ++i) {
-    Request other = greedy_request(random_prompt(rng, 10 + i), 20);
+    Request other = test::greedy_request(random_prompt(rng, 10 + i), 20);
     other.sampling.temperature = 1.0f;
     other.sampling.seed = static_cast<uint64_t>(i);
     batch.push_back(other);
@@ -146,7 +138,7 @@ TEST_CASE("stop tokens, min_tokens and max_tokens end requests with the right re
   const Model& model = fixture_model();
   std::mt19937 rng(9);
   Engine engine(model, nullptr, config(4, 2048, 64));
-  Request r = greedy_request(random_prompt(rng, 12), 20);
+  Request r = test::greedy_request(random_prompt(rng, 12), 20);
   const std::vector<int32_t> free_run = run_all(engine, {r})[0].tokens;
 
   Request stop = r;
@@ -172,7 +164,7 @@ TEST_CASE("an aborted request ends at once and frees its blocks", "[engine]") {
   int aborted_mid_run = 0;
   for (int attempt = 0; attempt < 5 && aborted_mid_run == 0; ++attempt) {
     auto stream = std::make_shared<RequestStream>();
-    const int64_t id = engine.submit(greedy_request(random_prompt(rng, 30), 90), stream);
+    const int64_t id = engine.submit(test::greedy_request(random_prompt(rng, 30), 90), stream);
     std::optional<RequestOutput> out = stream->next(std::chrono::milliseconds(20000));
     REQUIRE(out.has_value());
     engine.abort(id);
@@ -195,7 +187,7 @@ TEST_CASE("an aborted request ends at once and frees its blocks", "[engine]") {
 
   // Aborted while still waiting: ends with no tokens.
   auto stream = std::make_shared<RequestStream>();
-  engine.abort(engine.submit(greedy_request(random_prompt(rng, 30), 90), stream));
+  engine.abort(engine.submit(test::greedy_request(random_prompt(rng, 30), 90), stream));
   std::optional<RequestOutput> out = stream->next(std::chrono::milliseconds(20000));
   REQUIRE(out.has_value());
   if (out->finished) {
@@ -207,15 +199,15 @@ TEST_CASE("requests that can never run are refused at submit", "[engine]") {
   const Model& model = fixture_model();
   Engine engine(model, nullptr, config(4, 2048, 4));
   auto stream = std::make_shared<RequestStream>();
-  CHECK_THROWS_WITH(engine.submit(greedy_request({}, 4), stream), Catch::Contains("no tokens"));
-  CHECK_THROWS_WITH(engine.submit(greedy_request({1, 999}, 4), stream), Catch::Contains("outside the vocabulary"));
-  CHECK_THROWS_WITH(engine.submit(greedy_request(std::vector<int32_t>(128, 5), 4), stream), Catch::Contains("context"));
+  CHECK_THROWS_WITH(engine.submit(test::greedy_request({}, 4), stream), Catch::Contains("no tokens"));
+  CHECK_THROWS_WITH(engine.submit(test::greedy_request({1, 999}, 4), stream), Catch::Contains("outside the vocabulary"));
+  CHECK_THROWS_WITH(engine.submit(test::greedy_request(std::vector<int32_t>(128, 5), 4), stream), Catch::Contains("context"));
   // The cache (4 blocks of 16) is smaller than the model's context (128): the context is clamped
   // to what it holds, so a prompt that fills it is refused at once instead of ending early.
   CHECK(engine.max_model_len() == 64);
-  CHECK_THROWS_WITH(engine.submit(greedy_request(std::vector<int32_t>(64, 5), 4), stream),
+  CHECK_THROWS_WITH(engine.submit(test::greedy_request(std::vector<int32_t>(64, 5), 4), stream),
                     Catch::Contains("the context is 64"));
-  Request bad_stop = greedy_request({1, 2}, 4);
+  Request bad_stop = test::greedy_request({1, 2}, 4);
   bad_stop.stop.stop_token_ids = {5, 512};
   CHECK_THROWS_WITH(engine.submit(bad_stop, stream), Catch::Contains("stop_token_ids names token id 512"));
 }
@@ -233,7 +225,7 @@ TEST_CASE("the n choices of one prompt share its blocks through the prefix cache
   const std::vector<int32_t> prompt = random_prompt(rng, 50);  // three full blocks of 16
   std::vector<Request> choices;
   for (int i = 0; i < 4; ++i) {
-    Request r = greedy_request(prompt, 6);
+    Request r = test::greedy_request(prompt, 6);
     r.sampling.temperature = 1.0f;
     r.sampling.seed = static_cast<uint64_t>(i);
     r.prefix_group = 99;
@@ -261,7 +253,7 @@ TEST_CASE("the engine starts the runner's thread pool, sized by its cpu list, be
   CHECK(runner.thread_bindings().size() == 1);
   CHECK(runner.num_threads() == 1);
   std::mt19937 rng(7);
-  CHECK(run_all(engine, {greedy_request(random_prompt(rng, 5), 3)})[0].tokens.size() == 3);
+  CHECK(run_all(engine, {test::greedy_request(random_prompt(rng, 5), 3)})[0].tokens.size() == 3);
 }
 
 // Phi-3 longrope (phi3_longrope: original_max_position_embeddings 24). The 20-token prompt runs
@@ -285,7 +277,7 @@ TEST_CASE("longrope: greedy tokens equal transformers' across original_max_posit
   for (int budget : {2048, 8}) {
     INFO("token budget " << budget);
     Engine engine(model, nullptr, config(3, budget, 16));
-    auto out = run_all(engine, {greedy_request(prompt, 8), greedy_request(prompt, 8), greedy_request(long_prompt, 3)});
+    auto out = run_all(engine, {test::greedy_request(prompt, 8), test::greedy_request(prompt, 8), test::greedy_request(long_prompt, 3)});
     CHECK(out[0].tokens == want);
     CHECK(out[1].tokens == want);
     CHECK(out[2].tokens == long_want);

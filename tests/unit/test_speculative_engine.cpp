@@ -12,6 +12,7 @@
 #include "kv/contiguous_kv_cache.h"
 #include "kv/kv_cache_manager.h"
 #include "model/model_runner.h"
+#include "engine_requests.h"
 #include "test_paths.h"
 
 using namespace slab;
@@ -139,15 +140,6 @@ EngineConfig config(int max_num_seqs, int num_blocks, int k, int disable_by_batc
   return c;
 }
 
-Request greedy(std::vector<int32_t> prompt, int max_tokens) {
-  Request r;
-  r.prompt = std::move(prompt);
-  r.sampling.temperature = 0.0f;
-  r.stop.max_tokens = max_tokens;
-  r.stop.ignore_eos = true;
-  return r;
-}
-
 // A passage told twice and begun a third time: the model's continuation copies it.
 std::vector<int32_t> copying_prompt(std::mt19937& rng) {
   std::vector<int32_t> passage(24);
@@ -168,21 +160,21 @@ TEST_CASE("greedy output with n-gram speculation is token-for-token that without
   std::vector<int32_t> reference;
   {
     Engine engine(model, nullptr, config(1, 64, 0));
-    reference = run_one(engine, greedy(probe, probe_tokens));
+    reference = run_one(engine, test::greedy_request(probe, probe_tokens));
   }
   REQUIRE(reference.size() == static_cast<size_t>(probe_tokens));
   std::vector<Request> batch;
   for (int i = 0; i < 9; ++i) {
     std::vector<int32_t> p(static_cast<size_t>(5 + 3 * i));
     for (int32_t& t : p) t = 3 + static_cast<int32_t>(rng() % 250);
-    batch.push_back(greedy(p, 12 + 2 * i));
+    batch.push_back(test::greedy_request(p, 12 + 2 * i));
   }
-  batch.insert(batch.begin() + 4, greedy(probe, probe_tokens));
+  batch.insert(batch.begin() + 4, test::greedy_request(probe, probe_tokens));
 
   SECTION("alone, for every k") {
     for (int k : {1, 3, 5}) {
       Engine engine(model, nullptr, config(1, 64, k));
-      CHECK(run_one(engine, greedy(probe, probe_tokens)) == reference);
+      CHECK(run_one(engine, test::greedy_request(probe, probe_tokens)) == reference);
       const EngineStats s = settled(engine);
       CHECK(s.spec_num_accepted_tokens > 0);
       CHECK(s.spec_num_emitted_tokens == s.spec_num_accepted_tokens + s.spec_num_drafts);
@@ -211,15 +203,15 @@ TEST_CASE("greedy output with n-gram speculation is token-for-token that without
   }
   SECTION("prefix-cache hits of a speculating request") {
     Engine engine(model, nullptr, config(4, 64, 4));
-    CHECK(run_one(engine, greedy(probe, probe_tokens)) == reference);
+    CHECK(run_one(engine, test::greedy_request(probe, probe_tokens)) == reference);
     // The second run takes its prompt's full blocks from the cache; its output must not change,
     // nor must a request whose prompt runs through the first one's (verified) output.
-    CHECK(run_one(engine, greedy(probe, probe_tokens)) == reference);
+    CHECK(run_one(engine, test::greedy_request(probe, probe_tokens)) == reference);
     std::vector<int32_t> extended = probe;
     extended.insert(extended.end(), reference.begin(), reference.begin() + 30);
     Engine plain(model, nullptr, config(1, 64, 0));
-    const std::vector<int32_t> expected = run_one(plain, greedy(extended, 10));
-    CHECK(run_one(engine, greedy(extended, 10)) == expected);
+    const std::vector<int32_t> expected = run_one(plain, test::greedy_request(extended, 10));
+    CHECK(run_one(engine, test::greedy_request(extended, 10)) == expected);
     CHECK(settled(engine).prefix_hit_tokens >= 64 + 64);
   }
 }
@@ -229,14 +221,14 @@ TEST_CASE("speculation honours max_tokens and stop tokens inside an accepted run
   std::mt19937 rng(5);
   const std::vector<int32_t> probe = copying_prompt(rng);
   Engine plain(model, nullptr, config(1, 64, 0));
-  const std::vector<int32_t> reference = run_one(plain, greedy(probe, 30));
+  const std::vector<int32_t> reference = run_one(plain, test::greedy_request(probe, 30));
   Engine engine(model, nullptr, config(1, 64, 5));
   for (int max_tokens : {1, 2, 7, 13}) {
-    CHECK(run_one(engine, greedy(probe, max_tokens)) ==
+    CHECK(run_one(engine, test::greedy_request(probe, max_tokens)) ==
           std::vector<int32_t>(reference.begin(), reference.begin() + max_tokens));
   }
   // A stop token that the greedy output reaches mid-run: the output ends with it, nothing after.
-  Request r = greedy(probe, 30);
+  Request r = test::greedy_request(probe, 30);
   r.stop.stop_token_ids = {reference[17]};
   const auto first = std::find(reference.begin(), reference.end(), reference[17]);
   CHECK(run_one(engine, r) == std::vector<int32_t>(reference.begin(), first + 1));
@@ -267,16 +259,16 @@ TEST_CASE("the real stories260K copies a repeated passage with speculation, unch
     return outs;
   };
   Engine plain(model, tokenizer.get(), config(1, 64, 0));
-  const auto reference = run(plain, {greedy(probe, 48)})[0];
+  const auto reference = run(plain, {test::greedy_request(probe, 48)})[0];
   REQUIRE(reference.second.size() > 40);
 
   SECTION("alone") {
     Engine engine(model, tokenizer.get(), config(1, 64, 4));
-    CHECK(run(engine, {greedy(probe, 48)})[0] == reference);
+    CHECK(run(engine, {test::greedy_request(probe, 48)})[0] == reference);
     CHECK(settled(engine).spec_num_accepted_tokens > 0);
   }
   SECTION("a stop string inside an accepted run ends the text where it does without speculation") {
-    Request stopped = greedy(probe, 48);
+    Request stopped = test::greedy_request(probe, 48);
     stopped.stop.stop_strings = {reference.second.substr(20, 5)};
     const auto expected = run(plain, {stopped})[0];
     REQUIRE(expected.second.size() < 25);
@@ -284,11 +276,11 @@ TEST_CASE("the real stories260K copies a repeated passage with speculation, unch
     CHECK(run(engine, {stopped})[0] == expected);
   }
   SECTION("batched with a grammar-constrained request, which does not speculate") {
-    Request constrained = greedy(probe, 20);
+    Request constrained = test::greedy_request(probe, 20);
     constrained.grammar = "root ::= [a-z ]+";
     const auto expected = run(plain, {constrained})[0];
     Engine engine(model, tokenizer.get(), config(4, 64, 4));
-    const auto outs = run(engine, {greedy(probe, 48), constrained});
+    const auto outs = run(engine, {test::greedy_request(probe, 48), constrained});
     CHECK(outs[0] == reference);
     CHECK(outs[1] == expected);
     CHECK(settled(engine).spec_num_accepted_tokens > 0);
@@ -381,7 +373,7 @@ TEST_CASE("sampled requests with penalties, logit bias and logprobs speculate an
           "[speculative][engine]") {
   const Model model = load_model(test::fixtures_dir() / "models" / "llama_gqa");
   std::mt19937 rng(9);
-  Request r = greedy(copying_prompt(rng), 40);
+  Request r = test::greedy_request(copying_prompt(rng), 40);
   r.sampling.temperature = 0.7f;
   r.sampling.top_k = 5;
   r.sampling.repetition_penalty = 1.1f;
