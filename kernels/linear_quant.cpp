@@ -45,7 +45,7 @@ size_t code_offset(int bits, int c, int k, bool* high) {
 
 // Writes row n of W as codes (kp of them) with its scales and zeros (groups of them).
 void put_row(uint8_t* dst, const QuantFormat& f, int k, int n, const uint8_t* codes, const float* scales,
-             const uint8_t* zeros) {
+             const float* zeros) {
   const size_t panel_bytes = quant_panel_bytes(f, k);
   const int kp = quant_padded_k(f, k), groups = quant_groups(f, k);
   uint8_t* panel = dst + static_cast<size_t>(n / kQuantPanelCols) * panel_bytes;
@@ -61,13 +61,13 @@ void put_row(uint8_t* dst, const QuantFormat& f, int k, int n, const uint8_t* co
   for (int g = 0; g < groups; ++g) {
     scale_out[static_cast<size_t>(g) * kQuantPanelCols + c] = f32_to_bf16(scales[g]);
     if (f.zero_point) {
-      scale_out[(static_cast<size_t>(groups) + g) * kQuantPanelCols + c] = f32_to_bf16(static_cast<float>(zeros[g]));
+      scale_out[(static_cast<size_t>(groups) + g) * kQuantPanelCols + c] = f32_to_bf16(zeros[g]);
     }
   }
 }
 
 // Round-to-nearest codes of one row (see pack_quant_linear).
-void quantize_weight_row(const QuantFormat& f, const float* w, int k, uint8_t* codes, float* scales, uint8_t* zeros) {
+void quantize_weight_row(const QuantFormat& f, const float* w, int k, uint8_t* codes, float* scales, float* zeros) {
   const int gs = quant_group_size(f, k), kp = quant_padded_k(f, k);
   const int top = max_code(f);
   for (int g = 0; g * gs < kp; ++g) {
@@ -92,7 +92,7 @@ void quantize_weight_row(const QuantFormat& f, const float* w, int k, uint8_t* c
       scale = round_to_bf16(extreme / -8.0f);
     }
     scales[g] = scale;
-    zeros[g] = static_cast<uint8_t>(zero);
+    zeros[g] = static_cast<float>(zero);
     for (int kk = lo; kk < lo + gs; ++kk) {
       int code = zero;
       if (kk < hi && scale != 0.0f) {
@@ -109,8 +109,8 @@ void pack_rtn(uint8_t* dst, const QuantFormat& f, const Src* w, int n, int k, si
   std::memset(dst, 0, packed_quant_bytes(f, n, k));
   const int kp = quant_padded_k(f, k), groups = quant_groups(f, k);
   std::vector<float> row(static_cast<size_t>(k));
-  std::vector<uint8_t> codes(static_cast<size_t>(kp)), zeros(static_cast<size_t>(groups));
-  std::vector<float> scales(static_cast<size_t>(groups));
+  std::vector<uint8_t> codes(static_cast<size_t>(kp));
+  std::vector<float> scales(static_cast<size_t>(groups)), zeros(static_cast<size_t>(groups));
   for (int r = 0; r < n; ++r) {
     for (int kk = 0; kk < k; ++kk) {
       const Src v = w[static_cast<size_t>(r) * ldw + kk];
@@ -309,19 +309,25 @@ void pack_quant_linear(uint8_t* dst, const QuantFormat& f, const bf16_t* w, int 
 }
 
 void pack_quant_linear_codes(uint8_t* dst, const QuantFormat& f, const uint8_t* codes, size_t ldc, const float* scales,
-                             const uint8_t* zeros, int n, int k) {
+                             const float* zeros, int n, int k) {
   check_quant_format(f);
   if (f.zero_point && !zeros) throw std::invalid_argument("pack_quant_linear_codes: zeros needed");
   std::memset(dst, 0, packed_quant_bytes(f, n, k));
   const int kp = quant_padded_k(f, k), groups = quant_groups(f, k), gs = quant_group_size(f, k);
-  std::vector<uint8_t> row(static_cast<size_t>(kp)), z(static_cast<size_t>(groups));
+  std::vector<uint8_t> row(static_cast<size_t>(kp));
+  std::vector<float> z(static_cast<size_t>(groups));
   for (int r = 0; r < n; ++r) {
     for (int g = 0; g < groups; ++g) {
-      z[static_cast<size_t>(g)] = static_cast<uint8_t>(f.zero_point ? zeros[static_cast<size_t>(r) * groups + g]
-                                                                    : detail::implied_zero(f.bits));
+      const float zero = f.zero_point ? zeros[static_cast<size_t>(r) * groups + g]
+                                      : static_cast<float>(detail::implied_zero(f.bits));
+      if (!std::isfinite(zero)) throw std::invalid_argument("pack_quant_linear_codes: zero point not finite");
+      z[static_cast<size_t>(g)] = zero;
     }
     for (int kk = 0; kk < kp; ++kk) {
-      const uint8_t c = kk < k ? codes[static_cast<size_t>(r) * ldc + kk] : z[static_cast<size_t>(kk / gs)];
+      // K padding meets zero activations, so its code only has to be valid: the zero, rounded.
+      const float pad = std::clamp(std::nearbyint(z[static_cast<size_t>(kk / gs)]), 0.0f,
+                                   static_cast<float>(max_code(f)));
+      const uint8_t c = kk < k ? codes[static_cast<size_t>(r) * ldc + kk] : static_cast<uint8_t>(pad);
       if (c > max_code(f)) throw std::invalid_argument("pack_quant_linear_codes: code out of range");
       row[static_cast<size_t>(kk)] = c;
     }
@@ -463,9 +469,11 @@ void quant_batch_tile_scalar(const QuantTile& t) {
           int32_t dot = 0;
           for (int kk = b * kQuantActBlock; kk < (b + 1) * kQuantActBlock; ++kk) dot += xq[kk] * tile_code(t, q, c, kk);
           const size_t bi = static_cast<size_t>(b) * t.ldxs;
-          dot -= static_cast<int32_t>(tile_zero(t, q, g, c)) * xqsum[bi];
+          // d = Σ xq·code − zero·Σxq: exact in FP32 for integer zeros (|d| < 2^24), the one
+          // rounding of the exact value for fractional ones (GGUF K-quant mins).
+          const float d = std::fma(-tile_zero(t, q, g, c), static_cast<float>(xqsum[bi]), static_cast<float>(dot));
           const float scale = per_channel ? xscale[bi] : bf16_to_f32(tile_scales(t, q, g)[c]) * xscale[bi];
-          total = std::fma(scale, static_cast<float>(dot), total);
+          total = std::fma(scale, d, total);
         }
         if (per_channel) total *= bf16_to_f32(tile_scales(t, q, 0)[c]);
         t.out[static_cast<size_t>(r) * kQuantTileCols + q * kQuantPanelCols + c] = total;

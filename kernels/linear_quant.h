@@ -7,13 +7,16 @@
 // per output channel); either symmetric (zero implied: 128 for W8, 8 for W4) or with a stored
 // zero point per group (AWQ-style). Every weight is held as an unsigned code, so that
 //   W[n][k] = scale[n][g] · (code[n][k] − zero[n][g]),  g = k / group,
-// W8 codes are int8 values + 128 (0..255), W4 codes 0..15. Scales and zeros are BF16 (zeros are
-// small integers, exact in BF16). The unsigned code is what makes INT8 activations cheap:
-// vpdpbusd multiplies unsigned bytes by signed ones, codes are the unsigned side and the
-// activations (symmetric INT8) the signed side, and the zero becomes zero · Σx per group.
+// W8 codes are int8 values + 128 (0..255), W4 codes 0..15. Scales and zeros are BF16. Zeros are
+// any finite real: integers in [0, top code] for RTN/AWQ, fractional (and anywhere) for GGUF's
+// Q4_1/Q5_1/Q4_K/Q5_K, whose w = d·q − m is scale d, zero m/d. The unsigned code is what makes
+// INT8 activations cheap: vpdpbusd multiplies unsigned bytes by signed ones, codes are the
+// unsigned side and the activations (symmetric INT8) the signed side, and the zero becomes
+// zero · Σx per group.
 //
 // Packed layout: panels of 16 output columns (N padded with zero-code columns), K padded to a
-// multiple of the group (32 for per-channel) with codes equal to the zero (weight 0). A panel is
+// multiple of the group (32 for per-channel) with codes equal to the zero, rounded (activations
+// there are zero, so only the code's validity matters). A panel is
 //   codes: Kp/4 (W8) or Kp/8 (W4) steps of 64 bytes; step s holds, for column c, the 32-bit
 //          lane c: W8 bytes j = code[c][4s + j]; W4 byte j low nibble = code[c][8s + j], high
 //          nibble = code[c][8s + 4 + j] (j = 0..3). One step is one zmm, the u8 operand of
@@ -30,7 +33,9 @@
 // divergence, bench/README) in a first phase, then multiplies with vpdpbusd (AVX-512 VNNI;
 // vpmaddubsw/vpmaddwd on AVX2) into INT32 block sums; the integer part
 //   d[r][n][b] = Σ_{k in b} xq[r][k] · code[n][k] − zero[n][g(b)] · Σ_{k in b} xq[r][k]
-// is exact, and the epilogue accumulates FP32 totals block by block:
+// is exact for integer zeros up to 255 (and the one rounding of the exact value for others: the
+// zero term is applied in FP32, fma(−zero, float(Σxq), float(Σ xq·code)), both sums below 2^24),
+// and the epilogue accumulates FP32 totals block by block:
 //   per output channel (one weight group): out = scale[n] · Σ_b fma(xscale[r][b], float(d), ·)
 //   grouped weights:                       out = Σ_b fma(scale[n][g(b)] · xscale[r][b], float(d), ·)
 // Every ISA does that same arithmetic in the same order, so batched results are bit-identical
@@ -86,10 +91,10 @@ void pack_quant_linear(uint8_t* dst, const QuantFormat& f, const bf16_t* w, int 
 
 // From already-quantized weights (a checkpoint's int values and scales). codes[n][k] (row stride
 // ldc): W8 the unsigned code (int8 value + 128), W4 0..15 one per byte. scales[n][groups] and
-// zeros[n][groups] (zeros only with f.zero_point; W8 zeros 0..255, W4 0..15). Scales are
-// rounded to BF16.
+// zeros[n][groups] (zeros only with f.zero_point: any finite reals, else std::invalid_argument).
+// Scales and zeros are rounded to BF16.
 void pack_quant_linear_codes(uint8_t* dst, const QuantFormat& f, const uint8_t* codes, size_t ldc, const float* scales,
-                             const uint8_t* zeros, int n, int k);
+                             const float* zeros, int n, int k);
 
 // W[n][k] back from the packed form (row stride ldw): scale · (code − zero), in FP32.
 void dequantize_quant_linear(float* w, size_t ldw, const uint8_t* packed, const QuantFormat& f, int n, int k);

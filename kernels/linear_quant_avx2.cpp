@@ -3,9 +3,10 @@
 // Batched: vpmaddubsw (u8 × s8 -> saturating s16 pairs) + vpmaddwd by ones. W4 codes (<= 15)
 // times INT8 activations cannot saturate. W8 codes (<= 255) could (2·255·127 > 32767), so they
 // are recentred to q = code − 128 and multiplied as |q| × (x with q's sign) (vpabsb, vpsignb):
-// at most 2·128·127 = 32512. The integer group sum d = Σ xq·code − zero·Σxq is then the same
-// exact value as the scalar tile's, and the FP32 epilogue does the same operations: results are
-// bit-identical to the scalar path.
+// at most 2·128·127 = 32512. The block sum d = Σ xq·code − zero·Σxq is then the same value as
+// the scalar tile's (exact, or for a fractional zero the one rounding of the exact value, taken
+// as fma(−(zero − 128), Σxq, Σ xq·(code − 128)) whose terms are exact), and the FP32 epilogue
+// does the same operations: results are bit-identical to the scalar path.
 //
 // Decode (weight-only): 16 registers do not hold separate group and total sums for 16 columns,
 // so codes are dequantized in registers, w = code · scale + (−scale · zero) (one FMA, lane
@@ -121,7 +122,7 @@ SLAB_AVX2 void batch_panel(const QuantTile& t, int q, float* out) {
   const int per_group = blocks_per_group(t);
   alignas(32) float total[MR][16] = {};
   __m256 wscale[2] = {};
-  __m256i zero_left[2] = {};
+  __m256 zero_left[2] = {};
   for (int b = 0, g = 0, in_group = 0; b < t.blocks; ++b, ++in_group) {
     if (in_group == per_group) {
       in_group = 0;
@@ -130,9 +131,9 @@ SLAB_AVX2 void batch_panel(const QuantTile& t, int q, float* out) {
     if (in_group == 0) {
       for (int h = 0; h < 2; ++h) {
         wscale[h] = load_bf16x8(tile_scales(t, q, g) + 8 * h);
-        const __m256i zero = t.zero_point ? _mm256_cvttps_epi32(load_bf16x8(tile_zeros(t, q, g) + 8 * h))
-                                          : _mm256_set1_epi32(implied_zero(BITS));
-        zero_left[h] = _mm256_sub_epi32(zero, _mm256_set1_epi32(code_shift));
+        const __m256 zero = t.zero_point ? load_bf16x8(tile_zeros(t, q, g) + 8 * h)
+                                         : _mm256_set1_ps(static_cast<float>(implied_zero(BITS)));
+        zero_left[h] = _mm256_sub_ps(zero, _mm256_set1_ps(static_cast<float>(code_shift)));  // exact
       }
     }
     __m256i acc[MR][2];
@@ -161,12 +162,11 @@ SLAB_AVX2 void batch_panel(const QuantTile& t, int q, float* out) {
     for (int r = 0; r < MR; ++r) {
       const size_t rb = static_cast<size_t>(b) * t.ldxs + r;
       const __m256 xscale = _mm256_set1_ps(t.xscale[rb]);
-      const __m256i xs = _mm256_set1_epi32(t.xqsum[rb]);
+      const __m256 xs = _mm256_set1_ps(static_cast<float>(t.xqsum[rb]));
       for (int h = 0; h < 2; ++h) {
-        const __m256i d = _mm256_sub_epi32(acc[r][h], _mm256_mullo_epi32(zero_left[h], xs));
+        const __m256 d = _mm256_fnmadd_ps(zero_left[h], xs, _mm256_cvtepi32_ps(acc[r][h]));
         const __m256 scale = per_channel ? xscale : _mm256_mul_ps(wscale[h], xscale);
-        _mm256_store_ps(total[r] + 8 * h,
-                        _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(d), _mm256_load_ps(total[r] + 8 * h)));
+        _mm256_store_ps(total[r] + 8 * h, _mm256_fmadd_ps(scale, d, _mm256_load_ps(total[r] + 8 * h)));
       }
     }
   }

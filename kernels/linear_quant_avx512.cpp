@@ -251,22 +251,13 @@ SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
 #pragma GCC unroll 2
       for (int q = 0; q < NP; ++q) wscale[q] = load_bf16x16(tile_scales(t, q, g));
     }
-    // The sums start at −zero · Σxq, so that they end as d (exact either way). Symmetric
-    // formats: one scalar product per row; with zero points, a vector per panel.
+    // Symmetric formats: the sums start at −zero · Σxq (one scalar product per row), so that they
+    // end as d. With zero points they start at 0 and the epilogue subtracts zero · Σxq in FP32.
 #pragma GCC unroll 6
     for (int r = 0; r < MR; ++r) {
-      const int32_t xs = xqsum[r];
-      if (!t.zero_point) {
-        const __m512i start = _mm512_set1_epi32(-implied_zero(BITS) * xs);
+      const __m512i start = _mm512_set1_epi32(t.zero_point ? 0 : -implied_zero(BITS) * xqsum[r]);
 #pragma GCC unroll 2
-        for (int q = 0; q < NP; ++q) acc[r][q] = start;
-      } else {
-#pragma GCC unroll 2
-        for (int q = 0; q < NP; ++q) {
-          const __m512i zero = _mm512_cvttps_epi32(load_bf16x16(tile_zeros(t, q, g)));
-          acc[r][q] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_mullo_epi32(zero, _mm512_set1_epi32(xs)));
-        }
-      }
+      for (int q = 0; q < NP; ++q) acc[r][q] = start;
     }
     const int s0 = b * kBlockSteps;
 #pragma GCC unroll 8
@@ -306,14 +297,21 @@ SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
         }
       }
     }
-    // total = fma(scale, float(d), total): the scalar tile's order.
+    // total = fma(scale, d, total): the scalar tile's order.
+    __m512 zero[NP];
+    if (t.zero_point) {
+#pragma GCC unroll 2
+      for (int q = 0; q < NP; ++q) zero[q] = load_bf16x16(tile_zeros(t, q, g));
+    }
 #pragma GCC unroll 6
     for (int r = 0; r < MR; ++r) {
       const __m512 xscale = _mm512_set1_ps(xscales[r]);
 #pragma GCC unroll 2
       for (int q = 0; q < NP; ++q) {
         const __m512 scale = PER_CHANNEL ? xscale : _mm512_mul_ps(wscale[q], xscale);
-        total[r][q] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(acc[r][q]), total[r][q]);
+        __m512 d = _mm512_cvtepi32_ps(acc[r][q]);
+        if (t.zero_point) d = _mm512_fnmadd_ps(zero[q], _mm512_set1_ps(static_cast<float>(xqsum[r])), d);
+        total[r][q] = _mm512_fmadd_ps(scale, d, total[r][q]);
       }
     }
   }

@@ -60,8 +60,8 @@ struct LoadOptions {
   // "": the model's own template (none is fine: chat rendering then refuses). Else the name of
   // a built-in template (builtin_chat_template_names()) or a Jinja file, overriding the model's.
   std::string chat_template;
-  // Weights of the linear projections: "auto" (BF16, but a GGUF file's Q8_0/Q4_0 projections run
-  // on the INT8/INT4 kernels as they are), "none" (BF16 everywhere), "w8" (INT8 per output
+  // Weights of the linear projections: "auto" (BF16, but a GGUF file's quantized projections and
+  // head run on the INT8/INT4 kernels, repacked from the blocks), "none" (BF16 everywhere), "w8" (INT8 per output
   // channel), "w8g32" (INT8 groups of 32), "w4" (INT4 groups of 32), "w4g128" (INT4 groups of
   // 128), quantized at load.
   std::string quantization = "auto";

@@ -20,6 +20,12 @@ const char* block_format_name(BlockFormat format) {
     case BlockFormat::none: return "none";
     case BlockFormat::q8_0: return "Q8_0";
     case BlockFormat::q4_0: return "Q4_0";
+    case BlockFormat::q4_1: return "Q4_1";
+    case BlockFormat::q5_0: return "Q5_0";
+    case BlockFormat::q5_1: return "Q5_1";
+    case BlockFormat::q4_k: return "Q4_K";
+    case BlockFormat::q5_k: return "Q5_K";
+    case BlockFormat::q6_k: return "Q6_K";
   }
   return "?";
 }

@@ -13,9 +13,9 @@ namespace slab {
 
 enum class DType { f32, f16, bf16 };
 
-// GGUF block formats the quantized kernels take as they are (model/packed_quant.h repacks them
-// into W8/W4 g32 without requantizing); see model/gguf_blocks.h for the layouts.
-enum class BlockFormat { none, q8_0, q4_0 };
+// GGUF block formats the quantized kernels take (model/packed_quant.h repacks them into W8/W4
+// g32: every format but Q6_K without requantizing); see model/gguf_blocks.h for the layouts.
+enum class BlockFormat { none, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k };
 const char* block_format_name(BlockFormat format);
 const char* dtype_name(DType dtype);
 size_t dtype_size(DType dtype);
@@ -27,7 +27,7 @@ struct TensorView {
   std::vector<int64_t> shape;
   const void* data = nullptr;
   std::string file;  // the file holding it, for error messages
-  // When the checkpoint holds the tensor as Q8_0/Q4_0 blocks: those blocks, rows in the view's
+  // When the checkpoint holds the tensor as quantized blocks: those blocks, rows in the view's
   // (Hugging Face) order. `data` is then still the tensor decoded to BF16, for every other user.
   BlockFormat block_format = BlockFormat::none;
   const uint8_t* blocks = nullptr;

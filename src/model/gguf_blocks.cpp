@@ -21,11 +21,10 @@ uint32_t u32_at(const uint8_t* p) {
   return v;
 }
 
-// The 32-element formats differ only in the fifth bit, the offset and the additive minimum.
-// `has_high` is false for the 4-bit formats; `min` is added after scaling (0 for the _0 formats,
-// whose `offset` is subtracted from the quant instead).
-void dequantize_32(const uint8_t* nibbles, uint32_t high_bits, bool has_high, float d, float min, int offset,
-                   float* y) {
+// The 32-element formats differ only in the fifth bit, the code offset and the additive minimum:
+// codes are the raw 4- or 5-bit quants (plus `code_bias`, Q8_0 style, for none of these), the
+// map's offset is `min` for the _1 formats and -offset_codes * d for the _0 ones.
+void codes_32(const uint8_t* nibbles, uint32_t high_bits, bool has_high, uint8_t* codes) {
   for (int j = 0; j < 16; ++j) {
     int lo = nibbles[j] & 0x0f;
     int hi = nibbles[j] >> 4;
@@ -33,8 +32,8 @@ void dequantize_32(const uint8_t* nibbles, uint32_t high_bits, bool has_high, fl
       lo |= static_cast<int>((high_bits >> j) & 1u) << 4;
       hi |= static_cast<int>((high_bits >> (j + 16)) & 1u) << 4;
     }
-    y[j] = d * static_cast<float>(lo - offset) + min;
-    y[j + 16] = d * static_cast<float>(hi - offset) + min;
+    codes[j] = static_cast<uint8_t>(lo);
+    codes[j + 16] = static_cast<uint8_t>(hi);
   }
 }
 
@@ -54,16 +53,18 @@ void k_scale_min(const uint8_t* packed, int group, int& scale, int& min) {
 // Q4_K and Q5_K: 256 elements in four runs of 64; each run's 32 bytes of nibbles hold group 2r
 // in the low nibbles and group 2r+1 in the high ones. `fifth_bits` (Q5_K) has one byte per
 // position in a run, bit 2r for the low group and bit 2r+1 for the high group.
-void dequantize_k_block(const uint8_t* block, const uint8_t* fifth_bits, const uint8_t* nibbles, float* y) {
+void codes_k_block(const uint8_t* block, const uint8_t* fifth_bits, const uint8_t* nibbles, uint8_t* codes,
+                   float* slope, float* offset) {
   const float d = half_at(block);
   const float dmin = half_at(block + 2);
   const uint8_t* scales = block + 4;
+  for (int group = 0; group < 8; ++group) {
+    int sc, mn;
+    k_scale_min(scales, group, sc, mn);
+    slope[group] = d * static_cast<float>(sc);
+    offset[group] = -(dmin * static_cast<float>(mn));
+  }
   for (int run = 0; run < 4; ++run) {
-    int sc_lo, mn_lo, sc_hi, mn_hi;
-    k_scale_min(scales, 2 * run, sc_lo, mn_lo);
-    k_scale_min(scales, 2 * run + 1, sc_hi, mn_hi);
-    const float d_lo = d * static_cast<float>(sc_lo), m_lo = dmin * static_cast<float>(mn_lo);
-    const float d_hi = d * static_cast<float>(sc_hi), m_hi = dmin * static_cast<float>(mn_hi);
     const uint8_t* q = nibbles + 32 * run;
     for (int l = 0; l < 32; ++l) {
       int lo = q[l] & 0x0f;
@@ -72,55 +73,102 @@ void dequantize_k_block(const uint8_t* block, const uint8_t* fifth_bits, const u
         lo += (fifth_bits[l] >> (2 * run)) & 1 ? 16 : 0;
         hi += (fifth_bits[l] >> (2 * run + 1)) & 1 ? 16 : 0;
       }
-      y[64 * run + l] = d_lo * static_cast<float>(lo) - m_lo;
-      y[64 * run + 32 + l] = d_hi * static_cast<float>(hi) - m_hi;
+      codes[64 * run + l] = static_cast<uint8_t>(lo);
+      codes[64 * run + 32 + l] = static_cast<uint8_t>(hi);
+    }
+  }
+}
+
+// One format's blocks through its codes_* reader, then y = slope * code + offset, a block at a
+// time (no allocation).
+template <size_t kElems>
+void dequantize_via_codes(void (*codes_of)(const uint8_t*, size_t, const BlockCodes&), size_t block_bytes,
+                          const uint8_t* blocks, size_t block_count, float* out) {
+  uint8_t codes[kElems];
+  float slope[kElems / kCodeGroup], offset[kElems / kCodeGroup];
+  for (size_t b = 0; b < block_count; ++b, blocks += block_bytes, out += kElems) {
+    codes_of(blocks, 1, BlockCodes{codes, slope, offset});
+    for (size_t i = 0; i < kElems; ++i) {
+      out[i] = slope[i / kCodeGroup] * static_cast<float>(codes[i]) + offset[i / kCodeGroup];
     }
   }
 }
 
 }  // namespace
 
-void dequantize_q8_0(const uint8_t* blocks, size_t block_count, float* out) {
-  for (size_t b = 0; b < block_count; ++b, blocks += 34, out += 32) {
+void codes_q8_0(const uint8_t* blocks, size_t block_count, const BlockCodes& out) {
+  for (size_t b = 0; b < block_count; ++b, blocks += 34) {
     const float d = half_at(blocks);
-    for (int j = 0; j < 32; ++j) out[j] = d * static_cast<float>(static_cast<int8_t>(blocks[2 + j]));
+    out.slope[b] = d;
+    out.offset[b] = -128.0f * d;
+    for (int j = 0; j < 32; ++j) out.codes[32 * b + j] = static_cast<uint8_t>(static_cast<int8_t>(blocks[2 + j]) + 128);
   }
 }
 
+void codes_q4_0(const uint8_t* blocks, size_t block_count, const BlockCodes& out) {
+  for (size_t b = 0; b < block_count; ++b, blocks += 18) {
+    out.slope[b] = half_at(blocks);
+    out.offset[b] = -8.0f * out.slope[b];
+    codes_32(blocks + 2, 0, false, out.codes + 32 * b);
+  }
+}
+
+void codes_q4_1(const uint8_t* blocks, size_t block_count, const BlockCodes& out) {
+  for (size_t b = 0; b < block_count; ++b, blocks += 20) {
+    out.slope[b] = half_at(blocks);
+    out.offset[b] = half_at(blocks + 2);
+    codes_32(blocks + 4, 0, false, out.codes + 32 * b);
+  }
+}
+
+void codes_q5_0(const uint8_t* blocks, size_t block_count, const BlockCodes& out) {
+  for (size_t b = 0; b < block_count; ++b, blocks += 22) {
+    out.slope[b] = half_at(blocks);
+    out.offset[b] = -16.0f * out.slope[b];
+    codes_32(blocks + 6, u32_at(blocks + 2), true, out.codes + 32 * b);
+  }
+}
+
+void codes_q5_1(const uint8_t* blocks, size_t block_count, const BlockCodes& out) {
+  for (size_t b = 0; b < block_count; ++b, blocks += 24) {
+    out.slope[b] = half_at(blocks);
+    out.offset[b] = half_at(blocks + 2);
+    codes_32(blocks + 8, u32_at(blocks + 4), true, out.codes + 32 * b);
+  }
+}
+
+void codes_q4_k(const uint8_t* blocks, size_t block_count, const BlockCodes& out) {
+  for (size_t b = 0; b < block_count; ++b, blocks += 144) {
+    codes_k_block(blocks, nullptr, blocks + 16, out.codes + 256 * b, out.slope + 8 * b, out.offset + 8 * b);
+  }
+}
+
+void codes_q5_k(const uint8_t* blocks, size_t block_count, const BlockCodes& out) {
+  for (size_t b = 0; b < block_count; ++b, blocks += 176) {
+    codes_k_block(blocks, blocks + 16, blocks + 48, out.codes + 256 * b, out.slope + 8 * b, out.offset + 8 * b);
+  }
+}
+
+void dequantize_q8_0(const uint8_t* blocks, size_t block_count, float* out) {
+  dequantize_via_codes<32>(codes_q8_0, 34, blocks, block_count, out);
+}
 void dequantize_q4_0(const uint8_t* blocks, size_t block_count, float* out) {
-  for (size_t b = 0; b < block_count; ++b, blocks += 18, out += 32) {
-    dequantize_32(blocks + 2, 0, false, half_at(blocks), 0.0f, 8, out);
-  }
+  dequantize_via_codes<32>(codes_q4_0, 18, blocks, block_count, out);
 }
-
 void dequantize_q4_1(const uint8_t* blocks, size_t block_count, float* out) {
-  for (size_t b = 0; b < block_count; ++b, blocks += 20, out += 32) {
-    dequantize_32(blocks + 4, 0, false, half_at(blocks), half_at(blocks + 2), 0, out);
-  }
+  dequantize_via_codes<32>(codes_q4_1, 20, blocks, block_count, out);
 }
-
 void dequantize_q5_0(const uint8_t* blocks, size_t block_count, float* out) {
-  for (size_t b = 0; b < block_count; ++b, blocks += 22, out += 32) {
-    dequantize_32(blocks + 6, u32_at(blocks + 2), true, half_at(blocks), 0.0f, 16, out);
-  }
+  dequantize_via_codes<32>(codes_q5_0, 22, blocks, block_count, out);
 }
-
 void dequantize_q5_1(const uint8_t* blocks, size_t block_count, float* out) {
-  for (size_t b = 0; b < block_count; ++b, blocks += 24, out += 32) {
-    dequantize_32(blocks + 8, u32_at(blocks + 4), true, half_at(blocks), half_at(blocks + 2), 0, out);
-  }
+  dequantize_via_codes<32>(codes_q5_1, 24, blocks, block_count, out);
 }
-
 void dequantize_q4_k(const uint8_t* blocks, size_t block_count, float* out) {
-  for (size_t b = 0; b < block_count; ++b, blocks += 144, out += 256) {
-    dequantize_k_block(blocks, nullptr, blocks + 16, out);
-  }
+  dequantize_via_codes<256>(codes_q4_k, 144, blocks, block_count, out);
 }
-
 void dequantize_q5_k(const uint8_t* blocks, size_t block_count, float* out) {
-  for (size_t b = 0; b < block_count; ++b, blocks += 176, out += 256) {
-    dequantize_k_block(blocks, blocks + 16, blocks + 48, out);
-  }
+  dequantize_via_codes<256>(codes_q5_k, 176, blocks, block_count, out);
 }
 
 // Q6_K: two halves of 128 elements. In half h, low-nibble bytes ql[0..63] and 2-bit bytes

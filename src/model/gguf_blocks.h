@@ -1,8 +1,11 @@
 #pragma once
-// Decoders of ggml's quantized block formats to FP32, one small function per format, each taking
-// the packed blocks and a block count and writing block_count * (elements per block) floats.
-// They are the load-time path for every format but Q8_0/Q4_0, whose blocks the INT8/INT4 kernels
-// take as they are (model/packed_quant.h).
+// Readers of ggml's quantized block formats, one small function per format, each taking the
+// packed blocks and a block count: `dequantize_*` writes block_count * (elements per block)
+// floats; `codes_*` (every format but Q6_K) writes each element's integer code and, per group of
+// 32 elements, the affine map y = slope * code + offset that gives its value, which is what
+// model/packed_quant.h repacks for the INT8/INT4 kernels without requantizing. The dequantizers
+// are those maps applied (the same FP32 operations as ggml's own formulas: exact products, one
+// rounding at most).
 //
 // Block layouts (little-endian; d, m, dmin are IEEE halves):
 //  Q8_0  32 elems, 34 bytes:  d, 32 x i8                         y = d*q
@@ -20,6 +23,25 @@
 #include <cstdint>
 
 namespace slab::gguf {
+
+inline constexpr int kCodeGroup = 32;  // elements per affine map of the codes_* readers
+
+// Codes of one block format: codes[i] in [0, max_code], slope/offset per group of 32.
+struct BlockCodes {
+  uint8_t* codes = nullptr;  // block_count * block elements
+  float* slope = nullptr;    // block_count * block elements / 32
+  float* offset = nullptr;
+};
+
+// Q8_0 codes are q + 128 (max 255, offset -128 d); Q4_0 q (max 15, offset -8 d); Q4_1 q (15);
+// Q5_0 q (31, offset -16 d); Q5_1 q (31); Q4_K q (15, slope d * sc, offset -dmin * m); Q5_K q (31).
+void codes_q8_0(const uint8_t* blocks, size_t block_count, const BlockCodes& out);
+void codes_q4_0(const uint8_t* blocks, size_t block_count, const BlockCodes& out);
+void codes_q4_1(const uint8_t* blocks, size_t block_count, const BlockCodes& out);
+void codes_q5_0(const uint8_t* blocks, size_t block_count, const BlockCodes& out);
+void codes_q5_1(const uint8_t* blocks, size_t block_count, const BlockCodes& out);
+void codes_q4_k(const uint8_t* blocks, size_t block_count, const BlockCodes& out);
+void codes_q5_k(const uint8_t* blocks, size_t block_count, const BlockCodes& out);
 
 void dequantize_q8_0(const uint8_t* blocks, size_t block_count, float* out);
 void dequantize_q4_0(const uint8_t* blocks, size_t block_count, float* out);

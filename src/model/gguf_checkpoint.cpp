@@ -16,6 +16,21 @@ namespace {
 
 using DequantizeFn = void (*)(const uint8_t*, size_t, float*);
 
+// The block format a quantized tensor keeps for the INT8/INT4 repack (model/packed_quant.h).
+BlockFormat block_format_of(GgmlType type) {
+  switch (type) {
+    case GgmlType::q8_0: return BlockFormat::q8_0;
+    case GgmlType::q4_0: return BlockFormat::q4_0;
+    case GgmlType::q4_1: return BlockFormat::q4_1;
+    case GgmlType::q5_0: return BlockFormat::q5_0;
+    case GgmlType::q5_1: return BlockFormat::q5_1;
+    case GgmlType::q4_k: return BlockFormat::q4_k;
+    case GgmlType::q5_k: return BlockFormat::q5_k;
+    case GgmlType::q6_k: return BlockFormat::q6_k;
+    default: return BlockFormat::none;
+  }
+}
+
 DequantizeFn dequantizer(GgmlType type) {
   switch (type) {
     case GgmlType::q8_0: return gguf::dequantize_q8_0;
@@ -79,19 +94,10 @@ class GgufCheckpoint final : public Checkpoint {
       for (const auto& [type, count] : dequantized)
         types += (types.empty() ? "" : ", ") + type + " x " + std::to_string(count);
       spdlog::info(
-          "{}: quantized tensors ({}) decoded to BF16 at open ({:.1f} MiB); Q8_0/Q4_0 projections are then "
-          "repacked for the INT8/INT4 kernels unless --quantization says otherwise (see the packing log)",
+          "{}: quantized tensors ({}) decoded to BF16 at open ({:.1f} MiB) for the embedding and norms; the "
+          "projections and output head are then repacked for the INT8/INT4 kernels unless --quantization says "
+          "otherwise (see the packing log)",
           file_.source(), types, dequantized_bytes / double(1 << 20));
-      std::string bf16_only;  // types the quantized kernels do not take as they are
-      for (const auto& [type, count] : dequantized) {
-        if (type != "Q8_0" && type != "Q4_0") bf16_only += (bf16_only.empty() ? "" : ", ") + type;
-      }
-      if (!bf16_only.empty()) {
-        spdlog::warn(
-            "{}: {} tensors run as BF16 (16 bits per weight in memory, the file's accuracy): "
-            "only Q8_0 and Q4_0 blocks are repacked for the INT8/INT4 kernels so far",
-            file_.source(), bf16_only);
-      }
     }
   }
 
@@ -148,8 +154,8 @@ class GgufCheckpoint final : public Checkpoint {
     const size_t blocks_per_row = row_elems / info->block_elems;
     const size_t row_bytes = blocks_per_row * info->block_bytes;
     view.dtype = DType::bf16;
-    if (t.type == GgmlType::q8_0 || t.type == GgmlType::q4_0) {
-      view.block_format = t.type == GgmlType::q8_0 ? BlockFormat::q8_0 : BlockFormat::q4_0;
+    view.block_format = block_format_of(t.type);
+    if (view.block_format != BlockFormat::none) {
       if (from.empty()) {
         view.blocks = t.data;
       } else {

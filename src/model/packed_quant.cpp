@@ -1,40 +1,109 @@
 // Quantized packing of projections: RTN from float tensors, or a repack of GGUF blocks.
 #include "model/packed_quant.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
+
+#include "model/gguf_blocks.h"
 
 namespace slab {
 namespace {
 
-constexpr int kBlockElems = 32;  // Q8_0 and Q4_0
+constexpr int kGroup = gguf::kCodeGroup;  // the repacked formats' group along K
 
-uint16_t read_u16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
+struct BlockLayout {
+  int elems = 0;     // elements per block
+  size_t bytes = 0;  // bytes per block
+  int max_code = 0;  // largest code of codes_* (0 for Q6_K, which has no reader: requantized)
+  void (*codes)(const uint8_t*, size_t, const gguf::BlockCodes&) = nullptr;
+};
+
+BlockLayout layout_of(BlockFormat format) {
+  switch (format) {
+    case BlockFormat::q8_0: return {32, 34, 255, gguf::codes_q8_0};
+    case BlockFormat::q4_0: return {32, 18, 15, gguf::codes_q4_0};
+    case BlockFormat::q4_1: return {32, 20, 15, gguf::codes_q4_1};
+    case BlockFormat::q5_0: return {32, 22, 31, gguf::codes_q5_0};
+    case BlockFormat::q5_1: return {32, 24, 31, gguf::codes_q5_1};
+    case BlockFormat::q4_k: return {256, 144, 15, gguf::codes_q4_k};
+    case BlockFormat::q5_k: return {256, 176, 31, gguf::codes_q5_k};
+    case BlockFormat::q6_k: return {256, 210, 0, nullptr};
+    case BlockFormat::none: break;
+  }
+  return {};
 }
 
-// One row of Q8_0/Q4_0 blocks to unsigned codes in format f (W8: value + 128; W4: the nibble)
-// and one FP32 scale per block.
-void row_codes(const uint8_t* blocks, BlockFormat format, int k, int bits, uint8_t* codes, float* scales) {
-  const int n_blocks = k / kBlockElems;
-  for (int b = 0; b < n_blocks; ++b) {
-    uint8_t* c = codes + b * kBlockElems;
-    if (format == BlockFormat::q8_0) {
-      const uint8_t* blk = blocks + static_cast<size_t>(b) * 34;
-      scales[b] = f16_to_f32(read_u16(blk));
-      for (int j = 0; j < kBlockElems; ++j) c[j] = static_cast<uint8_t>(static_cast<int8_t>(blk[2 + j]) + 128);
-    } else {
-      const uint8_t* blk = blocks + static_cast<size_t>(b) * 18;
-      scales[b] = f16_to_f32(read_u16(blk));
-      // Q4_0 value q - 8: as a W4 code q (zero 8), as a W8 code q - 8 + 128.
-      const int shift = bits == 4 ? 0 : 120;
-      for (int j = 0; j < kBlockElems / 2; ++j) {
-        c[j] = static_cast<uint8_t>((blk[2 + j] & 15) + shift);
-        c[j + 16] = static_cast<uint8_t>((blk[2 + j] >> 4) + shift);
-      }
+// Formats whose offset is a whole number of steps below code 0 (y = d·(code − z), z = 128, 8, 16):
+// they fit a symmetric target. The others (a free minimum) need stored zero points.
+bool symmetric_blocks(BlockFormat format) {
+  return format == BlockFormat::q8_0 || format == BlockFormat::q4_0 || format == BlockFormat::q5_0 ||
+         format == BlockFormat::q6_k;
+}
+
+// One group's affine map y = slope·code + offset (codes 0..src_max) as the kernels' scale and
+// zero (y = scale·(code − zero), scale rounded to BF16 by the packer): the zero is chosen with the
+// rounded scale so that the error of the slope's rounding is centred over the codes' range.
+// A zero slope (all values equal the offset) becomes scale −offset, zero 1, codes 0.
+void affine_to_scale_zero(float slope, float offset, int src_max, float& scale, float& zero, bool& codes_zeroed) {
+  scale = kern::round_to_bf16(slope);
+  codes_zeroed = false;
+  if (scale != 0.0f) {
+    zero = ((scale - slope) * 0.5f * static_cast<float>(src_max) - offset) / scale;
+    if (std::isfinite(zero)) return;
+  }
+  codes_zeroed = true;
+  scale = -offset;
+  zero = offset == 0.0f ? 0.0f : 1.0f;
+}
+
+// Q6_K values (16-element scales) to symmetric W8 codes per group of 32, round-to-nearest:
+// scale max|y| / 127, code round(y / scale) + 128.
+void requantize_w8(const float* y, uint8_t* codes, float* scale) {
+  float amax = 0.0f;
+  for (int j = 0; j < kGroup; ++j) amax = std::max(amax, std::fabs(y[j]));
+  *scale = kern::round_to_bf16(amax / 127.0f);
+  for (int j = 0; j < kGroup; ++j) {
+    const int q = *scale > 0.0f ? static_cast<int>(std::nearbyint(y[j] / *scale)) : 0;
+    codes[j] = static_cast<uint8_t>(std::clamp(q, -127, 127) + 128);
+  }
+}
+
+// One row of blocks (k elements) to codes, scales and zeros of the W8/W4 g32 format f.
+void row_codes(const uint8_t* blocks, BlockFormat format, int k, const kern::QuantFormat& f, uint8_t* codes,
+               float* scales, float* zeros) {
+  const BlockLayout layout = layout_of(format);
+  const size_t n_blocks = static_cast<size_t>(k / layout.elems);
+  const int groups = k / kGroup;
+  const float implied = f.bits == 8 ? 128.0f : 8.0f;
+  if (layout.codes == nullptr) {  // Q6_K: requantized from its values
+    std::vector<float> y(static_cast<size_t>(k));
+    gguf::dequantize_q6_k(blocks, n_blocks, y.data());
+    for (int g = 0; g < groups; ++g) {
+      requantize_w8(y.data() + static_cast<size_t>(g) * kGroup, codes + static_cast<size_t>(g) * kGroup, &scales[g]);
+      zeros[g] = 128.0f;
     }
+    return;
+  }
+  std::vector<float> slope(static_cast<size_t>(groups)), offset(static_cast<size_t>(groups));
+  layout.codes(blocks, n_blocks, gguf::BlockCodes{codes, slope.data(), offset.data()});
+  for (int g = 0; g < groups; ++g) {
+    uint8_t* c = codes + static_cast<size_t>(g) * kGroup;
+    if (!f.zero_point) {
+      // Symmetric source: y = d·(code − z) with z = −offset/d a whole number; move the codes so
+      // that z becomes the target's implied zero (Q4_0 as W8: code − 8 + 128).
+      const int z = format == BlockFormat::q8_0 ? 128 : layout.max_code / 2 + 1;
+      const int shift = static_cast<int>(implied) - z;
+      for (int j = 0; j < kGroup; ++j) c[j] = static_cast<uint8_t>(c[j] + shift);
+      scales[g] = slope[static_cast<size_t>(g)];
+      zeros[g] = implied;
+      continue;
+    }
+    bool codes_zeroed = false;
+    affine_to_scale_zero(slope[static_cast<size_t>(g)], offset[static_cast<size_t>(g)], layout.max_code, scales[g],
+                         zeros[g], codes_zeroed);
+    if (codes_zeroed) std::fill(c, c + kGroup, uint8_t{0});
   }
 }
 
@@ -89,12 +158,13 @@ std::string quant_format_name(const kern::QuantFormat& f) {
 }
 
 std::optional<kern::QuantFormat> block_repack_format(const std::vector<TensorView>& parts) {
-  bool all_q4 = true;
+  bool all_4bit = true, all_symmetric = true;
   for (const TensorView& p : parts) {
     if (p.block_format == BlockFormat::none || p.blocks == nullptr) return std::nullopt;
-    all_q4 = all_q4 && p.block_format == BlockFormat::q4_0;
+    all_4bit = all_4bit && layout_of(p.block_format).max_code == 15;
+    all_symmetric = all_symmetric && symmetric_blocks(p.block_format);
   }
-  return kern::QuantFormat{all_q4 ? 4 : 8, kBlockElems, false};
+  return kern::QuantFormat{all_4bit ? 4 : 8, kGroup, !all_symmetric};
 }
 
 void pack_stacked_rtn(uint8_t* dst, const std::vector<TensorView>& parts, int k, const kern::QuantFormat& f) {
@@ -131,21 +201,33 @@ void pack_stacked_rtn(uint8_t* dst, const std::vector<TensorView>& parts, int k,
 }
 
 void pack_stacked_blocks(uint8_t* dst, const std::vector<TensorView>& parts, int k, const kern::QuantFormat& f) {
-  if (k % kBlockElems != 0) throw std::runtime_error("Q8_0/Q4_0 rows must be whole blocks of 32");
   int n = 0;
-  for (const TensorView& p : parts) n += static_cast<int>(p.shape[0]);
-  const int groups = k / kBlockElems;
+  for (const TensorView& p : parts) {
+    const BlockLayout layout = layout_of(p.block_format);
+    if (layout.elems == 0 || k % layout.elems != 0) {
+      throw std::runtime_error(p.file + ": tensor '" + p.name + "': rows of " + std::to_string(k) +
+                               " elements are not whole " + block_format_name(p.block_format) + " blocks");
+    }
+    if (f.bits == 4 && layout.max_code != 15) {
+      throw std::runtime_error(p.file + ": tensor '" + p.name + "': " + block_format_name(p.block_format) +
+                               " blocks do not fit 4-bit codes");
+    }
+    n += static_cast<int>(p.shape[0]);
+  }
+  const int groups = k / kGroup;
   std::vector<uint8_t> codes(static_cast<size_t>(n) * static_cast<size_t>(k));
-  std::vector<float> scales(static_cast<size_t>(n) * static_cast<size_t>(groups));
+  std::vector<float> scales(static_cast<size_t>(n) * static_cast<size_t>(groups)), zeros(scales.size());
   size_t row = 0;
   for (const TensorView& p : parts) {
-    const size_t block_bytes = p.block_format == BlockFormat::q8_0 ? 34 : 18;
+    const BlockLayout layout = layout_of(p.block_format);
+    const size_t row_bytes = static_cast<size_t>(k / layout.elems) * layout.bytes;
     for (int64_t r = 0; r < p.shape[0]; ++r, ++row) {
-      row_codes(p.blocks + static_cast<size_t>(r) * static_cast<size_t>(groups) * block_bytes, p.block_format, k,
-                f.bits, codes.data() + row * static_cast<size_t>(k), scales.data() + row * static_cast<size_t>(groups));
+      row_codes(p.blocks + static_cast<size_t>(r) * row_bytes, p.block_format, k, f,
+                codes.data() + row * static_cast<size_t>(k), scales.data() + row * static_cast<size_t>(groups),
+                zeros.data() + row * static_cast<size_t>(groups));
     }
   }
-  kern::pack_quant_linear_codes(dst, f, codes.data(), static_cast<size_t>(k), scales.data(), nullptr, n, k);
+  kern::pack_quant_linear_codes(dst, f, codes.data(), static_cast<size_t>(k), scales.data(), zeros.data(), n, k);
 }
 
 }  // namespace slab

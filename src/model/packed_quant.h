@@ -1,9 +1,13 @@
 #pragma once
 // Projections packed for the INT8/INT4 kernels (kernels/linear_quant.h): quantized at load with
 // round-to-nearest from BF16/F16/F32 tensors (--quantization w8|w8g32|w4|w4g128), or repacked from a
-// GGUF file's Q8_0/Q4_0 blocks without requantizing (Q4_0 is W4 g32 symmetric with zero 8, Q8_0
-// is W8 g32 symmetric; only the FP16 block scale is rounded to the kernels' BF16 scale, a
-// relative error of at most 2^-9 per block).
+// GGUF file's quantized blocks. Every 32 elements of a block format are codes under one affine map
+// y = d·code + offset (model/gguf_blocks.h), which is the kernels' y = scale·(code − zero) with
+// scale d and zero −offset/d: Q4_0 is W4 g32 symmetric (zero 8), Q8_0 and Q5_0 W8 g32 symmetric;
+// Q4_1 and Q4_K (a free minimum) W4 g32 with zero points, Q5_1 and Q5_K W8 g32 with zero points.
+// Only the FP16 block scale (and the zero) are rounded to BF16, a relative error of at most 2^-8.
+// Q6_K (scales per 16) is requantized to W8 g32 round-to-nearest from its values (8 bits for its
+// 6: at most 1/254 of the group's largest value).
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,9 +19,10 @@
 
 namespace slab {
 
-// How the linear projections (q/k/v/o, gate/up, down) are held. Embeddings, norms and the output
-// head stay BF16/FP32 in every mode.
-//  automatic: BF16, except a GGUF file's Q8_0/Q4_0 projections, repacked as they are
+// How the linear projections (q/k/v/o, gate/up, down) are held. Embeddings and norms stay
+// BF16/FP32 in every mode; the output head too, except a GGUF file's quantized head under
+// `automatic` and the head under PackOptions::quantize_lm_head.
+//  automatic: BF16, except a GGUF file's quantized projections and output head, repacked
 //  none:      BF16 everywhere (GGUF blocks decoded)
 //  w8:        W8 per output channel, symmetric, RTN at load;  w8g32: groups of 32 (Q8_0's layout)
 //  w4:        W4 groups of 32, symmetric, RTN at load;  w4g128: groups of 128
@@ -32,8 +37,9 @@ std::optional<kern::QuantFormat> rtn_quant_format(WeightQuantization q);
 // "W8 per-channel", "W4 g32", "W4 g128 zero-point"...
 std::string quant_format_name(const kern::QuantFormat& f);
 
-// The format Q8_0/Q4_0 parts repack into: W4 g32 when all are Q4_0, W8 g32 when all are Q8_0 or
-// Q4_0 (a Q4_0 value q - 8 is an exact W8 code); nullopt when some part has no such blocks.
+// The format stacked block parts repack into: W4 g32 when all have 4-bit codes (Q4_0, Q4_1,
+// Q4_K), else W8 g32 (a 4- or 5-bit code is an exact W8 code); with zero points when some part
+// has a free minimum (Q4_1, Q5_1, Q4_K, Q5_K). nullopt when some part has no blocks.
 std::optional<kern::QuantFormat> block_repack_format(const std::vector<TensorView>& parts);
 
 // The [n_i, k] parts stacked along N into one quantized matrix, into `dst`

@@ -314,7 +314,10 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& stored, const Pac
     }
   }
   const TensorView head = c.tie_word_embeddings ? embed : ck.get(c.lm_head_name, {c.vocab_size, hidden});
-  if (options.quantize_lm_head && rtn_quant_format(options.quantization)) {
+  // A GGUF file's quantized head runs quantized, as its author chose (Q6_K in Q4_K_M files).
+  const bool head_from_blocks =
+      options.quantization == WeightQuantization::automatic && head.block_format != BlockFormat::none;
+  if ((options.quantize_lm_head && rtn_quant_format(options.quantization)) || head_from_blocks) {
     std::map<std::string, int> head_path;  // the head is not a projection; describe_formats() names its format
     m.lm_head = pack_projection({head}, h, options.quantization, alloc, head_path);
   } else {

@@ -3,6 +3,7 @@
 // scripts/make_gguf_fixtures.py).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -14,6 +15,7 @@
 #include "model/gguf_blocks.h"
 #include "model/gguf_model.h"
 #include "model/model.h"
+#include "model/packed_quant.h"
 #include "safetensors_writer.h"
 #include "test_paths.h"
 
@@ -129,6 +131,95 @@ TEST_CASE("gguf blocks: every decoder gives gguf-py's floats", "[gguf][quant]") 
         }
       }
       CHECK(mismatches == 0);
+    }
+  }
+}
+
+TEST_CASE("gguf blocks of every format repack for the INT8/INT4 kernels within BF16 rounding of gguf-py's floats",
+          "[gguf][quant]") {
+  // The repack keeps each block's codes and turns its FP16 scale (and minimum) into a BF16 scale
+  // and zero (BF16: 8 significant bits, a relative rounding of at most 2^-8): per group of 32 the
+  // error is at most 2^-8 of the slope over half the code range plus 2^-8 of the offset, under
+  // 2^-8 · (range / 2 + max|y|). Q6_K is requantized to 8 bits:
+  // half a step of max|y| / 127, plus the scale's rounding.
+  std::ifstream in(fixtures_dir() / "gguf" / "blocks.json");
+  REQUIRE(in.good());
+  const nlohmann::json fixture = nlohmann::json::parse(in);
+  struct Case {
+    const char* type;
+    BlockFormat format;
+    int block_elems;
+    size_t block_bytes;
+    int bits;
+    bool zero_point;
+  };
+  const Case cases[] = {
+      {"Q8_0", BlockFormat::q8_0, 32, 34, 8, false},   {"Q4_0", BlockFormat::q4_0, 32, 18, 4, false},
+      {"Q4_1", BlockFormat::q4_1, 32, 20, 4, true},    {"Q5_0", BlockFormat::q5_0, 32, 22, 8, false},
+      {"Q5_1", BlockFormat::q5_1, 32, 24, 8, true},    {"Q4_K", BlockFormat::q4_k, 256, 144, 4, true},
+      {"Q5_K", BlockFormat::q5_k, 256, 176, 8, true},  {"Q6_K", BlockFormat::q6_k, 256, 210, 8, false},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.type) {
+      const auto& entry = fixture.at(c.type);
+      const std::vector<uint8_t> blocks = from_hex(entry.at("blocks").get<std::string>());
+      const auto want = entry.at("expected").get<std::vector<float>>();
+      const int k = c.block_elems == 32 ? 64 : 256;
+      const int n = static_cast<int>(want.size()) / k;
+      REQUIRE(n >= 2);
+      TensorView view{"t", DType::bf16, {n, k}, nullptr, "blocks.json", c.format, blocks.data()};
+      const std::optional<kern::QuantFormat> f = block_repack_format({view});
+      REQUIRE(f);
+      CHECK(f->bits == c.bits);
+      CHECK(f->group == 32);
+      CHECK(f->zero_point == c.zero_point);
+      std::vector<uint8_t> packed(kern::packed_quant_bytes(*f, n, k));
+      pack_stacked_blocks(packed.data(), {view}, k, *f);
+      std::vector<float> got(want.size());
+      kern::dequantize_quant_linear(got.data(), static_cast<size_t>(k), packed.data(), *f, n, k);
+      size_t bad = 0;
+      for (size_t g = 0; g < want.size() / 32; ++g) {
+        const auto [lo, hi] = std::minmax_element(want.begin() + 32 * g, want.begin() + 32 * (g + 1));
+        const float amax = std::max(std::fabs(*lo), std::fabs(*hi)), range = *hi - *lo;
+        const float tol = c.format == BlockFormat::q6_k ? amax * (0.5f / 127.0f + 1.0f / 256.0f)
+                                                         : std::ldexp(0.5f * range + amax, -8) * 1.02f + 1e-7f * amax;
+        for (size_t i = 32 * g; i < 32 * (g + 1); ++i) {
+          if (!(std::fabs(got[i] - want[i]) <= tol) && bad++ < 5)
+            UNSCOPED_INFO("element " << i << ": got " << got[i] << ", gguf-py " << want[i] << ", tol " << tol);
+        }
+      }
+      CHECK(bad == 0);
+    }
+  }
+}
+
+TEST_CASE("gguf blocks: Q4_K stacked with Q6_K (a Q4_K_M QKV) repacks as W8 with zero points", "[gguf][quant]") {
+  std::ifstream in(fixtures_dir() / "gguf" / "blocks.json");
+  REQUIRE(in.good());
+  const nlohmann::json fixture = nlohmann::json::parse(in);
+  const std::vector<uint8_t> q4k = from_hex(fixture.at("Q4_K").at("blocks").get<std::string>());
+  const std::vector<uint8_t> q6k = from_hex(fixture.at("Q6_K").at("blocks").get<std::string>());
+  std::vector<float> want = fixture.at("Q4_K").at("expected").get<std::vector<float>>();
+  const auto want6 = fixture.at("Q6_K").at("expected").get<std::vector<float>>();
+  want.insert(want.end(), want6.begin(), want6.end());
+  const int k = 256, n = static_cast<int>(want.size()) / k;
+  const TensorView a{"a", DType::bf16, {3, k}, nullptr, "blocks.json", BlockFormat::q4_k, q4k.data()};
+  const TensorView b{"b", DType::bf16, {3, k}, nullptr, "blocks.json", BlockFormat::q6_k, q6k.data()};
+  const std::optional<kern::QuantFormat> f = block_repack_format({a, b});
+  REQUIRE(f);
+  CHECK(f->bits == 8);
+  CHECK(f->zero_point);
+  std::vector<uint8_t> packed(kern::packed_quant_bytes(*f, n, k));
+  pack_stacked_blocks(packed.data(), {a, b}, k, *f);
+  std::vector<float> got(want.size());
+  kern::dequantize_quant_linear(got.data(), static_cast<size_t>(k), packed.data(), *f, n, k);
+  for (size_t g = 0; g < want.size() / 32; ++g) {
+    const auto [lo, hi] = std::minmax_element(want.begin() + 32 * g, want.begin() + 32 * (g + 1));
+    const float amax = std::max(std::fabs(*lo), std::fabs(*hi)), range = *hi - *lo;
+    const float tol = amax * (0.5f / 127.0f + 1.0f / 256.0f) + std::ldexp(0.5f * range + amax, -8) * 1.02f;
+    for (size_t i = 32 * g; i < 32 * (g + 1); ++i) {
+      INFO("element " << i);
+      REQUIRE(std::fabs(got[i] - want[i]) <= tol);
     }
   }
 }

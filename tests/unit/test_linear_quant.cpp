@@ -56,13 +56,14 @@ std::string describe(const QuantFormat& f) {
 struct QuantMatrix {
   QuantFormat f;
   int n = 0, k = 0, groups = 0, gs = 0;
-  std::vector<uint8_t> codes, zeros;  // [n][k], [n][groups]
-  std::vector<float> scales;          // [n][groups], BF16-representable
+  std::vector<uint8_t> codes;         // [n][k]
+  std::vector<float> scales, zeros;   // [n][groups], BF16-representable
   std::vector<double> w;              // [n][k] = scale · (code − zero)
   std::vector<uint8_t> packed;
 };
 
-QuantMatrix make_matrix(const QuantFormat& f, int n, int k, std::mt19937& rng) {
+// fractional_zeros: zero points anywhere in [0, top code] (GGUF K-quant mins), not only integers.
+QuantMatrix make_matrix(const QuantFormat& f, int n, int k, std::mt19937& rng, bool fractional_zeros = false) {
   QuantMatrix q;
   q.f = f;
   q.n = n;
@@ -77,13 +78,22 @@ QuantMatrix make_matrix(const QuantFormat& f, int n, int k, std::mt19937& rng) {
   q.scales.resize(static_cast<size_t>(n) * q.groups);
   for (auto& s : q.scales) s = round_to_bf16(scale(rng));
   q.zeros.resize(q.scales.size());
-  for (auto& z : q.zeros) z = static_cast<uint8_t>(f.zero_point ? code(rng) : implied_zero_of(f));
+  std::uniform_real_distribution<float> real_zero(0.0f, static_cast<float>(top_code(f)));
+  for (auto& z : q.zeros) {
+    if (!f.zero_point) {
+      z = static_cast<float>(implied_zero_of(f));
+    } else {
+      // Not below 2^-6, so that code − zero stays exact in FP32 (as dequantize's test expects).
+      const float real = std::min(round_to_bf16(real_zero(rng)), static_cast<float>(top_code(f)));
+      z = fractional_zeros ? (real < 0.015625f ? 0.0f : real) : static_cast<float>(code(rng));
+    }
+  }
   q.w.resize(q.codes.size());
   for (int r = 0; r < n; ++r) {
     for (int kk = 0; kk < k; ++kk) {
       const size_t g = static_cast<size_t>(r) * q.groups + static_cast<size_t>(kk / q.gs);
       q.w[static_cast<size_t>(r) * k + kk] =
-          double{q.scales[g]} * (q.codes[static_cast<size_t>(r) * k + kk] - int{q.zeros[g]});
+          double{q.scales[g]} * (q.codes[static_cast<size_t>(r) * k + kk] - double{q.zeros[g]});
     }
   }
   q.packed.assign(packed_quant_bytes(f, n, k), 0xa5);
@@ -254,6 +264,16 @@ const QuantFormat kFormats[] = {
     {8, 0, false}, {8, 128, false}, {8, 32, true}, {4, 32, false}, {4, 128, false}, {4, 32, true}, {4, 128, true},
 };
 
+// Every format, and the zero-point ones once more with fractional zeros.
+std::vector<std::pair<QuantFormat, bool>> formats_with_fractional_zeros() {
+  std::vector<std::pair<QuantFormat, bool>> v;
+  for (const QuantFormat& f : kFormats) {
+    v.emplace_back(f, false);
+    if (f.zero_point) v.emplace_back(f, true);
+  }
+  return v;
+}
+
 }  // namespace
 
 TEST_CASE("quantized packing puts codes in 16-column panels of 4 (W8) or 8 (W4) k per 32-bit lane", "[quant]") {
@@ -313,9 +333,9 @@ TEST_CASE("quantized packing rejects unknown formats and out-of-range codes", "[
 
 TEST_CASE("dequantizing packed codes gives scale times code minus zero exactly", "[quant]") {
   std::mt19937 rng(11);
-  for (const QuantFormat& f : kFormats) {
+  for (const auto& [f, fractional] : formats_with_fractional_zeros()) {
     for (auto [n, k] : {std::pair{5, 33}, std::pair{33, 300}}) {
-      const QuantMatrix q = make_matrix(f, n, k, rng);
+      const QuantMatrix q = make_matrix(f, n, k, rng, fractional);
       std::vector<float> back(static_cast<size_t>(n) * k);
       dequantize_quant_linear(back.data(), static_cast<size_t>(k), q.packed.data(), f, n, k);
       for (size_t i = 0; i < back.size(); ++i) {
@@ -393,9 +413,9 @@ TEST_CASE("round-to-nearest quantization round trips within half a step", "[quan
 TEST_CASE("quantized linear matches the reference on ragged shapes for every format and ISA", "[quant]") {
   std::mt19937 rng(2024);
   const std::vector<Isa> isas = quant_isas();
-  for (const QuantFormat& f : kFormats) {
+  for (const auto& [f, fractional] : formats_with_fractional_zeros()) {
     for (auto [n, k] : {std::pair{1, 40}, std::pair{17, 200}, std::pair{40, 333}, std::pair{70, 130}}) {
-      const QuantMatrix q = make_matrix(f, n, k, rng);
+      const QuantMatrix q = make_matrix(f, n, k, rng, fractional);
       for (int m : {1, 2, 3, 4, 5, 7, 8, 9, 13, 17, 33, 70}) {
         const Inputs in = make_inputs(m, n, k, rng);
         std::vector<float> batched_scalar;
@@ -408,7 +428,8 @@ TEST_CASE("quantized linear matches the reference on ragged shapes for every for
             if (isa == Isa::scalar) {
               batched_scalar = got;
             } else if (std::memcmp(got.data(), batched_scalar.data(), got.size() * sizeof(float)) != 0) {
-              FAIL_CHECK(isa_name(isa) << " batched differs from scalar: " << describe(f) << " m=" << m << " n=" << n
+              FAIL_CHECK(isa_name(isa) << " batched differs from scalar: " << describe(f)
+                                       << (fractional ? " fractional zeros" : "") << " m=" << m << " n=" << n
                                        << " k=" << k);
             }
           }
@@ -479,7 +500,8 @@ TEST_CASE("batched integer math is exact: power-of-two block scales give the exa
             long dot = 0;
             for (int kk = b * kActBlock; kk < std::min(k, (b + 1) * kActBlock); ++kk) {
               const size_t gi = static_cast<size_t>(c) * q.groups + static_cast<size_t>(kk / q.gs);
-              dot += long{v[static_cast<size_t>(r) * k + kk]} * (q.codes[static_cast<size_t>(c) * k + kk] - q.zeros[gi]);
+              dot += long{v[static_cast<size_t>(r) * k + kk]} *
+                     (q.codes[static_cast<size_t>(c) * k + kk] - static_cast<long>(q.zeros[gi]));
             }
             const long scaled = dot << e[static_cast<size_t>(r) * blocks + b];
             want += scaled;
