@@ -10,7 +10,7 @@
 //
 // Usage: bench_linear_quant [--quick] [--threads N] [--reps N] [--m 1,4,8,64,256]
 //                           [--isa scalar|avx2] [--cycle-x N] [--ops o,up,down]
-//                           [--kinds bf16,w8,w8g128,w4g32,w4g128,w4g128z]
+//                           [--kinds bf16,w8,w8g128,w8g32,w8g32z,w4g32,w4g32z,w4g128,w4g128z]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -47,7 +47,10 @@ const Kind kKinds[] = {
     {"bf16", true, {}},
     {"w8", false, {8, 0, false}},
     {"w8g128", false, {8, 128, false}},
-    {"w4g32", false, {4, 32, false}},
+    {"w8g32", false, {8, 32, false}},  // GGUF Q8_0 / Q5_0 / Q6_K repacked
+    {"w8g32z", false, {8, 32, true}},  // GGUF Q5_1 / Q5_K repacked
+    {"w4g32", false, {4, 32, false}},  // GGUF Q4_0 repacked
+    {"w4g32z", false, {4, 32, true}},  // GGUF Q4_1 / Q4_K repacked
     {"w4g128", false, {4, 128, false}},
     {"w4g128z", false, {4, 128, true}},
 };
@@ -229,7 +232,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--threads N] [--reps N] [--m 1,4,8,64,256] [--isa scalar|avx2] [--cycle-x N]\n"
-                   "       [--ops o,up,down] [--kinds bf16,w8,w8g128,w4g32,w4g128,w4g128z]\n",
+                   "       [--ops o,up,down] [--kinds bf16,w8,w8g128,w8g32,w8g32z,w4g32,w4g32z,w4g128,w4g128z]\n",
                    argv[0]);
       return 2;
     }

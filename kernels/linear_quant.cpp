@@ -318,15 +318,15 @@ void pack_quant_linear_codes(uint8_t* dst, const QuantFormat& f, const uint8_t* 
   std::vector<float> z(static_cast<size_t>(groups));
   for (int r = 0; r < n; ++r) {
     for (int g = 0; g < groups; ++g) {
-      const float zero = f.zero_point ? zeros[static_cast<size_t>(r) * groups + g]
-                                      : static_cast<float>(detail::implied_zero(f.bits));
+      const float zero =
+          f.zero_point ? zeros[static_cast<size_t>(r) * groups + g] : static_cast<float>(detail::implied_zero(f.bits));
       if (!std::isfinite(zero)) throw std::invalid_argument("pack_quant_linear_codes: zero point not finite");
       z[static_cast<size_t>(g)] = zero;
     }
     for (int kk = 0; kk < kp; ++kk) {
       // K padding meets zero activations, so its code only has to be valid: the zero, rounded.
-      const float pad = std::clamp(std::nearbyint(z[static_cast<size_t>(kk / gs)]), 0.0f,
-                                   static_cast<float>(max_code(f)));
+      const float pad =
+          std::clamp(std::nearbyint(z[static_cast<size_t>(kk / gs)]), 0.0f, static_cast<float>(max_code(f)));
       const uint8_t c = kk < k ? codes[static_cast<size_t>(r) * ldc + kk] : static_cast<uint8_t>(pad);
       if (c > max_code(f)) throw std::invalid_argument("pack_quant_linear_codes: code out of range");
       row[static_cast<size_t>(kk)] = c;
@@ -336,11 +336,16 @@ void pack_quant_linear_codes(uint8_t* dst, const QuantFormat& f, const uint8_t* 
 }
 
 void dequantize_quant_linear(float* w, size_t ldw, const uint8_t* packed, const QuantFormat& f, int n, int k) {
+  dequantize_quant_rows(w, ldw, packed, f, k, 0, n);
+}
+
+void dequantize_quant_rows(float* w, size_t ldw, const uint8_t* packed, const QuantFormat& f, int k, int first,
+                           int rows) {
   check_quant_format(f);
   const size_t panel_bytes = quant_panel_bytes(f, k);
   const int kp = quant_padded_k(f, k), groups = quant_groups(f, k), gs = quant_group_size(f, k);
   const size_t code_bytes = static_cast<size_t>(kp) * kQuantPanelCols * f.bits / 8;
-  for (int r = 0; r < n; ++r) {
+  for (int r = first; r < first + rows; ++r) {
     const uint8_t* panel = packed + static_cast<size_t>(r / kQuantPanelCols) * panel_bytes;
     const int c = r % kQuantPanelCols;
     const auto* meta = reinterpret_cast<const bf16_t*>(panel + code_bytes);
@@ -352,7 +357,7 @@ void dequantize_quant_linear(float* w, size_t ldw, const uint8_t* packed, const 
       const float scale = bf16_to_f32(meta[g * kQuantPanelCols + c]);
       const float zero = f.zero_point ? bf16_to_f32(meta[(groups + g) * kQuantPanelCols + c])
                                       : static_cast<float>(detail::implied_zero(f.bits));
-      w[static_cast<size_t>(r) * ldw + kk] = scale * (static_cast<float>(code) - zero);
+      w[static_cast<size_t>(r - first) * ldw + kk] = scale * (static_cast<float>(code) - zero);
     }
   }
 }

@@ -59,7 +59,7 @@ namespace slab::kern {
 
 inline constexpr int kQuantPanelCols = 16;
 inline constexpr int kQuantDecodeMaxM = 8;  // up to here: weight-only, one pass over W for all rows
-inline constexpr int kQuantActBlock = 32;  // M > 8: elements of K per INT8 activation scale
+inline constexpr int kQuantActBlock = 32;   // M > 8: elements of K per INT8 activation scale
 
 struct QuantFormat {
   int bits = 8;             // 8 or 4
@@ -98,6 +98,9 @@ void pack_quant_linear_codes(uint8_t* dst, const QuantFormat& f, const uint8_t* 
 
 // W[n][k] back from the packed form (row stride ldw): scale · (code − zero), in FP32.
 void dequantize_quant_linear(float* w, size_t ldw, const uint8_t* packed, const QuantFormat& f, int n, int k);
+// Rows [first, first + rows) of W only (an embedding row looked up in a quantized table).
+void dequantize_quant_rows(float* w, size_t ldw, const uint8_t* packed, const QuantFormat& f, int k, int first,
+                           int rows);
 
 struct PackedQuant {
   const uint8_t* data = nullptr;

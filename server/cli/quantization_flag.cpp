@@ -5,9 +5,11 @@ namespace slab::cli {
 void add_quantization_flags(CLI::App& cmd, api::LoadOptions& load) {
   cmd.add_option("--quantization", load.quantization,
                  "Weights of the linear projections (q/k/v/o, gate/up, down): auto (BF16, but a GGUF file's quantized "
-                 "projections and output head run on the INT8/INT4 kernels, repacked from the blocks), none (BF16 everywhere), w8 (INT8 per output "
+                 "projections and output head run on the INT8/INT4 kernels, repacked from the blocks), none (BF16 "
+                 "everywhere), w8 (INT8 per output "
                  "channel), w8g32 (INT8 groups of 32, the layout of llama.cpp's Q8_0), w4 (INT4 groups of 32), "
-                 "w4g128 (INT4 groups of 128); these four quantize at load with round-to-nearest. Embeddings stay BF16, and so does the output head "
+                 "w4g128 (INT4 groups of 128); these four quantize at load with round-to-nearest. Embeddings stay "
+                 "BF16, and so does the output head "
                  "unless it is a GGUF file's quantized one or --quantize-lm-head is given")
       ->type_name("MODE")
       ->capture_default_str();

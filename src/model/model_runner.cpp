@@ -112,7 +112,7 @@ bool ModelRunner::has_quantized_weights() const {
 size_t ModelRunner::decode_weight_bytes() const { return packed_ ? packed_->model.decode_bytes() : 0; }
 
 size_t ModelRunner::weight_bytes() const {
-  if (packed_) return packed_->model.decode_bytes() + packed_->model.embedding.size() * sizeof(kern::bf16_t);
+  if (packed_) return packed_->model.decode_bytes() + packed_->model.embedding_bytes();
   size_t total = 0;
   const auto fp32 = checkpoint_over(reference_->config, reference_->weights);
   for (const std::string& name : fp32->tensor_names()) total += fp32->tensor(name).bytes();

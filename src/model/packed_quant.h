@@ -20,9 +20,9 @@
 namespace slab {
 
 // How the linear projections (q/k/v/o, gate/up, down) are held. Embeddings and norms stay
-// BF16/FP32 in every mode; the output head too, except a GGUF file's quantized head under
-// `automatic` and the head under PackOptions::quantize_lm_head.
-//  automatic: BF16, except a GGUF file's quantized projections and output head, repacked
+// BF16/FP32 in every mode, and so does the output head, except a GGUF file's quantized head and
+// embedding table under `automatic` (repacked) and the head under PackOptions::quantize_lm_head.
+//  automatic: BF16, except a GGUF file's quantized projections, head and embedding table, repacked
 //  none:      BF16 everywhere (GGUF blocks decoded)
 //  w8:        W8 per output channel, symmetric, RTN at load;  w8g32: groups of 32 (Q8_0's layout)
 //  w4:        W4 groups of 32, symmetric, RTN at load;  w4g128: groups of 128

@@ -223,6 +223,13 @@ void PackedModel::embed(float* out, int token, int hidden) const {
     kern::convert_bf16_to_f32(out, embedding.data() + static_cast<size_t>(token) * hidden, static_cast<size_t>(hidden));
     return;
   }
+  for (const PackedMatrix* table : {&embedding_quant, &lm_head}) {
+    if (table->quantized) {  // the first quantized one holds the rows (a tied head only without a table)
+      kern::dequantize_quant_rows(out, static_cast<size_t>(hidden), table->buf.as<const uint8_t>(), table->quant,
+                                  hidden, token, 1);
+      return;
+    }
+  }
   // Tied: row `token` of the packed head is column token % 32 of panel token / 32, stored as
   // k-pairs 128 bytes apart (see kernels/linear_bf16.h).
   const kern::bf16_t* panel = lm_head.buf.as<const kern::bf16_t>() + static_cast<size_t>(token / kern::kPanelCols) *
@@ -235,6 +242,9 @@ void PackedModel::embed(float* out, int token, int hidden) const {
 }
 
 std::string PackedModel::describe_formats() const {
+  auto mib = [](size_t b) {
+    return std::to_string(b / (1 << 20)) + "." + std::to_string(b % (1 << 20) * 10 / (1 << 20)) + " MiB";
+  };
   std::map<std::string, size_t> bytes;  // format -> packed bytes
   for (const PackedLayer& l : layers) {
     for (const PackedMatrix* m : {&l.qkv, &l.o, &l.gate_up, &l.down}) bytes[m->format_name()] += m->bytes();
@@ -242,13 +252,17 @@ std::string PackedModel::describe_formats() const {
   std::string out = "projections ";
   bool first = true;
   for (const auto& [format, b] : bytes) {
-    out += (first ? "" : " + ") + format + " " + std::to_string(b / (1 << 20)) + "." +
-           std::to_string(b % (1 << 20) * 10 / (1 << 20)) + " MiB";
+    out += (first ? "" : " + ") + format + " " + mib(b);
     first = false;
   }
-  const size_t head = lm_head.bytes();
-  return out + ", lm_head " + lm_head.format_name() + " " + std::to_string(head / (1 << 20)) + "." +
-         std::to_string(head % (1 << 20) * 10 / (1 << 20)) + " MiB";
+  out += ", lm_head " + lm_head.format_name() + " " + mib(lm_head.bytes());
+  if (embedding_quant.quantized)
+    out += ", embedding " + embedding_quant.format_name() + " " + mib(embedding_quant.bytes());
+  return out;
+}
+
+size_t PackedModel::embedding_bytes() const {
+  return embedding.size() * sizeof(kern::bf16_t) + (embedding_quant.quantized ? embedding_quant.bytes() : 0);
 }
 
 size_t PackedModel::decode_bytes() const {
@@ -323,8 +337,17 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& stored, const Pac
   } else {
     m.lm_head = pack_stacked({head}, h, alloc);
   }
-  // The embedding rows come from the packed head only while it is BF16 and tied.
-  if (!c.tie_word_embeddings || m.lm_head.quantized) {
+  // The embedding rows: a GGUF file's quantized table stays quantized (repacked: the file's values;
+  // from the head itself when tied and the head is that table); otherwise BF16, from the packed
+  // head only while it is BF16 and tied.
+  const bool embed_from_blocks =
+      options.quantization == WeightQuantization::automatic && embed.block_format != BlockFormat::none;
+  if (embed_from_blocks) {
+    if (!c.tie_word_embeddings || !m.lm_head.quantized) {
+      std::map<std::string, int> embed_path;
+      m.embedding_quant = pack_projection({embed}, h, options.quantization, alloc, embed_path);
+    }
+  } else if (!c.tie_word_embeddings || m.lm_head.quantized) {
     m.embedding.resize(static_cast<size_t>(embed.numel()));
     if (embed.dtype == DType::bf16) {
       std::memcpy(m.embedding.data(), embed.data, m.embedding.size() * sizeof(kern::bf16_t));

@@ -46,11 +46,15 @@ struct PackedModel {
   std::vector<PackedLayer> layers;
   std::vector<float> final_norm;
   PackedMatrix lm_head;                 // [vocab, hidden]; also the embedding when tied
-  std::vector<kern::bf16_t> embedding;  // [vocab, hidden] row-major; empty when tied
+  std::vector<kern::bf16_t> embedding;  // [vocab, hidden] row-major; empty when tied or quantized
+  // A GGUF file's quantized embedding table, repacked (rows looked up one at a time); unset when
+  // `embedding` or a tied head holds the rows.
+  PackedMatrix embedding_quant;
 
   // Embedding row of `token` as FP32 (from the packed head when the embeddings are tied).
   void embed(float* out, int token, int hidden) const;
   size_t decode_bytes() const;
+  size_t embedding_bytes() const;  // the table's own bytes (0 when the head holds the rows)
   // How each projection was packed, with counts: "BF16 -> W8 per-channel (RTN)" x 96,
   // "Q4_0 -> W4 g32 (repacked)", "Q6_K -> BF16"...
   std::map<std::string, int> projection_paths;

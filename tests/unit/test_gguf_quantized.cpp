@@ -154,10 +154,10 @@ TEST_CASE("gguf blocks of every format repack for the INT8/INT4 kernels within B
     bool zero_point;
   };
   const Case cases[] = {
-      {"Q8_0", BlockFormat::q8_0, 32, 34, 8, false},   {"Q4_0", BlockFormat::q4_0, 32, 18, 4, false},
-      {"Q4_1", BlockFormat::q4_1, 32, 20, 4, true},    {"Q5_0", BlockFormat::q5_0, 32, 22, 8, false},
-      {"Q5_1", BlockFormat::q5_1, 32, 24, 8, true},    {"Q4_K", BlockFormat::q4_k, 256, 144, 4, true},
-      {"Q5_K", BlockFormat::q5_k, 256, 176, 8, true},  {"Q6_K", BlockFormat::q6_k, 256, 210, 8, false},
+      {"Q8_0", BlockFormat::q8_0, 32, 34, 8, false},  {"Q4_0", BlockFormat::q4_0, 32, 18, 4, false},
+      {"Q4_1", BlockFormat::q4_1, 32, 20, 4, true},   {"Q5_0", BlockFormat::q5_0, 32, 22, 8, false},
+      {"Q5_1", BlockFormat::q5_1, 32, 24, 8, true},   {"Q4_K", BlockFormat::q4_k, 256, 144, 4, true},
+      {"Q5_K", BlockFormat::q5_k, 256, 176, 8, true}, {"Q6_K", BlockFormat::q6_k, 256, 210, 8, false},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.type) {
@@ -182,7 +182,7 @@ TEST_CASE("gguf blocks of every format repack for the INT8/INT4 kernels within B
         const auto [lo, hi] = std::minmax_element(want.begin() + 32 * g, want.begin() + 32 * (g + 1));
         const float amax = std::max(std::fabs(*lo), std::fabs(*hi)), range = *hi - *lo;
         const float tol = c.format == BlockFormat::q6_k ? amax * (0.5f / 127.0f + 1.0f / 256.0f)
-                                                         : std::ldexp(0.5f * range + amax, -8) * 1.02f + 1e-7f * amax;
+                                                        : std::ldexp(0.5f * range + amax, -8) * 1.02f + 1e-7f * amax;
         for (size_t i = 32 * g; i < 32 * (g + 1); ++i) {
           if (!(std::fabs(got[i] - want[i]) <= tol) && bad++ < 5)
             UNSCOPED_INFO("element " << i << ": got " << got[i] << ", gguf-py " << want[i] << ", tol " << tol);

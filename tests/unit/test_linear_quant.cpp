@@ -56,9 +56,9 @@ std::string describe(const QuantFormat& f) {
 struct QuantMatrix {
   QuantFormat f;
   int n = 0, k = 0, groups = 0, gs = 0;
-  std::vector<uint8_t> codes;         // [n][k]
-  std::vector<float> scales, zeros;   // [n][groups], BF16-representable
-  std::vector<double> w;              // [n][k] = scale · (code − zero)
+  std::vector<uint8_t> codes;        // [n][k]
+  std::vector<float> scales, zeros;  // [n][groups], BF16-representable
+  std::vector<double> w;             // [n][k] = scale · (code − zero)
   std::vector<uint8_t> packed;
 };
 
@@ -338,6 +338,10 @@ TEST_CASE("dequantizing packed codes gives scale times code minus zero exactly",
       const QuantMatrix q = make_matrix(f, n, k, rng, fractional);
       std::vector<float> back(static_cast<size_t>(n) * k);
       dequantize_quant_linear(back.data(), static_cast<size_t>(k), q.packed.data(), f, n, k);
+      // One row alone, as an embedding lookup reads it: the same values.
+      std::vector<float> row(static_cast<size_t>(k));
+      dequantize_quant_rows(row.data(), static_cast<size_t>(k), q.packed.data(), f, k, n - 2, 1);
+      CHECK(std::equal(row.begin(), row.end(), back.begin() + static_cast<std::ptrdiff_t>(n - 2) * k));
       for (size_t i = 0; i < back.size(); ++i) {
         if (back[i] != static_cast<float>(q.w[i])) {
           FAIL_CHECK(describe(f) << " element " << i << ": " << back[i] << " vs " << q.w[i]);
@@ -485,8 +489,8 @@ TEST_CASE("batched integer math is exact: power-of-two block scales give the exa
         const int peak = lo + std::uniform_int_distribution<int>(0, hi - lo - 1)(rng);
         v[static_cast<size_t>(r) * k + peak] = coin(rng) ? 127 : -127;
         for (int c = lo; c < hi; ++c) {
-          const float x = std::ldexp(static_cast<float>(v[static_cast<size_t>(r) * k + c]),
-                                     e[static_cast<size_t>(r) * blocks + b]);
+          const float x =
+              std::ldexp(static_cast<float>(v[static_cast<size_t>(r) * k + c]), e[static_cast<size_t>(r) * blocks + b]);
           in.x[static_cast<size_t>(r) * in.ldx + c] = f32_to_bf16(x);  // 8 significant bits: exact
         }
       }

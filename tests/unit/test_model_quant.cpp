@@ -29,8 +29,8 @@
 #include "model/packed_quant.h"
 #include "runtime/cpu_features.h"
 #include "runtime/gguf_file.h"
-#include "tokenizer/tokenizer.h"
 #include "test_paths.h"
+#include "tokenizer/tokenizer.h"
 
 using namespace slab;
 
@@ -212,8 +212,8 @@ TEST_CASE("quantized runner: gemma3 w8 runs the GeLU-tanh MLP after the quantize
     wrong_worst = std::max(wrong_worst, row_error(&wrong[r * vocab], &twin[r * vocab], vocab));
   }
   CHECK(wrong_worst > 0.3f);
-  WARN("gemma3 w8: worst |diff| / max|logit| of a row: decode vs twin " << decode << ", prefill vs twin " << prefill
-                                                                        << "; SiLU instead of GeLU-tanh " << wrong_worst);
+  WARN("gemma3 w8: worst |diff| / max|logit| of a row: decode vs twin "
+       << decode << ", prefill vs twin " << prefill << "; SiLU instead of GeLU-tanh " << wrong_worst);
 }
 
 namespace {
@@ -265,8 +265,8 @@ std::vector<float> pseudo_random(uint32_t seed, size_t n, float scale) {
 constexpr uint32_t kQ8 = 8, kQ4 = 2;  // ggml type ids
 
 // A one-layer llama: q, k Q8_0, v Q4_0 (QKV repacks as W8 g32), o Q8_0, gate/up/down Q4_0 (W4
-// g32), embeddings and head F32.
-std::string tiny_quantized_llama() {
+// g32), embeddings and head F32; or, `tied_q8_embedding`, no head and a Q8_0 embedding table.
+std::string tiny_quantized_llama(bool tied_q8_embedding = false) {
   constexpr uint64_t vocab = 64, hidden = 128, ffn = 256, heads = 4, kv_heads = 2, head_dim = 32;
   test::GgufBuilder g;
   g.kv_str("general.architecture", "llama")
@@ -290,7 +290,12 @@ std::string tiny_quantized_llama() {
   auto quant = [&](const std::string& name, uint64_t rows, uint64_t cols, uint32_t type) {
     g.tensor(name, {cols, rows}, type, quantize_blocks(pseudo_random(seed++, rows * cols, 0.5f), type == kQ4));
   };
-  f32("token_embd.weight", vocab, hidden, 2.0f);
+  if (tied_q8_embedding) {
+    g.tensor("token_embd.weight", {hidden, vocab}, kQ8,
+             quantize_blocks(pseudo_random(seed++, vocab * hidden, 2.0f), false));
+  } else {
+    f32("token_embd.weight", vocab, hidden, 2.0f);
+  }
   f32("blk.0.attn_norm.weight", 0, hidden, 0.2f, 1.0f);
   quant("blk.0.attn_q.weight", heads * head_dim, hidden, kQ8);
   quant("blk.0.attn_k.weight", kv_heads * head_dim, hidden, kQ8);
@@ -301,7 +306,7 @@ std::string tiny_quantized_llama() {
   quant("blk.0.ffn_up.weight", ffn, hidden, kQ4);
   quant("blk.0.ffn_down.weight", hidden, ffn, kQ4);
   f32("output_norm.weight", 0, hidden, 0.2f, 1.0f);
-  f32("output.weight", vocab, hidden, 0.5f);
+  if (!tied_q8_embedding) f32("output.weight", vocab, hidden, 0.5f);
   return g.bytes();
 }
 
@@ -348,7 +353,9 @@ TEST_CASE("Q8_0/Q4_0 blocks repack into W8/W4 g32 codes that dequantize to the b
 
 TEST_CASE("GGUF Q8_0/Q4_0 llama: repacked logits match the decode-to-BF16 path", "[quantload]") {
   if (!cpu_features().has_avx2_kernels()) return;
-  const std::string bytes = tiny_quantized_llama();
+  const bool tied = GENERATE(false, true);
+  INFO((tied ? "tied Q8_0 embedding and head" : "F32 embedding and head"));
+  const std::string bytes = tiny_quantized_llama(tied);
   const std::filesystem::path path = std::filesystem::temp_directory_path() / "slab_test_quantload.gguf";
   {
     std::ofstream out(path, std::ios::binary);
@@ -368,6 +375,10 @@ TEST_CASE("GGUF Q8_0/Q4_0 llama: repacked logits match the decode-to-BF16 path",
   CHECK(repacked->weight_format().find("Q4_0 -> W4 g32 (repacked) x 2") != std::string::npos);
   CHECK(decoded->weight_format().find("Q4_0 -> BF16 x 2") != std::string::npos);
   CHECK(repacked->decode_weight_bytes() < decoded->decode_weight_bytes());
+  // A quantized tied table is the head, and its rows are the embedding: no second copy.
+  CHECK((repacked->weight_format().find("lm_head W8 g32") != std::string::npos) == tied);
+  CHECK(repacked->weight_format().find("embedding ") == std::string::npos);
+  if (tied) CHECK(repacked->weight_bytes() < decoded->weight_bytes() - 64 * 128 * 2 / 2);
 
   std::vector<int> tokens;
   for (int i = 0; i < 24; ++i) tokens.push_back((i * 29 + 3) % 64);
@@ -588,10 +599,11 @@ TEST_CASE("llama-quantize's GGUF files: the runner matches the dequantize-then-c
     }
     const std::string format = runner->weight_format();
     INFO(format);
-    // Every projection and the head run on the INT8/INT4 kernels, none decoded to BF16.
+    // Every projection, the head and the embedding table run quantized, none decoded to BF16.
     CHECK(format.find("(repacked)") != std::string::npos);
     CHECK(format.find("-> BF16") == std::string::npos);
     CHECK(format.find("lm_head W") != std::string::npos);
+    CHECK(format.find("embedding W") != std::string::npos);
     const std::vector<float> want = reference_logits(reference, tokens);
     const Logits got = run(*runner, tokens);
     // As the repacked-vs-decoded test: BF16 activations (and INT8 ones where batched).
