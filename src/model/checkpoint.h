@@ -47,6 +47,13 @@ class Checkpoint {
   // Throws std::runtime_error naming the checkpoint and the tensor when it is absent.
   virtual TensorView tensor(const std::string& name) const = 0;
   virtual std::vector<std::string> tensor_names() const = 0;
+  // The tensor's name, dtype, shape and blocks, `data` possibly null: for sizes and formats,
+  // without materialising values that a checkpoint makes on demand (a GGUF file's quantized
+  // tensors are decoded to BF16 only when tensor() asks).
+  virtual TensorView tensor_header(const std::string& name) const { return tensor(name); }
+  // The caller holds no more views of `name`: values made on demand may be freed (the packer
+  // calls it layer by layer, so decoding a GGUF file never holds more than a layer in BF16).
+  virtual void release(const std::string& name) const { (void)name; }
 };
 
 // A Hugging Face folder's weights: model.safetensors, or model.safetensors.index.json with its

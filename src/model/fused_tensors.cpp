@@ -66,6 +66,15 @@ class SplitCheckpoint final : public Checkpoint {
 
   std::vector<std::string> tensor_names() const override { return inner_.tensor_names(); }
 
+  TensorView tensor_header(const std::string& name) const override {
+    if (slices_.count(name) == 0 || inner_.has(name)) return inner_.tensor_header(name);
+    return tensor(name);
+  }
+  void release(const std::string& name) const override {
+    auto it = slices_.find(name);
+    inner_.release(it == slices_.end() || inner_.has(name) ? name : it->second.fused);
+  }
+
  private:
   const Checkpoint& inner_;
   std::map<std::string, Slice> slices_;

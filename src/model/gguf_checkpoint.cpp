@@ -2,6 +2,7 @@
 // dims innermost first), llama's Q/K rows back in rotate-half order, quantized blocks decoded.
 #include <algorithm>
 #include <map>
+#include <mutex>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -82,21 +83,21 @@ class GgufCheckpoint final : public Checkpoint {
       if (interleaved_qk && t.name.find(".attn_q.") != std::string::npos) heads = static_cast<size_t>(config.num_heads);
       if (interleaved_qk && t.name.find(".attn_k.") != std::string::npos)
         heads = static_cast<size_t>(config.num_kv_heads);
-      TensorView view = make_view(t, name, heads);
+      Entry e{make_view(t, name, heads), &t};
       if (dequantizer(t.type) != nullptr) {
         ++dequantized[ggml_type_name(static_cast<uint32_t>(t.type))];
-        dequantized_bytes += view.bytes();
+        dequantized_bytes += e.view.bytes();
       }
-      tensors_.emplace(name, std::move(view));
+      tensors_.emplace(name, std::move(e));
     }
     if (!dequantized.empty()) {
       std::string types;
       for (const auto& [type, count] : dequantized)
         types += (types.empty() ? "" : ", ") + type + " x " + std::to_string(count);
       spdlog::info(
-          "{}: quantized tensors ({}) decoded to BF16 at open ({:.1f} MiB) for the embedding and norms; the "
-          "projections and output head are then repacked for the INT8/INT4 kernels unless --quantization says "
-          "otherwise (see the packing log)",
+          "{}: quantized tensors ({}, {:.1f} MiB as BF16) are repacked for the INT8/INT4 kernels from their "
+          "blocks unless --quantization says otherwise (see the packing log); BF16 values are decoded only where "
+          "a path needs them, a layer at a time",
           file_.source(), types, dequantized_bytes / double(1 << 20));
     }
   }
@@ -104,9 +105,22 @@ class GgufCheckpoint final : public Checkpoint {
   bool has(const std::string& name) const override { return tensors_.count(name) != 0; }
 
   TensorView tensor(const std::string& name) const override {
-    auto it = tensors_.find(name);
-    if (it == tensors_.end()) throw std::runtime_error(file_.source() + ": tensor '" + name + "' not found");
-    return it->second;
+    const Entry& e = entry(name);
+    TensorView view = e.view;
+    if (view.data == nullptr) {  // quantized: decoded to BF16 on first use, until released
+      std::lock_guard<std::mutex> lock(decoded_mutex_);
+      std::vector<kern::bf16_t>& values = decoded_[name];
+      if (values.empty()) values = decode(*e.info, e.view);
+      view.data = values.data();
+    }
+    return view;
+  }
+
+  TensorView tensor_header(const std::string& name) const override { return entry(name).view; }
+
+  void release(const std::string& name) const override {
+    std::lock_guard<std::mutex> lock(decoded_mutex_);
+    decoded_.erase(name);
   }
 
   std::vector<std::string> tensor_names() const override {
@@ -117,8 +131,37 @@ class GgufCheckpoint final : public Checkpoint {
   }
 
  private:
+  struct Entry {
+    TensorView view;  // data null for quantized tensors (see tensor())
+    const GgufTensorInfo* info = nullptr;
+  };
+
+  const Entry& entry(const std::string& name) const {
+    auto it = tensors_.find(name);
+    if (it == tensors_.end()) throw std::runtime_error(file_.source() + ": tensor '" + name + "' not found");
+    return it->second;
+  }
+
+  // A quantized tensor's values as BF16, from the view's blocks (rows already in HF order).
+  std::vector<kern::bf16_t> decode(const GgufTensorInfo& t, const TensorView& view) const {
+    const GgmlTypeInfo* info = ggml_type_info(static_cast<uint32_t>(t.type));
+    const DequantizeFn decode_blocks = dequantizer(t.type);
+    const size_t row_elems = static_cast<size_t>(view.shape.back());
+    const size_t rows = static_cast<size_t>(view.numel()) / row_elems;
+    const size_t blocks_per_row = row_elems / info->block_elems;
+    const size_t row_bytes = blocks_per_row * info->block_bytes;
+    std::vector<kern::bf16_t> out(rows * row_elems);
+    std::vector<float> row(row_elems);
+    for (size_t r = 0; r < rows; ++r) {
+      decode_blocks(view.blocks + r * row_bytes, blocks_per_row, row.data());
+      for (size_t c = 0; c < row_elems; ++c) out[r * row_elems + c] = kern::f32_to_bf16(row[c]);
+    }
+    return out;
+  }
+
   // A view of `t` under its HF name: straight from the map when it can be, else an owned copy
-  // (rows reordered when `heads` is nonzero, blocks decoded to BF16 when quantized).
+  // (rows reordered when `heads` is nonzero). Quantized tensors keep their blocks (reordered
+  // rows copied), and no values until tensor() decodes them.
   TensorView make_view(const GgufTensorInfo& t, const std::string& name, size_t heads) {
     TensorView view;
     view.name = name;
@@ -148,37 +191,27 @@ class GgufCheckpoint final : public Checkpoint {
     }
     // Quantized: rows are whole blocks (the reader checked), so each decodes on its own.
     const GgmlTypeInfo* info = ggml_type_info(static_cast<uint32_t>(t.type));
-    const DequantizeFn decode = dequantizer(t.type);
-    if (info == nullptr || decode == nullptr)
-      file_.fail_tensor(t.name, "no decoder for type " + ggml_type_name(static_cast<uint32_t>(t.type)));
-    const size_t blocks_per_row = row_elems / info->block_elems;
-    const size_t row_bytes = blocks_per_row * info->block_bytes;
-    view.dtype = DType::bf16;
     view.block_format = block_format_of(t.type);
-    if (view.block_format != BlockFormat::none) {
-      if (from.empty()) {
-        view.blocks = t.data;
-      } else {
-        std::vector<uint8_t>& blocks = owned_.emplace_back(t.bytes);
-        for (size_t r = 0; r < rows; ++r)
-          std::copy_n(t.data + from[r] * row_bytes, row_bytes, blocks.data() + r * row_bytes);
-        view.blocks = blocks.data();
-      }
+    if (info == nullptr || dequantizer(t.type) == nullptr || view.block_format == BlockFormat::none)
+      file_.fail_tensor(t.name, "no decoder for type " + ggml_type_name(static_cast<uint32_t>(t.type)));
+    const size_t row_bytes = row_elems / info->block_elems * info->block_bytes;
+    view.dtype = DType::bf16;
+    if (from.empty()) {
+      view.blocks = t.data;
+    } else {
+      std::vector<uint8_t>& blocks = owned_.emplace_back(t.bytes);
+      for (size_t r = 0; r < rows; ++r)
+        std::copy_n(t.data + from[r] * row_bytes, row_bytes, blocks.data() + r * row_bytes);
+      view.blocks = blocks.data();
     }
-    std::vector<uint8_t>& buf = owned_.emplace_back(rows * row_elems * sizeof(kern::bf16_t));
-    auto* out = reinterpret_cast<kern::bf16_t*>(buf.data());
-    std::vector<float> row(row_elems);
-    for (size_t r = 0; r < rows; ++r) {
-      decode(t.data + (from.empty() ? r : from[r]) * row_bytes, blocks_per_row, row.data());
-      for (size_t c = 0; c < row_elems; ++c) out[r * row_elems + c] = kern::f32_to_bf16(row[c]);
-    }
-    view.data = buf.data();
     return view;
   }
 
   GgufFile file_;
-  std::unordered_map<std::string, TensorView> tensors_;
-  std::vector<std::vector<uint8_t>> owned_;  // reordered or decoded tensors; vectors' data stays put
+  std::unordered_map<std::string, Entry> tensors_;
+  std::vector<std::vector<uint8_t>> owned_;  // reordered tensors and blocks; vectors' data stays put
+  mutable std::mutex decoded_mutex_;
+  mutable std::unordered_map<std::string, std::vector<kern::bf16_t>> decoded_;  // tensor() values until release()
 };
 
 }  // namespace

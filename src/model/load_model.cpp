@@ -59,7 +59,7 @@ std::string describe_model_weights(const std::filesystem::path& model) {
   }
   const auto checkpoint = open_safetensors_checkpoint(model);
   std::map<std::string, size_t> counts;
-  for (const std::string& name : checkpoint->tensor_names()) ++counts[dtype_name(checkpoint->tensor(name).dtype)];
+  for (const std::string& name : checkpoint->tensor_names()) ++counts[dtype_name(checkpoint->tensor_header(name).dtype)];
   std::string out;
   for (const auto& [type, count] : counts) out += (out.empty() ? "" : ", ") + type + " x " + std::to_string(count);
   return "safetensors: " + out;

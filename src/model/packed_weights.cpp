@@ -34,18 +34,22 @@ class TensorReader {
  public:
   TensorReader(const Checkpoint& ck, const LoadProgress& on_progress) : ck_(ck), on_progress_(on_progress) {
     if (!on_progress_) return;
-    for (const std::string& name : ck.tensor_names()) total_ += ck.tensor(name).bytes();
+    for (const std::string& name : ck.tensor_names()) total_ += ck.tensor_header(name).bytes();
   }
   bool has(const std::string& name) const { return ck_.has(name); }
   TensorView tensor(const std::string& name) const { return ck_.tensor(name); }
   TensorView get(const std::string& name, const std::vector<int64_t>& shape) {
     TensorView v = slab::get(ck_, name, shape);
     read_ += v.bytes();
+    got_.push_back(name);
     return v;
   }
   // Reports what was read so far (by then packed), or everything once done (tensors the model
-  // does not use count as read, so the bar ends at 100 %).
-  void report(bool done = false) const {
+  // does not use count as read, so the bar ends at 100 %), and releases the tensors read since
+  // the last report: their views are dead by then.
+  void report(bool done = false) {
+    for (const std::string& name : got_) ck_.release(name);
+    got_.clear();
     if (on_progress_) on_progress_(done ? total_ : std::min(read_, total_), total_);
   }
 
@@ -53,6 +57,7 @@ class TensorReader {
   const Checkpoint& ck_;
   const LoadProgress& on_progress_;
   size_t read_ = 0, total_ = 0;
+  std::vector<std::string> got_;
 };
 
 std::vector<float> to_f32(const TensorView& v) {

@@ -267,3 +267,22 @@ TEST_CASE("gguf: a Q8_0/Q4_K llama computes its FP32 twin's logits within the qu
   CHECK(relative_rms < 0.12);
   CHECK(relative_rms > 1e-4);  // not the FP32 weights by accident
 }
+
+TEST_CASE("gguf: quantized tensors are decoded to BF16 only when asked, and again after a release", "[gguf][quant]") {
+  const auto checkpoint = open_model_checkpoint(fixtures_dir() / "gguf" / "tiny_llama_q8_0_q4_k.gguf");
+  const std::string name = "model.layers.0.mlp.up_proj.weight";
+  const TensorView header = checkpoint->tensor_header(name);
+  CHECK(header.data == nullptr);  // nothing decoded yet
+  REQUIRE(header.blocks != nullptr);
+  CHECK(header.block_format != BlockFormat::none);
+  const TensorView first = checkpoint->tensor(name);
+  REQUIRE(first.data != nullptr);
+  CHECK(first.shape == header.shape);
+  const auto* v = static_cast<const kern::bf16_t*>(first.data);
+  const std::vector<kern::bf16_t> values(v, v + first.numel());
+  CHECK(checkpoint->tensor(name).data == first.data);  // cached until released
+  checkpoint->release(name);
+  const TensorView again = checkpoint->tensor(name);
+  const auto* w = static_cast<const kern::bf16_t*>(again.data);
+  CHECK(std::equal(values.begin(), values.end(), w));
+}
