@@ -45,7 +45,10 @@ bool symmetric_blocks(BlockFormat format) {
 // One group's affine map y = slope·code + offset (codes 0..src_max) as the kernels' scale and
 // zero (y = scale·(code − zero), scale rounded to BF16 by the packer): the zero is chosen with the
 // rounded scale so that the error of the slope's rounding is centred over the codes' range.
-// A zero slope (all values equal the offset) becomes scale −offset, zero 1, codes 0.
+// Measured on llama-quantize's Q4_K groups (tests/fixtures/gguf/llamacpp): worst error 0.13 % of
+// the group's range on average, 0.34 % at most (a 4-bit step is 6.7 %); searching neighbouring
+// BF16 scale/zero pairs gained nothing. A zero slope (all values equal the offset) becomes
+// scale −offset, zero 1, codes 0.
 void affine_to_scale_zero(float slope, float offset, int src_max, float& scale, float& zero, bool& codes_zeroed) {
   scale = kern::round_to_bf16(slope);
   codes_zeroed = false;
