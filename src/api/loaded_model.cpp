@@ -3,6 +3,9 @@
 #include "slabserve/model.h"
 
 #include <chrono>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
@@ -194,6 +197,12 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const LoadOptions& options) {
     const std::unique_ptr<Checkpoint> checkpoint = open_model_checkpoint(path);
     parts->runner = std::make_unique<ModelRunner>(parts->model, *checkpoint, runner_options);
   }
+#ifdef __GLIBC__
+  // Packing freed many matrix-sized staging buffers below glibc's (raised) mmap threshold; give
+  // that heap back now rather than keep it resident for the server's lifetime (~250 MiB for a
+  // 1.1B Q4_K_M file).
+  malloc_trim(0);
+#endif
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
 
   parts->eos_token_ids = parts->model.config.eos_token_ids;

@@ -20,19 +20,26 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-TensorView get(const Checkpoint& ck, const std::string& name, const std::vector<int64_t>& shape) {
-  TensorView v = ck.tensor(name);  // throws naming the checkpoint and tensor
+void check_shape(const TensorView& v, const std::string& name, const std::vector<int64_t>& shape) {
   if (v.shape != shape) {
     throw std::runtime_error(v.file + ": tensor '" + name + "': expected shape " + shape_string(shape) + ", found " +
                              shape_string(v.shape));
   }
+}
+
+TensorView get(const Checkpoint& ck, const std::string& name, const std::vector<int64_t>& shape) {
+  TensorView v = ck.tensor(name);  // throws naming the checkpoint and tensor
+  check_shape(v, name, shape);
   return v;
 }
 
 // The checkpoint as pack_model reads it: checked tensors, counted for the progress callback.
 class TensorReader {
  public:
-  TensorReader(const Checkpoint& ck, const LoadProgress& on_progress) : ck_(ck), on_progress_(on_progress) {
+  // from_blocks: matrices whose parts all come as quantized blocks are packed from those (the
+  // `auto` repack), so get_parts() hands them out without decoding their values.
+  TensorReader(const Checkpoint& ck, const LoadProgress& on_progress, bool from_blocks)
+      : ck_(ck), on_progress_(on_progress), from_blocks_(from_blocks) {
     if (!on_progress_) return;
     for (const std::string& name : ck.tensor_names()) total_ += ck.tensor_header(name).bytes();
   }
@@ -43,6 +50,28 @@ class TensorReader {
     read_ += v.bytes();
     got_.push_back(name);
     return v;
+  }
+  // The parts of one packed matrix: headers only (blocks, no values) when every part has blocks
+  // and the reader packs from blocks, else the tensors with their values.
+  std::vector<TensorView> get_parts(const std::vector<std::pair<std::string, std::vector<int64_t>>>& parts) {
+    std::vector<TensorView> views;
+    for (const auto& [name, shape] : parts) {
+      views.push_back(ck_.tensor_header(name));
+      if (views.back().blocks == nullptr) break;
+    }
+    const bool headers = from_blocks_ && views.size() == parts.size() && views.back().blocks != nullptr;
+    views.clear();
+    for (const auto& [name, shape] : parts) {
+      if (!headers) {
+        views.push_back(get(name, shape));
+        continue;
+      }
+      TensorView v = ck_.tensor_header(name);
+      check_shape(v, name, shape);
+      read_ += v.bytes();
+      views.push_back(v);
+    }
+    return views;
   }
   // Reports what was read so far (by then packed), or everything once done (tensors the model
   // does not use count as read, so the bar ends at 100 %), and releases the tensors read since
@@ -56,6 +85,7 @@ class TensorReader {
  private:
   const Checkpoint& ck_;
   const LoadProgress& on_progress_;
+  bool from_blocks_ = false;
   size_t read_ = 0, total_ = 0;
   std::vector<std::string> got_;
 };
@@ -278,7 +308,7 @@ size_t PackedModel::decode_bytes() const {
 
 PackedModel pack_model(const ModelConfig& c, const Checkpoint& stored, const PackOptions& options) {
   const auto split = split_fused_projections(c, stored);  // phi3: q/k/v and gate/up as row slices
-  TensorReader ck(*split, options.on_progress);
+  TensorReader ck(*split, options.on_progress, options.quantization == WeightQuantization::automatic);
   AllocOptions alloc;
   alloc.numa_node = options.numa_node;
   const int64_t hidden = c.hidden_size, inter = c.intermediate_size;
@@ -299,22 +329,22 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& stored, const Pac
       l.q_norm = effective_norm(c, to_f32(ck.get(p + "self_attn.q_norm.weight", {c.head_dim})));
       l.k_norm = effective_norm(c, to_f32(ck.get(p + "self_attn.k_norm.weight", {c.head_dim})));
     }
-    l.qkv = pack_projection({ck.get(p + "self_attn.q_proj.weight", {q_dim, hidden}),
-                             ck.get(p + "self_attn.k_proj.weight", {kv_dim, hidden}),
-                             ck.get(p + "self_attn.v_proj.weight", {kv_dim, hidden})},
+    l.qkv = pack_projection(ck.get_parts({{p + "self_attn.q_proj.weight", {q_dim, hidden}},
+                                          {p + "self_attn.k_proj.weight", {kv_dim, hidden}},
+                                          {p + "self_attn.v_proj.weight", {kv_dim, hidden}}}),
                             h, options.quantization, alloc, m.projection_paths);
     if (c.qkv_bias) {
       l.b_qkv = concat_f32({ck.get(p + "self_attn.q_proj.bias", {q_dim}), ck.get(p + "self_attn.k_proj.bias", {kv_dim}),
                             ck.get(p + "self_attn.v_proj.bias", {kv_dim})});
     }
-    l.o = pack_projection({ck.get(p + "self_attn.o_proj.weight", {hidden, q_dim})}, static_cast<int>(q_dim),
+    l.o = pack_projection(ck.get_parts({{p + "self_attn.o_proj.weight", {hidden, q_dim}}}), static_cast<int>(q_dim),
                           options.quantization, alloc, m.projection_paths);
     if (c.o_bias) l.b_o = to_f32(ck.get(p + "self_attn.o_proj.bias", {hidden}));
     // SwiGLU fusion leaves no place for a bias between the linear and the activation.
-    const TensorView gate = ck.get(p + "mlp.gate_proj.weight", {inter, hidden});
-    const TensorView up = ck.get(p + "mlp.up_proj.weight", {inter, hidden});
-    l.gate_up = pack_projection({gate, up}, h, options.quantization, alloc, m.projection_paths, !c.mlp_bias);
-    l.down = pack_projection({ck.get(p + "mlp.down_proj.weight", {hidden, inter})}, c.intermediate_size,
+    l.gate_up = pack_projection(
+        ck.get_parts({{p + "mlp.gate_proj.weight", {inter, hidden}}, {p + "mlp.up_proj.weight", {inter, hidden}}}), h,
+        options.quantization, alloc, m.projection_paths, !c.mlp_bias);
+    l.down = pack_projection(ck.get_parts({{p + "mlp.down_proj.weight", {hidden, inter}}}), c.intermediate_size,
                              options.quantization, alloc, m.projection_paths);
     if (c.mlp_bias) {
       l.b_gate_up = concat_f32({ck.get(p + "mlp.gate_proj.bias", {inter}), ck.get(p + "mlp.up_proj.bias", {inter})});
@@ -323,7 +353,7 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& stored, const Pac
     ck.report();
   }
   m.final_norm = effective_norm(c, to_f32(ck.get(c.weight_prefix + "norm.weight", {hidden})));
-  const TensorView embed = ck.get(c.weight_prefix + "embed_tokens.weight", {c.vocab_size, hidden});
+  const TensorView embed = ck.get_parts({{c.weight_prefix + "embed_tokens.weight", {c.vocab_size, hidden}}}).front();
   if (!c.tie_word_embeddings && !ck.has(c.lm_head_name)) {
     try {
       (void)ck.tensor(c.lm_head_name);
@@ -332,7 +362,8 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& stored, const Pac
                                " (tie_word_embeddings is false, so the output matrix is required)");
     }
   }
-  const TensorView head = c.tie_word_embeddings ? embed : ck.get(c.lm_head_name, {c.vocab_size, hidden});
+  const TensorView head =
+      c.tie_word_embeddings ? embed : ck.get_parts({{c.lm_head_name, {c.vocab_size, hidden}}}).front();
   // A GGUF file's quantized head runs quantized, as its author chose (Q6_K in Q4_K_M files).
   const bool head_from_blocks =
       options.quantization == WeightQuantization::automatic && head.block_format != BlockFormat::none;
