@@ -9,13 +9,18 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine_requests.h"
+#include "engine_runs.h"
 #include "kv/contiguous_kv_cache.h"
 #include "kv/kv_cache_manager.h"
 #include "model/model_runner.h"
-#include "engine_requests.h"
 #include "test_paths.h"
 
 using namespace slab;
+using test::copying_prompt;
+using test::run_all;
+using test::run_one;
+using test::settled;
 
 TEST_CASE("rolling back rejected drafts leaves free blocks, table and prefix cache as if they never existed",
           "[speculative][kv]") {
@@ -90,46 +95,6 @@ TEST_CASE("the runner returns each sequence's last num_logits rows, as all_logit
 
 namespace {
 
-std::vector<int32_t> run_one(Engine& engine, const Request& r) {
-  auto stream = std::make_shared<RequestStream>();
-  engine.submit(r, stream);
-  std::vector<int32_t> out;
-  while (true) {
-    std::optional<RequestOutput> o = stream->next(std::chrono::milliseconds(20000));
-    REQUIRE(o.has_value());
-    out.insert(out.end(), o->tokens.begin(), o->tokens.end());
-    if (o->finished) return out;
-  }
-}
-
-std::vector<std::vector<int32_t>> run_all(Engine& engine, const std::vector<Request>& requests) {
-  auto stream = std::make_shared<RequestStream>();
-  std::map<int64_t, size_t> index;
-  for (const Request& r : requests) index[engine.submit(r, stream)] = index.size();
-  std::vector<std::vector<int32_t>> outs(requests.size());
-  size_t done = 0;
-  while (done < requests.size()) {
-    std::optional<RequestOutput> o = stream->next(std::chrono::milliseconds(20000));
-    REQUIRE(o.has_value());
-    auto& v = outs[index.at(o->request_id)];
-    v.insert(v.end(), o->tokens.begin(), o->tokens.end());
-    if (o->finished) ++done;
-  }
-  return outs;
-}
-
-// The stats once the loop has published the step that finished the last request (the final
-// event reaches the stream before the step's counters are published).
-EngineStats settled(const Engine& engine) {
-  for (int i = 0; i < 5000; ++i) {
-    const EngineStats s = engine.stats();
-    if (s.steps > 0 && s.num_running == 0 && s.num_waiting == 0) return s;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  FAIL("the engine did not settle");
-  return {};
-}
-
 EngineConfig config(int max_num_seqs, int num_blocks, int k, int disable_by_batch_size = 0) {
   EngineConfig c;
   c.scheduler.max_num_seqs = max_num_seqs;
@@ -138,16 +103,6 @@ EngineConfig config(int max_num_seqs, int num_blocks, int k, int disable_by_batc
   c.block_size = 16;
   c.num_kv_blocks = num_blocks;
   return c;
-}
-
-// A passage told twice and begun a third time: the model's continuation copies it.
-std::vector<int32_t> copying_prompt(std::mt19937& rng) {
-  std::vector<int32_t> passage(24);
-  for (int32_t& t : passage) t = 3 + static_cast<int32_t>(rng() % 250);
-  std::vector<int32_t> p;
-  for (int i = 0; i < 2; ++i) p.insert(p.end(), passage.begin(), passage.end());
-  p.insert(p.end(), passage.begin(), passage.begin() + 6);
-  return p;
 }
 
 }  // namespace
