@@ -27,6 +27,12 @@ SHAPES = {
                       num_key_value_heads=4, vocab_size=32000, rope_theta=10000.0,
                       max_position_embeddings=2048, tie_word_embeddings=False, rms_norm_eps=1e-5,
                       bos_token_id=1, eos_token_id=2, qkv_bias=False),
+    # TinyLlama's layers, 6 of them (0.78 GB): the same per-layer shapes in a third of the time.
+    "tinyllama-6l": dict(model_type="llama", architectures=["LlamaForCausalLM"], hidden_size=2048,
+                         intermediate_size=5632, num_hidden_layers=6, num_attention_heads=32,
+                         num_key_value_heads=4, vocab_size=32000, rope_theta=10000.0,
+                         max_position_embeddings=2048, tie_word_embeddings=False, rms_norm_eps=1e-5,
+                         bos_token_id=1, eos_token_id=2, qkv_bias=False),
     "qwen2.5-0.5b": dict(model_type="qwen2", architectures=["Qwen2ForCausalLM"], hidden_size=896,
                          intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
                          num_key_value_heads=2, vocab_size=151936, rope_theta=1000000.0,

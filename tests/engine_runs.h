@@ -1,6 +1,6 @@
 #pragma once
 // Running requests through an engine in the engine tests: collect each request's tokens, wait
-// for the statistics of the last step, and a prompt the models go on copying.
+// for the statistics of the last step, a prompt the models go on copying, and the engine config.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -62,6 +62,31 @@ inline std::vector<int32_t> copying_prompt(std::mt19937& rng) {
   for (int i = 0; i < 2; ++i) p.insert(p.end(), passage.begin(), passage.end());
   p.insert(p.end(), passage.begin(), passage.begin() + 6);
   return p;
+}
+
+// The engine tests' configuration: 16-token blocks, num_blocks of them, max_num_seqs running,
+// k speculative tokens (0: off; prompt lookup over n-grams of 3 down to 1 unless the engine
+// gets a draft model), off above disable_by_batch_size running (0: never).
+inline EngineConfig speculative_config(int max_num_seqs, int num_blocks, int k, int disable_by_batch_size = 0) {
+  EngineConfig c;
+  c.scheduler.max_num_seqs = max_num_seqs;
+  c.scheduler.max_num_batched_tokens = 2048;
+  c.scheduler.speculative = {k, 1, 3, disable_by_batch_size};
+  c.block_size = 16;
+  c.num_kv_blocks = num_blocks;
+  return c;
+}
+
+// A sequence outside any engine (no stream, no tokenizer) that may speculate: for scheduler and
+// proposer tests that play the engine's part.
+inline std::unique_ptr<Sequence> speculating_sequence(int64_t id, std::vector<int32_t> prompt) {
+  Request r;
+  r.prompt = std::move(prompt);
+  r.stop.max_tokens = 100;
+  auto seq = std::make_unique<Sequence>(id, std::move(r), nullptr, nullptr, static_cast<uint64_t>(id));
+  seq->may_speculate = true;
+  seq->context_limit = 4096;
+  return seq;
 }
 
 }  // namespace slab::test

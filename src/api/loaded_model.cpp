@@ -276,6 +276,9 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const LoadOptions& options) {
   d.max_num_seqs = config.scheduler.max_num_seqs;
   d.max_num_batched_tokens = config.scheduler.max_num_batched_tokens;
   d.speculative = speculative_summary(options.engine, config.scheduler.speculative);
+  if (e.draft_kv_cache_bytes() > 0) {
+    d.speculative += ", draft KV cache " + std::to_string(e.draft_kv_cache_bytes() >> 20) + " MiB";
+  }
   d.default_sampling = default_sampling(parts->model.generation);
   return std::unique_ptr<LoadedModel>(new LoadedModel(std::move(parts)));
 }

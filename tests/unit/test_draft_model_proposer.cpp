@@ -29,16 +29,6 @@ using test::settled;
 
 namespace {
 
-EngineConfig draft_config(int max_num_seqs, int num_blocks, int k, int disable_by_batch_size = 0) {
-  EngineConfig c;
-  c.scheduler.max_num_seqs = max_num_seqs;
-  c.scheduler.max_num_batched_tokens = 2048;
-  c.scheduler.speculative = {k, 1, 0, disable_by_batch_size};
-  c.block_size = 16;
-  c.num_kv_blocks = num_blocks;
-  return c;
-}
-
 RunnerOptions runner_options(KernelChoice kernels = KernelChoice::automatic) {
   RunnerOptions o;
   o.kernels = kernels;
@@ -72,16 +62,6 @@ double acceptance(const EngineStats& s) {
   return s.spec_num_draft_tokens == 0 ? 0.0 : static_cast<double>(s.spec_num_accepted_tokens) / s.spec_num_draft_tokens;
 }
 
-std::unique_ptr<Sequence> sequence_of(int64_t id, std::vector<int32_t> tokens) {
-  Request r;
-  r.prompt = std::move(tokens);
-  r.stop.max_tokens = 100;
-  auto seq = std::make_unique<Sequence>(id, std::move(r), nullptr, nullptr, static_cast<uint64_t>(id));
-  seq->may_speculate = true;
-  seq->context_limit = 128;
-  return seq;
-}
-
 }  // namespace
 
 TEST_CASE("the draft proposer drafts its model's greedy continuation and rolls its cache back to the verified tokens",
@@ -95,12 +75,12 @@ TEST_CASE("the draft proposer drafts its model's greedy continuation and rolls i
   const std::vector<int32_t> prompt = copying_prompt(rng);  // 54 tokens
   // The oracle: the draft model decoding greedily, one token per step, without speculation.
   const auto greedy_of = [&](const std::vector<int32_t>& context, int n) {
-    Engine plain(oracle, nullptr, draft_config(1, 64, 0));
+    Engine plain(oracle, nullptr, test::speculative_config(1, 64, 0));
     return run_one(plain, greedy_request(context, n));
   };
   const int total_blocks = 32;
   DraftModelProposer proposer(draft, total_blocks, 16, 2048);
-  auto seq = sequence_of(1, prompt);
+  auto seq = test::speculating_sequence(1, prompt);
   std::vector<DraftSlot> slots = {{seq.get(), 4, {}}};
   proposer.propose(slots);
   CHECK(slots[0].draft == greedy_of(prompt, 4));
@@ -132,7 +112,7 @@ TEST_CASE("the draft proposer drafts its model's greedy continuation and rolls i
 
   SECTION("a context longer than the catch-up budget is computed over several steps before it drafts") {
     DraftModelProposer budgeted(draft, total_blocks, 16, 20);
-    auto fresh = sequence_of(2, prompt);
+    auto fresh = test::speculating_sequence(2, prompt);
     std::vector<DraftSlot> one = {{fresh.get(), 4, {}}};
     budgeted.propose(one);
     CHECK(one[0].draft.empty());
@@ -145,7 +125,7 @@ TEST_CASE("the draft proposer drafts its model's greedy continuation and rolls i
   }
   SECTION("short of blocks, the caches of sequences not drafting this step make room") {
     DraftModelProposer small(draft, 5, 16, 2048);  // 80 positions: one sequence of ~57 at a time
-    auto a = sequence_of(3, prompt), b = sequence_of(4, prompt);
+    auto a = test::speculating_sequence(3, prompt), b = test::speculating_sequence(4, prompt);
     std::vector<DraftSlot> for_a = {{a.get(), 4, {}}}, for_b = {{b.get(), 4, {}}};
     small.propose(for_a);
     small.propose(for_b);
@@ -163,7 +143,7 @@ TEST_CASE("greedy output with a draft model is token-for-token that without it",
   ModelRunner target(model, runner_options());
   std::vector<int32_t> reference;
   {
-    Engine engine(target, nullptr, draft_config(1, 64, 0));
+    Engine engine(target, nullptr, test::speculative_config(1, 64, 0));
     reference = run_one(engine, greedy_request(probe, probe_tokens));
   }
   REQUIRE(reference.size() == static_cast<size_t>(probe_tokens));
@@ -176,7 +156,7 @@ TEST_CASE("greedy output with a draft model is token-for-token that without it",
   batch.insert(batch.begin() + 4, greedy_request(probe, probe_tokens));
   std::vector<std::vector<int32_t>> batch_reference;
   for (const Request& r : batch) {
-    Engine plain(target, nullptr, draft_config(1, 64, 0));
+    Engine plain(target, nullptr, test::speculative_config(1, 64, 0));
     batch_reference.push_back(run_one(plain, r));
   }
 
@@ -192,7 +172,7 @@ TEST_CASE("greedy output with a draft model is token-for-token that without it",
     ModelRunner draft(*d.model, runner_options());
     const bool same = d.model == &model;
     for (int k : {1, 4}) {
-      Engine engine(target, nullptr, draft_config(1, 64, k), &draft);
+      Engine engine(target, nullptr, test::speculative_config(1, 64, k), &draft);
       CHECK(run_one(engine, greedy_request(probe, probe_tokens)) == reference);
       const EngineStats s = settled(engine);
       CHECK(s.spec_num_draft_tokens > 0);
@@ -202,23 +182,23 @@ TEST_CASE("greedy output with a draft model is token-for-token that without it",
       if (same) CHECK(acceptance(s) > 0.9);
     }
     for (int disable : {0, 4}) {  // batched with sequences that speculate, and above 4 running with none that do
-      Engine engine(target, nullptr, draft_config(16, 128, 4, disable), &draft);
+      Engine engine(target, nullptr, test::speculative_config(16, 128, 4, disable), &draft);
       CHECK(run_all(engine, batch) == batch_reference);
       if (same) CHECK(acceptance(settled(engine)) > 0.9);
     }
     {  // preempted in a cache too small for the batch
-      Engine engine(target, nullptr, draft_config(16, 12, 4), &draft);
+      Engine engine(target, nullptr, test::speculative_config(16, 12, 4), &draft);
       CHECK(run_all(engine, batch) == batch_reference);
       CHECK(settled(engine).num_preemptions > 0);
       if (same) CHECK(acceptance(settled(engine)) > 0.9);
     }
     {  // a prompt served from the prefix cache: the draft computes its own KV for it
-      Engine engine(target, nullptr, draft_config(4, 64, 4), &draft);
+      Engine engine(target, nullptr, test::speculative_config(4, 64, 4), &draft);
       CHECK(run_one(engine, greedy_request(probe, probe_tokens)) == reference);
       CHECK(run_one(engine, greedy_request(probe, probe_tokens)) == reference);
       std::vector<int32_t> extended = probe;
       extended.insert(extended.end(), reference.begin(), reference.begin() + 30);
-      Engine plain(target, nullptr, draft_config(1, 64, 0));
+      Engine plain(target, nullptr, test::speculative_config(1, 64, 0));
       CHECK(run_one(engine, greedy_request(extended, 10)) == run_one(plain, greedy_request(extended, 10)));
       const EngineStats s = settled(engine);
       CHECK(s.prefix_hit_tokens >= 64 + 64);
@@ -263,7 +243,7 @@ TEST_CASE("sampled output with a draft model keeps the target's distribution", "
   ModelRunner target(model, runner_options(KernelChoice::reference));
   const Model draft_model = truncated(model, 1);
   ModelRunner draft(draft_model, runner_options(KernelChoice::reference));
-  Engine engine(target, nullptr, draft_config(256, 2048, 2), &draft);
+  Engine engine(target, nullptr, test::speculative_config(256, 2048, 2), &draft);
   const int n = 4000;
   Request r = greedy_request(prompt, 3);
   r.sampling.temperature = 1.0f;
@@ -301,18 +281,18 @@ TEST_CASE("a draft model of another vocabulary, too short a context or no draft 
   other.weights.token_embedding.resize(static_cast<size_t>(128 * other.config.hidden_size));
   other.weights.lm_head.resize(static_cast<size_t>(128 * other.config.hidden_size));
   ModelRunner other_runner(other, runner_options(KernelChoice::reference));
-  CHECK_THROWS_WITH(Engine(target, nullptr, draft_config(1, 64, 4), &other_runner),
+  CHECK_THROWS_WITH(Engine(target, nullptr, test::speculative_config(1, 64, 4), &other_runner),
                     "the draft model's vocabulary has 128 tokens, the target's 256: a draft must share the target's "
                     "vocabulary");
   Model short_context = model;
   short_context.config.max_position_embeddings = 64;
   ModelRunner short_runner(short_context, runner_options(KernelChoice::reference));
-  CHECK_THROWS_WITH(Engine(target, nullptr, draft_config(1, 64, 4), &short_runner),
+  CHECK_THROWS_WITH(Engine(target, nullptr, test::speculative_config(1, 64, 4), &short_runner),
                     Catch::Contains("reaches 64 positions, fewer than the target's context of 128 tokens"));
-  EngineConfig shorter = draft_config(1, 64, 4);
+  EngineConfig shorter = test::speculative_config(1, 64, 4);
   shorter.max_model_len = 64;
   CHECK_NOTHROW(Engine(target, nullptr, shorter, &short_runner));
-  CHECK_THROWS_WITH(Engine(target, nullptr, draft_config(1, 64, 0), &short_runner),
+  CHECK_THROWS_WITH(Engine(target, nullptr, test::speculative_config(1, 64, 0), &short_runner),
                     "a draft model needs num_speculative_tokens > 0");
 }
 
@@ -324,7 +304,7 @@ TEST_CASE("the real stories260K drafting for itself accepts nearly every draft; 
   const auto tokenizer = load_tokenizer(dir);
   const std::vector<int32_t> prompt = tokenizer->encode("Once upon a time, there was a little girl named", true);
   ModelRunner target(model, runner_options());
-  Engine plain(target, tokenizer.get(), draft_config(1, 64, 0));
+  Engine plain(target, tokenizer.get(), test::speculative_config(1, 64, 0));
   const std::vector<int32_t> reference = run_one(plain, greedy_request(prompt, 60));
   std::vector<Request> batch(3, greedy_request(prompt, 60));
   batch[1].prompt = tokenizer->encode("The dog ran to the park", true);
@@ -333,7 +313,7 @@ TEST_CASE("the real stories260K drafting for itself accepts nearly every draft; 
   for (const Request& r : batch) batch_reference.push_back(run_one(plain, r));
 
   ModelRunner itself(model, runner_options());
-  Engine engine(target, tokenizer.get(), draft_config(4, 64, 4), &itself);
+  Engine engine(target, tokenizer.get(), test::speculative_config(4, 64, 4), &itself);
   CHECK(run_one(engine, greedy_request(prompt, 60)) == reference);
   CHECK(run_all(engine, batch) == batch_reference);
   const EngineStats s = settled(engine);
@@ -342,7 +322,7 @@ TEST_CASE("the real stories260K drafting for itself accepts nearly every draft; 
 
   const Model weak = truncated(model, 2);
   ModelRunner weak_runner(weak, runner_options());
-  Engine weak_engine(target, tokenizer.get(), draft_config(4, 64, 4), &weak_runner);
+  Engine weak_engine(target, tokenizer.get(), test::speculative_config(4, 64, 4), &weak_runner);
   CHECK(run_all(weak_engine, batch) == batch_reference);
   CHECK(acceptance(settled(weak_engine)) < acceptance(s));
 }

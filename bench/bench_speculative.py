@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""Speculative decoding over the served binary: decode speed and acceptance with and without
+speculation (prompt lookup "[ngram]" and a draft model), at c = 1, 4 and 16 requests in flight,
+each against the same server without speculation, all in one run.
+
+    python3 bench/make_random_checkpoint.py --shape tinyllama-6l \
+        --tokenizer-from ../shared/testdata/tokenizers/llama2 /tmp/slab-spec/tinyllama-6l-random
+    python3 bench/bench_speculative.py --random-model /tmp/slab-spec/tinyllama-6l-random \
+        --result-dir bench/results/2026-11-25-speculative
+
+Workloads (greedy, end-of-sequence ignored, every request the same output length):
+  story    stories260K continuing distinct story openings: the draft model is stories260K
+           itself (every draft should be accepted: it measures the machinery's cost and gain),
+           prompt lookup finds what it can.
+  copy     stories260K given a passage twice and the start of a third copy: it copies, so
+           prompt lookup proposes the right tokens.
+  loops    a random-weight TinyLlama-shaped checkpoint (weight-bound like a real model of its
+           size) whose prompt is its own greedy output so far: such a model falls into
+           repetitive greedy loops, which prompt lookup continues. The prompt is found by a
+           calibration request on the plain server first.
+
+Per run: output tokens per second over the run (all requests), mean TPOT ((E2E - TTFT) / (n - 1)
+per request: the decode speed a client sees), and from /metrics the draft tokens proposed and
+accepted (acceptance = accepted / proposed) and the tokens each verification emitted. The
+speed-up is TPOT without speculation / TPOT with it, at the same concurrency. Raw results go to
+RESULT_DIR/results.json and a Markdown table to RESULT_DIR/results.md. Standard library only.
+"""
+import argparse
+import http.client
+import json
+import os
+import platform
+import statistics
+import sys
+import threading
+import time
+import urllib.request
+from datetime import datetime
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+from slabserve_process import SlabserveProcess  # noqa: E402
+
+STORY_OPENINGS = [
+    "Once upon a time, there was a little girl named Lily.",
+    "Tom had a big red ball. One day,",
+    "The sun was shining and the birds were singing.",
+    "Sue and her mom went to the park.",
+    "There was a small dog who liked to run.",
+    "One day, a boy found a shiny stone.",
+    "The cat sat on the mat and looked at the bird.",
+    "Ben wanted to build a tall tower.",
+]
+PASSAGE = ("Once upon a time, there was a little girl named Lily. She liked to play in the park with her "
+           "friend Tom. One day, they found a big red ball under a tree. ")
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--binary", default="build/slabserve")
+    ap.add_argument("--testdata", default="../shared/testdata")
+    ap.add_argument("--random-model", default=None, help="checkpoint for the loops workload (skipped without)")
+    ap.add_argument("--workloads", default="story,copy,loops")
+    ap.add_argument("--concurrency", default="1,4,16")
+    ap.add_argument("--output-len", type=int, default=128)
+    ap.add_argument("--loops-output-len", type=int, default=96)
+    ap.add_argument("-k", "--num-speculative-tokens", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=0, help="server --threads (0: its default)")
+    ap.add_argument("--result-dir", default=None)
+    return ap.parse_args()
+
+
+def post_json(url, body, timeout=600):
+    req = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return json.loads(r.read())
+
+
+def metrics(url):
+    """The spec_decode counters of /metrics (zeros where absent: speculation off)."""
+    with urllib.request.urlopen(url + "/metrics", timeout=30) as r:
+        page = r.read().decode()
+    out = {"drafts": 0.0, "draft_tokens": 0.0, "accepted": 0.0, "emitted": 0.0}
+    names = {"vllm:spec_decode_num_drafts_total": "drafts", "vllm:spec_decode_num_draft_tokens_total": "draft_tokens",
+             "vllm:spec_decode_num_accepted_tokens_total": "accepted",
+             "vllm:spec_decode_num_emitted_tokens_total": "emitted"}
+    for line in page.splitlines():
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name in names:
+            out[names[name]] += float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def stream_request(port, prompt, max_tokens):
+    """One streamed greedy completion: (TTFT s, E2E s, completion tokens, text)."""
+    body = json.dumps({"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True,
+                       "stream": True, "stream_options": {"include_usage": True}})
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=900)
+    start = time.perf_counter()
+    conn.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    if resp.status != 200:
+        raise RuntimeError("HTTP %d: %s" % (resp.status, resp.read()[:300]))
+    ttft, tokens, text = None, 0, ""
+    while True:
+        line = resp.readline()
+        if not line:
+            break
+        line = line.strip()
+        if not line.startswith(b"data: ") or line == b"data: [DONE]":
+            continue
+        event = json.loads(line[6:])
+        for choice in event.get("choices", []):
+            if choice.get("text"):
+                if ttft is None:
+                    ttft = time.perf_counter() - start
+                text += choice["text"]
+        if event.get("usage"):
+            tokens = event["usage"]["completion_tokens"]
+    e2e = time.perf_counter() - start
+    conn.close()
+    return ttft if ttft is not None else e2e, e2e, tokens, text
+
+
+def run_level(server, prompts, c, n_requests, max_tokens):
+    """n_requests requests, at most c in flight; the run's figures."""
+    before = metrics(server.url)
+    results, lock, next_index = [], threading.Lock(), [0]
+
+    def worker():
+        while True:
+            with lock:
+                i = next_index[0]
+                if i >= n_requests:
+                    return
+                next_index[0] += 1
+            r = stream_request(server.port, prompts[i % len(prompts)], max_tokens)
+            with lock:
+                results.append(r)
+
+    load_before = os.getloadavg()[0]
+    start = time.perf_counter()
+    threads = [threading.Thread(target=worker) for _ in range(c)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    duration = time.perf_counter() - start
+    after = metrics(server.url)
+    delta = {k: after[k] - before[k] for k in after}
+    tokens = sum(r[2] for r in results)
+    if any(r[2] != max_tokens for r in results):
+        raise RuntimeError("a request returned %s tokens, not %d" % ([r[2] for r in results], max_tokens))
+    tpot = [(r[1] - r[0]) / (r[2] - 1) for r in results if r[2] > 1]
+    return {
+        "concurrency": c, "requests": n_requests, "duration_s": duration, "output_tokens": tokens,
+        "output_tokens_per_s": tokens / duration, "mean_tpot_ms": 1000 * statistics.mean(tpot),
+        "mean_ttft_ms": 1000 * statistics.mean(r[0] for r in results),
+        "draft_tokens": delta["draft_tokens"], "accepted_tokens": delta["accepted"], "drafts": delta["drafts"],
+        "acceptance": delta["accepted"] / delta["draft_tokens"] if delta["draft_tokens"] else None,
+        "tokens_per_verification": delta["emitted"] / delta["drafts"] if delta["drafts"] else None,
+        "load_average_1m": [load_before, os.getloadavg()[0]],
+        "texts": sorted(r[3] for r in results),
+    }
+
+
+def loops_prompt(binary, model, threads, calibration_len):
+    """The random model's own greedy output from a short opening: its loops are in there."""
+    server = SlabserveProcess(binary, model, *threads, timeout=300)
+    try:
+        opening = "The quick brown fox jumps over the lazy dog."
+        reply = post_json(server.url + "/v1/completions", {"prompt": opening, "max_tokens": calibration_len,
+                                                           "temperature": 0, "ignore_eos": True})
+        return opening + reply["choices"][0]["text"]
+    finally:
+        server.stop()
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def main():
+    args = parse_args()
+    k = str(args.num_speculative_tokens)
+    stories = os.path.join(args.testdata, "models", "stories260K")
+    threads = ["--threads", str(args.threads)] if args.threads else []
+    levels = [int(c) for c in args.concurrency.split(",")]
+    ngram = ["--speculative-model", "[ngram]", "--num-speculative-tokens", k, "--ngram-prompt-lookup-max", "3"]
+    draft = ["--speculative-model", stories, "--num-speculative-tokens", k]
+    always = ["--speculative-disable-by-batch-size", "0"]
+    workloads = []
+    chosen = args.workloads.split(",")
+    if "story" in chosen:
+        workloads.append(("story", stories, STORY_OPENINGS, args.output_len,
+                          [("none", []), ("ngram", ngram), ("draft", draft), ("draft B=0", draft + always)]))
+    if "copy" in chosen:
+        workloads.append(("copy", stories, [PASSAGE + PASSAGE + "Once upon a time"], args.output_len,
+                          [("none", []), ("ngram", ngram), ("ngram B=0", ngram + always), ("draft", draft)]))
+    if "loops" in chosen and args.random_model:
+        prompt = loops_prompt(args.binary, args.random_model, threads, 320)
+        workloads.append(("loops", args.random_model, [prompt], args.loops_output_len,
+                          [("none", []), ("ngram", ngram), ("ngram B=0", ngram + always)]))
+
+    started = datetime.now().isoformat(timespec="seconds")
+    runs = []
+    for name, model, prompts, max_tokens, configs in workloads:
+        for label, flags in configs:
+            server = SlabserveProcess(args.binary, model, *threads, *flags, "--max-num-seqs", "32", timeout=300)
+            try:
+                with urllib.request.urlopen(server.url + "/v1/models", timeout=30) as r:
+                    compute = json.loads(r.read())["data"][0].get("compute", "")
+                for c in levels:
+                    run = run_level(server, prompts, c, max(3, 2 * c) if c > 1 else 3, max_tokens)
+                    run.update(workload=name, config=label, model=model, compute=compute)
+                    runs.append(run)
+                    acc = "-" if run["acceptance"] is None else "%.2f" % run["acceptance"]
+                    print("%-6s %-10s c=%-3d %7.1f tok/s  TPOT %7.2f ms  acceptance %s  load %.1f" %
+                          (name, label, c, run["output_tokens_per_s"], run["mean_tpot_ms"], acc,
+                           run["load_average_1m"][1]), flush=True)
+            finally:
+                server.stop()
+
+    # Greedy output must not change with speculation: same texts as the plain server's.
+    for run in runs:
+        plain = next(r for r in runs if r["workload"] == run["workload"] and r["config"] == "none" and
+                     r["concurrency"] == run["concurrency"])
+        run["same_output_as_none"] = run["texts"] == plain["texts"]
+        run["speedup_tpot"] = plain["mean_tpot_ms"] / run["mean_tpot_ms"]
+        run["speedup_throughput"] = run["output_tokens_per_s"] / plain["output_tokens_per_s"]
+    table = ["| workload | config | c | tok/s | TPOT ms | TPOT speed-up | throughput x | acceptance | "
+             "tokens/verification | same output |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in runs:
+        table.append("| %s | %s | %d | %.1f | %.2f | %.2fx | %.2fx | %s | %s | %s |" % (
+            r["workload"], r["config"], r["concurrency"], r["output_tokens_per_s"], r["mean_tpot_ms"],
+            r["speedup_tpot"], r["speedup_throughput"],
+            "-" if r["acceptance"] is None else "%.2f" % r["acceptance"],
+            "-" if r["tokens_per_verification"] is None else "%.2f" % r["tokens_per_verification"],
+            "yes" if r["same_output_as_none"] else "NO"))
+    print("\n".join(table))
+    if args.result_dir:
+        os.makedirs(args.result_dir, exist_ok=True)
+        machine = {"cpu": cpu_model(), "cores": os.cpu_count(), "started": started,
+                   "command": " ".join(sys.argv)}
+        for r in runs:
+            r.pop("texts")
+        with open(os.path.join(args.result_dir, "results.json"), "w") as f:
+            json.dump({"machine": machine, "runs": runs}, f, indent=1)
+        with open(os.path.join(args.result_dir, "results.md"), "w") as f:
+            f.write("%s, %d cpus, started %s\n\n%s\n" % (machine["cpu"], machine["cores"], started, "\n".join(table)))
+    return 0 if all(r.get("same_output_as_none", True) for r in runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
