@@ -3,24 +3,26 @@
 speculation (prompt lookup "[ngram]" and a draft model), at c = 1, 4 and 16 requests in flight,
 each against the same server without speculation, all in one run.
 
-    python3 bench/make_random_checkpoint.py --shape tinyllama-6l \
-        --tokenizer-from ../shared/testdata/tokenizers/llama2 /tmp/slab-spec/tinyllama-6l-random
-    python3 bench/bench_speculative.py --random-model /tmp/slab-spec/tinyllama-6l-random \
-        --result-dir bench/results/2026-11-25-speculative
+    python3 bench/make_random_checkpoint.py --shape tinyllama-6l --copy-cycle 24 \
+        --tokenizer-from ../shared/testdata/tokenizers/llama2 /tmp/slab-spec/tinyllama-6l-copy
+    python3 bench/make_random_checkpoint.py --shape tinyllama-1l --copy-cycle 24 \
+        --tokenizer-from ../shared/testdata/tokenizers/llama2 /tmp/slab-spec/tinyllama-1l-copy
+    python3 bench/bench_speculative.py --copy-model /tmp/slab-spec/tinyllama-6l-copy \
+        --copy-draft /tmp/slab-spec/tinyllama-1l-copy --result-dir bench/results/2026-11-25-speculative
 
 Workloads (greedy, end-of-sequence ignored, every request the same output length):
-  story    stories260K continuing distinct story openings: the draft model is stories260K
-           itself (every draft should be accepted: it measures the machinery's cost and gain),
-           prompt lookup finds what it can.
-  copy     stories260K given a passage twice and the start of a third copy: it copies, so
-           prompt lookup proposes the right tokens.
-  loops    a random-weight TinyLlama-shaped checkpoint (weight-bound like a real model of its
-           size) whose prompt is its own greedy output so far: such a model falls into
-           repetitive greedy loops, which prompt lookup continues. The prompt is found by a
-           calibration request on the plain server first.
-
+  story    stories260K continuing distinct story openings. The draft model is stories260K itself:
+           every draft is accepted, so this measures what the machinery costs where a model is
+           too small to be bound by reading its weights; prompt lookup finds what it can.
+  copy     a random-weight TinyLlama-shaped checkpoint (six layers, 0.79 GB: bound by reading its
+           weights, like a real model) whose output head makes it copy: greedy decoding repeats a
+           cycle of 24 tokens (make_random_checkpoint.py --copy-cycle). Each prompt is its cycle
+           twice and six tokens more, so prompt lookup proposes the copy; the draft model is the
+           one-layer checkpoint of the same seed (the same embedding, head and cycles).
 Per run: output tokens per second over the run (all requests), mean TPOT ((E2E - TTFT) / (n - 1)
-per request: the decode speed a client sees), and from /metrics the draft tokens proposed and
+per request: the decode speed a client sees), the server's CPU time (all threads, user + system)
+per output token, which other processes on a shared machine disturb less than wall time (the
+pool's threads spin ~0.1 ms before they park, so idle gaps count a little), and from /metrics the draft tokens proposed and
 accepted (acceptance = accepted / proposed) and the tokens each verification emitted. The
 speed-up is TPOT without speculation / TPOT with it, at the same concurrency. Raw results go to
 RESULT_DIR/results.json and a Markdown table to RESULT_DIR/results.md. Standard library only.
@@ -50,19 +52,18 @@ STORY_OPENINGS = [
     "The cat sat on the mat and looked at the bird.",
     "Ben wanted to build a tall tower.",
 ]
-PASSAGE = ("Once upon a time, there was a little girl named Lily. She liked to play in the park with her "
-           "friend Tom. One day, they found a big red ball under a tree. ")
 
 
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--binary", default="build/slabserve")
     ap.add_argument("--testdata", default="../shared/testdata")
-    ap.add_argument("--random-model", default=None, help="checkpoint for the loops workload (skipped without)")
-    ap.add_argument("--workloads", default="story,copy,loops")
+    ap.add_argument("--copy-model", default=None, help="checkpoint for the copy workload (skipped without)")
+    ap.add_argument("--copy-draft", default=None, help="its draft model (no draft-model runs without)")
+    ap.add_argument("--workloads", default="story,copy")
     ap.add_argument("--concurrency", default="1,4,16")
     ap.add_argument("--output-len", type=int, default=128)
-    ap.add_argument("--loops-output-len", type=int, default=96)
+    ap.add_argument("--copy-output-len", type=int, default=96)
     ap.add_argument("-k", "--num-speculative-tokens", type=int, default=4)
     ap.add_argument("--threads", type=int, default=0, help="server --threads (0: its default)")
     ap.add_argument("--result-dir", default=None)
@@ -121,9 +122,17 @@ def stream_request(port, prompt, max_tokens):
     return ttft if ttft is not None else e2e, e2e, tokens, text
 
 
+def cpu_seconds(pid):
+    """User + system CPU time of the server process so far (all its threads)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_level(server, prompts, c, n_requests, max_tokens):
     """n_requests requests, at most c in flight; the run's figures."""
     before = metrics(server.url)
+    cpu_before = cpu_seconds(server.proc.pid)
     results, lock, next_index = [], threading.Lock(), [0]
 
     def worker():
@@ -145,6 +154,7 @@ def run_level(server, prompts, c, n_requests, max_tokens):
     for t in threads:
         t.join()
     duration = time.perf_counter() - start
+    cpu = cpu_seconds(server.proc.pid) - cpu_before
     after = metrics(server.url)
     delta = {k: after[k] - before[k] for k in after}
     tokens = sum(r[2] for r in results)
@@ -155,24 +165,13 @@ def run_level(server, prompts, c, n_requests, max_tokens):
         "concurrency": c, "requests": n_requests, "duration_s": duration, "output_tokens": tokens,
         "output_tokens_per_s": tokens / duration, "mean_tpot_ms": 1000 * statistics.mean(tpot),
         "mean_ttft_ms": 1000 * statistics.mean(r[0] for r in results),
+        "server_cpu_ms_per_token": 1000 * cpu / tokens,
         "draft_tokens": delta["draft_tokens"], "accepted_tokens": delta["accepted"], "drafts": delta["drafts"],
         "acceptance": delta["accepted"] / delta["draft_tokens"] if delta["draft_tokens"] else None,
         "tokens_per_verification": delta["emitted"] / delta["drafts"] if delta["drafts"] else None,
         "load_average_1m": [load_before, os.getloadavg()[0]],
         "texts": sorted(r[3] for r in results),
     }
-
-
-def loops_prompt(binary, model, threads, calibration_len):
-    """The random model's own greedy output from a short opening: its loops are in there."""
-    server = SlabserveProcess(binary, model, *threads, timeout=300)
-    try:
-        opening = "The quick brown fox jumps over the lazy dog."
-        reply = post_json(server.url + "/v1/completions", {"prompt": opening, "max_tokens": calibration_len,
-                                                           "temperature": 0, "ignore_eos": True})
-        return opening + reply["choices"][0]["text"]
-    finally:
-        server.stop()
 
 
 def cpu_model():
@@ -200,13 +199,15 @@ def main():
     if "story" in chosen:
         workloads.append(("story", stories, STORY_OPENINGS, args.output_len,
                           [("none", []), ("ngram", ngram), ("draft", draft), ("draft B=0", draft + always)]))
-    if "copy" in chosen:
-        workloads.append(("copy", stories, [PASSAGE + PASSAGE + "Once upon a time"], args.output_len,
-                          [("none", []), ("ngram", ngram), ("ngram B=0", ngram + always), ("draft", draft)]))
-    if "loops" in chosen and args.random_model:
-        prompt = loops_prompt(args.binary, args.random_model, threads, 320)
-        workloads.append(("loops", args.random_model, [prompt], args.loops_output_len,
-                          [("none", []), ("ngram", ngram), ("ngram B=0", ngram + always)]))
+    if "copy" in chosen and args.copy_model:
+        with open(os.path.join(args.copy_model, "copy_cycles.json")) as f:
+            cycles = json.load(f)
+        prompts = [cycle + cycle + cycle[:6] for cycle in cycles[:16]]
+        configs = [("none", []), ("ngram", ngram), ("ngram B=0", ngram + always)]
+        if args.copy_draft:
+            copy_draft = ["--speculative-model", args.copy_draft, "--num-speculative-tokens", k]
+            configs += [("draft", copy_draft), ("draft B=0", copy_draft + always)]
+        workloads.append(("copy", args.copy_model, prompts, args.copy_output_len, configs))
 
     started = datetime.now().isoformat(timespec="seconds")
     runs = []
@@ -217,13 +218,13 @@ def main():
                 with urllib.request.urlopen(server.url + "/v1/models", timeout=30) as r:
                     compute = json.loads(r.read())["data"][0].get("compute", "")
                 for c in levels:
-                    run = run_level(server, prompts, c, max(3, 2 * c) if c > 1 else 3, max_tokens)
+                    run = run_level(server, prompts, c, max(3, c), max_tokens)
                     run.update(workload=name, config=label, model=model, compute=compute)
                     runs.append(run)
                     acc = "-" if run["acceptance"] is None else "%.2f" % run["acceptance"]
-                    print("%-6s %-10s c=%-3d %7.1f tok/s  TPOT %7.2f ms  acceptance %s  load %.1f" %
-                          (name, label, c, run["output_tokens_per_s"], run["mean_tpot_ms"], acc,
-                           run["load_average_1m"][1]), flush=True)
+                    print("%-6s %-10s c=%-3d %7.1f tok/s  TPOT %7.2f ms  CPU %6.2f ms/token  acceptance %s  "
+                          "load %.1f" % (name, label, c, run["output_tokens_per_s"], run["mean_tpot_ms"],
+                                         run["server_cpu_ms_per_token"], acc, run["load_average_1m"][1]), flush=True)
             finally:
                 server.stop()
 
@@ -234,12 +235,13 @@ def main():
         run["same_output_as_none"] = run["texts"] == plain["texts"]
         run["speedup_tpot"] = plain["mean_tpot_ms"] / run["mean_tpot_ms"]
         run["speedup_throughput"] = run["output_tokens_per_s"] / plain["output_tokens_per_s"]
-    table = ["| workload | config | c | tok/s | TPOT ms | TPOT speed-up | throughput x | acceptance | "
-             "tokens/verification | same output |", "|---|---|---|---|---|---|---|---|---|---|"]
+        run["speedup_cpu"] = plain["server_cpu_ms_per_token"] / run["server_cpu_ms_per_token"]
+    table = ["| workload | config | c | tok/s | TPOT ms | TPOT speed-up | throughput x | CPU ms/token | CPU x | "
+             "acceptance | tokens/verification | same output |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
-        table.append("| %s | %s | %d | %.1f | %.2f | %.2fx | %.2fx | %s | %s | %s |" % (
+        table.append("| %s | %s | %d | %.1f | %.2f | %.2fx | %.2fx | %.2f | %.2fx | %s | %s | %s |" % (
             r["workload"], r["config"], r["concurrency"], r["output_tokens_per_s"], r["mean_tpot_ms"],
-            r["speedup_tpot"], r["speedup_throughput"],
+            r["speedup_tpot"], r["speedup_throughput"], r["server_cpu_ms_per_token"], r["speedup_cpu"],
             "-" if r["acceptance"] is None else "%.2f" % r["acceptance"],
             "-" if r["tokens_per_verification"] is None else "%.2f" % r["tokens_per_verification"],
             "yes" if r["same_output_as_none"] else "NO"))
