@@ -19,12 +19,18 @@ Workloads (greedy, end-of-sequence ignored, every request the same output length
            cycle of 24 tokens (make_random_checkpoint.py --copy-cycle). Each prompt is its cycle
            twice and six tokens more, so prompt lookup proposes the copy; the draft model is the
            one-layer checkpoint of the same seed (the same embedding, head and cycles).
+Every configuration's server is started at once and the runs go round by round (c = 1, 4, 16,
+each configuration in turn), --repeat rounds; the table gives medians over the rounds. The
+speculating servers run with --speculative-disable-by-batch-size 0 (always on), so the table
+shows what speculation does at each concurrency, and so what a threshold B would do: speculation
+as measured at c <= B, the plain server's figures above it.
+
 Per run: output tokens per second over the run (all requests), mean TPOT ((E2E - TTFT) / (n - 1)
 per request: the decode speed a client sees), the server's CPU time (all threads, user + system)
 per output token, which other processes on a shared machine disturb less than wall time (the
 pool's threads spin ~0.1 ms before they park, so idle gaps count a little), and from /metrics the draft tokens proposed and
 accepted (acceptance = accepted / proposed) and the tokens each verification emitted. The
-speed-up is TPOT without speculation / TPOT with it, at the same concurrency. Raw results go to
+speed-up is TPOT without speculation / TPOT with it, at the same concurrency and round. Raw results go to
 RESULT_DIR/results.json and a Markdown table to RESULT_DIR/results.md. Standard library only.
 """
 import argparse
@@ -32,8 +38,10 @@ import http.client
 import json
 import os
 import platform
+import re
 import statistics
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -66,6 +74,7 @@ def parse_args():
     ap.add_argument("--copy-output-len", type=int, default=96)
     ap.add_argument("-k", "--num-speculative-tokens", type=int, default=4)
     ap.add_argument("--threads", type=int, default=0, help="server --threads (0: its default)")
+    ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds; the table shows medians")
     ap.add_argument("--result-dir", default=None)
     return ap.parse_args()
 
@@ -193,52 +202,66 @@ def main():
     levels = [int(c) for c in args.concurrency.split(",")]
     ngram = ["--speculative-model", "[ngram]", "--num-speculative-tokens", k, "--ngram-prompt-lookup-max", "3"]
     draft = ["--speculative-model", stories, "--num-speculative-tokens", k]
+    # Speculation on at every batch size: what --speculative-disable-by-batch-size B does is then
+    # read off the table (at c <= B it is this run, above B it is the run without speculation).
     always = ["--speculative-disable-by-batch-size", "0"]
     workloads = []
     chosen = args.workloads.split(",")
     if "story" in chosen:
         workloads.append(("story", stories, STORY_OPENINGS, args.output_len,
-                          [("none", []), ("ngram", ngram), ("draft", draft), ("draft B=0", draft + always)]))
+                          [("none", []), ("ngram", ngram + always), ("draft", draft + always)]))
     if "copy" in chosen and args.copy_model:
         with open(os.path.join(args.copy_model, "copy_cycles.json")) as f:
             cycles = json.load(f)
         prompts = [cycle + cycle + cycle[:6] for cycle in cycles[:16]]
-        configs = [("none", []), ("ngram", ngram), ("ngram B=0", ngram + always)]
+        configs = [("none", []), ("ngram", ngram + always)]
         if args.copy_draft:
-            copy_draft = ["--speculative-model", args.copy_draft, "--num-speculative-tokens", k]
-            configs += [("draft", copy_draft), ("draft B=0", copy_draft + always)]
+            configs.append(("draft", ["--speculative-model", args.copy_draft, "--num-speculative-tokens", k] + always))
         workloads.append(("copy", args.copy_model, prompts, args.copy_output_len, configs))
 
     started = datetime.now().isoformat(timespec="seconds")
     runs = []
     for name, model, prompts, max_tokens, configs in workloads:
-        for label, flags in configs:
-            server = SlabserveProcess(args.binary, model, *threads, *flags, "--max-num-seqs", "32", timeout=300)
-            try:
-                with urllib.request.urlopen(server.url + "/v1/models", timeout=30) as r:
-                    compute = json.loads(r.read())["data"][0].get("compute", "")
+        # Every configuration's server up at once (idle ones park their threads), and the runs
+        # interleaved: on a shared machine the load drifts, and the comparison is per round.
+        servers = {}
+        log = tempfile.NamedTemporaryFile(prefix="bench_speculative_", suffix=".log", delete=False).name
+        try:
+            for label, flags in configs:
+                servers[label] = SlabserveProcess(args.binary, model, *threads, *flags, "--max-num-seqs", "32",
+                                                  "--kv-cache-memory", "0.25", timeout=300,
+                                                  log_path=log if label == "none" else None)
+            with open(log) as f:  # the start-up line names the kernel set: "compute: bf16 avx512_bf16 ..."
+                found = re.search(r"compute: ([^\n]*)", f.read())
+            compute = found.group(1) if found else ""
+            for round_ in range(args.repeat):
                 for c in levels:
-                    run = run_level(server, prompts, c, max(3, c), max_tokens)
-                    run.update(workload=name, config=label, model=model, compute=compute)
-                    runs.append(run)
-                    acc = "-" if run["acceptance"] is None else "%.2f" % run["acceptance"]
-                    print("%-6s %-10s c=%-3d %7.1f tok/s  TPOT %7.2f ms  CPU %6.2f ms/token  acceptance %s  "
-                          "load %.1f" % (name, label, c, run["output_tokens_per_s"], run["mean_tpot_ms"],
-                                         run["server_cpu_ms_per_token"], acc, run["load_average_1m"][1]), flush=True)
-            finally:
+                    for label, _ in configs:
+                        run = run_level(servers[label], prompts, c, max(3, c), max_tokens)
+                        run.update(workload=name, config=label, model=model, compute=compute, round=round_)
+                        runs.append(run)
+                        acc = "-" if run["acceptance"] is None else "%.2f" % run["acceptance"]
+                        print("%-5s %-5s c=%-3d round %d %7.1f tok/s  TPOT %7.2f ms  CPU %6.2f ms/token  "
+                              "acceptance %s  load %.1f" %
+                              (name, label, c, round_, run["output_tokens_per_s"], run["mean_tpot_ms"],
+                               run["server_cpu_ms_per_token"], acc, run["load_average_1m"][1]), flush=True)
+        finally:
+            for server in servers.values():
                 server.stop()
+            os.unlink(log)
 
-    # Greedy output must not change with speculation: same texts as the plain server's.
+    # Greedy output must not change with speculation: the same texts as the plain server's.
     for run in runs:
         plain = next(r for r in runs if r["workload"] == run["workload"] and r["config"] == "none" and
-                     r["concurrency"] == run["concurrency"])
+                     r["concurrency"] == run["concurrency"] and r["round"] == run["round"])
         run["same_output_as_none"] = run["texts"] == plain["texts"]
-        run["speedup_tpot"] = plain["mean_tpot_ms"] / run["mean_tpot_ms"]
-        run["speedup_throughput"] = run["output_tokens_per_s"] / plain["output_tokens_per_s"]
-        run["speedup_cpu"] = plain["server_cpu_ms_per_token"] / run["server_cpu_ms_per_token"]
+        run["speedup_tpot"] = ratio(plain["mean_tpot_ms"], run["mean_tpot_ms"])
+        run["speedup_throughput"] = ratio(run["output_tokens_per_s"], plain["output_tokens_per_s"])
+        run["speedup_cpu"] = ratio(plain["server_cpu_ms_per_token"], run["server_cpu_ms_per_token"])
+    summary = summarize(runs)
     table = ["| workload | config | c | tok/s | TPOT ms | TPOT speed-up | throughput x | CPU ms/token | CPU x | "
              "acceptance | tokens/verification | same output |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in runs:
+    for r in summary:
         table.append("| %s | %s | %d | %.1f | %.2f | %.2fx | %.2fx | %.2f | %.2fx | %s | %s | %s |" % (
             r["workload"], r["config"], r["concurrency"], r["output_tokens_per_s"], r["mean_tpot_ms"],
             r["speedup_tpot"], r["speedup_throughput"], r["server_cpu_ms_per_token"], r["speedup_cpu"],
@@ -249,14 +272,45 @@ def main():
     if args.result_dir:
         os.makedirs(args.result_dir, exist_ok=True)
         machine = {"cpu": cpu_model(), "cores": os.cpu_count(), "started": started,
-                   "command": " ".join(sys.argv)}
+                   "finished": datetime.now().isoformat(timespec="seconds"), "command": " ".join(sys.argv)}
         for r in runs:
             r.pop("texts")
         with open(os.path.join(args.result_dir, "results.json"), "w") as f:
-            json.dump({"machine": machine, "runs": runs}, f, indent=1)
+            json.dump({"machine": machine, "summary": summary, "runs": runs}, f, indent=1)
         with open(os.path.join(args.result_dir, "results.md"), "w") as f:
-            f.write("%s, %d cpus, started %s\n\n%s\n" % (machine["cpu"], machine["cores"], started, "\n".join(table)))
-    return 0 if all(r.get("same_output_as_none", True) for r in runs) else 1
+            f.write("%s, %d cpus, %s to %s; medians over %d interleaved rounds\n\n%s\n" % (
+                machine["cpu"], machine["cores"], started, machine["finished"], args.repeat, "\n".join(table)))
+    return 0 if all(r["same_output_as_none"] for r in runs) else 1
+
+
+def ratio(a, b):
+    """a / b; a run too short to time (all its tokens in one event, no CPU tick) gives nan."""
+    return a / b if b else float("nan")
+
+
+def summarize(runs):
+    """Per workload, configuration and concurrency: medians over the rounds (speed-ups are the
+    medians of each round's ratio to the run without speculation), acceptance over all rounds."""
+    keys = []
+    for r in runs:
+        key = (r["workload"], r["config"], r["concurrency"])
+        if key not in keys:
+            keys.append(key)
+    out = []
+    for workload, config, c in keys:
+        rs = [r for r in runs if (r["workload"], r["config"], r["concurrency"]) == (workload, config, c)]
+        row = {"workload": workload, "config": config, "concurrency": c, "rounds": len(rs),
+               "same_output_as_none": all(r["same_output_as_none"] for r in rs)}
+        for field in ("output_tokens_per_s", "mean_tpot_ms", "server_cpu_ms_per_token", "speedup_tpot",
+                      "speedup_throughput", "speedup_cpu"):
+            row[field] = statistics.median(r[field] for r in rs)
+        drafted = sum(r["draft_tokens"] for r in rs)
+        drafts = sum(r["drafts"] for r in rs)
+        row["acceptance"] = sum(r["accepted_tokens"] for r in rs) / drafted if drafted else None
+        row["tokens_per_verification"] = (sum(r["tokens_per_verification"] * r["drafts"] for r in rs) / drafts
+                                          if drafts else None)
+        out.append(row)
+    return out
 
 
 if __name__ == "__main__":
