@@ -28,9 +28,10 @@ as measured at c <= B, the plain server's figures above it.
 Per run: output tokens per second over the run (all requests), mean TPOT ((E2E - TTFT) / (n - 1)
 per request: the decode speed a client sees), the server's CPU time (all threads, user + system)
 per output token, which other processes on a shared machine disturb less than wall time (the
-pool's threads spin ~0.1 ms before they park, so idle gaps count a little), and from /metrics the draft tokens proposed and
-accepted (acceptance = accepted / proposed) and the tokens each verification emitted. The
-speed-up is TPOT without speculation / TPOT with it, at the same concurrency and round. Raw results go to
+pool's threads spin ~0.1 ms before they park, so idle gaps count a little), and from /metrics
+the draft tokens proposed and accepted (acceptance = accepted / proposed) and the tokens each
+verification emitted. The speed-up is TPOT without speculation / TPOT with it, at the same
+concurrency and round. Raw results go to
 RESULT_DIR/results.json and a Markdown table to RESULT_DIR/results.md. Standard library only.
 """
 import argparse
