@@ -98,7 +98,7 @@ void DraftModelProposer::propose(std::span<DraftSlot> slots) {
   }
 
   try {
-    for (int step = 0; !pass.empty(); ++step) {
+    while (!pass.empty()) {
       ForwardBatch batch;
       std::vector<std::vector<int32_t>> tables;  // copies: the batch's spans point into them
       tables.reserve(pass.size());
