@@ -27,6 +27,19 @@ SHAPES = {
                       num_key_value_heads=4, vocab_size=32000, rope_theta=10000.0,
                       max_position_embeddings=2048, tie_word_embeddings=False, rms_norm_eps=1e-5,
                       bos_token_id=1, eos_token_id=2, qkv_bias=False),
+    # TinyLlama's layers, 6 of them (0.78 GB): the same per-layer shapes in a third of the time.
+    "tinyllama-6l": dict(model_type="llama", architectures=["LlamaForCausalLM"], hidden_size=2048,
+                         intermediate_size=5632, num_hidden_layers=6, num_attention_heads=32,
+                         num_key_value_heads=4, vocab_size=32000, rope_theta=10000.0,
+                         max_position_embeddings=2048, tie_word_embeddings=False, rms_norm_eps=1e-5,
+                         bos_token_id=1, eos_token_id=2, qkv_bias=False),
+    # One TinyLlama layer: with --copy-cycle and the same --seed, a draft model of tinyllama-6l's
+    # (the embedding, head and cycles are drawn before any layer).
+    "tinyllama-1l": dict(model_type="llama", architectures=["LlamaForCausalLM"], hidden_size=2048,
+                         intermediate_size=5632, num_hidden_layers=1, num_attention_heads=32,
+                         num_key_value_heads=4, vocab_size=32000, rope_theta=10000.0,
+                         max_position_embeddings=2048, tie_word_embeddings=False, rms_norm_eps=1e-5,
+                         bos_token_id=1, eos_token_id=2, qkv_bias=False),
     "qwen2.5-0.5b": dict(model_type="qwen2", architectures=["Qwen2ForCausalLM"], hidden_size=896,
                          intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
                          num_key_value_heads=2, vocab_size=151936, rope_theta=1000000.0,
@@ -66,6 +79,25 @@ def tensors(s):
         yield "lm_head.weight", (v, h), "w"
 
 
+def copy_cycle_tensors(s, n, rng):
+    """Embedding E (independent N(0, 1) rows) and head H with H[next(t)] = E[t], next() walking
+    cycles of n ids. The residual stream after t is E[t] plus the layers' outputs (each ~0.8 per
+    element with N(0, 0.02) weights: about 3 in all after 12 sublayers, whatever the context), so
+    the logit of next(t) is ~|E[t]|^2 = hidden (2048) and every other ~N(0, 3 sqrt(hidden)), whose
+    maximum over the vocabulary stays near 600: the argmax after t is next(t)."""
+    if s["tie_word_embeddings"]:
+        raise SystemExit("--copy-cycle needs an untied output head")
+    v, h = s["vocab_size"], s["hidden_size"]
+    emb = rng.standard_normal((v, h), dtype=np.float32)
+    ids = rng.permutation(np.arange(3, v))
+    ids = ids[:len(ids) - len(ids) % n]
+    cycles = ids.reshape(-1, n)
+    head = rng.standard_normal((v, h), dtype=np.float32)  # rows of ids 0-2 and of ids outside every cycle
+    head[np.roll(cycles, -1, axis=1).ravel()] = emb[cycles.ravel()]
+    return {"model.embed_tokens.weight": bf16_bits(emb), "lm_head.weight": bf16_bits(head),
+            "cycles": cycles[:64].tolist()}
+
+
 def copy_tokenizer(src, out_dir):
     """Only the SentencePiece model (and its config): a tokenizer.json beside it may hold another
     vocabulary (the llama2 test folder's does), and loaders prefer tokenizer.json when present."""
@@ -87,6 +119,10 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tokenizer-from", metavar="DIR",
                     help="copy tokenizer.model (+ tokenizer_config.json) from DIR; its vocabulary must match")
+    ap.add_argument("--copy-cycle", type=int, default=0, metavar="N",
+                    help="make the output head the embedding with its rows permuted in cycles of N ids (from 3 "
+                         "on): greedy decoding from id t then repeats t's cycle, a model that copies a passage "
+                         "(speculative decoding benchmarks); the cycles go to copy_cycles.json")
     ap.add_argument("--tokenizer-only", action="store_true",
                     help="with --tokenizer-from: only add the tokenizer to an existing checkpoint")
     args = ap.parse_args()
@@ -98,6 +134,7 @@ def main():
     s = SHAPES[args.shape]
     rng = np.random.default_rng(args.seed)
     pool = bf16_bits(rng.standard_normal(32 << 20, dtype=np.float32) * 0.02)
+    fixed = copy_cycle_tensors(s, args.copy_cycle, rng) if args.copy_cycle else {}
 
     header, offset, plan = {}, 0, list(tensors(s))
     for name, shape, _ in plan:
@@ -114,6 +151,9 @@ def main():
         f.write(hj)
         for name, shape, kind in plan:
             n = int(np.prod(shape))
+            if name in fixed:
+                f.write(fixed[name].tobytes())
+                continue
             if kind == "norm":
                 f.write(bf16_bits(1.0 + 0.02 * rng.standard_normal(n, dtype=np.float32)).tobytes())
                 continue
@@ -130,6 +170,9 @@ def main():
         json.dump(cfg, f, indent=2)
     with open(os.path.join(args.out_dir, "generation_config.json"), "w") as f:
         json.dump({"bos_token_id": s["bos_token_id"], "eos_token_id": s["eos_token_id"], "do_sample": False}, f, indent=2)
+    if args.copy_cycle:
+        with open(os.path.join(args.out_dir, "copy_cycles.json"), "w") as f:
+            json.dump(fixed["cycles"], f)
     if args.tokenizer_from:
         copy_tokenizer(args.tokenizer_from, args.out_dir)
     print(f"wrote {args.out_dir}: {args.shape}, {offset / 1e9:.2f} GB of BF16 weights")

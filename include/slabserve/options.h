@@ -35,7 +35,10 @@ struct EngineOptions {
   // Speculative decoding (vLLM V0's option names; docs/ARCHITECTURE.md, "Speculative decoding").
   // "": off. "[ngram]": drafts by prompt lookup, num_speculative_tokens (> 0) at a time, from
   // the latest earlier occurrence of the last n tokens, n from ngram_prompt_lookup_max (> 0)
-  // down to ngram_prompt_lookup_min. A draft model's path is refused: not implemented yet.
+  // down to ngram_prompt_lookup_min. Else the path of a draft model (a Hugging Face folder or
+  // GGUF file, as `model`) of the same vocabulary and tokenizer, which proposes
+  // num_speculative_tokens greedy tokens per step; it runs with the same dtype, quantization
+  // and threads, and needs at least max_model_len positions (the ngram options stay unset).
   std::string speculative_model;
   int num_speculative_tokens = 0;
   int ngram_prompt_lookup_max = 0;

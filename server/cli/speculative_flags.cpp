@@ -5,7 +5,8 @@ namespace slab::cli {
 
 void add_speculative_flags(CLI::App& cmd, api::EngineOptions& engine) {
   cmd.add_option("--speculative-model", engine.speculative_model,
-                  "Speculative decoding's proposer: \"[ngram]\" (prompt lookup); a draft model is not implemented yet");
+                 "Speculative decoding's proposer: \"[ngram]\" (prompt lookup), or a draft model's folder or "
+                 "GGUF file (same vocabulary as --model)");
   cmd.add_option("--num-speculative-tokens", engine.num_speculative_tokens,
                   "Draft tokens proposed per step (with --speculative-model)")
       ->check(CLI::NonNegativeNumber);

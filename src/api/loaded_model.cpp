@@ -18,6 +18,7 @@
 #include "model/model_runner.h"
 #include "model/packed_quant.h"
 #include "runtime/placement.h"
+#include "tokenizer/same_vocabulary.h"
 
 namespace slab::api {
 
@@ -31,6 +32,7 @@ struct LoadedModel::Parts {
   std::string chat_template_source;  // its text, for what it shows (the tool-call format)
   std::vector<int32_t> eos_token_ids;
   std::unique_ptr<ModelRunner> runner;
+  std::unique_ptr<ModelRunner> draft_runner;  // speculative decoding with a draft model
   std::unique_ptr<slab::Engine> engine;
   mutable std::optional<Engine> api_engine;
 };
@@ -64,6 +66,10 @@ SamplingParams default_sampling(const GenerationConfig& g) {
   return p;
 }
 
+constexpr const char* kNgram = "[ngram]";
+
+bool uses_draft_model(const EngineOptions& o) { return !o.speculative_model.empty() && o.speculative_model != kNgram; }
+
 EngineConfig engine_config(const EngineOptions& o) {
   EngineConfig c;
   c.scheduler.max_num_seqs = o.max_num_seqs;
@@ -77,6 +83,7 @@ EngineConfig engine_config(const EngineOptions& o) {
     c.scheduler.speculative = {o.num_speculative_tokens, o.ngram_prompt_lookup_min, o.ngram_prompt_lookup_max,
                                o.speculative_disable_by_batch_size};
   }
+  if (uses_draft_model(o)) c.scheduler.speculative.ngram_max = 0;  // the draft model proposes
   return c;
 }
 
@@ -84,20 +91,28 @@ EngineConfig engine_config(const EngineOptions& o) {
 std::string check_speculative_options(const EngineOptions& e) {
   if (e.speculative_model.empty()) {
     if (e.num_speculative_tokens != 0 || e.ngram_prompt_lookup_max != 0 || e.ngram_prompt_lookup_min != 1) {
-      return "--num-speculative-tokens and --ngram-prompt-lookup-max/-min need --speculative-model \"[ngram]\"";
+      return "--num-speculative-tokens and --ngram-prompt-lookup-max/-min need --speculative-model "
+             "(\"[ngram]\" or a draft model)";
     }
     return {};
   }
-  if (e.speculative_model != "[ngram]") {
-    return "--speculative-model " + e.speculative_model +
-           ": a draft model is not implemented yet; only \"[ngram]\" (prompt lookup) is";
-  }
   if (e.num_speculative_tokens <= 0) {
-    return "--speculative-model \"[ngram]\" needs --num-speculative-tokens > 0, got " +
+    return "--speculative-model " + e.speculative_model + " needs --num-speculative-tokens > 0, got " +
            std::to_string(e.num_speculative_tokens);
   }
   if (e.num_speculative_tokens > 64) {
     return "--num-speculative-tokens " + std::to_string(e.num_speculative_tokens) + ": at most 64";
+  }
+  if (e.speculative_disable_by_batch_size < 0) {
+    return "--speculative-disable-by-batch-size must be >= 0, got " +
+           std::to_string(e.speculative_disable_by_batch_size);
+  }
+  if (uses_draft_model(e)) {
+    if (e.ngram_prompt_lookup_max != 0 || e.ngram_prompt_lookup_min != 1) {
+      return "--ngram-prompt-lookup-max/-min apply to --speculative-model \"[ngram]\" only, not to a draft model (" +
+             e.speculative_model + ")";
+    }
+    return {};
   }
   if (e.ngram_prompt_lookup_max <= 0) {
     return "--speculative-model \"[ngram]\" needs --ngram-prompt-lookup-max > 0, got " +
@@ -107,18 +122,44 @@ std::string check_speculative_options(const EngineOptions& e) {
     return "--ngram-prompt-lookup-min " + std::to_string(e.ngram_prompt_lookup_min) + ": must be 1.." +
            std::to_string(e.ngram_prompt_lookup_max) + " (--ngram-prompt-lookup-max)";
   }
-  if (e.speculative_disable_by_batch_size < 0) {
-    return "--speculative-disable-by-batch-size must be >= 0, got " +
-           std::to_string(e.speculative_disable_by_batch_size);
-  }
   return {};
 }
 
-std::string speculative_summary(const SpeculativeConfig& s) {
+std::string speculative_summary(const EngineOptions& o, const SpeculativeConfig& s) {
   if (s.num_speculative_tokens == 0) return "off";
-  return "[ngram] " + std::to_string(s.num_speculative_tokens) + " tokens, n " + std::to_string(s.ngram_max) +
-         " down to " + std::to_string(s.ngram_min) +
+  const std::string proposer = uses_draft_model(o) ? "draft model " + o.speculative_model + ", "
+                                                   : "[ngram] n " + std::to_string(s.ngram_max) + " down to " +
+                                                         std::to_string(s.ngram_min) + ", ";
+  return proposer + std::to_string(s.num_speculative_tokens) + " tokens" +
          (s.disable_by_batch_size > 0 ? ", off above " + std::to_string(s.disable_by_batch_size) + " running" : "");
+}
+
+// The draft model of --speculative-model DIR, packed like the target (same kernels, threads,
+// node and quantization), after its vocabulary is checked against the target's.
+std::unique_ptr<ModelRunner> load_draft_runner(const LoadOptions& options, const Tokenizer& target_tokenizer,
+                                               const Model& target, RunnerOptions runner_options) {
+  const std::filesystem::path path = options.engine.speculative_model;
+  const std::string what = "--speculative-model " + path.string();
+  if (!std::filesystem::exists(path)) {
+    throw std::runtime_error(what +
+                             ": no such file or folder (a draft model's Hugging Face folder or GGUF file, "
+                             "or \"[ngram]\" for prompt lookup)");
+  }
+  const Model draft = load_model_metadata(path);
+  if (draft.config.vocab_size != target.config.vocab_size) {
+    throw std::invalid_argument(what + ": the draft's vocabulary has " + std::to_string(draft.config.vocab_size) +
+                                " tokens, the target " + options.model + "'s " +
+                                std::to_string(target.config.vocab_size) + "; a draft must share the vocabulary");
+  }
+  const std::unique_ptr<Tokenizer> draft_tokenizer = load_tokenizer(path);
+  if (std::string diff = vocabulary_difference(target_tokenizer, "the target " + options.model, *draft_tokenizer,
+                                               "the draft " + path.string());
+      !diff.empty()) {
+    throw std::invalid_argument(what + ": its tokenizer differs from the target's: " + diff);
+  }
+  runner_options.on_load_progress = nullptr;  // the callback reports the target's tensors
+  const std::unique_ptr<Checkpoint> checkpoint = open_model_checkpoint(path);
+  return std::make_unique<ModelRunner>(draft, *checkpoint, runner_options);
 }
 
 }  // namespace
@@ -197,6 +238,9 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const LoadOptions& options) {
     const std::unique_ptr<Checkpoint> checkpoint = open_model_checkpoint(path);
     parts->runner = std::make_unique<ModelRunner>(parts->model, *checkpoint, runner_options);
   }
+  if (uses_draft_model(options.engine)) {
+    parts->draft_runner = load_draft_runner(options, *parts->tokenizer, parts->model, runner_options);
+  }
 #ifdef __GLIBC__
   // Packing freed many matrix-sized staging buffers below glibc's (raised) mmap threshold; give
   // that heap back now rather than keep it resident for the server's lifetime (~250 MiB for a
@@ -208,7 +252,8 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const LoadOptions& options) {
   parts->eos_token_ids = parts->model.config.eos_token_ids;
   if (std::optional<int32_t> eos = parts->tokenizer->eos_id()) parts->eos_token_ids.push_back(*eos);
   const EngineConfig config = engine_config(options.engine);
-  parts->engine = std::make_unique<slab::Engine>(*parts->runner, parts->tokenizer.get(), config);
+  parts->engine =
+      std::make_unique<slab::Engine>(*parts->runner, parts->tokenizer.get(), config, parts->draft_runner.get());
   parts->api_engine.emplace(*parts->engine);
 
   const ModelConfig& c = parts->model.config;
@@ -239,7 +284,10 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const LoadOptions& options) {
   d.prefix_caching = config.enable_prefix_caching;
   d.max_num_seqs = config.scheduler.max_num_seqs;
   d.max_num_batched_tokens = config.scheduler.max_num_batched_tokens;
-  d.speculative = speculative_summary(config.scheduler.speculative);
+  d.speculative = speculative_summary(options.engine, config.scheduler.speculative);
+  if (e.draft_kv_cache_bytes() > 0) {
+    d.speculative += ", draft KV cache " + std::to_string(e.draft_kv_cache_bytes() >> 20) + " MiB";
+  }
   d.default_sampling = default_sampling(parts->model.generation);
   return std::unique_ptr<LoadedModel>(new LoadedModel(std::move(parts)));
 }

@@ -38,16 +38,39 @@ SchedulerConfig scheduler_config(SchedulerConfig s, const ModelConfig& c) {
   return s;
 }
 
+// What a draft model must share with its target (the tokenizers are compared by the loader).
+void check_draft_model(const ModelConfig& target, const ModelConfig& draft, int max_model_len, int k) {
+  if (k <= 0) throw std::invalid_argument("a draft model needs num_speculative_tokens > 0");
+  if (draft.vocab_size != target.vocab_size) {
+    throw std::invalid_argument("the draft model's vocabulary has " + std::to_string(draft.vocab_size) +
+                                " tokens, the target's " + std::to_string(target.vocab_size) +
+                                ": a draft must share the target's vocabulary");
+  }
+  // Refused rather than clamped: a sequence past the draft's positions would need another
+  // proposer, and a silently shorter context would surprise more than an error at start.
+  if (draft.max_position_embeddings < max_model_len) {
+    throw std::invalid_argument("the draft model reaches " + std::to_string(draft.max_position_embeddings) +
+                                " positions, fewer than the target's context of " + std::to_string(max_model_len) +
+                                " tokens: lower --max-model-len to at most " +
+                                std::to_string(draft.max_position_embeddings));
+  }
+  if (longrope(draft)) {
+    throw std::invalid_argument(
+        "a longrope model (Phi-3 128k) cannot be a draft model: its RoPE factors follow the "
+        "length of the whole step");
+  }
+}
+
 }  // namespace
 
 Engine::Engine(const Model& model, const Tokenizer* tokenizer, const EngineConfig& config)
-    : Engine(std::make_unique<ModelRunner>(model), nullptr, tokenizer, config) {}
+    : Engine(std::make_unique<ModelRunner>(model), nullptr, tokenizer, config, nullptr) {}
 
-Engine::Engine(ModelRunner& runner, const Tokenizer* tokenizer, const EngineConfig& config)
-    : Engine(nullptr, &runner, tokenizer, config) {}
+Engine::Engine(ModelRunner& runner, const Tokenizer* tokenizer, const EngineConfig& config, ModelRunner* draft_runner)
+    : Engine(nullptr, &runner, tokenizer, config, draft_runner) {}
 
 Engine::Engine(std::unique_ptr<ModelRunner> owned, ModelRunner* runner, const Tokenizer* tokenizer,
-               const EngineConfig& config)
+               const EngineConfig& config, ModelRunner* draft_runner)
     : owned_runner_(std::move(owned)), runner_(runner ? *runner : *owned_runner_), model_config_(runner_.config()),
       tokenizer_(tokenizer), config_(config),
       max_model_len_(config.max_model_len > 0 ? std::min(config.max_model_len, model_config_.max_position_embeddings)
@@ -58,8 +81,13 @@ Engine::Engine(std::unique_ptr<ModelRunner> owned, ModelRunner* runner, const To
                                                                model_config_.head_dim, config.block_size},
                                                               runner_.kv_dtype(), config.kv_cache_bytes),
                  runner_.kv_dtype(), runner_.numa_node()),
+      draft_runner_(draft_runner),
+      draft_proposer_(draft_runner ? std::make_unique<DraftModelProposer>(*draft_runner, kv_memory_.num_blocks(),
+                                                                          config.block_size,
+                                                                          config.scheduler.max_num_batched_tokens)
+                                   : nullptr),
       scheduler_(scheduler_config(config.scheduler, model_config_), kv_memory_.num_blocks(), config.block_size,
-                 config.enable_prefix_caching && !longrope(model_config_)),
+                 config.enable_prefix_caching && !longrope(model_config_), draft_proposer_.get()),
       constraints_(tokenizer) {
   if (longrope(model_config_) && config.enable_prefix_caching) {
     spdlog::warn("prefix caching is off for this model: its longrope RoPE rotates keys by the sequence's length "
@@ -89,6 +117,10 @@ Engine::Engine(std::unique_ptr<ModelRunner> owned, ModelRunner* runner, const To
         cache_tokens, max_model_len_, cache_tokens);
     max_model_len_ = cache_tokens;
   }
+  if (draft_runner_) {
+    check_draft_model(model_config_, draft_runner_->config(), max_model_len_,
+                      config.scheduler.speculative.num_speculative_tokens);
+  }
   // The runner's thread pool starts on the loop thread (which it pins as worker 0) before the
   // constructor returns, so callers can report its bindings without racing the first step.
   std::promise<void> pool_started;
@@ -97,6 +129,7 @@ Engine::Engine(std::unique_ptr<ModelRunner> owned, ModelRunner* runner, const To
   thread_ = std::thread([this, started = std::move(pool_started)]() mutable {
     try {
       if (!runner_.uses_reference()) (void)runner_.thread_pool();
+      if (draft_runner_) draft_runner_->share_thread_pool(runner_);
     } catch (...) {
       started.set_exception(std::current_exception());
       return;

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/draft_model_proposer.h"
 #include "engine/output_constraint.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
@@ -61,7 +62,13 @@ class Engine {
   // (no text, no stop strings). The runner's forward() runs on the engine's loop thread only:
   // the constructor starts the runner's thread pool there (pinning that thread as worker 0)
   // before it returns. The KV cache memory is bound to the runner's NUMA node, if it has one.
-  Engine(ModelRunner& runner, const Tokenizer* tokenizer, const EngineConfig& config);
+  // With `draft_runner` (and config.scheduler.speculative.num_speculative_tokens > 0) a draft
+  // model proposes the speculative tokens (engine/draft_model_proposer.h) instead of prompt
+  // lookup; it must outlive the engine, share the target's vocabulary size and reach at least
+  // max_model_len positions (else std::invalid_argument, naming both). Its KV cache holds as
+  // many tokens as the target's, and it runs on the target runner's thread pool.
+  Engine(ModelRunner& runner, const Tokenizer* tokenizer, const EngineConfig& config,
+         ModelRunner* draft_runner = nullptr);
   // The context (max_model_len) is at most what the KV cache holds: the model's own length is
   // clamped to it with a warning; an explicit config.max_model_len above it throws
   // std::invalid_argument.
@@ -87,11 +94,13 @@ class Engine {
   int block_size() const { return kv_memory_.geometry().block_size; }
   size_t kv_cache_bytes() const { return kv_memory_.bytes(); }
   KvDtype kv_dtype() const { return kv_memory_.dtype(); }
+  // The draft model's KV cache (0 without a draft model).
+  size_t draft_kv_cache_bytes() const { return draft_proposer_ ? draft_proposer_->kv_cache_bytes() : 0; }
 
  private:
   // Runs `runner`, or the owned one when runner is null.
   Engine(std::unique_ptr<ModelRunner> owned, ModelRunner* runner, const Tokenizer* tokenizer,
-         const EngineConfig& config);
+         const EngineConfig& config, ModelRunner* draft_runner);
   void loop();
   void take_inbox();
   void run_step();
@@ -119,6 +128,8 @@ class Engine {
   EngineConfig config_;
   int max_model_len_;
   KvCache kv_memory_;    // geometry + dtype + pool; which blocks a sequence holds is the scheduler's
+  ModelRunner* draft_runner_;
+  std::unique_ptr<DraftModelProposer> draft_proposer_;  // with a draft model: its runner's cache and passes
   Scheduler scheduler_;  // owns the KV bookkeeping (KvCacheManager)
   std::unordered_map<int64_t, std::unique_ptr<Sequence>> sequences_;  // loop thread only
   ConstraintCache constraints_;                                       // any thread

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/proposer.h"
+
 namespace slab {
 
 std::vector<int32_t> propose_ngram(std::span<const int32_t> tokens, int min_n, int max_n, int max_tokens) {
@@ -19,6 +21,10 @@ std::vector<int32_t> propose_ngram(std::span<const int32_t> tokens, int min_n, i
     }
   }
   return {};
+}
+
+void NgramProposer::propose(std::span<DraftSlot> slots) {
+  for (DraftSlot& slot : slots) slot.draft = propose_ngram(slot.seq->tokens, ngram_min_, ngram_max_, slot.max_tokens);
 }
 
 }  // namespace slab

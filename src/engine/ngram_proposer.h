@@ -9,7 +9,6 @@
 
 namespace slab {
 
-
 // For n from max_n down to min_n: the last n tokens of `tokens` (prompt and output so far) are
 // looked for earlier in `tokens`, latest occurrence first; the first match found proposes the up
 // to `max_tokens` tokens that followed it (fewer when the context ends first). Empty when no

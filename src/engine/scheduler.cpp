@@ -3,12 +3,18 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "engine/ngram_proposer.h"
+#include "engine/proposer.h"
 
 namespace slab {
 
-Scheduler::Scheduler(const SchedulerConfig& config, int num_kv_blocks, int block_size, bool enable_prefix_caching)
-    : config_(config), kv_(num_kv_blocks, block_size, enable_prefix_caching) {}
+Scheduler::Scheduler(const SchedulerConfig& config, int num_kv_blocks, int block_size, bool enable_prefix_caching,
+                     Proposer* proposer)
+    : config_(config), kv_(num_kv_blocks, block_size, enable_prefix_caching), proposer_(proposer) {
+  if (!proposer_ && config.speculative.num_speculative_tokens > 0) {
+    own_proposer_ = std::make_unique<NgramProposer>(config.speculative.ngram_min, config.speculative.ngram_max);
+    proposer_ = own_proposer_.get();
+  }
+}
 
 void Scheduler::add(Sequence* seq) {
   seq->status = SequenceStatus::waiting;
@@ -25,37 +31,63 @@ void Scheduler::remove(Sequence* seq) {
   std::erase(running_, seq);
   std::erase(waiting_, seq);
   kv_.free(seq->id, seq->num_computed);
+  if (proposer_) proposer_->forget(seq->id);
   seq->status = SequenceStatus::finished;
 }
 
-void Scheduler::drop_rejected_drafts(Sequence* seq) { kv_.truncate(seq->id, seq->tokens, seq->num_computed); }
+void Scheduler::drop_rejected_drafts(Sequence* seq) {
+  kv_.truncate(seq->id, seq->tokens, seq->num_computed);
+  if (proposer_) proposer_->verified(*seq);
+}
 
-std::vector<int32_t> Scheduler::propose_draft(Sequence* seq, int room) {
-  const SpeculativeConfig& spec = config_.speculative;
-  if (!seq->may_speculate) return {};
+int Scheduler::draft_room(const Sequence& seq, int budget) const {
+  if (!seq.may_speculate) return 0;
   // Emitting the accepted drafts and one more token must stay within max_tokens and the context.
-  const int len = static_cast<int>(seq->tokens.size());
-  room = std::min({room, spec.num_speculative_tokens, seq->request.stop.max_tokens - seq->num_output() - 1,
-                   seq->context_limit - len - 1});
-  if (room <= 0) return {};
-  std::vector<int32_t> draft = propose_ngram(seq->tokens, spec.ngram_min, spec.ngram_max, room);
-  if (draft.empty()) return {};
-  // No preemption for a draft: it is cut to the positions the free blocks hold.
-  const int bs = kv_.block_size();
-  const int held = static_cast<int>(kv_.block_table(seq->id).size());
-  const int fits = (held + kv_.num_free_blocks()) * bs - (seq->num_computed + 1);
-  if (fits < static_cast<int>(draft.size())) draft.resize(static_cast<size_t>(std::max(fits, 0)));
-  if (draft.empty() ||
-      !kv_.allocate(seq->id, seq->tokens, seq->num_computed + 1, {}, static_cast<int>(draft.size()))) {
-    return {};
+  const int len = static_cast<int>(seq.tokens.size());
+  return std::max(0, std::min({budget, config_.speculative.num_speculative_tokens,
+                               seq.request.stop.max_tokens - seq.num_output() - 1, seq.context_limit - len - 1}));
+}
+
+void Scheduler::propose_drafts(SchedulerStep& step, int& budget) {
+  // Rooms are taken from the budget in decode order before the proposer runs (all slots in one
+  // call, one batch for a model); what a shorter draft leaves is given back afterwards.
+  std::vector<DraftSlot> slots;
+  std::vector<ScheduledChunk*> chunks;
+  int reserved = 0;
+  for (ScheduledChunk& chunk : step.chunks) {
+    if (budget - reserved <= 0) break;
+    if (chunk.num_tokens != 1 || chunk.seq->num_uncomputed() != 1) continue;  // not a decode
+    const int room = draft_room(*chunk.seq, budget - reserved);
+    if (room <= 0) continue;
+    slots.push_back({chunk.seq, room, {}});
+    chunks.push_back(&chunk);
+    reserved += room;
   }
-  return draft;
+  if (slots.empty()) return;
+  proposer_->propose(slots);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    Sequence* seq = chunks[i]->seq;
+    std::vector<int32_t>& draft = slots[i].draft;
+    if (static_cast<int>(draft.size()) > slots[i].max_tokens) draft.resize(static_cast<size_t>(slots[i].max_tokens));
+    // No preemption for a draft: it is cut to the positions the free blocks hold.
+    const int bs = kv_.block_size();
+    const int held = static_cast<int>(kv_.block_table(seq->id).size());
+    const int fits = (held + kv_.num_free_blocks()) * bs - (seq->num_computed + 1);
+    if (fits < static_cast<int>(draft.size())) draft.resize(static_cast<size_t>(std::max(fits, 0)));
+    if (draft.empty() ||
+        !kv_.allocate(seq->id, seq->tokens, seq->num_computed + 1, {}, static_cast<int>(draft.size()))) {
+      continue;
+    }
+    chunks[i]->draft = std::move(draft);
+    budget -= static_cast<int>(chunks[i]->draft.size());
+  }
 }
 
 void Scheduler::preempt(Sequence* victim, SchedulerStep& step, bool for_memory) {
   std::erase(running_, victim);
   std::erase_if(step.chunks, [&](const ScheduledChunk& c) { return c.seq == victim; });
   kv_.free(victim->id, victim->num_computed);
+  if (proposer_) proposer_->forget(victim->id);
   victim->num_computed = 0;
   victim->status = SequenceStatus::waiting;
   ++victim->num_preemptions;
@@ -180,12 +212,7 @@ SchedulerStep Scheduler::schedule() {
   const SpeculativeConfig& spec = config_.speculative;
   if (spec.num_speculative_tokens > 0 &&
       (spec.disable_by_batch_size == 0 || static_cast<int>(running_.size()) <= spec.disable_by_batch_size)) {
-    for (ScheduledChunk& chunk : step.chunks) {
-      if (budget <= 0) break;
-      if (chunk.num_tokens != 1 || chunk.seq->num_uncomputed() != 1) continue;  // not a decode
-      chunk.draft = propose_draft(chunk.seq, budget);
-      budget -= static_cast<int>(chunk.draft.size());
-    }
+    propose_drafts(step, budget);
   }
 
   // 3. Waiting sequences, unless this step already had to preempt (no room to grow), fairly

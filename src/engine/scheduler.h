@@ -8,15 +8,18 @@
 // With speculative decoding, decodes also carry draft tokens (SpeculativeConfig).
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
+#include "engine/proposer.h"
 #include "engine/sequence.h"
 #include "kv/kv_cache_manager.h"
 
 namespace slab {
 
-// Speculative decoding with the n-gram proposer (engine/ngram_proposer.h); off at k = 0.
+// Speculative decoding (engine/proposer.h: prompt lookup, or a draft model the engine gives the
+// scheduler); off at k = 0. ngram_min/max configure the n-gram proposer only.
 // Policy (docs/ARCHITECTURE.md, "Speculative decoding"): a step speculates only while at most
 // disable_by_batch_size sequences run (0: any number), because a bigger batch already makes
 // each weight read serve many tokens and drafts would only add compute. Drafts are proposed
@@ -63,14 +66,18 @@ struct SchedulerStep {
 class Scheduler {
  public:
   // The scheduler owns the KV bookkeeping: block tables, reference counts and the prefix cache.
-  Scheduler(const SchedulerConfig& config, int num_kv_blocks, int block_size, bool enable_prefix_caching);
+  // With speculation on, drafts come from `proposer` (which must outlive the scheduler), or
+  // from an n-gram proposer of the config's ngram_min/max when it is null.
+  Scheduler(const SchedulerConfig& config, int num_kv_blocks, int block_size, bool enable_prefix_caching,
+            Proposer* proposer = nullptr);
 
   void add(Sequence* seq);
   SchedulerStep schedule();
   // The sequence leaves the scheduler (finished, aborted, failed): its blocks are freed now.
   void remove(Sequence* seq);
   // After a speculative step's verification (seq->num_computed counts the accepted drafts): the
-  // blocks of rejected drafts go back, as if they had never been allocated.
+  // blocks of rejected drafts go back, as if they had never been allocated, and the proposer
+  // drops what it built on them.
   void drop_rejected_drafts(Sequence* seq);
 
   size_t num_running() const { return running_.size(); }
@@ -86,9 +93,11 @@ class Scheduler {
   // for_memory: the step ran out of blocks (admission stops for this step).
   void preempt(Sequence* victim, SchedulerStep& step, bool for_memory = true);
   bool sibling_prefilling(const Sequence& seq) const;
-  // Draft tokens for a decode, at most `room`, with blocks for them allocated; empty if the
-  // sequence does not speculate, nothing recurs, or the blocks are not free.
-  std::vector<int32_t> propose_draft(Sequence* seq, int room);
+  // Draft tokens for the step's decodes from what is left of `budget` (reduced by the drafts
+  // taken), each with blocks for its positions allocated; a draft is cut to the free blocks.
+  void propose_drafts(SchedulerStep& step, int& budget);
+  // Draft tokens the sequence may take: 0 if it does not speculate or stands at a limit.
+  int draft_room(const Sequence& seq, int budget) const;
   // The client call a sequence belongs to, for fair admission.
   static uint64_t fairness_key(const Sequence& seq);
   // Index in waiting_ of the sequence to admit next (waiting_.size(): none), skipping `passed`.
@@ -98,6 +107,8 @@ class Scheduler {
 
   SchedulerConfig config_;
   KvCacheManager kv_;
+  std::unique_ptr<Proposer> own_proposer_;  // the n-gram proposer when none was given
+  Proposer* proposer_ = nullptr;
   std::vector<Sequence*> running_;  // in admission order
   std::deque<Sequence*> waiting_;   // arrival order; preempted sequences go to the front
   int64_t num_preemptions_ = 0;

@@ -130,6 +130,12 @@ std::vector<std::vector<int>> ModelRunner::thread_bindings() const {
   return pool_ ? pool_->bindings() : std::vector<std::vector<int>>{};
 }
 
+void ModelRunner::share_thread_pool(ModelRunner& owner) {
+  if (reference_) return;  // the reference forward runs on the calling thread alone
+  owner.ensure_pool();
+  pool_ = owner.pool_;
+}
+
 void ModelRunner::ensure_pool() {
   if (pool_) return;
   ThreadPoolOptions o;

@@ -82,6 +82,10 @@ class ModelRunner {
   // pinned worker 0), for callers that measure the machine on the same threads (slabserve bench)
   // and for the engine, which starts it on its loop thread.
   ThreadPool& thread_pool();
+  // Runs this runner's passes on `owner`'s pool (created there if need be, on the calling
+  // thread): a speculative draft model and its target take turns on the same cores, and two
+  // pools would spin against each other between passes. Call it before this runner's first pass.
+  void share_thread_pool(ModelRunner& owner);
   // The OS cpus each pool thread is pinned to (ThreadPool::bindings()); empty before the pool exists.
   std::vector<std::vector<int>> thread_bindings() const;
 
@@ -99,7 +103,7 @@ class ModelRunner {
   RunnerOptions options_;
   std::unique_ptr<Packed> packed_;
   std::unique_ptr<Workspace> ws_;
-  std::unique_ptr<ThreadPool> pool_;
+  std::shared_ptr<ThreadPool> pool_;  // shared with a draft model's runner (share_thread_pool)
 };
 
 // A Hugging Face folder to a runner without the FP32 copy of the weights: config and

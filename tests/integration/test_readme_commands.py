@@ -46,6 +46,7 @@ RULES = [
     (r"^cmake --build build\b", "rebuilds the binary under test"),
     (r"^python3 bench/make_random_checkpoint\.py", "writes a 1-2 GB random checkpoint"),
     (r"^python3 bench/bench_serve\.py", None),
+    (r"^python3 bench/bench_speculative\.py", "starts servers with and without speculation for ~15 minutes"),
     (r"^python3 bench/compare\.py", "runs every peer server for up to 40 minutes"),
     (r"^python3 bench/quant_accuracy\.py", "builds llama.cpp and runs both models' KL for ~30 minutes"),
 ]
@@ -102,6 +103,7 @@ def adapt(command, binary, port, scratch, launch_port=0):
     cmd = re.sub(r"(^|\s)(\./)?build/slabserve\b", r"\1" + binary, cmd)
     cmd = re.sub(r"^slabserve\b", binary, cmd)
     cmd = cmd.replace("--model DIR", "--model " + DEFAULT_MODEL)
+    cmd = cmd.replace("--speculative-model DIR", "--speculative-model " + DEFAULT_MODEL)  # drafting for itself
     cmd = re.sub(r"^curl ", "curl -sS --fail-with-body --max-time 60 ", cmd)
     if cmd.startswith("python3 bench/bench_serve.py"):
         # The default model's vocabulary has 512 tokens; its context holds 128 + 128.

@@ -133,7 +133,16 @@ TEST_CASE("api: the engine's greedy tokens from BOS are transformers'", "[engine
     if (gguf.empty()) return;
     options.model = gguf.string();
   }
+  SECTION("safetensors folder with its GGUF file as the speculative draft model") {
+    const std::filesystem::path gguf = slab::test::testdata_or_skip("models/stories260K-gguf/stories260K.gguf");
+    if (gguf.empty()) return;
+    options.engine.speculative_model = gguf.string();
+    options.engine.num_speculative_tokens = 4;
+  }
   std::unique_ptr<LoadedModel> loaded = LoadedModel::load(options);
+  if (!options.engine.speculative_model.empty()) {
+    CHECK(loaded->description().speculative.rfind("draft model " + options.engine.speculative_model, 0) == 0);
+  }
 
   slab::api::Request request;
   request.prompt = expected.at("prompt").get<std::vector<int32_t>>();
@@ -156,6 +165,41 @@ TEST_CASE("api: the engine's greedy tokens from BOS are transformers'", "[engine
   }
   CHECK(stats.num_running == 0);
   CHECK(stats.generation_tokens == static_cast<int64_t>(greedy.size()));
+  if (!options.engine.speculative_model.empty()) {
+    // The same weights drafting: nearly every draft is the target's own greedy token.
+    CHECK(stats.spec_num_accepted_tokens * 10 > stats.spec_num_draft_tokens * 9);
+  }
+}
+
+TEST_CASE("api: a draft model of another vocabulary or tokenizer is refused, naming both models",
+          "[engine_api][speculative]") {
+  const std::string model = slab::test::stories260k_or_skip();
+  if (model.empty()) return;
+  LoadOptions options = small_options(model);
+  options.engine.num_speculative_tokens = 4;
+  const std::string other_vocab = (slab::test::fixtures_dir() / "models" / "llama_gqa").string();
+  options.engine.speculative_model = other_vocab;
+  CHECK_THROWS_WITH(LoadedModel::load(options), "--speculative-model " + other_vocab +
+                                                    ": the draft's vocabulary has 256 tokens, the target " + model +
+                                                    "'s 512; a draft must share the vocabulary");
+  // The same weights with Llama 2's tokenizer: the model's vocabulary size agrees, the tokenizer's does not.
+  const std::filesystem::path llama2 = slab::test::testdata_or_skip("tokenizers/llama2");
+  if (llama2.empty()) return;
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "slab_test_draft_other_tokenizer";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (const char* f : {"config.json", "generation_config.json", "model.safetensors"}) {
+    std::filesystem::copy_file(std::filesystem::path(model) / f, dir / f);
+  }
+  for (const char* f : {"tokenizer.model", "tokenizer_config.json"}) std::filesystem::copy_file(llama2 / f, dir / f);
+  options.engine.speculative_model = dir.string();
+  CHECK_THROWS_WITH(LoadedModel::load(options), "--speculative-model " + dir.string() +
+                                                    ": its tokenizer differs from the target's: the " +
+                                                    "vocabulary of the target " + model +
+                                                    " has 512 tokens, that of the draft " + dir.string() + " 32000");
+  std::filesystem::remove_all(dir);
+  options.engine.speculative_model = "/nonexistent/draft";
+  CHECK_THROWS_WITH(LoadedModel::load(options), Catch::Contains("--speculative-model /nonexistent/draft: no such"));
 }
 
 TEST_CASE("api: an aborted request ends with FinishReason::abort and submit refuses what can never run",
@@ -231,9 +275,12 @@ TEST_CASE("api: speculative decoding options are checked and none is ignored", "
   e.num_speculative_tokens = 4;
   CHECK(slab::api::check_load_options(options).find("need --speculative-model") != std::string::npos);
   e.speculative_model = "/models/draft";
+  CHECK(slab::api::check_load_options(options).empty());  // a draft model: its folder is read at load
+  e.ngram_prompt_lookup_max = 3;
   CHECK(slab::api::check_load_options(options) ==
-        "--speculative-model /models/draft: a draft model is not implemented yet; only \"[ngram]\" (prompt lookup) "
-        "is");
+        "--ngram-prompt-lookup-max/-min apply to --speculative-model \"[ngram]\" only, not to a draft model "
+        "(/models/draft)");
+  e.ngram_prompt_lookup_max = 0;
   e.speculative_model = "[ngram]";
   CHECK(slab::api::check_load_options(options).find("--ngram-prompt-lookup-max > 0") != std::string::npos);
   e.ngram_prompt_lookup_max = 3;

@@ -9,13 +9,19 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine_requests.h"
+#include "engine_runs.h"
 #include "kv/contiguous_kv_cache.h"
 #include "kv/kv_cache_manager.h"
 #include "model/model_runner.h"
-#include "engine_requests.h"
 #include "test_paths.h"
 
 using namespace slab;
+using test::copying_prompt;
+using test::run_all;
+using test::run_one;
+using test::settled;
+using test::speculating_sequence;
 
 TEST_CASE("rolling back rejected drafts leaves free blocks, table and prefix cache as if they never existed",
           "[speculative][kv]") {
@@ -88,69 +94,6 @@ TEST_CASE("the runner returns each sequence's last num_logits rows, as all_logit
   }
 }
 
-namespace {
-
-std::vector<int32_t> run_one(Engine& engine, const Request& r) {
-  auto stream = std::make_shared<RequestStream>();
-  engine.submit(r, stream);
-  std::vector<int32_t> out;
-  while (true) {
-    std::optional<RequestOutput> o = stream->next(std::chrono::milliseconds(20000));
-    REQUIRE(o.has_value());
-    out.insert(out.end(), o->tokens.begin(), o->tokens.end());
-    if (o->finished) return out;
-  }
-}
-
-std::vector<std::vector<int32_t>> run_all(Engine& engine, const std::vector<Request>& requests) {
-  auto stream = std::make_shared<RequestStream>();
-  std::map<int64_t, size_t> index;
-  for (const Request& r : requests) index[engine.submit(r, stream)] = index.size();
-  std::vector<std::vector<int32_t>> outs(requests.size());
-  size_t done = 0;
-  while (done < requests.size()) {
-    std::optional<RequestOutput> o = stream->next(std::chrono::milliseconds(20000));
-    REQUIRE(o.has_value());
-    auto& v = outs[index.at(o->request_id)];
-    v.insert(v.end(), o->tokens.begin(), o->tokens.end());
-    if (o->finished) ++done;
-  }
-  return outs;
-}
-
-// The stats once the loop has published the step that finished the last request (the final
-// event reaches the stream before the step's counters are published).
-EngineStats settled(const Engine& engine) {
-  for (int i = 0; i < 5000; ++i) {
-    const EngineStats s = engine.stats();
-    if (s.steps > 0 && s.num_running == 0 && s.num_waiting == 0) return s;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  FAIL("the engine did not settle");
-  return {};
-}
-
-EngineConfig config(int max_num_seqs, int num_blocks, int k, int disable_by_batch_size = 0) {
-  EngineConfig c;
-  c.scheduler.max_num_seqs = max_num_seqs;
-  c.scheduler.max_num_batched_tokens = 2048;
-  c.scheduler.speculative = {k, 1, 3, disable_by_batch_size};
-  c.block_size = 16;
-  c.num_kv_blocks = num_blocks;
-  return c;
-}
-
-// A passage told twice and begun a third time: the model's continuation copies it.
-std::vector<int32_t> copying_prompt(std::mt19937& rng) {
-  std::vector<int32_t> passage(24);
-  for (int32_t& t : passage) t = 3 + static_cast<int32_t>(rng() % 250);
-  std::vector<int32_t> p;
-  for (int i = 0; i < 2; ++i) p.insert(p.end(), passage.begin(), passage.end());
-  p.insert(p.end(), passage.begin(), passage.begin() + 6);
-  return p;
-}
-
-}  // namespace
 
 TEST_CASE("greedy output with n-gram speculation is token-for-token that without it", "[speculative][engine]") {
   const Model model = load_model(test::fixtures_dir() / "models" / "llama_gqa");
@@ -159,7 +102,7 @@ TEST_CASE("greedy output with n-gram speculation is token-for-token that without
   const int probe_tokens = 40;
   std::vector<int32_t> reference;
   {
-    Engine engine(model, nullptr, config(1, 64, 0));
+    Engine engine(model, nullptr, test::speculative_config(1, 64, 0));
     reference = run_one(engine, test::greedy_request(probe, probe_tokens));
   }
   REQUIRE(reference.size() == static_cast<size_t>(probe_tokens));
@@ -173,7 +116,7 @@ TEST_CASE("greedy output with n-gram speculation is token-for-token that without
 
   SECTION("alone, for every k") {
     for (int k : {1, 3, 5}) {
-      Engine engine(model, nullptr, config(1, 64, k));
+      Engine engine(model, nullptr, test::speculative_config(1, 64, k));
       CHECK(run_one(engine, test::greedy_request(probe, probe_tokens)) == reference);
       const EngineStats s = settled(engine);
       CHECK(s.spec_num_accepted_tokens > 0);
@@ -184,32 +127,32 @@ TEST_CASE("greedy output with n-gram speculation is token-for-token that without
   }
   SECTION("batched with requests that do not speculate (switched off above 4 running) and that do") {
     for (int disable : {0, 4}) {
-      Engine engine(model, nullptr, config(16, 128, 4, disable));
+      Engine engine(model, nullptr, test::speculative_config(16, 128, 4, disable));
       auto outs = run_all(engine, batch);
       CHECK(outs[4] == reference);
       for (size_t i = 0; i < batch.size(); ++i) {
-        Engine plain(model, nullptr, config(1, 64, 0));
+        Engine plain(model, nullptr, test::speculative_config(1, 64, 0));
         CHECK(outs[i] == run_one(plain, batch[i]));
       }
       CHECK(settled(engine).spec_num_accepted_tokens > 0);
     }
   }
   SECTION("preempted in a cache too small for the batch") {
-    Engine engine(model, nullptr, config(16, 12, 4));
+    Engine engine(model, nullptr, test::speculative_config(16, 12, 4));
     auto outs = run_all(engine, batch);
     CHECK(outs[4] == reference);
     CHECK(settled(engine).num_preemptions > 0);
     CHECK(settled(engine).spec_num_accepted_tokens > 0);
   }
   SECTION("prefix-cache hits of a speculating request") {
-    Engine engine(model, nullptr, config(4, 64, 4));
+    Engine engine(model, nullptr, test::speculative_config(4, 64, 4));
     CHECK(run_one(engine, test::greedy_request(probe, probe_tokens)) == reference);
     // The second run takes its prompt's full blocks from the cache; its output must not change,
     // nor must a request whose prompt runs through the first one's (verified) output.
     CHECK(run_one(engine, test::greedy_request(probe, probe_tokens)) == reference);
     std::vector<int32_t> extended = probe;
     extended.insert(extended.end(), reference.begin(), reference.begin() + 30);
-    Engine plain(model, nullptr, config(1, 64, 0));
+    Engine plain(model, nullptr, test::speculative_config(1, 64, 0));
     const std::vector<int32_t> expected = run_one(plain, test::greedy_request(extended, 10));
     CHECK(run_one(engine, test::greedy_request(extended, 10)) == expected);
     CHECK(settled(engine).prefix_hit_tokens >= 64 + 64);
@@ -220,9 +163,9 @@ TEST_CASE("speculation honours max_tokens and stop tokens inside an accepted run
   const Model model = load_model(test::fixtures_dir() / "models" / "llama_gqa");
   std::mt19937 rng(5);
   const std::vector<int32_t> probe = copying_prompt(rng);
-  Engine plain(model, nullptr, config(1, 64, 0));
+  Engine plain(model, nullptr, test::speculative_config(1, 64, 0));
   const std::vector<int32_t> reference = run_one(plain, test::greedy_request(probe, 30));
-  Engine engine(model, nullptr, config(1, 64, 5));
+  Engine engine(model, nullptr, test::speculative_config(1, 64, 5));
   for (int max_tokens : {1, 2, 7, 13}) {
     CHECK(run_one(engine, test::greedy_request(probe, max_tokens)) ==
           std::vector<int32_t>(reference.begin(), reference.begin() + max_tokens));
@@ -258,12 +201,12 @@ TEST_CASE("the real stories260K copies a repeated passage with speculation, unch
     }
     return outs;
   };
-  Engine plain(model, tokenizer.get(), config(1, 64, 0));
+  Engine plain(model, tokenizer.get(), test::speculative_config(1, 64, 0));
   const auto reference = run(plain, {test::greedy_request(probe, 48)})[0];
   REQUIRE(reference.second.size() > 40);
 
   SECTION("alone") {
-    Engine engine(model, tokenizer.get(), config(1, 64, 4));
+    Engine engine(model, tokenizer.get(), test::speculative_config(1, 64, 4));
     CHECK(run(engine, {test::greedy_request(probe, 48)})[0] == reference);
     CHECK(settled(engine).spec_num_accepted_tokens > 0);
   }
@@ -272,14 +215,14 @@ TEST_CASE("the real stories260K copies a repeated passage with speculation, unch
     stopped.stop.stop_strings = {reference.second.substr(20, 5)};
     const auto expected = run(plain, {stopped})[0];
     REQUIRE(expected.second.size() < 25);
-    Engine engine(model, tokenizer.get(), config(1, 64, 4));
+    Engine engine(model, tokenizer.get(), test::speculative_config(1, 64, 4));
     CHECK(run(engine, {stopped})[0] == expected);
   }
   SECTION("batched with a grammar-constrained request, which does not speculate") {
     Request constrained = test::greedy_request(probe, 20);
     constrained.grammar = "root ::= [a-z ]+";
     const auto expected = run(plain, {constrained})[0];
-    Engine engine(model, tokenizer.get(), config(4, 64, 4));
+    Engine engine(model, tokenizer.get(), test::speculative_config(4, 64, 4));
     const auto outs = run(engine, {test::greedy_request(probe, 48), constrained});
     CHECK(outs[0] == reference);
     CHECK(outs[1] == expected);
@@ -288,16 +231,6 @@ TEST_CASE("the real stories260K copies a repeated passage with speculation, unch
 }
 
 namespace {
-
-std::unique_ptr<Sequence> speculating_sequence(int64_t id, std::vector<int32_t> prompt) {
-  Request r;
-  r.prompt = std::move(prompt);
-  r.stop.max_tokens = 100;
-  auto seq = std::make_unique<Sequence>(id, std::move(r), nullptr, nullptr, static_cast<uint64_t>(id));
-  seq->may_speculate = true;
-  seq->context_limit = 4096;
-  return seq;
-}
 
 // The forward pass simulated: chunks computed, a decode's next token is `next`, drafts rejected.
 void simulate(Scheduler& scheduler, const SchedulerStep& step, int32_t next) {
@@ -382,7 +315,7 @@ TEST_CASE("sampled requests with penalties, logit bias and logprobs speculate an
   r.sampling.logprobs = 2;
   r.sampling.seed = 3;
   r.stop.min_tokens = 5;
-  Engine engine(model, nullptr, config(1, 64, 4));
+  Engine engine(model, nullptr, test::speculative_config(1, 64, 4));
   auto stream = std::make_shared<RequestStream>();
   engine.submit(r, stream);
   int tokens = 0;
