@@ -71,7 +71,8 @@ class ModelRunner {
   std::string weight_format() const;
   // Whether any projection runs on the INT8/INT4 kernels.
   bool has_quantized_weights() const;
-  // Bytes of packed weights one decode step streams (all layers + lm_head); 0 on the reference path.
+  // Bytes of packed weights one decode step of one token streams (all layers + lm_head; of a
+  // mixture of experts the router and num_experts_per_tok experts); 0 on the reference path.
   size_t decode_weight_bytes() const;
   int num_threads() const;
   // The NUMA node weights are bound to and the KV cache should be (-1: none).
