@@ -101,8 +101,15 @@ int run_bench(const BenchOptions& o) {
   // 2 flops per weight per token (counted from the shapes: with --quantization a weight is not
   // 2 bytes); the output head runs on each sequence's last token only.
   const double q_dim = double{1} * c.num_heads * c.head_dim, kv_dim = double{1} * c.num_kv_heads * c.head_dim;
-  const double layer_weights = c.hidden_size * (2 * q_dim + 2 * kv_dim) + 3.0 * c.hidden_size * c.intermediate_size;
-  const double prefill_flops = 2.0 * B * P * c.num_layers * layer_weights + 2.0 * B * c.vocab_size * c.hidden_size;
+  // A sparse layer's MLP: the router and top-k experts per token.
+  double layer_weights_sum = 0;
+  for (int l = 0; l < c.num_layers; ++l) {
+    const double mlp = layer_is_moe(c, l) ? c.hidden_size * (c.num_experts + 3.0 * c.num_experts_per_tok *
+                                                                                 c.moe_intermediate_size)
+                                          : 3.0 * c.hidden_size * c.intermediate_size;
+    layer_weights_sum += c.hidden_size * (2 * q_dim + 2 * kv_dim) + mlp;
+  }
+  const double prefill_flops = 2.0 * B * P * layer_weights_sum + 2.0 * B * c.vocab_size * c.hidden_size;
   std::printf("prefill: %d x %d tokens: %.1f tokens/s (median of %d; best %.1f), %.0f GFLOP/s in the linears\n", B, P,
               B * P / prefill_med, o.reps, B * P / prefill_s.front(), prefill_flops / prefill_med / 1e9);
 

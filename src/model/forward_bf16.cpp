@@ -167,6 +167,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     }
   });
 
+  ws.moe_last_step = {};
   for (int l = 0; l < c.num_layers; ++l) {
     const PackedLayer& lw = w.layers[static_cast<size_t>(l)];
     const kern::KvBlockLayout kv_layout = g.layer_layout(l);
@@ -239,7 +240,10 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
       moe.linear_ws = linear_ws;
       moe.isa = isa;
       moe.quant_isa = quant_isa;
-      moe_block(moe, ws.moe, pool);
+      const MoeStepStats stats = moe_block(moe, ws.moe, pool);
+      ws.moe_last_step.active_experts += stats.active_experts;
+      ws.moe_last_step.expert_bytes += stats.expert_bytes;
+      ws.moe_last_step.per_token_bytes += stats.per_token_bytes;
       continue;
     }
     if (lw.gate_up.swiglu) {

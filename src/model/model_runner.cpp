@@ -126,6 +126,8 @@ size_t ModelRunner::weight_bytes() const {
   return total;
 }
 
+ModelRunner::MoeStepBytes ModelRunner::last_moe_step() const { return ws_ ? ws_->moe_last_step : MoeStepBytes{}; }
+
 int ModelRunner::num_threads() const { return pool_ ? pool_->size() : (reference_ ? 1 : 0); }
 
 ThreadPool& ModelRunner::thread_pool() {

@@ -45,6 +45,7 @@ struct ModelRunner::Workspace {
   // gemma3's local base (the last two unused by other models).
   RopeTable rope[3];
   MoeScratch moe;  // mixture-of-experts layers only
+  ModelRunner::MoeStepBytes moe_last_step;
 };
 
 }  // namespace slab
