@@ -19,18 +19,24 @@ size_t single_thread_ws_floats(const PackedMatrix& m, int rows) {
   return kern::linear_bf16_workspace_floats(rows, m.n, m.k, 1, m.swiglu);
 }
 
+// The fields every linear of the block shares: m input rows of width k, scratch, kernel set.
+kern::LinearArgs rows_in(const kern::bf16_t* x, int k, int m, float* ws, kern::Isa isa) {
+  kern::LinearArgs a;
+  a.x = x;
+  a.ldx = static_cast<size_t>(k);
+  a.m = m;
+  a.workspace = ws;
+  a.isa = isa;
+  return a;
+}
+
 // One expert on its rows: SwiGLU (fused, or [gate; up] to FP32 then SiLU·up when quantized)
 // into act, then down into out. run_on_all is the pool's, or a single thread's own.
 template <typename RunOnAll>
 void run_expert(const PackedExpert& e, const kern::bf16_t* rows, int m, int hidden, int inter, kern::bf16_t* act,
                 float* gate_up, float* out, float* ws, kern::Isa isa, kern::Isa quant_isa, int n_threads,
                 RunOnAll&& run_on_all) {
-  kern::LinearArgs a;
-  a.x = rows;
-  a.ldx = static_cast<size_t>(hidden);
-  a.m = m;
-  a.workspace = ws;
-  a.isa = isa;
+  kern::LinearArgs a = rows_in(rows, hidden, m, ws, isa);
   if (e.gate_up.swiglu) {
     a.out_bf16 = act;
     a.ldo = static_cast<size_t>(inter);
@@ -47,12 +53,7 @@ void run_expert(const PackedExpert& e, const kern::bf16_t* rows, int m, int hidd
       }
     });
   }
-  kern::LinearArgs d;
-  d.x = act;
-  d.ldx = static_cast<size_t>(inter);
-  d.m = m;
-  d.workspace = ws;
-  d.isa = isa;
+  kern::LinearArgs d = rows_in(act, inter, m, ws, isa);
   d.out_f32 = out;
   d.ldo = static_cast<size_t>(hidden);
   packed_linear(d, e.down, quant_isa, n_threads, run_on_all);
@@ -71,12 +72,7 @@ MoeStepStats moe_block(const MoeBlockArgs& a, MoeScratch& s, ThreadPool& pool) {
   // Routing: logits from the BF16 router, then softmax / top-k / weights per token.
   float* logits = s.router_logits.get(static_cast<size_t>(T) * n_experts);
   {
-    kern::LinearArgs r;
-    r.x = a.xb;
-    r.ldx = static_cast<size_t>(hidden);
-    r.m = T;
-    r.workspace = a.linear_ws;
-    r.isa = a.isa;
+    kern::LinearArgs r = rows_in(a.xb, hidden, T, a.linear_ws, a.isa);
     r.out_f32 = logits;
     r.ldo = static_cast<size_t>(n_experts);
     packed_linear(r, l.router, a.quant_isa, n_threads, run_on_all);

@@ -18,6 +18,7 @@
 #include "model/packed_quant.h"
 #include "runtime/cpu_features.h"
 #include "runtime/file_io.h"
+#include "model_caches.h"
 #include "test_paths.h"
 
 using Catch::Contains;
@@ -62,14 +63,7 @@ float worst_row_fraction(const std::vector<float>& got, const std::vector<float>
   return worst;
 }
 
-ContiguousKvCache make_cache(const ModelConfig& c, KvDtype dtype) {
-  KvGeometry g;
-  g.num_layers = c.num_layers;
-  g.num_kv_heads = c.num_kv_heads;
-  g.head_dim = c.head_dim;
-  g.block_size = 16;
-  return ContiguousKvCache(g, 1, 64, dtype);
-}
+ContiguousKvCache make_cache(const ModelConfig& c, KvDtype dtype) { return test::one_slot_cache(c, dtype); }
 
 // The fixture's prompt followed by its greedy continuation: the tokens whose routing margins
 // scripts/make_fixtures.py checked (a swapped expert would move logits by far more than BF16).
