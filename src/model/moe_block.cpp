@@ -109,7 +109,11 @@ MoeStepStats moe_block(const MoeBlockArgs& a, MoeScratch& s, ThreadPool& pool) {
     stats.per_token_bytes += static_cast<size_t>(m) * (pe.gate_up.bytes() + pe.down.bytes());
     (m <= a.spread_max_rows ? small : large).push_back(e);
   }
-  // Whole rounds of small experts go one per thread; the remainder joins the large ones.
+  // Whole rounds of small experts go one per thread; the remainder (the fewest rows) joins the
+  // large ones. Rows add compute to an expert's equal weight stream: most rows first, dealt in
+  // snake order (round r left to right, r + 1 right to left) so each thread's rows even out.
+  auto rows_of = [&](int e) { return offsets[e + 1] - offsets[e]; };
+  std::stable_sort(small.begin(), small.end(), [&](int x, int y) { return rows_of(x) > rows_of(y); });
   const size_t spread = small.size() / static_cast<size_t>(n_threads) * static_cast<size_t>(n_threads);
   large.insert(large.end(), small.begin() + static_cast<std::ptrdiff_t>(spread), small.end());
   small.resize(spread);
@@ -132,8 +136,10 @@ MoeStepStats moe_block(const MoeBlockArgs& a, MoeScratch& s, ThreadPool& pool) {
     float* thread_ws = s.thread_ws.get(per_thread * static_cast<size_t>(n_threads));
     pool.run_on_all([&](int thread, int threads) {
       auto alone = [](auto&& fn) { fn(0, 1); };
-      for (size_t i = static_cast<size_t>(thread); i < small.size(); i += static_cast<size_t>(threads)) {
-        expert_at(small[i], alone, thread_ws + per_thread * static_cast<size_t>(thread), 1);
+      const size_t n = static_cast<size_t>(threads), me = static_cast<size_t>(thread);
+      for (size_t round = 0; round * n < small.size(); ++round) {
+        const size_t i = round * n + (round % 2 == 0 ? me : n - 1 - me);
+        expert_at(small[i], alone, thread_ws + per_thread * me, 1);
       }
     });
   }

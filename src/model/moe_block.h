@@ -10,10 +10,10 @@
 //
 // Threads, by load: an expert with more than spread_max_rows rows runs on every pool thread
 // through the linear's own split (panels, or columns and rows); the small ones (decode) are
-// dealt out whole, one expert per thread at a time, in rounds of n_threads, so that a thread
-// streams an expert's matrices start to end without meeting the others at a barrier; the
-// experts left over after the last full round run on every thread, so no thread idles through a
-// round it has no expert for.
+// dealt out whole, one expert per thread at a time, in rounds of n_threads (most rows first,
+// snake order), so that a thread streams an expert's matrices start to end without meeting the
+// others at a barrier; the experts left over after the last full round run on every thread, so
+// no thread idles through a round it has no expert for.
 #include <cstddef>
 #include <cstdint>
 
