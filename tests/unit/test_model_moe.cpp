@@ -19,6 +19,7 @@
 #include "runtime/cpu_features.h"
 #include "runtime/file_io.h"
 #include "model_caches.h"
+#include "safetensors_writer.h"
 #include "test_paths.h"
 
 using Catch::Contains;
@@ -165,6 +166,86 @@ TEST_CASE("MoE fixtures load per-expert tensors; a missing expert names the tens
   const auto checkpoint = open_model_checkpoint(dir / "qwen3_moe");
   REQUIRE_THROWS_WITH(load_model_weights(more, *checkpoint),
                       Contains("model.layers.0.mlp.gate.weight") && Contains("expected shape [9, 32]"));
+}
+
+namespace {
+
+// The fixture rewritten as transformers 5 holds a MoE in memory: each layer's experts stacked into
+// mlp.experts.gate_up_proj [E, 2 · inter, hidden] (gate rows then up rows) and
+// mlp.experts.down_proj [E, hidden, inter], the router as mlp.gate.weight; bytes copied as they are.
+void write_stacked_experts(const std::filesystem::path& from, const std::filesystem::path& to) {
+  const Model m = load_model(from);
+  const ModelConfig& c = m.config;
+  const auto ck = open_model_checkpoint(from);
+  auto raw = [](const TensorView& v) { return std::string(static_cast<const char*>(v.data), v.bytes()); };
+  std::vector<std::string> moe_names;
+  std::vector<test::TestTensor> out;
+  for (int l = 0; l < c.num_layers; ++l) {
+    if (!layer_is_moe(c, l)) continue;
+    const std::string p = layer_prefix(c, l);
+    test::TestTensor gate_up{p + "mlp.experts.gate_up_proj", "", {c.num_experts, 2 * c.moe_intermediate_size,
+                                                                 c.hidden_size}, ""};
+    test::TestTensor down{p + "mlp.experts.down_proj", "", {c.num_experts, c.hidden_size, c.moe_intermediate_size},
+                          ""};
+    for (int e = 0; e < c.num_experts; ++e) {
+      const ExpertTensorNames n = expert_tensor_names(c, l, e);
+      gate_up.bytes += raw(ck->tensor(n.gate)) + raw(ck->tensor(n.up));
+      down.bytes += raw(ck->tensor(n.down));
+      moe_names.insert(moe_names.end(), {n.gate, n.up, n.down});
+    }
+    gate_up.dtype = down.dtype = dtype_name(ck->tensor(expert_tensor_names(c, l, 0).gate).dtype);
+    const TensorView router = ck->tensor(router_tensor_name(c, l));
+    moe_names.push_back(router.name);
+    out.push_back({p + "mlp.gate.weight", dtype_name(router.dtype), router.shape, raw(router)});
+    out.push_back(std::move(gate_up));
+    out.push_back(std::move(down));
+  }
+  for (const std::string& name : ck->tensor_names()) {
+    if (std::find(moe_names.begin(), moe_names.end(), name) != moe_names.end()) continue;
+    const TensorView v = ck->tensor(name);
+    out.push_back({name, dtype_name(v.dtype), v.shape, raw(v)});
+  }
+  test::write_file(to / "model.safetensors", test::safetensors_bytes(out));
+  test::write_file(to / "config.json", test::read_file(from / "config.json"));
+}
+
+}  // namespace
+
+TEST_CASE("MoE experts stacked in 3-D tensors load to the same weights as per-expert ones", "[model][moe]") {
+  for (const char* name : {"mixtral_moe", "qwen3_moe"}) {
+    const auto dir = test::fixtures_dir() / "models" / name;
+    test::TempDir tmp;
+    write_stacked_experts(dir, tmp.path());
+    const Model stacked = load_model(tmp.path()), per_expert = load_model(dir);
+    for (size_t l = 0; l < per_expert.weights.layers.size(); ++l) {
+      const LayerWeights &a = stacked.weights.layers[l], &b = per_expert.weights.layers[l];
+      CHECK(a.router == b.router);
+      REQUIRE(a.experts.size() == b.experts.size());
+      for (size_t e = 0; e < a.experts.size(); ++e) {
+        CHECK(a.experts[e].w_gate == b.experts[e].w_gate);
+        CHECK(a.experts[e].w_up == b.experts[e].w_up);
+        CHECK(a.experts[e].w_down == b.experts[e].w_down);
+      }
+    }
+    // The fast path packs from the same slices.
+    if (cpu_features().has_avx2_kernels()) {
+      RunnerOptions o;
+      o.pin_threads = false;
+      const std::vector<int> tokens = routed_tokens(dir);
+      const auto from_stacked = load_model_runner(tmp.path(), o), from_experts = load_model_runner(dir, o);
+      CHECK(prefill_and_decode(*from_stacked, tokens) == prefill_and_decode(*from_experts, tokens));
+    }
+  }
+  // A stacked tensor of the wrong shape names itself.
+  const auto dir = test::fixtures_dir() / "models" / "qwen3_moe";
+  test::TempDir tmp;
+  write_stacked_experts(dir, tmp.path());
+  ModelConfig wider = load_model(dir).config;
+  wider.moe_intermediate_size = 48;
+  const auto checkpoint = open_model_checkpoint(tmp.path());
+  REQUIRE_THROWS_WITH(load_model_weights(wider, *checkpoint),
+                      Contains("mlp.experts.gate_up_proj") && Contains("expected shape [8, 96, 32]") &&
+                          Contains("found [8, 64, 32]"));
 }
 
 // Thread counts 1 to 4 take every branch of moe_block's scheduling: decode's two experts dealt
