@@ -104,9 +104,9 @@ int run_bench(const BenchOptions& o) {
   // A sparse layer's MLP: the router and top-k experts per token.
   double layer_weights_sum = 0;
   for (int l = 0; l < c.num_layers; ++l) {
-    const double mlp = layer_is_moe(c, l) ? c.hidden_size * (c.num_experts + 3.0 * c.num_experts_per_tok *
-                                                                                 c.moe_intermediate_size)
-                                          : 3.0 * c.hidden_size * c.intermediate_size;
+    const double mlp = layer_is_moe(c, l)
+                           ? c.hidden_size * (c.num_experts + 3.0 * c.num_experts_per_tok * c.moe_intermediate_size)
+                           : 3.0 * c.hidden_size * c.intermediate_size;
     layer_weights_sum += c.hidden_size * (2 * q_dim + 2 * kv_dim) + mlp;
   }
   const double prefill_flops = 2.0 * B * P * layer_weights_sum + 2.0 * B * c.vocab_size * c.hidden_size;

@@ -207,11 +207,11 @@ void bench_model(const Options& o, const RunnerOptions& ro) {
     runner = std::make_unique<ModelRunner>(meta, *ck, ro);
   }
   ThreadPool& pool = runner->thread_pool();
-  std::printf("\n(2) whole model: %d layers, hidden %d, %d heads (%d KV) of %d, %d experts of %d, top %d, vocab %d | "
-              "%s | %s\n",
-              c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.head_dim, c.num_experts,
-              c.moe_intermediate_size, c.num_experts_per_tok, c.vocab_size, runner->describe().c_str(),
-              runner->weight_format().c_str());
+  std::printf(
+      "\n(2) whole model: %d layers, hidden %d, %d heads (%d KV) of %d, %d experts of %d, top %d, vocab %d | "
+      "%s | %s\n",
+      c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.head_dim, c.num_experts, c.moe_intermediate_size,
+      c.num_experts_per_tok, c.vocab_size, runner->describe().c_str(), runner->weight_format().c_str());
   std::printf("%5s %9s %9s %10s %12s %12s %9s\n", "batch", "step ms", "tokens/s", "experts", "read MB/step",
               "per-token MB", "roofline");
   ReadBandwidthProbe probe(pool, size_t{1} << 30);
@@ -258,9 +258,10 @@ void bench_model(const Options& o, const RunnerOptions& ro) {
                 B * 1e3 / summarize(ms).median, summarize(experts).median, summarize(read).median,
                 summarize(per_token).median, 100.0 * summarize(ratio).median);
   }
-  std::printf("read MB/step: dense projections, routers and head (%.1f MB) plus the experts selected, each once; "
-              "per-token MB: the same with each token's experts read apart\n",
-              mb(fixed_bytes));
+  std::printf(
+      "read MB/step: dense projections, routers and head (%.1f MB) plus the experts selected, each once; "
+      "per-token MB: the same with each token's experts read apart\n",
+      mb(fixed_bytes));
 }
 
 }  // namespace
@@ -293,9 +294,10 @@ int main(int argc, char** argv) {
     ro.cpu_list = placement.cpu_list();
     const CpuFeatures& f = cpu_features();
     const kern::Isa isa = f.has_avx512_bf16_kernels() ? kern::Isa::avx512_bf16
-                          : f.has_avx2_kernels()       ? kern::Isa::avx2
-                                                       : kern::Isa::scalar;
-    if (isa == kern::Isa::scalar) throw std::runtime_error("this CPU has neither the AVX-512 BF16 nor the AVX2 kernels");
+                          : f.has_avx2_kernels()      ? kern::Isa::avx2
+                                                      : kern::Isa::scalar;
+    if (isa == kern::Isa::scalar)
+      throw std::runtime_error("this CPU has neither the AVX-512 BF16 nor the AVX2 kernels");
     std::printf("cpu: %s | kernels %s | %d threads\n", f.brand.c_str(), kern::isa_name(isa), placement.threads());
     {
       ThreadPoolOptions po;

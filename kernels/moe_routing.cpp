@@ -34,8 +34,8 @@ void moe_route(const float* logits, int m, int n_experts, int top_k, bool renorm
   }
 }
 
-void moe_group_by_expert(const int32_t* experts, int m, int top_k, int n_experts, int32_t* offsets,
-                         int32_t* row_token, int32_t* pick_row) {
+void moe_group_by_expert(const int32_t* experts, int m, int top_k, int n_experts, int32_t* offsets, int32_t* row_token,
+                         int32_t* pick_row) {
   for (int e = 0; e <= n_experts; ++e) offsets[e] = 0;
   const int picks = m * top_k;
   for (int p = 0; p < picks; ++p) ++offsets[experts[p] + 1];

@@ -19,7 +19,7 @@ void moe_route(const float* logits, int m, int n_experts, int top_k, bool renorm
 //   row_token[m * top_k]:  the token of each grouped row;
 //   pick_row[m * top_k]:   the grouped row of pick (token t, slot s) at t * top_k + s.
 // Each token picks an expert at most once, so an expert has at most m rows.
-void moe_group_by_expert(const int32_t* experts, int m, int top_k, int n_experts, int32_t* offsets,
-                         int32_t* row_token, int32_t* pick_row);
+void moe_group_by_expert(const int32_t* experts, int m, int top_k, int n_experts, int32_t* offsets, int32_t* row_token,
+                         int32_t* pick_row);
 
 }  // namespace slab::kern

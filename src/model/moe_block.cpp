@@ -121,8 +121,8 @@ MoeStepStats moe_block(const MoeBlockArgs& a, MoeScratch& s, ThreadPool& pool) {
   auto expert_at = [&](int e, auto&& runner, float* ws, int threads) {
     const size_t r0 = static_cast<size_t>(offsets[e]);
     run_expert(l.experts[static_cast<size_t>(e)], rows + r0 * hidden, offsets[e + 1] - offsets[e], hidden, inter,
-               act + r0 * inter, fused ? nullptr : gate_up + r0 * 2 * inter, out + r0 * hidden, ws, a.isa,
-               a.quant_isa, threads, runner);
+               act + r0 * inter, fused ? nullptr : gate_up + r0 * 2 * inter, out + r0 * hidden, ws, a.isa, a.quant_isa,
+               threads, runner);
   };
   for (int e : large) expert_at(e, run_on_all, a.linear_ws, n_threads);
   if (!small.empty()) {

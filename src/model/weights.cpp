@@ -55,7 +55,8 @@ const char* mlp_norm_name(const ModelConfig& config) {
 }
 
 std::string router_tensor_name(const ModelConfig& config, int layer) {
-  return layer_prefix(config, layer) + (config.model_type == "mixtral" ? "block_sparse_moe.gate.weight" : "mlp.gate.weight");
+  return layer_prefix(config, layer) +
+         (config.model_type == "mixtral" ? "block_sparse_moe.gate.weight" : "mlp.gate.weight");
 }
 
 ExpertTensorNames expert_tensor_names(const ModelConfig& config, int layer, int expert) {

@@ -16,9 +16,9 @@
 #include "model/model.h"
 #include "model/model_runner.h"
 #include "model/packed_quant.h"
+#include "model_caches.h"
 #include "runtime/cpu_features.h"
 #include "runtime/file_io.h"
-#include "model_caches.h"
 #include "safetensors_writer.h"
 #include "test_paths.h"
 
@@ -36,8 +36,8 @@ json with(json j, const std::string& key, const json& value) {
 }
 
 json mixtral_config() {
-  return {{"model_type", "mixtral"}, {"vocab_size", 16},         {"hidden_size", 8},
-          {"intermediate_size", 12}, {"num_hidden_layers", 3},   {"num_attention_heads", 2},
+  return {{"model_type", "mixtral"},  {"vocab_size", 16},       {"hidden_size", 8},
+          {"intermediate_size", 12},  {"num_hidden_layers", 3}, {"num_attention_heads", 2},
           {"num_key_value_heads", 1}, {"num_local_experts", 4}, {"num_experts_per_tok", 2}};
 }
 
@@ -145,7 +145,7 @@ TEST_CASE("config.json: what MoE support does not implement is refused naming th
   REQUIRE_THROWS_WITH(parse(with(qwen3_moe_config(), "hidden_act", "gelu")), Contains("'hidden_act'"));
 }
 
-TEST_CASE("MoE fixtures load per-expert tensors; a missing expert names the tensor", "[model][moe]") {
+TEST_CASE("MoE fixtures load per-expert tensors, and a missing expert names the tensor", "[model][moe]") {
   const auto dir = test::fixtures_dir() / "models";
   const Model mixtral = load_model(dir / "mixtral_moe");
   CHECK(mixtral.config.sliding_window == 8);
@@ -183,10 +183,9 @@ void write_stacked_experts(const std::filesystem::path& from, const std::filesys
   for (int l = 0; l < c.num_layers; ++l) {
     if (!layer_is_moe(c, l)) continue;
     const std::string p = layer_prefix(c, l);
-    test::TestTensor gate_up{p + "mlp.experts.gate_up_proj", "", {c.num_experts, 2 * c.moe_intermediate_size,
-                                                                 c.hidden_size}, ""};
-    test::TestTensor down{p + "mlp.experts.down_proj", "", {c.num_experts, c.hidden_size, c.moe_intermediate_size},
-                          ""};
+    test::TestTensor gate_up{
+        p + "mlp.experts.gate_up_proj", "", {c.num_experts, 2 * c.moe_intermediate_size, c.hidden_size}, ""};
+    test::TestTensor down{p + "mlp.experts.down_proj", "", {c.num_experts, c.hidden_size, c.moe_intermediate_size}, ""};
     for (int e = 0; e < c.num_experts; ++e) {
       const ExpertTensorNames n = expert_tensor_names(c, l, e);
       gate_up.bytes += raw(ck->tensor(n.gate)) + raw(ck->tensor(n.up));
@@ -243,9 +242,9 @@ TEST_CASE("MoE experts stacked in 3-D tensors load to the same weights as per-ex
   ModelConfig wider = load_model(dir).config;
   wider.moe_intermediate_size = 48;
   const auto checkpoint = open_model_checkpoint(tmp.path());
-  REQUIRE_THROWS_WITH(load_model_weights(wider, *checkpoint),
-                      Contains("mlp.experts.gate_up_proj") && Contains("expected shape [8, 96, 32]") &&
-                          Contains("found [8, 64, 32]"));
+  REQUIRE_THROWS_WITH(load_model_weights(wider, *checkpoint), Contains("mlp.experts.gate_up_proj") &&
+                                                                  Contains("expected shape [8, 96, 32]") &&
+                                                                  Contains("found [8, 64, 32]"));
 }
 
 // Thread counts 1 to 4 take every branch of moe_block's scheduling: decode's two experts dealt
