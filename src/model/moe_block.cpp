@@ -13,10 +13,25 @@
 namespace slab {
 namespace {
 
-// Floats of linear scratch one thread needs to run `m` alone on `rows` rows.
-size_t single_thread_ws_floats(const PackedMatrix& m, int rows) {
-  if (m.quantized) return (kern::quant_linear_workspace_bytes(rows, m.quant_view(), 1) + sizeof(float) - 1) / 4;
-  return kern::linear_bf16_workspace_floats(rows, m.n, m.k, 1, m.swiglu);
+// Floats of linear scratch that running `m` on `rows` rows over `threads` threads needs. Not
+// monotonic in rows (split-K decode sums below 9 rows, row-tile sums above), so the block sizes
+// its own scratch for the rows each expert really has.
+size_t linear_ws_floats(const PackedMatrix& m, int rows, int threads) {
+  if (m.quantized) {
+    return (kern::quant_linear_workspace_bytes(rows, m.quant_view(), threads) + sizeof(float) - 1) / sizeof(float);
+  }
+  return kern::linear_bf16_workspace_floats(rows, m.n, m.k, threads, m.swiglu);
+}
+
+// The most scratch any of `experts` needs on `threads` threads, rounded up to 64 bytes.
+size_t experts_ws_floats(const PackedLayer& l, const std::vector<int>& experts, const int32_t* offsets, int threads) {
+  size_t most = 0;
+  for (int e : experts) {
+    const PackedExpert& pe = l.experts[static_cast<size_t>(e)];
+    const int m = offsets[e + 1] - offsets[e];
+    most = std::max({most, linear_ws_floats(pe.gate_up, m, threads), linear_ws_floats(pe.down, m, threads)});
+  }
+  return (most + 15) / 16 * 16;
 }
 
 // The fields every linear of the block shares: m input rows of width k, scratch, kernel set.
@@ -98,10 +113,11 @@ MoeStepStats moe_block(const MoeBlockArgs& a, MoeScratch& s, ThreadPool& pool) {
   const bool fused = l.experts.front().gate_up.swiglu;
   float* gate_up = fused ? nullptr : s.gate_up.get(static_cast<size_t>(picks) * 2 * inter);
 
+  auto rows_of = [&](int e) { return offsets[e + 1] - offsets[e]; };
   MoeStepStats stats;
   std::vector<int> small, large;
   for (int e = 0; e < n_experts; ++e) {
-    const int m = offsets[e + 1] - offsets[e];
+    const int m = rows_of(e);
     if (m == 0) continue;
     ++stats.active_experts;
     const PackedExpert& pe = l.experts[static_cast<size_t>(e)];
@@ -112,7 +128,6 @@ MoeStepStats moe_block(const MoeBlockArgs& a, MoeScratch& s, ThreadPool& pool) {
   // Whole rounds of small experts go one per thread; the remainder (the fewest rows) joins the
   // large ones. Rows add compute to an expert's equal weight stream: most rows first, dealt in
   // snake order (round r left to right, r + 1 right to left) so each thread's rows even out.
-  auto rows_of = [&](int e) { return offsets[e + 1] - offsets[e]; };
   std::stable_sort(small.begin(), small.end(), [&](int x, int y) { return rows_of(x) > rows_of(y); });
   const size_t spread = small.size() / static_cast<size_t>(n_threads) * static_cast<size_t>(n_threads);
   large.insert(large.end(), small.begin() + static_cast<std::ptrdiff_t>(spread), small.end());
@@ -120,19 +135,15 @@ MoeStepStats moe_block(const MoeBlockArgs& a, MoeScratch& s, ThreadPool& pool) {
 
   auto expert_at = [&](int e, auto&& runner, float* ws, int threads) {
     const size_t r0 = static_cast<size_t>(offsets[e]);
-    run_expert(l.experts[static_cast<size_t>(e)], rows + r0 * hidden, offsets[e + 1] - offsets[e], hidden, inter,
-               act + r0 * inter, fused ? nullptr : gate_up + r0 * 2 * inter, out + r0 * hidden, ws, a.isa, a.quant_isa,
-               threads, runner);
+    run_expert(l.experts[static_cast<size_t>(e)], rows + r0 * hidden, rows_of(e), hidden, inter, act + r0 * inter,
+               fused ? nullptr : gate_up + r0 * 2 * inter, out + r0 * hidden, ws, a.isa, a.quant_isa, threads, runner);
   };
-  for (int e : large) expert_at(e, run_on_all, a.linear_ws, n_threads);
+  if (!large.empty()) {
+    float* shared_ws = s.shared_ws.get(experts_ws_floats(l, large, offsets, n_threads));
+    for (int e : large) expert_at(e, run_on_all, shared_ws, n_threads);
+  }
   if (!small.empty()) {
-    size_t per_thread = 0;
-    for (int e : small) {
-      const PackedExpert& pe = l.experts[static_cast<size_t>(e)];
-      const int m = offsets[e + 1] - offsets[e];
-      per_thread = std::max({per_thread, single_thread_ws_floats(pe.gate_up, m), single_thread_ws_floats(pe.down, m)});
-    }
-    per_thread = (per_thread + 15) / 16 * 16;  // keep each thread's share 64-byte aligned
+    const size_t per_thread = experts_ws_floats(l, small, offsets, 1);  // 64-byte aligned shares
     float* thread_ws = s.thread_ws.get(per_thread * static_cast<size_t>(n_threads));
     pool.run_on_all([&](int thread, int threads) {
       auto alone = [](auto&& fn) { fn(0, 1); };

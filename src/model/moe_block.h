@@ -28,7 +28,7 @@ class ThreadPool;
 
 // The block's activations, grown to the largest step seen.
 struct MoeScratch {
-  Scratch<float> router_logits, weights, gate_up, expert_out, thread_ws;
+  Scratch<float> router_logits, weights, gate_up, expert_out, shared_ws, thread_ws;
   Scratch<int32_t> experts, offsets, row_token, pick_row;
   Scratch<kern::bf16_t> rows, act;
 };
@@ -39,7 +39,7 @@ struct MoeBlockArgs {
   const kern::bf16_t* xb = nullptr;    // [tokens][hidden]: the MLP's normed input
   float* x = nullptr;                  // [tokens][hidden]: the residual stream, added to
   int tokens = 0;
-  float* linear_ws = nullptr;  // model_linear_workspace_floats(...) for `tokens` rows on the pool
+  float* linear_ws = nullptr;  // model_linear_workspace_floats(...) for `tokens` rows: the router's
   kern::Isa isa = kern::Isa::scalar;
   kern::Isa quant_isa = kern::Isa::scalar;
   // Experts with at most this many rows are dealt out whole to threads (above); 0: every expert
