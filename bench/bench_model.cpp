@@ -101,8 +101,15 @@ int run_bench(const BenchOptions& o) {
   // 2 flops per weight per token (counted from the shapes: with --quantization a weight is not
   // 2 bytes); the output head runs on each sequence's last token only.
   const double q_dim = double{1} * c.num_heads * c.head_dim, kv_dim = double{1} * c.num_kv_heads * c.head_dim;
-  const double layer_weights = c.hidden_size * (2 * q_dim + 2 * kv_dim) + 3.0 * c.hidden_size * c.intermediate_size;
-  const double prefill_flops = 2.0 * B * P * c.num_layers * layer_weights + 2.0 * B * c.vocab_size * c.hidden_size;
+  // A sparse layer's MLP: the router and top-k experts per token.
+  double layer_weights_sum = 0;
+  for (int l = 0; l < c.num_layers; ++l) {
+    const double mlp = layer_is_moe(c, l)
+                           ? c.hidden_size * (c.num_experts + 3.0 * c.num_experts_per_tok * c.moe_intermediate_size)
+                           : 3.0 * c.hidden_size * c.intermediate_size;
+    layer_weights_sum += c.hidden_size * (2 * q_dim + 2 * kv_dim) + mlp;
+  }
+  const double prefill_flops = 2.0 * B * P * layer_weights_sum + 2.0 * B * c.vocab_size * c.hidden_size;
   std::printf("prefill: %d x %d tokens: %.1f tokens/s (median of %d; best %.1f), %.0f GFLOP/s in the linears\n", B, P,
               B * P / prefill_med, o.reps, B * P / prefill_s.front(), prefill_flops / prefill_med / 1e9);
 
@@ -115,6 +122,7 @@ int run_bench(const BenchOptions& o) {
   std::vector<int> next(static_cast<size_t>(B));
   for (int& t : next) t = static_cast<int>(rng() % static_cast<unsigned>(c.vocab_size));
   std::vector<double> step_s, step_cpu, bw_wall, bw_cpu, ratio_wall, ratio_cpu;
+  double step_bytes_sum = 0;
   for (int i = 0; i < D; ++i) {
     const Rate bw_sample = probe.once();
     ForwardBatch step;
@@ -128,8 +136,13 @@ int run_bench(const BenchOptions& o) {
     bw_wall.push_back(bw_sample.wall);
     bw_cpu.push_back(bw_sample.cpu);
     // Fraction of the sampled bandwidth the step streamed its weights at.
-    ratio_wall.push_back(weight_bytes / step_s.back() / (bw_sample.wall * 1e9));
-    ratio_cpu.push_back(weight_bytes / step_cpu.back() / (bw_sample.cpu * 1e9));
+    // A mixture of experts reads the experts its B tokens selected, each once, not one token's
+    // top-k (decode_weight_bytes): per_token_bytes / B is one token's share of those.
+    const ModelRunner::MoeStepBytes moe = runner->last_moe_step();
+    const double step_bytes = weight_bytes - static_cast<double>(moe.per_token_bytes) / B + moe.expert_bytes;
+    step_bytes_sum += step_bytes;
+    ratio_wall.push_back(step_bytes / step_s.back() / (bw_sample.wall * 1e9));
+    ratio_cpu.push_back(step_bytes / step_cpu.back() / (bw_sample.cpu * 1e9));
     for (int s = 0; s < B; ++s) {
       const float* row = logits.data() + static_cast<size_t>(s) * c.vocab_size;
       next[static_cast<size_t>(s)] = static_cast<int>(std::max_element(row, row + c.vocab_size) - row);
@@ -143,9 +156,9 @@ int run_bench(const BenchOptions& o) {
   std::printf("decode: batch %d, %d steps: %.1f tokens/s (median step %.2f ms; mean %.1f tokens/s)\n", B, D,
               B / step_med, step_med * 1e3, B * D / decode_total);
   std::printf(
-      "roofline: %.1f MB of packed weights per step; read bandwidth %.1f GB/s (median of %zu samples, min %.1f, "
+      "roofline: %.1f MB of packed weights per step (mean); read bandwidth %.1f GB/s (median of %zu samples, min %.1f, "
       "max %.1f) = %.1f tokens/s\n",
-      weight_bytes / 1e6, bw.median, bw_wall.size(), bw.min, bw.max, B * bw.median * 1e9 / weight_bytes);
+      step_bytes_sum / D / 1e6, bw.median, bw_wall.size(), bw.min, bw.max, B * bw.median * 1e9 / (step_bytes_sum / D));
   std::printf(
       "decode at %.1f %% of roofline (median over steps, each against the bandwidth sample taken just before "
       "it; min %.1f %%, max %.1f %%)\n",

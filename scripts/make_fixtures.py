@@ -23,7 +23,8 @@ import numpy as np
 import torch
 import transformers
 from transformers import (AutoModelForCausalLM, Gemma3Config, Gemma3TextConfig, LlamaConfig,
-                          MistralConfig, Phi3Config, Qwen2Config, Qwen3Config)
+                          MistralConfig, MixtralConfig, Phi3Config, Qwen2Config, Qwen3Config,
+                          Qwen3MoeConfig)
 
 REPO = Path(__file__).resolve().parent.parent
 PROMPT_LEN = 20
@@ -104,6 +105,30 @@ FIXTURES["gemma3_conditional"] = (Gemma3Config, dict(
                        num_attention_heads=2, image_size=28, patch_size=14),
     mm_tokens_per_image=4, boi_token_index=1000, eoi_token_index=1001, image_token_index=1002),
     torch.bfloat16)
+# Mixture of experts. Mixtral: 4 experts of width 48 (not a multiple of the kernels' 32-column
+# panels), top-2 always renormalised, window 8 on every layer (the 20-token prompt is longer),
+# BF16 on disk. Qwen3-MoE: 8 experts of width 32, top-2 without renormalisation
+# (norm_topk_prob false, as Qwen3-30B-A3B), q/k norm, 3 layers of which the middle one is dense
+# (mlp_only_layers) with intermediate_size 64. save_pretrained writes per-expert tensors
+# (block_sparse_moe.experts.E.w1/w2/w3, mlp.experts.E.gate_proj/up_proj/down_proj), as the Hub's
+# checkpoints have them.
+FIXTURES["mixtral_moe"] = (MixtralConfig, dict(
+    hidden_size=32, intermediate_size=48, vocab_size=160, num_local_experts=4,
+    num_experts_per_tok=2, sliding_window=8), torch.bfloat16)
+FIXTURES["qwen3_moe"] = (Qwen3MoeConfig, dict(
+    hidden_size=32, intermediate_size=64, moe_intermediate_size=32, vocab_size=128, head_dim=16,
+    num_experts=8, num_experts_per_tok=2, norm_topk_prob=False, num_hidden_layers=3,
+    mlp_only_layers=[1]), torch.float32)
+MOE = {"mixtral_moe", "qwen3_moe"}
+# The k-th largest router logit of every token must beat the (k+1)-th by this much, on the
+# prompt, the prompt reversed and the prompt with its greedy continuation (what the tests run),
+# so that BF16 rounding in the fast path cannot swap an expert: a swapped expert moves logits by
+# far more than the tests' tolerance.
+MIN_ROUTER_MARGIN = 0.02
+# Their greedy continuations are also checked through the BF16 fast path, whose logits are off
+# by up to a few percent of the row's scale (tests/unit/test_model_runner.cpp): a wider margin.
+MIN_GREEDY_MARGIN_MOE = 0.15
+
 NOT_IN_CONFIG = {Gemma3TextConfig: ("hidden_act",),  # Gemma names it hidden_activation
                  Gemma3Config: tuple(COMMON)}  # all in text_config
 # Fixtures whose seed must also give a greedy continuation of at least 4 distinct tokens (a
@@ -128,7 +153,8 @@ def init_weights(model, seed, embed_std=1.0):
             elif name.endswith("lm_head.weight"):
                 p.copy_(0.3 * torch.randn(p.shape, generator=g))
             else:
-                p.copy_((0.2 if p.dim() == 2 else 0.1) * torch.randn(p.shape, generator=g))
+                matrix = p.dim() == 2 or ".experts." in name  # experts: [E, out, in] in memory
+                p.copy_((0.2 if matrix else 0.1) * torch.randn(p.shape, generator=g))
 
 
 def round6(values):
@@ -182,10 +208,28 @@ def check_longrope_switch(folder, model, prompt, tokens):
 
 
 @torch.no_grad()
+def router_margins(model, sequences):
+    """Smallest gap between the k-th and (k+1)-th router logit over every token of `sequences`,
+    and the experts picked at least once."""
+    logits = []
+    hooks = [layer.mlp.gate.register_forward_hook(lambda mod, args, out: logits.append(out[0]))
+             for layer in model.model.layers if hasattr(layer.mlp, "gate")]
+    for ids in sequences:
+        model(torch.tensor([ids]))
+    for h in hooks:
+        h.remove()
+    k = model.config.num_experts_per_tok
+    top = torch.cat(logits).sort(dim=-1, descending=True)
+    margin = float((top.values[:, k - 1] - top.values[:, k]).min())
+    used = set(top.indices[:, :k].flatten().tolist())
+    return margin, used
+
+
+@torch.no_grad()
 def make_fixture(name, out_root):
     cls, kwargs, dtype = FIXTURES[name]
     folder = out_root / "models" / name
-    for attempt in range(20):
+    for attempt in range(1000 if name in MOE else 20):
         seed = 1000 * (list(FIXTURES).index(name) + 1) + attempt
         torch.manual_seed(seed)
         merged = {**COMMON, **kwargs}
@@ -205,9 +249,18 @@ def make_fixture(name, out_root):
         prompt = [1] + [int(t) for t in rng.integers(3, vocab, PROMPT_LEN - 1)]
         logits = ref(torch.tensor([prompt])).logits[0]
         tokens, margins = greedy(ref, prompt, GREEDY_TOKENS)
-        if min(margins) >= MIN_GREEDY_MARGIN and (name not in VARIED_GREEDY or len(set(tokens)) >= 4):
+        routed_ok = True
+        if name in MOE:
+            margin, used = router_margins(ref, [prompt, prompt[::-1], prompt + tokens])
+            routed_ok = margin >= MIN_ROUTER_MARGIN and len(used) == config.num_experts
+        min_margin = MIN_GREEDY_MARGIN_MOE if name in MOE else MIN_GREEDY_MARGIN
+        if (min(margins) >= min_margin and routed_ok
+                and (name not in VARIED_GREEDY or len(set(tokens)) >= 4)):
+            if name in MOE:
+                print(f"  router: smallest top-k margin {margin:.3g}, experts used {sorted(used)}")
             break
-        print(f"{name}: seed {seed} has a greedy near-tie ({min(margins):.2e}); retrying")
+        print(f"{name}: seed {seed} has a greedy or routing near-tie ({min(margins):.2e}"
+              + (f", router {margin:.2e}" if name in MOE else "") + "); retrying")
     else:
         sys.exit(f"{name}: no seed without greedy near-ties")
 

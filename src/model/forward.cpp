@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/kv_block.h"
+#include "kernels/moe_routing.h"
 #include "kernels/reference.h"
 #include "model/model.h"
 #include "model/rope_params.h"
@@ -16,6 +17,32 @@ namespace slab {
 namespace {
 
 const float* bias_or_null(const std::vector<float>& bias) { return bias.empty() ? nullptr : bias.data(); }
+
+// A sparse MLP block, token by token as transformers defines it: router logits, FP32 softmax
+// over all experts, top-k (renormalised or not), then out = sum over the picked experts of
+// weight · down(SiLU(gate(x)) · up(x)). xn and out are [n_tokens, hidden].
+void moe_mlp(float* out, const float* xn, const LayerWeights& lw, const ModelConfig& c, int n_tokens) {
+  const int dim = c.hidden_size, inter = c.moe_intermediate_size, k = c.num_experts_per_tok;
+  std::vector<float> logits(static_cast<size_t>(c.num_experts));
+  std::vector<int32_t> picked(static_cast<size_t>(k));
+  std::vector<float> weight(static_cast<size_t>(k)), gate(static_cast<size_t>(inter)), up(gate.size());
+  std::vector<float> expert_out(static_cast<size_t>(dim));
+  for (int t = 0; t < n_tokens; ++t) {
+    const float* row = xn + static_cast<size_t>(t) * dim;
+    float* o = out + static_cast<size_t>(t) * dim;
+    ref::linear(logits.data(), row, lw.router.data(), nullptr, 1, c.num_experts, dim);
+    kern::moe_route(logits.data(), 1, c.num_experts, k, c.moe_renormalize, picked.data(), weight.data());
+    std::fill(o, o + dim, 0.0f);
+    for (int s = 0; s < k; ++s) {
+      const ExpertWeights& e = lw.experts[static_cast<size_t>(picked[static_cast<size_t>(s)])];
+      ref::linear(gate.data(), row, e.w_gate.data(), nullptr, 1, inter, dim);
+      ref::linear(up.data(), row, e.w_up.data(), nullptr, 1, inter, dim);
+      ref::silu_mul(gate.data(), gate.data(), up.data(), inter);
+      ref::linear(expert_out.data(), gate.data(), e.w_down.data(), nullptr, 1, dim, inter);
+      for (int i = 0; i < dim; ++i) o[i] += weight[static_cast<size_t>(s)] * expert_out[static_cast<size_t>(i)];
+    }
+  }
+}
 
 }  // namespace
 
@@ -120,10 +147,15 @@ std::vector<float> forward(const Model& model, const ForwardBatch& batch, KvCach
     ref::linear(delta.data(), attn.data(), lw.wo.data(), bias_or_null(lw.bo), n_tokens, dim, q_dim);
     residual_add(post_attn_norm);
 
-    // MLP block: act(gate)·up, act SiLU or GeLU-tanh.
+    // MLP block: act(gate)·up, act SiLU or GeLU-tanh; or a mixture of experts.
     for (int t = 0; t < n_tokens; ++t) {
       ref::rmsnorm(&xn[static_cast<size_t>(t) * dim], &x[static_cast<size_t>(t) * dim], mlp_norm.data(), dim,
                    c.rms_norm_eps);
+    }
+    if (layer_is_moe(c, l)) {
+      moe_mlp(delta.data(), xn.data(), lw, c, n_tokens);
+      residual_add(post_mlp_norm);
+      continue;
     }
     ref::linear(gate.data(), xn.data(), lw.w_gate.data(), bias_or_null(lw.b_gate), n_tokens, c.intermediate_size, dim);
     ref::linear(up.data(), xn.data(), lw.w_up.data(), bias_or_null(lw.b_up), n_tokens, c.intermediate_size, dim);

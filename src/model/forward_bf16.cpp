@@ -105,8 +105,8 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   float* attn = ws.attn.get(ut * q_dim);
   kern::bf16_t* attn_b = ws.attn_b.get(ut * q_dim);
   // FP32 gate/up sums only for models whose MLP is not fused (MLP biases).
-  const bool fused_mlp =
-      std::all_of(w.layers.begin(), w.layers.end(), [](const PackedLayer& l) { return l.gate_up.swiglu; });
+  const bool fused_mlp = std::all_of(w.layers.begin(), w.layers.end(),
+                                     [](const PackedLayer& l) { return l.is_moe() || l.gate_up.swiglu; });
   float* gate_up = fused_mlp ? nullptr : ws.gate_up.get(ut * 2 * inter);
   kern::bf16_t* act_b = ws.act_b.get(ut * inter);
   const int n_threads = pool.size();
@@ -167,6 +167,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     }
   });
 
+  ws.moe_last_step = {};
   for (int l = 0; l < c.num_layers; ++l) {
     const PackedLayer& lw = w.layers[static_cast<size_t>(l)];
     const kern::KvBlockLayout kv_layout = g.layer_layout(l);
@@ -223,11 +224,28 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
       linear(attn_b, q_dim, lw.o, T, x, dim, lw.b_o, true);
     }
 
-    // MLP block: one pass over [gate; up], then act(gate)·up as BF16 (SiLU or GeLU-tanh), then down.
+    // MLP block: one pass over [gate; up], then act(gate)·up as BF16 (SiLU or GeLU-tanh), then down;
+    // or the experts the router picks (model/moe_block.h), added into x.
     pool.parallel_for(T, [&](int t, int) {
       kern::rmsnorm_to_bf16(xb + static_cast<size_t>(t) * dim, x + static_cast<size_t>(t) * dim, lw.mlp_norm.data(),
                             dim, c.rms_norm_eps, isa);
     });
+    if (lw.is_moe()) {
+      MoeBlockArgs moe;
+      moe.config = &c;
+      moe.layer = &lw;
+      moe.xb = xb;
+      moe.x = x;
+      moe.tokens = T;
+      moe.linear_ws = linear_ws;
+      moe.isa = isa;
+      moe.quant_isa = quant_isa;
+      const MoeStepStats stats = moe_block(moe, ws.moe, pool);
+      ws.moe_last_step.active_experts += stats.active_experts;
+      ws.moe_last_step.expert_bytes += stats.expert_bytes;
+      ws.moe_last_step.per_token_bytes += stats.per_token_bytes;
+      continue;
+    }
     if (lw.gate_up.swiglu) {
       swiglu(xb, dim, lw.gate_up, T, act_b, static_cast<size_t>(inter));
     } else {

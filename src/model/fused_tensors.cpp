@@ -12,6 +12,9 @@ namespace {
 struct Slice {
   std::string fused;  // the checkpoint's tensor
   int64_t row0 = 0, rows = 0, total_rows = 0, cols = 0;
+  // The fused tensor's shape when it is not [total_rows, cols]: experts stacked as [E, rows, cols]
+  // (its rows then count through the experts: expert e's row r is row e · rows + r).
+  std::vector<int64_t> shape;
 };
 
 class SplitCheckpoint final : public Checkpoint {
@@ -24,16 +27,35 @@ class SplitCheckpoint final : public Checkpoint {
       if (c.fused_qkv_proj) {
         const std::string f = p + "self_attn.qkv_proj.weight";
         const int64_t total = q_dim + 2 * kv_dim;
-        slices_[p + "self_attn.q_proj.weight"] = {f, 0, q_dim, total, hidden};
-        slices_[p + "self_attn.k_proj.weight"] = {f, q_dim, kv_dim, total, hidden};
-        slices_[p + "self_attn.v_proj.weight"] = {f, q_dim + kv_dim, kv_dim, total, hidden};
+        slices_[p + "self_attn.q_proj.weight"] = {f, 0, q_dim, total, hidden, {}};
+        slices_[p + "self_attn.k_proj.weight"] = {f, q_dim, kv_dim, total, hidden, {}};
+        slices_[p + "self_attn.v_proj.weight"] = {f, q_dim + kv_dim, kv_dim, total, hidden, {}};
       }
       if (c.fused_gate_up_proj) {
         const std::string f = p + "mlp.gate_up_proj.weight";
-        slices_[p + "mlp.gate_proj.weight"] = {f, 0, inter, 2 * inter, hidden};
-        slices_[p + "mlp.up_proj.weight"] = {f, inter, inter, 2 * inter, hidden};
+        slices_[p + "mlp.gate_proj.weight"] = {f, 0, inter, 2 * inter, hidden, {}};
+        slices_[p + "mlp.up_proj.weight"] = {f, inter, inter, 2 * inter, hidden, {}};
       }
+      if (layer_is_moe(c, i)) add_stacked_experts(c, i);
     }
+  }
+
+  // transformers 5's in-memory MoE modules (what a state dict saved without its conversion
+  // holds): every expert in two 3-D tensors, mlp.experts.gate_up_proj [E, 2 · inter, hidden]
+  // (each expert's gate rows, then its up rows) and mlp.experts.down_proj [E, hidden, inter],
+  // and the router as mlp.gate.weight (mixtral's checkpoints say block_sparse_moe.gate.weight).
+  void add_stacked_experts(const ModelConfig& c, int layer) {
+    const std::string p = layer_prefix(c, layer);
+    const int64_t e_count = c.num_experts, hidden = c.hidden_size, inter = c.moe_intermediate_size;
+    const std::string gate_up = p + "mlp.experts.gate_up_proj", down = p + "mlp.experts.down_proj";
+    for (int64_t e = 0; e < e_count; ++e) {
+      const ExpertTensorNames n = expert_tensor_names(c, layer, static_cast<int>(e));
+      slices_[n.gate] = {gate_up, 2 * inter * e, inter, 0, hidden, {e_count, 2 * inter, hidden}};
+      slices_[n.up] = {gate_up, 2 * inter * e + inter, inter, 0, hidden, {e_count, 2 * inter, hidden}};
+      slices_[n.down] = {down, hidden * e, hidden, 0, inter, {e_count, hidden, inter}};
+    }
+    const std::string router = router_tensor_name(c, layer);
+    if (router != p + "mlp.gate.weight") slices_[router] = {p + "mlp.gate.weight", 0, e_count, e_count, hidden, {}};
   }
 
   bool has(const std::string& name) const override {
@@ -48,11 +70,15 @@ class SplitCheckpoint final : public Checkpoint {
     if (it == slices_.end() || inner_.has(name)) return inner_.tensor(name);
     const Slice& s = it->second;
     TensorView v = inner_.tensor(s.fused);  // throws naming the checkpoint and the fused tensor
-    if (v.shape != std::vector<int64_t>{s.total_rows, s.cols}) {
-      std::string got;
-      for (int64_t d : v.shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
-      throw std::runtime_error(v.file + ": tensor '" + s.fused + "': expected shape [" + std::to_string(s.total_rows) +
-                               ", " + std::to_string(s.cols) + "], found [" + got + "]");
+    const std::vector<int64_t> want = s.shape.empty() ? std::vector<int64_t>{s.total_rows, s.cols} : s.shape;
+    if (v.shape != want) {
+      auto text = [](const std::vector<int64_t>& shape) {
+        std::string out;
+        for (int64_t d : shape) out += (out.empty() ? "" : ", ") + std::to_string(d);
+        return "[" + out + "]";
+      };
+      throw std::runtime_error(v.file + ": tensor '" + s.fused + "': expected shape " + text(want) + ", found " +
+                               text(v.shape));
     }
     if (v.block_format != BlockFormat::none) {
       throw std::runtime_error(v.file + ": tensor '" + s.fused + "': fused projections in " +

@@ -2,7 +2,10 @@
 // Checkpoints that store a layer's q, k and v projections as one self_attn.qkv_proj.weight and
 // its gate and up projections as one mlp.gate_up_proj.weight (Phi-3): the loaders ask for the
 // separate Hugging Face names, so this view answers them with row slices of the fused tensors
-// (rows [q; k; v] and [gate; up], as transformers splits them), without copying.
+// (rows [q; k; v] and [gate; up], as transformers splits them), without copying. Likewise a
+// mixture of experts stored as transformers 5 holds it in memory (mlp.experts.gate_up_proj and
+// mlp.experts.down_proj, 3-D, and the router as mlp.gate.weight): each expert's gate, up and
+// down are slices of those.
 #include <memory>
 
 #include "model/checkpoint.h"

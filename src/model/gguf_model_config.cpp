@@ -124,6 +124,12 @@ ModelConfig gguf_model_config(const GgufFile& f) {
                "unsupported architecture '" + arch + "' (supported: llama, which includes Mistral, qwen2, qwen3)");
   }
   const std::string a = arch + ".";
+  // Mixtral converts to architecture llama with experts: the GGUF reader maps no expert tensors.
+  if (const auto experts = f.get_int(a + "expert_count"); experts && *experts > 0) {
+    f.fail_key(a + "expert_count", std::to_string(*experts) +
+                                       " experts: mixture-of-experts GGUF files are not supported (use the Hugging "
+                                       "Face safetensors folder)");
+  }
   if (const auto parts = f.get_int("split.count"); parts && *parts > 1) {
     f.fail_key("split.count", "the model is split over " + std::to_string(*parts) +
                                   " files, which is not supported yet (merge them into one file first)");

@@ -14,6 +14,15 @@
 //             longrope, as transformers does), whose original_max_position_embeddings is the
 //             top-level field (default 4096) whatever rope_scaling says; sliding_window, when not
 //             null, applies to every layer.
+//  - mixtral: mistral's attention (no biases, sliding_window on every layer when not null, RoPE
+//             base 1e6 by default); every layer a mixture of num_local_experts experts of
+//             intermediate_size, top num_experts_per_tok always renormalised.
+//  - qwen3_moe: qwen3's attention (q/k norm, attention_bias; head_dim defaults to hidden/heads
+//             here); sliding_window on every layer when use_sliding_window; num_experts (saved
+//             as num_local_experts by transformers 5) experts of moe_intermediate_size, top
+//             num_experts_per_tok renormalised when norm_topk_prob; layer i is sparse unless it
+//             is in mlp_only_layers or (i + 1) % decoder_sparse_step != 0 (then a dense MLP of
+//             intermediate_size).
 //  - gemma3_text (and gemma3's text_config): gelu_pytorch_tanh gated MLP, RMSNorm with (1 + w),
 //             four norms a layer, q/k norm, embeddings times sqrt(hidden) rounded to the config's
 //             dtype, layer_types (or sliding_window_pattern, default 6) choosing local (sliding,
@@ -180,8 +189,8 @@ void parse_longrope(const json& j, const json& params, const std::string& prefix
 }
 
 // Reads the RoPE frequency settings into `config` from either spelling.
-void parse_rope(const json& j, const std::string& source, ModelConfig& config) {
-  float theta = get_float(j, "rope_theta", source, 10000.0f, true);
+void parse_rope(const json& j, const std::string& source, ModelConfig& config, float default_theta = 10000.0f) {
+  float theta = get_float(j, "rope_theta", source, default_theta, true);
   const json* params = nullptr;
   std::string field;
   if (present(j, "rope_parameters")) {
@@ -360,6 +369,44 @@ void parse_gemma3(const json& j, const std::string& source, ModelConfig& c) {
   }
 }
 
+// mixtral / qwen3_moe: the experts, the router's normalisation and which layers are sparse.
+void parse_moe(const json& j, const std::string& source, ModelConfig& c) {
+  const bool mixtral = c.model_type == "mixtral";
+  const char* experts_key = !mixtral && present(j, "num_experts") ? "num_experts" : "num_local_experts";
+  c.num_experts = get_int(j, experts_key, source, false, mixtral ? 8 : 128, false);
+  if (c.num_experts < 0) fail(source, experts_key, "must not be negative");
+  c.num_experts_per_tok = get_int(j, "num_experts_per_tok", source, false, mixtral ? 2 : 8, true);
+  if (c.num_experts > 0 && c.num_experts_per_tok > c.num_experts) {
+    fail(source, "num_experts_per_tok",
+         std::to_string(c.num_experts_per_tok) + " is more than the " + std::to_string(c.num_experts) + " experts");
+  }
+  c.moe_intermediate_size =
+      mixtral ? c.intermediate_size : get_int(j, "moe_intermediate_size", source, false, 768, true);
+  c.moe_renormalize = mixtral || get_bool(j, "norm_topk_prob", source, false);
+  for (const char* key : {"shared_expert_intermediate_size", "n_shared_experts", "num_shared_experts"}) {
+    if (present(j, key) && !(j[key].is_number() && j[key].get<double>() == 0.0)) {
+      fail(source, key, "shared experts are not supported");
+    }
+  }
+  const int step = mixtral ? 1 : get_int(j, "decoder_sparse_step", source, false, 1, true);
+  std::vector<bool> dense(static_cast<size_t>(c.num_layers), false);
+  if (!mixtral && present(j, "mlp_only_layers")) {
+    const json& only = j["mlp_only_layers"];
+    if (!only.is_array()) fail(source, "mlp_only_layers", "expected a list of layer indices, found " + only.dump());
+    for (const json& v : only) {
+      if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() >= c.num_layers) {
+        fail(source, "mlp_only_layers",
+             "expected layer indices below num_hidden_layers (" + std::to_string(c.num_layers) + "), found " +
+                 v.dump());
+      }
+      dense[static_cast<size_t>(v.get<long long>())] = true;
+    }
+  }
+  if (c.num_experts == 0) return;  // transformers builds every layer dense then
+  c.layer_moe.resize(dense.size());
+  for (size_t i = 0; i < dense.size(); ++i) c.layer_moe[i] = !dense[i] && (static_cast<int>(i) + 1) % step == 0;
+}
+
 void validate(const std::string& source, const ModelConfig& c) {
   if (c.num_kv_heads > c.num_heads || c.num_heads % c.num_kv_heads != 0) {
     fail(source, "num_key_value_heads",
@@ -416,9 +463,10 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   c.model_type = mt->get<std::string>();
   const std::string& type = c.model_type;
   if (type != "llama" && type != "mistral" && type != "qwen2" && type != "qwen3" && type != "phi3" &&
-      type != "gemma3_text") {
+      type != "gemma3_text" && type != "mixtral" && type != "qwen3_moe") {
     fail(source, "model_type",
-         "unsupported model type '" + type + "' (supported: llama, mistral, qwen2, qwen3, phi3, gemma3_text, gemma3)");
+         "unsupported model type '" + type +
+             "' (supported: llama, mistral, qwen2, qwen3, phi3, gemma3_text, gemma3, mixtral, qwen3_moe)");
   }
 
   c.vocab_size = get_int(j, "vocab_size", source, true, 0, true);
@@ -442,14 +490,14 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
     c.head_dim = c.hidden_size / c.num_heads;
   }
   c.rms_norm_eps = get_float(j, "rms_norm_eps", source, 1e-6f, true);
-  const int default_max_pos = type == "llama"     ? 2048
-                              : type == "mistral" ? 131072
+  const int default_max_pos = type == "llama"                         ? 2048
+                              : type == "mistral" || type == "mixtral" ? 131072
                               : type == "phi3"    ? 4096
                               : type == "gemma3_text" ? 131072
                                                       : 32768;
   c.max_position_embeddings = get_int(j, "max_position_embeddings", source, false, default_max_pos, true);
   const bool gemma = type == "gemma3_text";
-  if (!gemma) parse_rope(j, source, c);
+  if (!gemma) parse_rope(j, source, c, type == "mixtral" ? 1e6f : 10000.0f);  // MixtralConfig's default base
   c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", source, gemma);
 
   const char* act_key = gemma ? "hidden_activation" : "hidden_act";
@@ -467,6 +515,16 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   } else if (type == "qwen2") {
     c.qkv_bias = true;
     parse_qwen_sliding_window(j, source, c);
+  } else if (type == "qwen3_moe") {
+    c.qkv_bias = c.o_bias = get_bool(j, "attention_bias", source, false);
+    c.qk_norm = true;
+    if (get_bool(j, "use_sliding_window", source, false)) {
+      c.sliding_window = get_int(j, "sliding_window", source, false, 4096, true);
+    }
+    parse_moe(j, source, c);
+  } else if (type == "mixtral") {
+    c.sliding_window = get_int(j, "sliding_window", source, false, 0, true);
+    parse_moe(j, source, c);
   } else if (type == "qwen3") {
     bool attention_bias = get_bool(j, "attention_bias", source, false);
     c.qkv_bias = c.o_bias = attention_bias;

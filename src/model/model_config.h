@@ -28,7 +28,7 @@ struct RopeScaling {
 enum class MlpActivation { silu, gelu_tanh };
 
 struct ModelConfig {
-  std::string model_type;  // llama, mistral, qwen2, qwen3, phi3, gemma3_text (also for gemma3's text_config)
+  std::string model_type;  // llama, mistral, qwen2, qwen3, phi3, gemma3_text (also gemma3's), mixtral, qwen3_moe
   int vocab_size = 0;
   int hidden_size = 0;
   int intermediate_size = 0;
@@ -63,6 +63,17 @@ struct ModelConfig {
   float embed_scale = 1.0f;     // embeddings are multiplied by it (gemma: sqrt(hidden) in the config's dtype)
   float attn_scale = 0.0f;      // q·k scale; 0: 1 / sqrt(head_dim) (gemma: query_pre_attn_scalar^-0.5)
   float final_logit_softcap = 0.0f;  // > 0: logits = cap · tanh(logits / cap)
+  // Mixture of experts (mixtral, qwen3_moe). A sparse layer's MLP is num_experts SwiGLU MLPs of
+  // moe_intermediate_size and a router [num_experts, hidden]: each token takes the
+  // num_experts_per_tok experts of largest softmax probability (FP32, over all experts) and sums
+  // their outputs weighted by those probabilities, rescaled to sum 1 when moe_renormalize
+  // (mixtral always, qwen3_moe's norm_topk_prob). Other layers keep the dense MLP of
+  // intermediate_size (qwen3_moe's mlp_only_layers and decoder_sparse_step).
+  int num_experts = 0;  // 0: every layer dense
+  int num_experts_per_tok = 0;
+  int moe_intermediate_size = 0;
+  bool moe_renormalize = false;
+  std::vector<bool> layer_moe;  // per layer: sparse (true) or dense; empty when num_experts == 0
   // Tensor names: "model." (the text model of a CausalLM) or "language_model.model." (gemma3's
   // Gemma3ForConditionalGeneration as transformers 5.23 saves it and the Hub has it).
   std::string weight_prefix = "model.";
@@ -83,6 +94,11 @@ inline int layer_window(const ModelConfig& c, int layer) {
 }
 inline bool layer_uses_local_rope(const ModelConfig& c, int layer) {
   return c.rope_local_theta > 0.0f && layer_window(c, layer) > 0;
+}
+
+// Whether layer `layer`'s MLP is a mixture of experts.
+inline bool layer_is_moe(const ModelConfig& c, int layer) {
+  return !c.layer_moe.empty() && c.layer_moe[static_cast<size_t>(layer)];
 }
 
 // Defaults for sampling and stopping from generation_config.json (absent file: all defaults).

@@ -104,20 +104,26 @@ std::string ModelRunner::weight_format() const {
 bool ModelRunner::has_quantized_weights() const {
   if (!packed_) return false;
   for (const PackedLayer& l : packed_->model.layers) {
-    if (l.qkv.quantized || l.o.quantized || l.gate_up.quantized || l.down.quantized) return true;
+    for (const PackedMatrix* m : l.matrices()) {
+      if (m->quantized) return true;
+    }
   }
   return false;
 }
 
-size_t ModelRunner::decode_weight_bytes() const { return packed_ ? packed_->model.decode_bytes() : 0; }
+size_t ModelRunner::decode_weight_bytes() const {
+  return packed_ ? packed_->model.decode_bytes(meta_.config.num_experts_per_tok) : 0;
+}
 
 size_t ModelRunner::weight_bytes() const {
-  if (packed_) return packed_->model.decode_bytes() + packed_->model.embedding_bytes();
+  if (packed_) return packed_->model.decode_bytes(meta_.config.num_experts) + packed_->model.embedding_bytes();
   size_t total = 0;
   const auto fp32 = checkpoint_over(reference_->config, reference_->weights);
   for (const std::string& name : fp32->tensor_names()) total += fp32->tensor(name).bytes();
   return total;
 }
+
+ModelRunner::MoeStepBytes ModelRunner::last_moe_step() const { return ws_ ? ws_->moe_last_step : MoeStepBytes{}; }
 
 int ModelRunner::num_threads() const { return pool_ ? pool_->size() : (reference_ ? 1 : 0); }
 

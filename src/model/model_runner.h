@@ -71,9 +71,18 @@ class ModelRunner {
   std::string weight_format() const;
   // Whether any projection runs on the INT8/INT4 kernels.
   bool has_quantized_weights() const;
-  // Bytes of packed weights one decode step streams (all layers + lm_head); 0 on the reference path.
+  // Bytes of packed weights one decode step of one token streams (all layers + lm_head; of a
+  // mixture of experts the router and num_experts_per_tok experts); 0 on the reference path.
   size_t decode_weight_bytes() const;
   int num_threads() const;
+  // Mixture-of-experts work of the last forward() (zeros for dense models and on the reference
+  // path): experts run, summed over layers, the bytes of their packed matrices (each read once
+  // per step) and what running every token's experts apart would have read.
+  struct MoeStepBytes {
+    int active_experts = 0;
+    size_t expert_bytes = 0, per_token_bytes = 0;
+  };
+  MoeStepBytes last_moe_step() const;
   // The NUMA node weights are bound to and the KV cache should be (-1: none).
   int numa_node() const { return options_.numa_node; }
   // Bytes of weights the runner holds: packed matrices, embedding and norms (FP32 on the reference path).

@@ -8,30 +8,14 @@
 #include "kernels/bf16.h"
 #include "kernels/rowwise_bf16.h"
 #include "model/model_runner.h"
+#include "model/moe_block.h"
 #include "model/packed_weights.h"
-#include "runtime/aligned_buffer.h"
+#include "model/scratch.h"
 
 namespace slab {
 
 struct ModelRunner::Packed {
   PackedModel model;
-};
-
-// A 64-byte aligned array that only grows (contents are not kept when it does).
-template <typename T>
-class Scratch {
- public:
-  T* get(size_t count) {
-    if (count > capacity_) {
-      buf_ = AlignedBuffer(std::max<size_t>(count, 1) * sizeof(T));
-      capacity_ = count;
-    }
-    return buf_.as<T>();
-  }
-
- private:
-  AlignedBuffer buf_;
-  size_t capacity_ = 0;
 };
 
 // RoPE cos/sin of one frequency set for positions [0, positions): [position][rotary_dim / 2],
@@ -60,6 +44,8 @@ struct ModelRunner::Workspace {
   // Indexed by RopeSet (rope_params.h): the config's frequencies, longrope's long factors,
   // gemma3's local base (the last two unused by other models).
   RopeTable rope[3];
+  MoeScratch moe;  // mixture-of-experts layers only
+  ModelRunner::MoeStepBytes moe_last_step;
 };
 
 }  // namespace slab

@@ -19,7 +19,7 @@ size_t model_linear_workspace_floats(const PackedModel& model, int tokens, int h
   };
   size_t most = floats(model.lm_head, head_rows);
   for (const PackedLayer& l : model.layers) {
-    for (const PackedMatrix* m : {&l.qkv, &l.o, &l.gate_up, &l.down}) most = std::max(most, floats(*m, tokens));
+    for (const PackedMatrix* m : l.matrices()) most = std::max(most, floats(*m, tokens));
   }
   return most;
 }

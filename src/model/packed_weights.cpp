@@ -226,6 +226,14 @@ class WeightsCheckpoint final : public Checkpoint {
       add(p + "mlp.gate_proj.weight", l.w_gate, {inter, hidden});
       add(p + "mlp.up_proj.weight", l.w_up, {inter, hidden});
       add(p + "mlp.down_proj.weight", l.w_down, {hidden, inter});
+      if (!l.experts.empty()) add(router_tensor_name(c, static_cast<int>(i)), l.router, {c.num_experts, hidden});
+      for (size_t e = 0; e < l.experts.size(); ++e) {
+        const ExpertTensorNames n = expert_tensor_names(c, static_cast<int>(i), static_cast<int>(e));
+        const int64_t expert_inter = c.moe_intermediate_size;
+        add(n.gate, l.experts[e].w_gate, {expert_inter, hidden});
+        add(n.up, l.experts[e].w_up, {expert_inter, hidden});
+        add(n.down, l.experts[e].w_down, {hidden, expert_inter});
+      }
       add(p + "mlp.gate_proj.bias", l.b_gate, {inter});
       add(p + "mlp.up_proj.bias", l.b_up, {inter});
       add(p + "mlp.down_proj.bias", l.b_down, {hidden});
@@ -282,7 +290,7 @@ std::string PackedModel::describe_formats() const {
   };
   std::map<std::string, size_t> bytes;  // format -> packed bytes
   for (const PackedLayer& l : layers) {
-    for (const PackedMatrix* m : {&l.qkv, &l.o, &l.gate_up, &l.down}) bytes[m->format_name()] += m->bytes();
+    for (const PackedMatrix* m : l.matrices()) bytes[m->format_name()] += m->bytes();
   }
   std::string out = "projections ";
   bool first = true;
@@ -300,9 +308,32 @@ size_t PackedModel::embedding_bytes() const {
   return embedding.size() * sizeof(kern::bf16_t) + (embedding_quant.quantized ? embedding_quant.bytes() : 0);
 }
 
-size_t PackedModel::decode_bytes() const {
+std::vector<const PackedMatrix*> PackedLayer::matrices() const {
+  std::vector<const PackedMatrix*> out{&qkv, &o};
+  if (!is_moe()) {
+    out.push_back(&gate_up);
+    out.push_back(&down);
+    return out;
+  }
+  out.push_back(&router);
+  for (const PackedExpert& e : experts) {
+    out.push_back(&e.gate_up);
+    out.push_back(&e.down);
+  }
+  return out;
+}
+
+size_t PackedModel::decode_bytes(int experts_per_token) const {
   size_t total = lm_head.bytes();
-  for (const PackedLayer& l : layers) total += l.qkv.bytes() + l.o.bytes() + l.gate_up.bytes() + l.down.bytes();
+  for (const PackedLayer& l : layers) {
+    total += l.qkv.bytes() + l.o.bytes();
+    if (!l.is_moe()) {
+      total += l.gate_up.bytes() + l.down.bytes();
+      continue;
+    }
+    const PackedExpert& e = l.experts.front();
+    total += l.router.bytes() + static_cast<size_t>(experts_per_token) * (e.gate_up.bytes() + e.down.bytes());
+  }
   return total;
 }
 
@@ -340,6 +371,21 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& stored, const Pac
     l.o = pack_projection(ck.get_parts({{p + "self_attn.o_proj.weight", {hidden, q_dim}}}), static_cast<int>(q_dim),
                           options.quantization, alloc, m.projection_paths);
     if (c.o_bias) l.b_o = to_f32(ck.get(p + "self_attn.o_proj.bias", {hidden}));
+    if (layer_is_moe(c, i)) {
+      const int64_t expert_inter = c.moe_intermediate_size;
+      l.router = pack_stacked({ck.get(router_tensor_name(c, i), {c.num_experts, hidden})}, h, alloc);
+      l.experts.resize(static_cast<size_t>(c.num_experts));
+      for (int e = 0; e < c.num_experts; ++e) {
+        const ExpertTensorNames n = expert_tensor_names(c, i, e);
+        PackedExpert& x = l.experts[static_cast<size_t>(e)];
+        x.gate_up = pack_projection({ck.get(n.gate, {expert_inter, hidden}), ck.get(n.up, {expert_inter, hidden})}, h,
+                                    options.quantization, alloc, m.projection_paths, true);
+        x.down = pack_projection({ck.get(n.down, {hidden, expert_inter})}, c.moe_intermediate_size,
+                                 options.quantization, alloc, m.projection_paths);
+      }
+      ck.report();
+      continue;
+    }
     // SwiGLU fusion leaves no place for a bias between the linear and the activation.
     l.gate_up = pack_projection(
         ck.get_parts({{p + "mlp.gate_proj.weight", {inter, hidden}}, {p + "mlp.up_proj.weight", {inter, hidden}}}), h,

@@ -35,11 +35,24 @@ struct PackedMatrix {
   std::string format_name() const { return quantized ? quant_format_name(quant) : "BF16"; }
 };
 
+// One expert of a sparse layer, packed as a dense MLP's projections are.
+struct PackedExpert {
+  PackedMatrix gate_up, down;
+};
+
 struct PackedLayer {
   // Effective weights (1 + w for gemma); post_* only with sandwich norms.
   std::vector<float> attn_norm, mlp_norm, q_norm, k_norm, post_attn_norm, post_mlp_norm;
   PackedMatrix qkv, o, gate_up, down;  // qkv: [q;k;v] rows; gate_up: SwiGLU, or [gate;up] rows with biases or quantized
   std::vector<float> b_qkv, b_o, b_gate_up, b_down;  // empty when the model has none
+  // Sparse (mixture-of-experts) layers, whose gate_up and down stay empty: the router stays BF16
+  // whatever --quantization says (its logits choose the experts), the experts follow it.
+  PackedMatrix router;  // [num_experts, hidden]
+  std::vector<PackedExpert> experts;
+  bool is_moe() const { return !experts.empty(); }
+  // The projections a decode step may read, for byte counts: qkv, o and gate_up/down or the router
+  // and every expert's matrices.
+  std::vector<const PackedMatrix*> matrices() const;
 };
 
 struct PackedModel {
@@ -53,7 +66,9 @@ struct PackedModel {
 
   // Embedding row of `token` as FP32 (from the packed head when the embeddings are tied).
   void embed(float* out, int token, int hidden) const;
-  size_t decode_bytes() const;
+  // Bytes one decode step of one token streams: every dense projection and the head, and on
+  // sparse layers the router and only num_experts_per_tok experts (all experts are the same size).
+  size_t decode_bytes(int experts_per_token) const;
   size_t embedding_bytes() const;  // the table's own bytes (0 when the head holds the rows)
   // How each projection was packed, with counts: "BF16 -> W8 per-channel (RTN)" x 96,
   // "Q4_0 -> W4 g32 (repacked)", "Q6_K -> BF16"...

@@ -54,6 +54,22 @@ const char* mlp_norm_name(const ModelConfig& config) {
   return config.sandwich_norms ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight";
 }
 
+std::string router_tensor_name(const ModelConfig& config, int layer) {
+  return layer_prefix(config, layer) +
+         (config.model_type == "mixtral" ? "block_sparse_moe.gate.weight" : "mlp.gate.weight");
+}
+
+ExpertTensorNames expert_tensor_names(const ModelConfig& config, int layer, int expert) {
+  const std::string p = layer_prefix(config, layer);
+  const std::string e = std::to_string(expert);
+  if (config.model_type == "mixtral") {
+    const std::string q = p + "block_sparse_moe.experts." + e + ".";
+    return {q + "w1.weight", q + "w3.weight", q + "w2.weight"};
+  }
+  const std::string q = p + "mlp.experts." + e + ".";
+  return {q + "gate_proj.weight", q + "up_proj.weight", q + "down_proj.weight"};
+}
+
 std::vector<float> effective_norm(const ModelConfig& config, std::vector<float> weight) {
   if (config.norm_plus_one) {
     for (float& w : weight) w += 1.0f;  // transformers: (1.0 + weight.float()), rounded once
@@ -90,6 +106,19 @@ ModelWeights load_model_weights(const ModelConfig& c, const Checkpoint& stored) 
     l.mlp_norm = r.read(p + mlp_norm_name(c), {hidden});
     l.post_attn_norm = r.read_if(c.sandwich_norms, p + "post_attention_layernorm.weight", {hidden});
     l.post_mlp_norm = r.read_if(c.sandwich_norms, p + "post_feedforward_layernorm.weight", {hidden});
+    if (layer_is_moe(c, i)) {
+      const int64_t expert_inter = c.moe_intermediate_size;
+      l.router = r.read(router_tensor_name(c, i), {c.num_experts, hidden});
+      l.experts.resize(static_cast<size_t>(c.num_experts));
+      for (int e = 0; e < c.num_experts; ++e) {
+        const ExpertTensorNames n = expert_tensor_names(c, i, e);
+        ExpertWeights& x = l.experts[static_cast<size_t>(e)];
+        x.w_gate = r.read(n.gate, {expert_inter, hidden});
+        x.w_up = r.read(n.up, {expert_inter, hidden});
+        x.w_down = r.read(n.down, {hidden, expert_inter});
+      }
+      continue;
+    }
     l.w_gate = r.read(p + "mlp.gate_proj.weight", {inter, hidden});
     l.w_up = r.read(p + "mlp.up_proj.weight", {inter, hidden});
     l.w_down = r.read(p + "mlp.down_proj.weight", {hidden, inter});

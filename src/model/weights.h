@@ -9,6 +9,11 @@
 
 namespace slab {
 
+// One expert of a mixture-of-experts layer: a SwiGLU MLP of moe_intermediate_size.
+struct ExpertWeights {
+  std::vector<float> w_gate, w_up, w_down;  // [inter, hidden], [inter, hidden], [hidden, inter]
+};
+
 struct LayerWeights {
   std::vector<float> attn_norm;             // [hidden]
   std::vector<float> wq, wk, wv, wo;        // [out, in] row-major, as in the checkpoint
@@ -18,6 +23,9 @@ struct LayerWeights {
   std::vector<float> post_attn_norm, post_mlp_norm;  // [hidden], sandwich_norms (gemma) only
   std::vector<float> w_gate, w_up, w_down;  // [inter, hidden], [inter, hidden], [hidden, inter]
   std::vector<float> b_gate, b_up, b_down;  // optional biases
+  // Mixture-of-experts layers (layer_is_moe) instead of w_gate/w_up/w_down:
+  std::vector<float> router;           // [num_experts, hidden]
+  std::vector<ExpertWeights> experts;  // num_experts
 };
 
 struct ModelWeights {
@@ -34,6 +42,15 @@ struct ModelWeights {
 // has sandwich norms (gemma names its post-attention output norm post_attention_layernorm).
 std::string layer_prefix(const ModelConfig& config, int layer);
 const char* mlp_norm_name(const ModelConfig& config);
+
+// A sparse layer's tensors: the router and expert e's gate, up and down projections (mixtral:
+// block_sparse_moe.gate, block_sparse_moe.experts.E.w1 / w3 / w2; qwen3_moe: mlp.gate,
+// mlp.experts.E.gate_proj / up_proj / down_proj, each ".weight").
+struct ExpertTensorNames {
+  std::string gate, up, down;
+};
+std::string router_tensor_name(const ModelConfig& config, int layer);
+ExpertTensorNames expert_tensor_names(const ModelConfig& config, int layer, int expert);
 
 // Norm weights as the forward multiplies by them: 1 + w where config.norm_plus_one (gemma).
 std::vector<float> effective_norm(const ModelConfig& config, std::vector<float> weight);

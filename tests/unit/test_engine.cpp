@@ -285,3 +285,28 @@ TEST_CASE("longrope: greedy tokens equal transformers' across original_max_posit
     CHECK(engine.stats().num_preemptions >= 2);  // each 20-token prompt's sequence recomputed once
   }
 }
+
+// Mixture of experts through the engine, whose paged KV cache and prefix cache know nothing of
+// experts: the fixture's greedy tokens alone, with the prompt's first block from the prefix cache
+// next to a sibling in the same batch, and with the prompt chunked 8 tokens a step (mixtral_moe's
+// window 8 is shorter than the prompt).
+TEST_CASE("mixture of experts: greedy tokens equal transformers' alone, batched, chunked and from the prefix cache",
+          "[engine][moe]") {
+  for (const char* name : {"mixtral_moe", "qwen3_moe"}) {
+    const auto dir = test::fixtures_dir() / "models" / name;
+    const Model model = load_model(dir);
+    const auto j = read_json_file(dir / "expected_logits.json");
+    const auto prompt = j.at("prompt").get<std::vector<int32_t>>();
+    const auto want = j.at("greedy_tokens").get<std::vector<int32_t>>();
+    for (int budget : {2048, 8}) {
+      INFO(name << ", token budget " << budget);
+      Engine engine(model, nullptr, config(3, budget, 16));
+      const auto alone = run_all(engine, {test::greedy_request(prompt, 8)});
+      CHECK(alone[0].tokens == want);
+      const auto again = run_all(engine, {test::greedy_request(prompt, 8), test::greedy_request(prompt, 8)});
+      CHECK(again[0].tokens == want);
+      CHECK(again[1].tokens == want);
+      CHECK(again[0].last.cached_prompt_tokens == 16);  // the 20-token prompt's full first block
+    }
+  }
+}

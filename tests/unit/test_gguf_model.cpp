@@ -208,6 +208,10 @@ TEST_CASE("gguf: metadata the engine cannot honour is refused naming the key", "
         gguf_model_config(GgufFile::parse(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.gguf")),
         Contains("'qwen2.embedding_length'") && Contains("integer") && Contains("string"));
   }
+  SECTION("experts (Mixtral converts to architecture llama with llama.expert_count)") {
+    REQUIRE_THROWS_WITH(gguf_model_config(with([](GgufBuilder& g) { g.kv_u32("llama.expert_count", 8); })),
+                        Contains("'llama.expert_count'") && Contains("mixture-of-experts GGUF"));
+  }
   SECTION("partial rotary") {
     REQUIRE_THROWS_WITH(gguf_model_config(with([](GgufBuilder& g) { g.kv_u32("llama.rope.dimension_count", 2); })),
                         Contains("'llama.rope.dimension_count'") && Contains("partial rotary"));

@@ -81,7 +81,8 @@ std::vector<int> slice(const std::vector<int>& v, size_t begin, size_t end) {
 const char* const kFixtureModels[] = {"llama_gqa",     "llama3_rope_scaling",    "llama_tied",
                                       "llama_bias",    "mistral_sliding_window", "qwen2_bias",
                                       "qwen3_qk_norm", "phi3_sliding_window",    "phi3_longrope",
-                                      "gemma3_text",   "gemma3_conditional"};
+                                      "gemma3_text",   "gemma3_conditional",     "mixtral_moe",
+                                      "qwen3_moe"};
 
 }  // namespace
 

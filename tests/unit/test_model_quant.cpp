@@ -29,6 +29,8 @@
 #include "model/packed_quant.h"
 #include "runtime/cpu_features.h"
 #include "runtime/gguf_file.h"
+#include "tokenizer/tokenizer.h"
+#include "model_caches.h"
 #include "test_paths.h"
 #include "tokenizer/tokenizer.h"
 
@@ -36,14 +38,7 @@ using namespace slab;
 
 namespace {
 
-ContiguousKvCache make_cache(const ModelConfig& c, KvDtype dtype) {
-  KvGeometry g;
-  g.num_layers = c.num_layers;
-  g.num_kv_heads = c.num_kv_heads;
-  g.head_dim = c.head_dim;
-  g.block_size = 16;
-  return ContiguousKvCache(g, 1, 64, dtype);
-}
+ContiguousKvCache make_cache(const ModelConfig& c, KvDtype dtype) { return test::one_slot_cache(c, dtype); }
 
 RunnerOptions quantized(WeightQuantization q) {
   RunnerOptions o;

@@ -87,7 +87,8 @@ int argmax_row(const float* row, int n) { return static_cast<int>(std::max_eleme
 const char* const kFixtureModels[] = {"llama_gqa",     "llama3_rope_scaling",    "llama_tied",
                                       "llama_bias",    "mistral_sliding_window", "qwen2_bias",
                                       "qwen3_qk_norm", "phi3_sliding_window",    "phi3_longrope",
-                                      "gemma3_text",   "gemma3_conditional"};
+                                      "gemma3_text",   "gemma3_conditional",     "mixtral_moe",
+                                      "qwen3_moe"};
 
 // The fast kernel sets this CPU can run (the runner refuses the others).
 std::vector<std::pair<const char*, KernelChoice>> fast_kernel_sets() {
@@ -183,9 +184,10 @@ TEST_CASE("runner logits match transformers on every fixture, prefill, token by 
 // Greedy continuation of the newer families' fixtures on every fast kernel set: the prompt in
 // one step, then one token a step; a longrope model recomputes the whole sequence on its first
 // step past original_max_position_embeddings, as transformers' Phi-3 generate() does.
-TEST_CASE("runner greedy continuations equal transformers' (phi3, gemma3)", "[model][runner]") {
+TEST_CASE("runner greedy continuations equal transformers' (phi3, gemma3, mixtral, qwen3_moe)", "[model][runner]") {
   for (const auto& [isa_label, kernels] : fast_kernel_sets()) {
-    for (const char* name : {"phi3_sliding_window", "phi3_longrope", "gemma3_text", "gemma3_conditional"}) {
+    for (const char* name : {"phi3_sliding_window", "phi3_longrope", "gemma3_text", "gemma3_conditional", "mixtral_moe",
+                             "qwen3_moe"}) {
       DYNAMIC_SECTION(isa_label << " " << name) {
         const auto dir = test::fixtures_dir() / "models" / name;
         auto runner = load_model_runner(dir, with(kernels));
