@@ -3,6 +3,7 @@
 (tests/fixtures/gguf/converted/).
 
   scripts/make_gguf_converter_fixtures.py --llama-cpp PATH/TO/llama.cpp [--python /tmp/venv-hf/bin/python]
+      [--llama-quantize PATH/TO/llama-quantize]
 
 For each of tests/fixtures/models/{gemma3_gguf, gemma3_text, phi3_sliding_window, phi3_longrope}:
 the folder's config.json and model.safetensors are copied to a temporary folder with a tiny
@@ -15,7 +16,9 @@ Gemma files no dummy space prefix either.
 
 tokenizer.json records, per file, what the sentencepiece library itself encodes for STRINGS (no
 BOS), so the C++ test checks the GGUF vocabulary the converter wrote against the reference
-tokenizer. The C++ test (tests/unit/test_gguf_converted.cpp) checks the files' logits against
+tokenizer. With --llama-quantize, gemma3_gguf and phi3_longrope are also quantized to Q8_0 and
+Q4_K_M (<name>_<type>.gguf; rows this narrow take llama.cpp's fallbacks Q8_0/Q5_0/Q4_0 inside
+Q4_K_M), so fused Phi-3 projections and Gemma norms are read from real quantized files. The C++ test (tests/unit/test_gguf_converted.cpp) checks the files' logits against
 the folders' expected_logits.json (made by scripts/make_fixtures.py with transformers).
 Needs: torch, transformers, safetensors, sentencepiece, and the llama.cpp tree's gguf-py.
 """
@@ -34,6 +37,7 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 MODELS = REPO / "tests" / "fixtures" / "models"
 OUT = REPO / "tests" / "fixtures" / "gguf" / "converted"
 NAMES = ["gemma3_gguf", "gemma3_text", "phi3_sliding_window", "phi3_longrope"]
+QUANTIZED = {"gemma3_gguf": ["Q8_0", "Q4_K_M"], "phi3_longrope": ["Q8_0", "Q4_K_M"]}
 CORPUS = """\
 The server reads a model file, maps its tensors and answers requests one token at a time.
 Each layer normalizes its input, attends to the tokens before it and runs a small network.
@@ -65,6 +69,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--llama-cpp", required=True, type=pathlib.Path, help="llama.cpp source tree")
     ap.add_argument("--python", default=sys.executable, help="python with torch and transformers")
+    ap.add_argument("--llama-quantize", help="llama.cpp's llama-quantize binary (optional)")
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(args.llama_cpp / "gguf-py"))
@@ -86,6 +91,11 @@ def main():
                            stdout=subprocess.DEVNULL)
             expected["files"][out.name] = {"model": name, "encodings": encodings}
             print(f"{out.name}: {out.stat().st_size / 1024:.0f} KB")
+            for qtype in QUANTIZED.get(name, []) if args.llama_quantize else []:
+                qout = OUT / f"{name}_{qtype}.gguf"
+                subprocess.run([args.llama_quantize, str(out), str(qout), qtype], check=True,
+                               capture_output=True)
+                print(f"{qout.name}: {qout.stat().st_size / 1024:.0f} KB")
     (OUT / "tokenizer.json").write_text(json.dumps(expected) + "\n")
 
 

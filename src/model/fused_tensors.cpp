@@ -46,29 +46,14 @@ class SplitCheckpoint final : public Checkpoint {
     // The separate name wins where it exists (a loaded Model's weights, already split).
     auto it = slices_.find(name);
     if (it == slices_.end() || inner_.has(name)) return inner_.tensor(name);
-    const Slice& s = it->second;
-    TensorView v = inner_.tensor(s.fused);  // throws naming the checkpoint and the fused tensor
-    if (v.shape != std::vector<int64_t>{s.total_rows, s.cols}) {
-      std::string got;
-      for (int64_t d : v.shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
-      throw std::runtime_error(v.file + ": tensor '" + s.fused + "': expected shape [" + std::to_string(s.total_rows) +
-                               ", " + std::to_string(s.cols) + "], found [" + got + "]");
-    }
-    if (v.block_format != BlockFormat::none) {
-      throw std::runtime_error(v.file + ": tensor '" + s.fused + "': fused projections in " +
-                               block_format_name(v.block_format) + " blocks are not supported");
-    }
-    v.name = name;
-    v.shape = {s.rows, s.cols};
-    v.data = static_cast<const char*>(v.data) + static_cast<size_t>(s.row0 * s.cols) * dtype_size(v.dtype);
-    return v;
+    return slice(name, inner_.tensor(it->second.fused));  // throws naming the checkpoint and the fused tensor
   }
 
   std::vector<std::string> tensor_names() const override { return inner_.tensor_names(); }
 
   TensorView tensor_header(const std::string& name) const override {
     if (slices_.count(name) == 0 || inner_.has(name)) return inner_.tensor_header(name);
-    return tensor(name);
+    return slice(name, inner_.tensor_header(slices_.at(name).fused));
   }
   void release(const std::string& name) const override {
     auto it = slices_.find(name);
@@ -76,6 +61,24 @@ class SplitCheckpoint final : public Checkpoint {
   }
 
  private:
+  // The rows of the fused tensor's view `v` that `name` stands for.
+  TensorView slice(const std::string& name, TensorView v) const {
+    const Slice& s = slices_.at(name);
+    if (v.shape != std::vector<int64_t>{s.total_rows, s.cols}) {
+      std::string got;
+      for (int64_t d : v.shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
+      throw std::runtime_error(v.file + ": tensor '" + s.fused + "': expected shape [" + std::to_string(s.total_rows) +
+                               ", " + std::to_string(s.cols) + "], found [" + got + "]");
+    }
+    v.name = name;
+    v.shape = {s.rows, s.cols};
+    // A GGUF file's quantized rows are whole blocks, so a run of rows is a run of bytes too.
+    if (v.blocks != nullptr) v.blocks += static_cast<size_t>(s.row0) * block_format_row_bytes(v.block_format, s.cols);
+    if (v.data != nullptr)
+      v.data = static_cast<const char*>(v.data) + static_cast<size_t>(s.row0 * s.cols) * dtype_size(v.dtype);
+    return v;
+  }
+
   const Checkpoint& inner_;
   std::map<std::string, Slice> slices_;
 };
