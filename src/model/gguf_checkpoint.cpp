@@ -1,5 +1,6 @@
-// GGUF tensors behind the Checkpoint interface: Hugging Face names, row-major shapes (GGUF lists
-// dims innermost first), llama's Q/K rows back in rotate-half order, quantized blocks decoded.
+// GGUF tensors behind the Checkpoint interface: Hugging Face names (per architecture), row-major
+// shapes (GGUF lists dims innermost first), llama's Q/K rows back in rotate-half order, gemma3's
+// norms back from 1 + w to w, quantized blocks decoded.
 #include <algorithm>
 #include <map>
 #include <mutex>

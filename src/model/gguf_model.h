@@ -24,7 +24,8 @@ ModelConfig gguf_model_config(const GgufFile& file);
 // Opens the file's weights. F32/F16/BF16 tensors are read from the memory map; quantized ones are
 // dequantized to BF16 at open, with one log line naming their types; Q8_0/Q4_0 tensors also
 // keep their blocks in the view (TensorView::blocks) for the quantized packing. llama's Q and K rows, which
-// the GGUF converter interleaves for ggml's RoPE, are put back in Hugging Face's rotate-half order.
+// the GGUF converter interleaves for ggml's RoPE, are put back in Hugging Face's rotate-half order;
+// gemma3's norm weights, which the converter stores as 1 + w, are read back as w (owned F32).
 std::unique_ptr<Checkpoint> open_gguf_checkpoint(const std::filesystem::path& file);
 std::unique_ptr<Checkpoint> open_gguf_checkpoint(GgufFile file);
 
