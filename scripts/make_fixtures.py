@@ -129,14 +129,28 @@ MIN_ROUTER_MARGIN = 0.02
 # by up to a few percent of the row's scale (tests/unit/test_model_runner.cpp): a wider margin.
 MIN_GREEDY_MARGIN_MOE = 0.15
 
+# Gemma 3 text as a GGUF file can state it (tests/fixtures/gguf/converted/, made from this folder by
+# llama.cpp's converter): llama.cpp hard-codes the attention scale head_dim^-0.5 (outside the
+# 27B) and, with no sliding_window_pattern key, the pattern 6 (five local layers, then a global
+# one), so this model has query_pre_attn_scalar = head_dim and six layers L L L L L G. BF16 on
+# disk like gemma3_text (FP32 weights rounded to BF16 by the fast path drift past its tolerance
+# over six Gemma layers); transformers then rounds the embedding normalizer sqrt(32) to BF16, as
+# the GGUF loader does for every gemma3 file (llama.cpp keeps it FP32).
+FIXTURES["gemma3_gguf"] = (Gemma3TextConfig, dict(
+    hidden_size=32, intermediate_size=64, vocab_size=192, head_dim=8, num_hidden_layers=6,
+    layer_types=["sliding_attention"] * 5 + ["full_attention"],
+    sliding_window=8, query_pre_attn_scalar=8, final_logit_softcapping=30.0,
+    rope_parameters={"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+                     "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}),
+    torch.bfloat16)
 NOT_IN_CONFIG = {Gemma3TextConfig: ("hidden_act",),  # Gemma names it hidden_activation
                  Gemma3Config: tuple(COMMON)}  # all in text_config
 # Fixtures whose seed must also give a greedy continuation of at least 4 distinct tokens (a
 # continuation repeating one token would pass with a wrong forward more easily).
-VARIED_GREEDY = {"gemma3_text", "gemma3_conditional"}
+VARIED_GREEDY = {"gemma3_text", "gemma3_conditional", "gemma3_gguf"}
 # Gemma scales embeddings by sqrt(hidden) and ties the head: N(0, 1) rows would outweigh every
 # layer's (post-normed) output and each token would predict itself.
-EMBED_STD = {"gemma3_text": 0.15, "gemma3_conditional": 0.15}
+EMBED_STD = {"gemma3_text": 0.15, "gemma3_conditional": 0.15, "gemma3_gguf": 0.15}
 
 
 def init_weights(model, seed, embed_std=1.0):

@@ -30,6 +30,22 @@ const char* block_format_name(BlockFormat format) {
   return "?";
 }
 
+size_t block_format_row_bytes(BlockFormat format, int64_t cols) {
+  size_t elems = 0, bytes = 0;
+  switch (format) {
+    case BlockFormat::none: return static_cast<size_t>(cols);
+    case BlockFormat::q8_0: elems = 32, bytes = 34; break;
+    case BlockFormat::q4_0: elems = 32, bytes = 18; break;
+    case BlockFormat::q4_1: elems = 32, bytes = 20; break;
+    case BlockFormat::q5_0: elems = 32, bytes = 22; break;
+    case BlockFormat::q5_1: elems = 32, bytes = 24; break;
+    case BlockFormat::q4_k: elems = 256, bytes = 144; break;
+    case BlockFormat::q5_k: elems = 256, bytes = 176; break;
+    case BlockFormat::q6_k: elems = 256, bytes = 210; break;
+  }
+  return static_cast<size_t>(cols) / elems * bytes;
+}
+
 size_t dtype_size(DType dtype) {
   switch (dtype) {
     case DType::f32: return 4;

@@ -17,6 +17,8 @@ enum class DType { f32, f16, bf16 };
 // g32: every format but Q6_K without requantizing); see model/gguf_blocks.h for the layouts.
 enum class BlockFormat { none, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k };
 const char* block_format_name(BlockFormat format);
+// Bytes of one row of `cols` elements (whole blocks) in `format`.
+size_t block_format_row_bytes(BlockFormat format, int64_t cols);
 const char* dtype_name(DType dtype);
 size_t dtype_size(DType dtype);
 

@@ -68,8 +68,24 @@ class SplitCheckpoint final : public Checkpoint {
     // The separate name wins where it exists (a loaded Model's weights, already split).
     auto it = slices_.find(name);
     if (it == slices_.end() || inner_.has(name)) return inner_.tensor(name);
-    const Slice& s = it->second;
-    TensorView v = inner_.tensor(s.fused);  // throws naming the checkpoint and the fused tensor
+    return slice(name, inner_.tensor(it->second.fused));  // throws naming the checkpoint and the fused tensor
+  }
+
+  std::vector<std::string> tensor_names() const override { return inner_.tensor_names(); }
+
+  TensorView tensor_header(const std::string& name) const override {
+    if (slices_.count(name) == 0 || inner_.has(name)) return inner_.tensor_header(name);
+    return slice(name, inner_.tensor_header(slices_.at(name).fused));
+  }
+  void release(const std::string& name) const override {
+    auto it = slices_.find(name);
+    inner_.release(it == slices_.end() || inner_.has(name) ? name : it->second.fused);
+  }
+
+ private:
+  // The rows of the fused tensor's view `v` that `name` stands for.
+  TensorView slice(const std::string& name, TensorView v) const {
+    const Slice& s = slices_.at(name);
     const std::vector<int64_t> want = s.shape.empty() ? std::vector<int64_t>{s.total_rows, s.cols} : s.shape;
     if (v.shape != want) {
       auto text = [](const std::vector<int64_t>& shape) {
@@ -80,28 +96,15 @@ class SplitCheckpoint final : public Checkpoint {
       throw std::runtime_error(v.file + ": tensor '" + s.fused + "': expected shape " + text(want) + ", found " +
                                text(v.shape));
     }
-    if (v.block_format != BlockFormat::none) {
-      throw std::runtime_error(v.file + ": tensor '" + s.fused + "': fused projections in " +
-                               block_format_name(v.block_format) + " blocks are not supported");
-    }
     v.name = name;
     v.shape = {s.rows, s.cols};
-    v.data = static_cast<const char*>(v.data) + static_cast<size_t>(s.row0 * s.cols) * dtype_size(v.dtype);
+    // A GGUF file's quantized rows are whole blocks, so a run of rows is a run of bytes too.
+    if (v.blocks != nullptr) v.blocks += static_cast<size_t>(s.row0) * block_format_row_bytes(v.block_format, s.cols);
+    if (v.data != nullptr)
+      v.data = static_cast<const char*>(v.data) + static_cast<size_t>(s.row0 * s.cols) * dtype_size(v.dtype);
     return v;
   }
 
-  std::vector<std::string> tensor_names() const override { return inner_.tensor_names(); }
-
-  TensorView tensor_header(const std::string& name) const override {
-    if (slices_.count(name) == 0 || inner_.has(name)) return inner_.tensor_header(name);
-    return tensor(name);
-  }
-  void release(const std::string& name) const override {
-    auto it = slices_.find(name);
-    inner_.release(it == slices_.end() || inner_.has(name) ? name : it->second.fused);
-  }
-
- private:
   const Checkpoint& inner_;
   std::map<std::string, Slice> slices_;
 };

@@ -1,5 +1,6 @@
-// GGUF tensors behind the Checkpoint interface: Hugging Face names, row-major shapes (GGUF lists
-// dims innermost first), llama's Q/K rows back in rotate-half order, quantized blocks decoded.
+// GGUF tensors behind the Checkpoint interface: Hugging Face names (per architecture), row-major
+// shapes (GGUF lists dims innermost first), llama's Q/K rows back in rotate-half order, gemma3's
+// norms back from 1 + w to w, quantized blocks decoded.
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -69,21 +70,30 @@ std::vector<size_t> rotate_half_row_order(size_t rows, size_t heads) {
   return from;
 }
 
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 class GgufCheckpoint final : public Checkpoint {
  public:
   explicit GgufCheckpoint(GgufFile file) : file_(std::move(file)) {
     const ModelConfig config = gguf_model_config(file_);  // checks the metadata before any copy
-    const bool interleaved_qk = file_.get_string("general.architecture") == "llama";
+    const std::string arch = file_.get_string("general.architecture").value_or("");
+    const bool interleaved_qk = arch == "llama";
+    // llama.cpp's Gemma 3 converter adds Gemma3RMSNorm's 1 to every norm weight; the engine
+    // applies (1 + w) itself, as for the Hugging Face checkpoint.
+    const bool norms_plus_one = arch == "gemma3";
     std::map<std::string, size_t> dequantized;  // type name -> tensors
     size_t dequantized_bytes = 0;
     for (const GgufTensorInfo& t : file_.tensors()) {
-      const std::string name = gguf_to_hf_tensor_name(t.name);
+      const std::string name = gguf_to_hf_tensor_name(t.name, arch);
       if (name.empty()) continue;
       size_t heads = 0;
       if (interleaved_qk && t.name.find(".attn_q.") != std::string::npos) heads = static_cast<size_t>(config.num_heads);
       if (interleaved_qk && t.name.find(".attn_k.") != std::string::npos)
         heads = static_cast<size_t>(config.num_kv_heads);
-      Entry e{make_view(t, name, heads), &t};
+      Entry e{norms_plus_one && ends_with(t.name, "norm.weight") ? norm_minus_one(t, name) : make_view(t, name, heads),
+              &t};
       if (dequantizer(t.type) != nullptr) {
         ++dequantized[ggml_type_name(static_cast<uint32_t>(t.type))];
         dequantized_bytes += e.view.bytes();
@@ -159,6 +169,19 @@ class GgufCheckpoint final : public Checkpoint {
     return out;
   }
 
+  // A norm weight stored as 1 + w, as an owned F32 copy holding w.
+  TensorView norm_minus_one(const GgufTensorInfo& t, const std::string& name) {
+    TensorView stored = make_view(t, name, 0);
+    if (stored.data == nullptr || t.dims.size() != 1) file_.fail_tensor(t.name, "expected a 1-D F32, F16 or BF16 norm");
+    std::vector<uint8_t>& buf = owned_.emplace_back(static_cast<size_t>(t.numel()) * sizeof(float));
+    float* w = reinterpret_cast<float*>(buf.data());
+    convert_to_f32(stored, w);
+    for (int64_t i = 0; i < t.numel(); ++i) w[i] -= 1.0f;
+    stored.dtype = DType::f32;
+    stored.data = buf.data();
+    return stored;
+  }
+
   // A view of `t` under its HF name: straight from the map when it can be, else an owned copy
   // (rows reordered when `heads` is nonzero). Quantized tensors keep their blocks (reordered
   // rows copied), and no values until tensor() decodes them.
@@ -216,7 +239,7 @@ class GgufCheckpoint final : public Checkpoint {
 
 }  // namespace
 
-std::string gguf_to_hf_tensor_name(const std::string& gguf_name) {
+std::string gguf_to_hf_tensor_name(const std::string& gguf_name, const std::string& arch) {
   static const std::map<std::string, std::string> kTopLevel = {
       {"token_embd.weight", "model.embed_tokens.weight"},
       {"output_norm.weight", "model.norm.weight"},
@@ -233,13 +256,30 @@ std::string gguf_to_hf_tensor_name(const std::string& gguf_name) {
       {"ffn_up.weight", "mlp.up_proj.weight"},           {"ffn_up.bias", "mlp.up_proj.bias"},
       {"ffn_down.weight", "mlp.down_proj.weight"},       {"ffn_down.bias", "mlp.down_proj.bias"},
   };
+  // Where an architecture's Hugging Face names differ: Gemma 3's four norms a layer (ffn_norm is
+  // the norm before the MLP, not after attention), Phi-3's fused projections (ffn_up holds the
+  // gate rows, then the up rows, as gate_up_proj does).
+  static const std::map<std::string, std::string> kGemma3 = {
+      {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+      {"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
+      {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"},
+  };
+  static const std::map<std::string, std::string> kPhi3 = {
+      {"attn_qkv.weight", "self_attn.qkv_proj.weight"},
+      {"ffn_up.weight", "mlp.gate_up_proj.weight"},
+  };
   if (auto it = kTopLevel.find(gguf_name); it != kTopLevel.end()) return it->second;
   if (gguf_name.rfind("blk.", 0) != 0) return {};
   const size_t dot = gguf_name.find('.', 4);
   if (dot == std::string::npos || dot == 4) return {};
   const std::string layer = gguf_name.substr(4, dot - 4);
   if (!std::all_of(layer.begin(), layer.end(), [](char c) { return c >= '0' && c <= '9'; })) return {};
-  auto it = kPerLayer.find(gguf_name.substr(dot + 1));
+  const std::string suffix = gguf_name.substr(dot + 1);
+  const std::map<std::string, std::string>* own = arch == "gemma3" ? &kGemma3 : arch == "phi3" ? &kPhi3 : nullptr;
+  if (own != nullptr) {
+    if (auto it = own->find(suffix); it != own->end()) return "model.layers." + layer + "." + it->second;
+  }
+  auto it = kPerLayer.find(suffix);
   if (it == kPerLayer.end()) return {};
   return "model.layers." + layer + "." + it->second;
 }

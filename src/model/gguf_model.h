@@ -12,21 +12,26 @@
 
 namespace slab {
 
-// general.architecture llama (Llama and Mistral), qwen2 or qwen3. Throws naming the file and
+// general.architecture llama (Llama and Mistral), qwen2, qwen3, phi3 (fused tensors, partial
+// rotary, longrope factors as tensors, sliding window) or gemma3 (read as llama.cpp reads it:
+// fixed local/global period 6 unless attention.sliding_window_pattern says, attention scale
+// head_dim^-0.5 but hidden / heads for the 62-layer 27B, norms stored as 1 + w). Throws naming the file and
 // the key (or tensor) at fault: an unknown architecture, a missing or mistyped key, an option
-// the engine does not implement (partial rotary, YaRN, RoPE divisors in rope_freqs.weight that
+// the engine does not implement (partial rotary outside phi3, YaRN, RoPE divisors in rope_freqs.weight that
 // no Llama 3 scaling produces). Llama 3.1's scaling parameters are recovered from those divisors.
 ModelConfig gguf_model_config(const GgufFile& file);
 
 // Opens the file's weights. F32/F16/BF16 tensors are read from the memory map; quantized ones are
 // dequantized to BF16 at open, with one log line naming their types; Q8_0/Q4_0 tensors also
 // keep their blocks in the view (TensorView::blocks) for the quantized packing. llama's Q and K rows, which
-// the GGUF converter interleaves for ggml's RoPE, are put back in Hugging Face's rotate-half order.
+// the GGUF converter interleaves for ggml's RoPE, are put back in Hugging Face's rotate-half order;
+// gemma3's norm weights, which the converter stores as 1 + w, are read back as w (owned F32).
 std::unique_ptr<Checkpoint> open_gguf_checkpoint(const std::filesystem::path& file);
 std::unique_ptr<Checkpoint> open_gguf_checkpoint(GgufFile file);
 
-// The Hugging Face name of a GGUF tensor (empty for a tensor the loader has no use for).
-std::string gguf_to_hf_tensor_name(const std::string& gguf_name);
+// The Hugging Face name of a GGUF tensor of a general.architecture (empty for a tensor the loader
+// has no use for): gemma3 and phi3 name some tensors their own way.
+std::string gguf_to_hf_tensor_name(const std::string& gguf_name, const std::string& arch = "llama");
 
 // The tensor types of the file with their counts, most frequent first: "Q4_K x 97, F32 x 65".
 std::string describe_gguf_tensor_types(const GgufFile& file);

@@ -113,15 +113,109 @@ json llama3_scaling_from_divisors(const GgufFile& f, double theta, int head_dim)
           {"original_max_position_embeddings", scaled.original_max_position_embeddings}};
 }
 
+// Phi-3: fused attn_qkv and ffn_up (gate rows, then up rows) as in Hugging Face; partial rotary as
+// rope.dimension_count; longrope as the rope_factors_long/short tensors with the original context
+// length and attention factor as keys. The window is Hugging Face's sliding_window (0: none;
+// llama.cpp itself ignores it, transformers applies it).
+void phi3_fields(const GgufFile& f, json& j) {
+  for (const char* name : {"blk.0.attn_qkv.bias", "blk.0.attn_output.bias", "blk.0.ffn_up.bias"}) {
+    if (f.find_tensor(name) != nullptr) f.fail_tensor(name, "Phi-3 has no biases (not supported)");
+  }
+  if (f.find_tensor("blk.0.attn_qkv.weight") == nullptr) {
+    f.fail_tensor("blk.0.attn_qkv.weight",
+                  "missing (Phi-3 files keep Q, K and V fused; separate ones are not supported)");
+  }
+  if (const std::optional<int64_t> window = f.get_int("phi3.attention.sliding_window"); window && *window > 0)
+    j["sliding_window"] = positive_int(f, "phi3.attention.sliding_window", std::nullopt);
+  if (f.get_int("phi3.rope.scaling.original_context_length"))
+    j["original_max_position_embeddings"] = positive_int(f, "phi3.rope.scaling.original_context_length", std::nullopt);
+  const GgufTensorInfo* long_t = f.find_tensor("rope_factors_long.weight");
+  const GgufTensorInfo* short_t = f.find_tensor("rope_factors_short.weight");
+  const std::optional<double> attn_factor = f.get_float("phi3.rope.scaling.attn_factor");
+  if (long_t == nullptr && short_t == nullptr) {
+    if (attn_factor && std::fabs(*attn_factor - 1.0) > 1e-6)
+      f.fail_key("phi3.rope.scaling.attn_factor", "given without rope_factors_long/short tensors (not supported)");
+    return;
+  }
+  if (j.contains("rope_scaling")) f.fail_tensor("rope_factors_long.weight", "given together with other RoPE scaling");
+  json rope = {{"rope_type", "longrope"}};
+  for (const GgufTensorInfo* t : {long_t, short_t}) {
+    const std::string name = t == long_t ? "rope_factors_long.weight" : "rope_factors_short.weight";
+    if (t == nullptr) f.fail_tensor(name, "missing (longrope needs both the long and the short factors)");
+    if (t->type != GgmlType::f32 || t->dims.size() != 1) f.fail_tensor(name, "expected a 1-D F32 tensor");
+    std::vector<float> values(static_cast<size_t>(t->numel()));
+    std::memcpy(values.data(), t->data, values.size() * sizeof(float));
+    rope[t == long_t ? "long_factor" : "short_factor"] = values;
+  }
+  if (attn_factor) rope["attention_factor"] = *attn_factor;
+  j["rope_scaling"] = std::move(rope);
+}
+
+// Gemma 3 as llama.cpp reads it: the window from attention.sliding_window (none: every layer
+// global), the local/global layout from attention.sliding_window_pattern (a period, or one
+// boolean per layer) or llama.cpp's fixed period 6 (5 local layers, then a global one), the local
+// RoPE base from rope.freq_base_swa (default 10000, never scaled), the attention scale
+// head_dim^-0.5, except hidden / heads for the 62-layer 27B (no key carries
+// query_pre_attn_scalar). The embedding normalizer sqrt(hidden) is rounded to BF16 as
+// transformers does for Google's BF16 checkpoints (llama.cpp keeps it FP32: 1e-4 relative apart;
+// GGUF does not record the source dtype). The converter stores the norms as 1 + w; the checkpoint
+// takes the 1 back off.
+void gemma3_fields(const GgufFile& f, json& j) {
+  const std::string a = "gemma3.";
+  j["model_type"] = "gemma3_text";
+  j["hidden_activation"] = "gelu_pytorch_tanh";
+  j["dtype"] = "bfloat16";
+  j.erase("hidden_act");
+  const int layers = j["num_hidden_layers"].get<int>();
+  json layer_types = json::array();
+  const std::optional<int64_t> window = f.get_int(a + "attention.sliding_window");
+  const std::string pattern_key = a + "attention.sliding_window_pattern";
+  std::vector<bool> sliding(static_cast<size_t>(layers), false);
+  if (window && *window > 0) {
+    j["sliding_window"] = positive_int(f, a + "attention.sliding_window", std::nullopt);
+    const GgufValue* v = f.find(pattern_key);
+    if (v != nullptr && v->type == GgufValueType::array) {
+      const GgufValue* arr = f.get_array(pattern_key, {GgufValueType::boolean});
+      if (arr->items.size() != sliding.size())
+        f.fail_key(pattern_key, "expected one boolean per layer (" + std::to_string(layers) + ")");
+      for (size_t i = 0; i < sliding.size(); ++i) sliding[i] = arr->items[i].integer != 0;
+    } else {
+      const std::optional<int64_t> period = f.get_int(pattern_key);
+      const int64_t n = period.value_or(6);
+      if (n < 0 || n > INT_MAX) f.fail_key(pattern_key, "expected a layer period, found " + std::to_string(n));
+      for (size_t i = 0; i < sliding.size(); ++i) sliding[i] = n == 0 || static_cast<int64_t>(i) % n < n - 1;
+    }
+  }
+  for (bool s : sliding) layer_types.push_back(s ? "sliding_attention" : "full_attention");
+  j["layer_types"] = std::move(layer_types);
+  json global = {{"rope_type", "default"}, {"rope_theta", j["rope_theta"]}};
+  if (j.contains("rope_scaling")) {
+    global = j["rope_scaling"];
+    global["rope_theta"] = j["rope_theta"];
+    j.erase("rope_scaling");
+  }
+  j["rope_parameters"] = {
+      {"full_attention", std::move(global)},
+      {"sliding_attention",
+       {{"rope_type", "default"}, {"rope_theta", f.get_float(a + "rope.freq_base_swa").value_or(10000.0)}}}};
+  const int hidden = j["hidden_size"].get<int>(), heads = j["num_attention_heads"].get<int>();
+  j["query_pre_attn_scalar"] = layers == 62 ? hidden / heads : j["head_dim"].get<int>();
+  if (const auto cap = f.get_float(a + "final_logit_softcapping"); cap && *cap != 0.0)
+    j["final_logit_softcapping"] = *cap;
+  if (const auto cap = f.get_float(a + "attn_logit_softcapping"); cap && *cap != 0.0)
+    f.fail_key(a + "attn_logit_softcapping", "attention logit soft-capping is not supported");
+  j["attention_bias"] = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+}
+
 }  // namespace
 
 ModelConfig gguf_model_config(const GgufFile& f) {
   const std::optional<std::string> arch_value = f.get_string("general.architecture");
   if (!arch_value) f.fail_key("general.architecture", "missing");
   const std::string& arch = *arch_value;
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3") {
-    f.fail_key("general.architecture",
-               "unsupported architecture '" + arch + "' (supported: llama, which includes Mistral, qwen2, qwen3)");
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && arch != "gemma3") {
+    f.fail_key("general.architecture", "unsupported architecture '" + arch +
+                                           "' (supported: llama, which includes Mistral, qwen2, qwen3, phi3, gemma3)");
   }
   const std::string a = arch + ".";
   // Mixtral converts to architecture llama with experts: the GGUF reader maps no expert tensors.
@@ -154,7 +248,10 @@ ModelConfig gguf_model_config(const GgufFile& f) {
                "differs from the key length " + std::to_string(head_dim) + " (not supported)");
   }
   j["head_dim"] = head_dim;
-  if (positive_int(f, a + "rope.dimension_count", head_dim) != head_dim) {
+  const int rope_dims = positive_int(f, a + "rope.dimension_count", head_dim);
+  if (arch == "phi3" && rope_dims < head_dim) {
+    j["partial_rotary_factor"] = static_cast<double>(rope_dims) / head_dim;
+  } else if (rope_dims != head_dim) {
     f.fail_key(a + "rope.dimension_count",
                "partial rotary embeddings are not supported (head size " + std::to_string(head_dim) + ")");
   }
@@ -190,6 +287,10 @@ ModelConfig gguf_model_config(const GgufFile& f) {
     }
   } else if (arch == "qwen3") {
     j["attention_bias"] = attention_bias;
+  } else if (arch == "phi3") {
+    phi3_fields(f, j);
+  } else if (arch == "gemma3") {
+    gemma3_fields(f, j);
   }
 
   json eos = json::array();
@@ -207,7 +308,12 @@ ModelConfig gguf_model_config(const GgufFile& f) {
       f.fail_key("tokenizer.ggml.bos_token_id", "expected a token id, found " + std::to_string(*bos));
     j["bos_token_id"] = *bos;
   }
-  return parse_model_config(j, f.source() + " (GGUF metadata as config.json)");
+  ModelConfig config = parse_model_config(j, f.source() + " (GGUF metadata as config.json)");
+  if (config.rotary_dim != rope_dims) {
+    f.fail_key(a + "rope.dimension_count", std::to_string(rope_dims) + " rotated values of a head of " +
+                                               std::to_string(head_dim) + " are not supported");
+  }
+  return config;
 }
 
 }  // namespace slab

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""GGUF files written by llama.cpp's own converter from the Hugging Face fixtures
+(tests/fixtures/gguf/converted/).
+
+  scripts/make_gguf_converter_fixtures.py --llama-cpp PATH/TO/llama.cpp [--python /tmp/venv-hf/bin/python]
+      [--llama-quantize PATH/TO/llama-quantize]
+
+For each of tests/fixtures/models/{gemma3_gguf, gemma3_text, phi3_sliding_window, phi3_longrope}:
+the folder's config.json and model.safetensors are copied to a temporary folder with a tiny
+SentencePiece tokenizer.model (the fixtures have none and the converter needs one), and
+convert_hf_to_gguf.py --outtype f32 writes <name>.gguf. The tokenizer is trained here (BPE, on
+CORPUS below) with exactly the model's vocab_size pieces, so the converter neither pads nor cuts
+the vocabulary (the Gemma 3 converter drops embedding rows past the tokenizer's size). As in
+Llama 2's and Gemma's own tokenizer.model, no normalization and no whitespace squeezing; for the
+Gemma files no dummy space prefix either.
+
+tokenizer.json records, per file, what the sentencepiece library itself encodes for STRINGS (no
+BOS), so the C++ test checks the GGUF vocabulary the converter wrote against the reference
+tokenizer. With --llama-quantize, gemma3_gguf and phi3_longrope are also quantized to Q8_0 and
+Q4_K_M (<name>_<type>.gguf; rows this narrow take llama.cpp's fallbacks Q8_0/Q5_0/Q4_0 inside
+Q4_K_M), so fused Phi-3 projections and Gemma norms are read from real quantized files. The C++ test (tests/unit/test_gguf_converted.cpp) checks the files' logits against
+the folders' expected_logits.json (made by scripts/make_fixtures.py with transformers).
+Needs: torch, transformers, safetensors, sentencepiece, and the llama.cpp tree's gguf-py.
+"""
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import sentencepiece as spm
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+MODELS = REPO / "tests" / "fixtures" / "models"
+OUT = REPO / "tests" / "fixtures" / "gguf" / "converted"
+NAMES = ["gemma3_gguf", "gemma3_text", "phi3_sliding_window", "phi3_longrope"]
+QUANTIZED = {"gemma3_gguf": ["Q8_0", "Q4_K_M"], "phi3_longrope": ["Q8_0", "Q4_K_M"]}
+CORPUS = """\
+The server reads a model file, maps its tensors and answers requests one token at a time.
+Each layer normalizes its input, attends to the tokens before it and runs a small network.
+A sliding window keeps only the most recent keys; a global layer sees the whole prompt.
+Quantized weights are smaller and faster to read, and the kernels decode them as they go.
+We tested the tokenizer on short strings, long strings, numbers like 1234 and punctuation!
+Hello world. Hello there, world? The quick brown fox jumps over the lazy dog again and again.
+"""
+STRINGS = ["Hello world", "The quick brown fox", " leading space", "numbers 1234 and punctuation!",
+           "a sliding window keeps the recent keys"]
+
+
+def train_tokenizer(folder: pathlib.Path, vocab: int, dummy_prefix: bool, tmp: pathlib.Path):
+    corpus = tmp / "corpus.txt"
+    corpus.write_text(CORPUS * 4)
+    prefix = tmp / f"sp{vocab}{int(dummy_prefix)}"
+    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(prefix), vocab_size=vocab,
+                                   model_type="bpe", character_coverage=1.0, unk_id=0, bos_id=1,
+                                   eos_id=2, pad_id=-1, add_dummy_prefix=dummy_prefix,
+                                   normalization_rule_name="identity", remove_extra_whitespaces=False,
+                                   num_threads=1, minloglevel=2)
+    shutil.copy(f"{prefix}.model", folder / "tokenizer.model")
+    sp = spm.SentencePieceProcessor(model_file=f"{prefix}.model")
+    assert sp.vocab_size() == vocab, (sp.vocab_size(), vocab)
+    return {s: sp.encode(s) for s in STRINGS}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--llama-cpp", required=True, type=pathlib.Path, help="llama.cpp source tree")
+    ap.add_argument("--python", default=sys.executable, help="python with torch and transformers")
+    ap.add_argument("--llama-quantize", help="llama.cpp's llama-quantize binary (optional)")
+    args = ap.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(args.llama_cpp / "gguf-py"))
+    version = subprocess.run(["git", "-C", str(args.llama_cpp), "describe", "--tags", "--always"],
+                             capture_output=True, text=True).stdout.strip() or "unknown"
+    expected = {"llama_cpp": version, "strings": STRINGS, "files": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        for name in NAMES:
+            folder = tmp / name
+            folder.mkdir()
+            for f in ("config.json", "model.safetensors"):
+                shutil.copy(MODELS / name / f, folder / f)
+            config = json.loads((folder / "config.json").read_text())
+            encodings = train_tokenizer(folder, config["vocab_size"], "gemma" not in name, tmp)
+            out = OUT / f"{name}.gguf"
+            subprocess.run([args.python, str(args.llama_cpp / "convert_hf_to_gguf.py"), str(folder),
+                            "--outtype", "f32", "--outfile", str(out)], check=True, env=env,
+                           stdout=subprocess.DEVNULL)
+            expected["files"][out.name] = {"model": name, "encodings": encodings}
+            print(f"{out.name}: {out.stat().st_size / 1024:.0f} KB")
+            for qtype in QUANTIZED.get(name, []) if args.llama_quantize else []:
+                qout = OUT / f"{name}_{qtype}.gguf"
+                subprocess.run([args.llama_quantize, str(out), str(qout), qtype], check=True,
+                               capture_output=True)
+                print(f"{qout.name}: {qout.stat().st_size / 1024:.0f} KB")
+    (OUT / "tokenizer.json").write_text(json.dumps(expected) + "\n")
+
+
+if __name__ == "__main__":
+    main()
