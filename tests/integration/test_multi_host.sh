@@ -85,6 +85,9 @@ front="http://127.0.0.1:$port"
 
 # Starts the front (the launcher polls every host's /health first) and waits for it.
 start_front() {
+  # Emptied here, not only by the launcher's redirection: the background launcher may open the
+  # file after the wait below first reads it, which would find the previous front's "ready".
+  : >"$work/launcher.log"
   "$launcher" --upstreams "$upstreams" --port "$port" --run-dir "$work/run" --ready-timeout 60 "$@" \
     >"$work/launcher.log" 2>&1 &
   launcher_pid=$!
