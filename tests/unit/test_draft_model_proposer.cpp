@@ -296,7 +296,7 @@ TEST_CASE("a draft model of another vocabulary, too short a context or no draft 
                     "a draft model needs num_speculative_tokens > 0");
 }
 
-TEST_CASE("the real stories260K drafting for itself accepts nearly every draft; a truncated draft changes nothing",
+TEST_CASE("the real stories260K drafting for itself accepts nearly every draft, and a truncated draft changes nothing",
           "[speculative][draft]") {
   const std::string dir = test::stories260k_or_skip();
   if (dir.empty()) return;
