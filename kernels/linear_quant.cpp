@@ -128,16 +128,34 @@ void pack_rtn(uint8_t* dst, const QuantFormat& f, const Src* w, int n, int k, si
 // ---- work split ----
 
 struct Workspace {
-  // Decode (per thread): BF16 rows [m][kp] and group sums [m][groups].
+  // Weight-only decode (per thread): BF16 rows [m][kp] and group sums [m][groups].
   bf16_t* x = nullptr;
   float* xsum = nullptr;
-  // Batched (shared): INT8 rows [m][kp], block scales and block sums [kp / kQuantActBlock][m].
+  // INT8 activations (shared for M > 8, per thread for W4 decode): INT8 rows [m][kp], block
+  // scales and block sums [kp / kQuantActBlock][m].
   int8_t* xq = nullptr;
   float* xscale = nullptr;
   int32_t* xqsum = nullptr;
 };
 
-size_t decode_region_bytes(int m, int kp, int groups) {
+size_t int8_rows_bytes(int m, int kp) {
+  const size_t block_values = static_cast<size_t>(m) * (kp / kQuantActBlock);
+  return round_up(static_cast<size_t>(m) * kp, 64) + 2 * round_up(block_values * 4, 64);
+}
+
+Workspace int8_rows_at(uint8_t* base, int m, int kp) {
+  const size_t block_values = static_cast<size_t>(m) * (kp / kQuantActBlock);
+  Workspace ws;
+  ws.xq = reinterpret_cast<int8_t*>(base);
+  base += round_up(static_cast<size_t>(m) * kp, 64);
+  ws.xscale = reinterpret_cast<float*>(base);
+  base += round_up(block_values * 4, 64);
+  ws.xqsum = reinterpret_cast<int32_t*>(base);
+  return ws;
+}
+
+size_t decode_region_bytes(const QuantFormat& f, int m, int kp, int groups) {
+  if (quant_int8_activations(f, m)) return int8_rows_bytes(m, kp);
   return round_up(static_cast<size_t>(m) * kp * 2, 64) + round_up(static_cast<size_t>(m) * groups * 4, 64);
 }
 
@@ -145,19 +163,12 @@ Workspace workspace_of(const QuantLinearArgs& a, int thread) {
   const QuantFormat& f = a.w.format;
   const int kp = quant_padded_k(f, a.w.k), groups = quant_groups(f, a.w.k);
   auto* base = static_cast<uint8_t*>(a.workspace);
+  if (a.m > kQuantDecodeMaxM) return int8_rows_at(base, a.m, kp);
+  uint8_t* mine = base + static_cast<size_t>(thread) * decode_region_bytes(f, a.m, kp, groups);
+  if (quant_int8_activations(f, a.m)) return int8_rows_at(mine, a.m, kp);
   Workspace ws;
-  if (a.m <= kQuantDecodeMaxM) {
-    uint8_t* mine = base + static_cast<size_t>(thread) * decode_region_bytes(a.m, kp, groups);
-    ws.x = reinterpret_cast<bf16_t*>(mine);
-    ws.xsum = reinterpret_cast<float*>(mine + round_up(static_cast<size_t>(a.m) * kp * 2, 64));
-    return ws;
-  }
-  const size_t block_values = static_cast<size_t>(a.m) * (kp / kQuantActBlock);
-  ws.xq = reinterpret_cast<int8_t*>(base);
-  base += round_up(static_cast<size_t>(a.m) * kp, 64);
-  ws.xscale = reinterpret_cast<float*>(base);
-  base += round_up(block_values * 4, 64);
-  ws.xqsum = reinterpret_cast<int32_t*>(base);
+  ws.x = reinterpret_cast<bf16_t*>(mine);
+  ws.xsum = reinterpret_cast<float*>(mine + round_up(static_cast<size_t>(a.m) * kp * 2, 64));
   return ws;
 }
 
@@ -205,11 +216,30 @@ void run_batch_tile(const QuantTile& t, Isa isa) {
   detail::quant_batch_tile_scalar(t);
 }
 
-// M <= 8: this thread's copy of x padded to kp, and its group sums.
+using QuantizeRowFn = void (*)(int8_t*, float*, int32_t*, size_t, const bf16_t*, int, int);
+QuantizeRowFn quantize_row_for(Isa isa) {
+  switch (isa) {
+    case Isa::avx512_bf16: return detail::quantize_row_avx512;
+    case Isa::avx2: return detail::quantize_row_avx2;
+    case Isa::scalar: break;
+  }
+  return detail::quantize_row_scalar;
+}
+
+// M <= 8: this thread's copy of x padded to kp, and its group sums; or, with INT8 activations
+// (W4), its own INT8 rows (a few rows: cheaper than a barrier between two phases).
 void prepare_decode_rows(const QuantLinearArgs& a, const Workspace& ws) {
   const QuantFormat& f = a.w.format;
   const int kp = quant_padded_k(f, a.w.k), groups = quant_groups(f, a.w.k);
   const int gs = quant_group_size(f, a.w.k);
+  if (quant_int8_activations(f, a.m)) {
+    const QuantizeRowFn quantize = quantize_row_for(a.isa);
+    for (int r = 0; r < a.m; ++r) {
+      quantize(ws.xq + static_cast<size_t>(r) * kp, ws.xscale + r, ws.xqsum + r, static_cast<size_t>(a.m),
+               a.x + static_cast<size_t>(r) * a.ldx, a.w.k, kp);
+    }
+    return;
+  }
   for (int r = 0; r < a.m; ++r) {
     bf16_t* dst = ws.x + static_cast<size_t>(r) * kp;
     std::copy(a.x + static_cast<size_t>(r) * a.ldx, a.x + static_cast<size_t>(r) * a.ldx + a.w.k, dst);
@@ -227,21 +257,49 @@ void prepare_decode_rows(const QuantLinearArgs& a, const Workspace& ws) {
   }
 }
 
-// M <= 8: panels [p0, p1), every row over the whole of K in one pass.
+// Panels [p, p + np), rows in tiles of the batched kernel over INT8 activations; the first row
+// tile streams the panels from memory, the others find them in L1/L2.
+void int8_panels(const QuantLinearArgs& a, const Workspace& ws, int p, int np, int p_end, float* sums) {
+  const int kp = quant_padded_k(a.w.format, a.w.k);
+  const int tile_rows = detail::batch_tile_rows(a.w.format.bits);
+  for (int row = 0; row < a.m; row += tile_rows) {
+    QuantTile t = weight_tile(a, p, np);
+    t.mr = std::min(tile_rows, a.m - row);
+    t.xq = ws.xq + static_cast<size_t>(row) * kp;
+    t.ldxq = static_cast<size_t>(kp);
+    t.blocks = kp / kQuantActBlock;
+    t.ldxs = static_cast<size_t>(a.m);
+    t.xscale = ws.xscale + row;
+    t.xqsum = ws.xqsum + row;
+    t.stream = a.m <= kQuantDecodeMaxM && row == 0;
+    t.stream_end = a.w.data + static_cast<size_t>(p_end) * t.panel_bytes;
+    t.out = sums;
+    run_batch_tile(t, a.isa);
+    finish_tile(a, sums, row, t.mr, p * kQuantPanelCols, np * kQuantPanelCols);
+  }
+}
+
+// M <= 8: panels [p0, p1), every row over the whole of K in one pass over the weights.
 void decode_panels(const QuantLinearArgs& a, const Workspace& ws, int p0, int p1) {
   const int kp = quant_padded_k(a.w.format, a.w.k);
   alignas(64) float sums[detail::kQuantDecodeTileRows * detail::kQuantTileCols];
-  const int np_max = a.m <= 2 ? 2 : 1;  // 1-2 rows: two panels give the FMA chains more work
+  const bool int8_x = quant_int8_activations(a.w.format, a.m);
+  // 1-2 rows: two panels give the multiply-add chains more independent work.
+  const int np_max = a.m <= 2 || int8_x ? 2 : 1;
   for (int p = p0; p < p1;) {
     const int np = std::min(np_max, p1 - p);
-    QuantTile t = weight_tile(a, p, np);
-    t.mr = a.m;
-    t.x = ws.x;
-    t.ldx = static_cast<size_t>(kp);
-    t.xsum = ws.xsum;
-    t.out = sums;
-    run_decode_tile(t, a.isa);
-    finish_tile(a, sums, 0, t.mr, p * kQuantPanelCols, np * kQuantPanelCols);
+    if (int8_x) {
+      int8_panels(a, ws, p, np, p1, sums);
+    } else {
+      QuantTile t = weight_tile(a, p, np);
+      t.mr = a.m;
+      t.x = ws.x;
+      t.ldx = static_cast<size_t>(kp);
+      t.xsum = ws.xsum;
+      t.out = sums;
+      run_decode_tile(t, a.isa);
+      finish_tile(a, sums, 0, t.mr, p * kQuantPanelCols, np * kQuantPanelCols);
+    }
     p += np;
   }
 }
@@ -249,26 +307,9 @@ void decode_panels(const QuantLinearArgs& a, const Workspace& ws, int p0, int p1
 // M > 8: panel pairs [u0, u1), every row tile over the whole of K (the pair, 2 x 16 columns,
 // stays in L2 while the row tiles pass over it).
 void batch_panels(const QuantLinearArgs& a, const Workspace& ws, int u0, int u1) {
-  const int kp = quant_padded_k(a.w.format, a.w.k), blocks = kp / kQuantActBlock;
   const int panels = quant_panels(a.w.n);
   alignas(64) float sums[detail::kQuantBatchTileRows * detail::kQuantTileCols];
-  for (int u = u0; u < u1; ++u) {
-    const int p = 2 * u, np = std::min(2, panels - p);
-    const int tile_rows = detail::batch_tile_rows(a.w.format.bits);
-    for (int row = 0; row < a.m; row += tile_rows) {
-      QuantTile t = weight_tile(a, p, np);
-      t.mr = std::min(tile_rows, a.m - row);
-      t.xq = ws.xq + static_cast<size_t>(row) * kp;
-      t.ldxq = static_cast<size_t>(kp);
-      t.blocks = blocks;
-      t.ldxs = static_cast<size_t>(a.m);
-      t.xscale = ws.xscale + row;
-      t.xqsum = ws.xqsum + row;
-      t.out = sums;
-      run_batch_tile(t, a.isa);
-      finish_tile(a, sums, row, t.mr, p * kQuantPanelCols, np * kQuantPanelCols);
-    }
-  }
+  for (int u = u0; u < u1; ++u) int8_panels(a, ws, 2 * u, std::min(2, panels - 2 * u), panels, sums);
 }
 
 void check_args(const QuantLinearArgs& a) {
@@ -364,9 +405,8 @@ void dequantize_quant_rows(float* w, size_t ldw, const uint8_t* packed, const Qu
 
 size_t quant_linear_workspace_bytes(int m, const PackedQuant& w, int n_threads) {
   const int kp = quant_padded_k(w.format, w.k), groups = quant_groups(w.format, w.k);
-  if (m <= kQuantDecodeMaxM) return static_cast<size_t>(n_threads) * decode_region_bytes(m, kp, groups);
-  const size_t block_values = static_cast<size_t>(m) * (kp / kQuantActBlock);
-  return round_up(static_cast<size_t>(m) * kp, 64) + 2 * round_up(block_values * 4, 64);
+  if (m <= kQuantDecodeMaxM) return static_cast<size_t>(n_threads) * decode_region_bytes(w.format, m, kp, groups);
+  return int8_rows_bytes(m, kp);
 }
 
 void quant_linear_prepare(const QuantLinearArgs& a, int thread, int n_threads) {
@@ -375,7 +415,7 @@ void quant_linear_prepare(const QuantLinearArgs& a, int thread, int n_threads) {
   const Workspace ws = workspace_of(a, thread);
   const int kp = quant_padded_k(a.w.format, a.w.k);
   const Range rows = chunk(a.m, n_threads, thread);
-  auto* quantize = a.isa == Isa::avx512_bf16 ? detail::quantize_row_avx512 : detail::quantize_row_scalar;
+  const QuantizeRowFn quantize = quantize_row_for(a.isa);
   for (int r = rows.lo; r < rows.hi; ++r) {
     quantize(ws.xq + static_cast<size_t>(r) * kp, ws.xscale + r, ws.xqsum + r, static_cast<size_t>(a.m),
              a.x + static_cast<size_t>(r) * a.ldx, a.w.k, kp);

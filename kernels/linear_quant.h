@@ -25,13 +25,17 @@
 //   padded to 64 bytes, so every panel starts on a cache line.
 // Panels follow each other: a thread's range of panels is one linear stream, read once per call.
 //
-// Kernels: M <= 8 (decode) is weight-only: BF16 activations, codes expanded to BF16 in
-// registers (exact: W4 as the BF16 bit pattern of 128 + code, W8 through FP32) and multiplied
-// with vdpbf16ps, group sums scaled in FP32. M > 8 quantizes each activation row to INT8 in
-// blocks of kQuantActBlock = 32 along K (dynamic, symmetric, one scale per block: max|x| / 127
-// over the block, as llama.cpp's Q8_0 activations; one scale per row cost 2-3x the KL
-// divergence, bench/README) in a first phase, then multiplies with vpdpbusd (AVX-512 VNNI;
-// vpmaddubsw/vpmaddwd on AVX2) into INT32 block sums; the integer part
+// Kernels: W8 at M <= 8 (decode) is weight-only: BF16 activations, codes expanded to BF16 in
+// registers (exact, through FP32) and multiplied with vdpbf16ps, group sums scaled in FP32.
+// Everything else (M > 8, and W4 at any M: quant_int8_activations) quantizes each activation
+// row to INT8 in blocks of kQuantActBlock = 32 along K (dynamic, symmetric, one scale per block:
+// max|x| / 127 over the block, as llama.cpp's Q8_0 activations; one scale per row cost 2-3x the
+// KL divergence, bench/README), in a first phase for M > 8 and by each thread for its own use
+// at M <= 8, then multiplies with vpdpbusd (AVX-512 VNNI; vpmaddubsw/vpmaddwd on AVX2) into
+// INT32 block sums. W4 decode does so because expanding nibbles to BF16 or FP32 made it
+// compute-bound (AVX2: 37 % of the read bandwidth at M = 1) while its INT8 rounding is far below
+// the 4-bit weights' (KL of a Q4_0 file 0.1834 vs 0.1829 weight-only); W8 keeps BF16 activations,
+// where INT8 ones would be a visible share of its error. The integer part
 //   d[r][n][b] = Σ_{k in b} xq[r][k] · code[n][k] − zero[n][g(b)] · Σ_{k in b} xq[r][k]
 // is exact for integer zeros up to 255 (and the one rounding of the exact value for others: the
 // zero term is applied in FP32, fma(−zero, float(Σxq), float(Σ xq·code)), both sums below 2^24),
@@ -43,11 +47,11 @@
 //
 // Threads: M > 8 first runs quant_linear_prepare on every thread (each quantizes a share of the
 // rows into the shared workspace), then quant_linear_compute on every thread; M <= 8 needs only
-// the second phase (each thread copies the few activation rows it reads into its own part of
-// the workspace). The template quant_linear(args, run_on_all) below does both. Work split:
-// M <= 8 runs of 8 panels from a shared counter (or fixed contiguous shares), each panel over
-// the whole of K for all rows at once; M > 8 pairs of panels (32 columns) over the whole of K, the row tiles (6 rows W8,
-// 4 rows W4) passing over the pair while it stays in L2.
+// the second phase (each thread copies or quantizes the few activation rows it reads into its
+// own part of the workspace). The template quant_linear(args, run_on_all) below does both. Work
+// split: M <= 8 runs of 8 panels from a shared counter (or fixed contiguous shares), each panel
+// over the whole of K for all rows at once; M > 8 pairs of panels (32 columns) over the whole of
+// K, the row tiles (6 rows W8, 4 rows W4) passing over the pair while it stays in L2.
 //
 // Isa::avx512_bf16 here needs AVX-512 VNNI as well (CpuFeatures::has_avx512_quant_kernels()).
 #include <cstddef>
@@ -132,6 +136,8 @@ struct QuantLinearArgs {
 size_t quant_linear_workspace_bytes(int m, const PackedQuant& w, int n_threads);
 // M > 8 quantizes the activations in a first phase.
 inline bool quant_linear_needs_prepare(int m) { return m > kQuantDecodeMaxM; }
+// Whether a call multiplies INT8 activations (else BF16 ones: W8 decode).
+inline bool quant_int8_activations(const QuantFormat& f, int m) { return m > kQuantDecodeMaxM || f.bits == 4; }
 
 // Phase 1 (only when quant_linear_needs_prepare), on every thread t in [0, n_threads).
 void quant_linear_prepare(const QuantLinearArgs& args, int thread, int n_threads);

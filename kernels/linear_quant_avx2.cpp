@@ -8,11 +8,14 @@
 // as fma(−(zero − 128), Σxq, Σ xq·(code − 128)) whose terms are exact), and the FP32 epilogue
 // does the same operations: results are bit-identical to the scalar path.
 //
-// Decode (weight-only): 16 registers do not hold separate group and total sums for 16 columns,
-// so codes are dequantized in registers, w = code · scale + (−scale · zero) (one FMA, lane
-// scales rebuilt per group), and multiplied with FP32 x; one row at a time (the panel, at most
-// 90 KB, comes from cache for the next row). Lanes are (column, k mod 4); the four are added at
-// the end. Compiled per function for avx2/fma; only called after cpuid said so.
+// W8 decode (weight-only): 16 registers do not hold separate group and total sums for 16
+// columns, so codes are dequantized in registers, w = code · scale + (−scale · zero) (one FMA,
+// lane scales rebuilt per group), and multiplied with FP32 x; one row at a time (the panel, at
+// most 90 KB, comes from cache for the next row). Lanes are (column, k mod 4); the four are
+// added at the end. W4 decode runs the batched tiles on INT8 activations (linear_quant.h): this
+// dequantizing form reached 35-44 % of the read bandwidth at M = 1 and 5 % at M = 8 on 2 Zen 5
+// cores, the INT8 one 71-83 % and 31-36 %. Compiled per function for avx2/fma; only called
+// after cpuid said so.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -46,11 +49,10 @@ SLAB_AVX2 inline __m256 broadcast_x4(const bf16_t* p) {
   return _mm256_set_m128(f, f);
 }
 
-template <int BITS>
 SLAB_AVX2 void decode_row_panel(const QuantTile& t, int r, int q, float* out16) {
   const bf16_t* x = t.x + static_cast<size_t>(r) * t.ldx;
   const uint8_t* codes = t.panel + static_cast<size_t>(q) * t.panel_bytes;
-  constexpr int kStepK = BITS == 8 ? 4 : 8;
+  constexpr int kStepK = 4;
   __m256 acc[8];
   for (auto& a : acc) a = _mm256_setzero_ps();
   alignas(32) float lane_scale[8][8], lane_offset[8][8];
@@ -59,7 +61,7 @@ SLAB_AVX2 void decode_row_panel(const QuantTile& t, int r, int q, float* out16) 
     const bf16_t* zeros = t.zero_point ? tile_zeros(t, q, g) : nullptr;
     for (int c = 0; c < 16; ++c) {
       const float s = bf16_to_f32(scales[c]);
-      const float z = zeros ? bf16_to_f32(zeros[c]) : static_cast<float>(implied_zero(BITS));
+      const float z = zeros ? bf16_to_f32(zeros[c]) : static_cast<float>(implied_zero(8));
       for (int j = 0; j < 4; ++j) {
         lane_scale[c / 2][4 * (c % 2) + j] = s;
         lane_offset[c / 2][4 * (c % 2) + j] = -s * z;
@@ -69,22 +71,13 @@ SLAB_AVX2 void decode_row_panel(const QuantTile& t, int r, int q, float* out16) 
       const uint8_t* step = codes + 64 * static_cast<size_t>(s);
       // As in the AVX-512 decode tile: a few KB ahead; later rows read the panel from cache.
       if (r == 0) _mm_prefetch(reinterpret_cast<const char*>(step) + 4096, _MM_HINT_T0);
-      const __m256 x_lo = broadcast_x4(x + static_cast<size_t>(s) * kStepK);
-      const __m256 x_hi = BITS == 4 ? broadcast_x4(x + static_cast<size_t>(s) * kStepK + 4) : x_lo;
+      const __m256 xv = broadcast_x4(x + static_cast<size_t>(s) * kStepK);
 #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) {  // columns 2i, 2i + 1
         const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(step + 8 * i)));
         const __m256 sc = _mm256_load_ps(lane_scale[i]), off = _mm256_load_ps(lane_offset[i]);
-        if constexpr (BITS == 8) {
-          const __m256 w = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), sc, off);
-          acc[i] = _mm256_fmadd_ps(w, x_lo, acc[i]);
-        } else {
-          const __m256 w_lo =
-              _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(0x0f))), sc, off);
-          const __m256 w_hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4)), sc, off);
-          acc[i] = _mm256_fmadd_ps(w_lo, x_lo, acc[i]);
-          acc[i] = _mm256_fmadd_ps(w_hi, x_hi, acc[i]);
-        }
+        const __m256 w = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), sc, off);
+        acc[i] = _mm256_fmadd_ps(w, xv, acc[i]);
       }
     }
   }
@@ -140,6 +133,7 @@ SLAB_AVX2 void batch_panel(const QuantTile& t, int q, float* out) {
     for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
     for (int s = b * kBlockSteps; s < (b + 1) * kBlockSteps; ++s) {
       const uint8_t* step = codes + 64 * static_cast<size_t>(s);
+      if (t.stream) _mm_prefetch(reinterpret_cast<const char*>(step) + 4096, _MM_HINT_T0);
       for (int h = 0; h < 2; ++h) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(step + 32 * h));
 #pragma GCC unroll 4
@@ -184,17 +178,58 @@ using PanelFn = void (*)(const QuantTile&, int, float*);
 constexpr PanelFn kBatchPanels[2][4] = {{batch_panel<1, 8>, batch_panel<2, 8>, batch_panel<3, 8>, batch_panel<4, 8>},
                                         {batch_panel<1, 4>, batch_panel<2, 4>, batch_panel<3, 4>, batch_panel<4, 4>}};
 
+// 8 FP32 values of x[i..i+8), zeros past k.
+SLAB_AVX2 inline __m256 load_x8(const bf16_t* x, int i, int k) {
+  if (i + 8 <= k) return load_bf16x8(x + i);
+  alignas(16) bf16_t part[8] = {};
+  for (int j = 0; i + j < k && j < 8; ++j) part[j] = x[i + j];
+  return load_bf16x8(part);
+}
+
 }  // namespace
+
+// Same operations as quantize_row_scalar (see quantize_row_avx512): bit-identical.
+SLAB_AVX2 void quantize_row_avx2(int8_t* xq, float* scales, int32_t* sums, size_t stride, const bf16_t* x, int k,
+                                 int kp) {
+  constexpr int kVecs = kQuantActBlock / 8;
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+  // After two saturating packs, 4-byte run d holds half d / 4 of vector d % 4: this puts each
+  // vector's two halves back together, in order.
+  const __m256i unshuffle = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (int i = 0; i < kp; i += kQuantActBlock) {
+    __m256 xv[kVecs];
+    __m256 amax = _mm256_setzero_ps();
+    for (int j = 0; j < kVecs; ++j) {
+      xv[j] = load_x8(x, i + 8 * j, k);
+      amax = _mm256_max_ps(amax, _mm256_and_ps(xv[j], abs_mask));
+    }
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+    const float m = _mm_cvtss_f32(m4);
+    const __m256 vinv = _mm256_set1_ps(m > 0.0f ? 127.0f / m : 0.0f);
+    scales[static_cast<size_t>(i / kQuantActBlock) * stride] = m / 127.0f;
+    __m256i q[kVecs];
+    __m256i sum = _mm256_setzero_si256();
+    for (int j = 0; j < kVecs; ++j) {
+      q[j] = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(xv[j], vinv)), lo), hi);
+      sum = _mm256_add_epi32(sum, q[j]);
+    }
+    const __m256i bytes =
+        _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));  // in range: exact
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(xq + i), _mm256_permutevar8x32_epi32(bytes, unshuffle));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+    sums[static_cast<size_t>(i / kQuantActBlock) * stride] = _mm_cvtsi128_si32(s4);
+  }
+}
 
 void quant_decode_tile_avx2(const QuantTile& t) {
   for (int r = 0; r < t.mr; ++r) {
     for (int q = 0; q < t.np; ++q) {
-      float* out = t.out + static_cast<size_t>(r) * kQuantTileCols + 16 * q;
-      if (t.bits == 8) {
-        decode_row_panel<8>(t, r, q, out);
-      } else {
-        decode_row_panel<4>(t, r, q, out);
-      }
+      decode_row_panel(t, r, q, t.out + static_cast<size_t>(r) * kQuantTileCols + 16 * q);
     }
   }
 }

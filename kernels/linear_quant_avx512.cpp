@@ -39,68 +39,53 @@ SLAB_AVX512_QUANT inline __m512 load_bf16x16(const bf16_t* p) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
 }
 
-// ---- decode: weight-only, vdpbf16ps ----
+// ---- W8 decode: weight-only, vdpbf16ps ----
 //
 // A step's codes become two BF16 vectors of 16 lanes, each lane one column's pair of
-// consecutive k ("phase" 0 and 1 of the four k a lane's x broadcast covers):
-//   W4: the bytes of (codes & 0x0f) and (codes >> 4) interleaved with 0x43 (vpunpck[lh]bw) are
-//       the BF16 bit patterns 0x43cc = 128 + code, exact; unpacklo takes columns 4L, 4L+1 of
-//       each 128-bit lane L, unpackhi columns 4L+2, 4L+3. The 128 is taken back with the zero:
-//       Σ x·(128 + code) − (128 + zero)·Σx.
-//   W8: codes -> FP32 (vpmovzxbd, vcvtdq2ps) -> BF16 (vcvtne2ps2bf16), exact for 0..255;
-//       vector 0 holds columns 0..7, vector 1 columns 8..15.
-// Lanes 2c' and 2c'+1 of a vector belong to one column, so the FP32 group sums are scaled per
-// lane and the two phases added at the end.
+// consecutive k ("phase" 0 and 1 of the four k a lane's x broadcast covers): codes -> FP32
+// (vpmovzxbd, vcvtdq2ps) -> BF16 (vcvtne2ps2bf16), exact for 0..255; vector 0 holds columns
+// 0..7, vector 1 columns 8..15. Lanes 2c' and 2c'+1 of a vector belong to one column, so the
+// FP32 group sums are scaled per lane and the two phases added at the end. (W4 decode runs the
+// batched tiles below on INT8 activations: linear_quant.h.)
 
-template <int BITS>
-struct DecodeLanes {
-  // Column of each lane of vector 0 and vector 1.
-  static constexpr int col(int vec, int lane) {
-    if (BITS == 8) return 8 * vec + lane / 2;
-    return 4 * (lane / 4) + 2 * vec + (lane % 4) / 2;
-  }
-};
+// Column of each lane of vector 0 and vector 1.
+constexpr int decode_lane_column(int vec, int lane) { return 8 * vec + lane / 2; }
 
-template <int BITS>
 SLAB_AVX512_QUANT inline __m512i lane_columns(int vec) {
   alignas(64) int32_t idx[16];
-  for (int l = 0; l < 16; ++l) idx[l] = DecodeLanes<BITS>::col(vec, l);
+  for (int l = 0; l < 16; ++l) idx[l] = decode_lane_column(vec, l);
   return _mm512_load_si512(idx);
 }
 
 // Natural column c <- the even lane (phase 0 + phase 1 sum) holding it, in vector 0 (lanes
 // 0..15) or vector 1 (lanes 16..31) of a permutex2var.
-template <int BITS>
 SLAB_AVX512_QUANT inline __m512i column_lanes() {
   alignas(64) int32_t idx[16];
   for (int c = 0; c < 16; ++c) {
     for (int vec = 0; vec < 2; ++vec) {
       for (int l = 0; l < 16; l += 2) {
-        if (DecodeLanes<BITS>::col(vec, l) == c) idx[c] = 16 * vec + l;
+        if (decode_lane_column(vec, l) == c) idx[c] = 16 * vec + l;
       }
     }
   }
   return _mm512_load_si512(idx);
 }
 
-// Software prefetch distance of the decode tiles, per panel stream. A 64-byte step of one panel
-// takes several cycles of vdpbf16ps work and latency, so the out-of-order window alone keeps
-// only ~2 KB of loads in flight (the BF16 kernel's 256-byte steps keep ~10 KB). Measured
-// single-threaded from DRAM (64 MB of W4 g128, M = 1, CPU time, shared machine, before the
-// high-nibble split): no prefetch 14-15 GB/s, 1 KB 21.6, 2 KB 23-24, 4 KB 25.6, 8 KB 22-23.
+// Software prefetch distance of the streaming tiles, per panel stream. A 64-byte step of one
+// panel takes several cycles of work and latency, so the out-of-order window alone keeps only
+// ~2 KB of loads in flight (the BF16 kernel's 256-byte steps keep ~10 KB). Measured
+// single-threaded from DRAM (64 MB of W4 g128, M = 1, CPU time, shared machine, the former
+// weight-only W4 tile): no prefetch 14-15 GB/s, 1 KB 21.6, 2 KB 23-24, 4 KB 25.6, 8 KB 22-23;
+// 1, 2, 8 or 12 KB against 4 for the INT8 W4 tile: no clear difference.
 constexpr int kDecodePrefetchBytes = 4096;
 
-template <int MR, int NP, int BITS>
+template <int MR, int NP>
 SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
-  // W4 up to 4 rows: the high nibbles get their own group sums, so that each chain takes one
-  // vdpbf16ps (latency 6) per step instead of two. When the registers then no longer hold the
-  // running totals as well (W4 from 2 rows, any format from 5), those stay in L1 (one load and
-  // store per group). All 8 rows in one pass expand the codes once: from L2, one core, W8 M = 8
-  // went from 12.9 GB/s (two passes of 4 rows) to 22.8; W4 stays at ~12.5, bound by its 32
-  // vdpbf16ps per 64-byte step.
-  constexpr bool kSplitHigh = BITS == 4 && MR <= 4;
-  constexpr bool kTotalsInL1 = (BITS == 4 && MR >= 2) || MR >= 5;
-  __m512 total[kTotalsInL1 ? 1 : MR][NP][2], acc[MR][NP][2], acc_high[kSplitHigh ? MR : 1][NP][2];
+  // All 8 rows in one pass expand the codes once: from L2, one core, M = 8 went from 12.9 GB/s
+  // (two passes of 4 rows) to 22.8. From 5 rows the registers no longer hold the running totals
+  // as well as the group sums, so those stay in L1 (one load and store per group).
+  constexpr bool kTotalsInL1 = MR >= 5;
+  __m512 total[kTotalsInL1 ? 1 : MR][NP][2], acc[MR][NP][2];
   alignas(64) float total_l1[kTotalsInL1 ? MR : 1][NP][2][16];
   if constexpr (kTotalsInL1) {
     std::memset(total_l1, 0, sizeof(total_l1));
@@ -109,19 +94,14 @@ SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
       for (int q = 0; q < NP; ++q) total[r][q][0] = total[r][q][1] = _mm512_setzero_ps();
     }
   }
-  const __m512i lanes0 = lane_columns<BITS>(0), lanes1 = lane_columns<BITS>(1);
-  const __m512i nibble = _mm512_set1_epi8(0x0f), bf16_128 = _mm512_set1_epi8(0x43);
-  const __m512 code_bias = _mm512_set1_ps(BITS == 4 ? 128.0f : 0.0f);
-  const __m512 implied = _mm512_set1_ps(static_cast<float>(implied_zero(BITS)));
-  constexpr int kStepK = BITS == 8 ? 4 : 8;
+  const __m512i lanes0 = lane_columns(0), lanes1 = lane_columns(1);
+  const __m512 implied = _mm512_set1_ps(static_cast<float>(implied_zero(8)));
+  constexpr int kStepK = 4;
   for (int g = 0; g < t.groups; ++g) {
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 2
       for (int q = 0; q < NP; ++q) acc[r][q][0] = acc[r][q][1] = _mm512_setzero_ps();
-    }
-    for (auto& row : acc_high) {
-      for (auto& a : row) a[0] = a[1] = _mm512_setzero_ps();
     }
     const int s0 = g * t.group_steps, s1 = s0 + t.group_steps;
     for (int s = s0; s < s1; ++s) {
@@ -130,58 +110,29 @@ SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
       for (int q = 0; q < NP; ++q) {
         const uint8_t* codes = t.panel + static_cast<size_t>(q) * t.panel_bytes + 64 * static_cast<size_t>(s);
         _mm_prefetch(reinterpret_cast<const char*>(codes) + kDecodePrefetchBytes, _MM_HINT_T0);
-        if constexpr (BITS == 4) {
-          const __m512i v = _mm512_loadu_si512(codes);
-          const __m512i lo = _mm512_and_si512(v, nibble);
-          const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(v, 4), nibble);
-          const __m512bh a_lo = (__m512bh)_mm512_unpacklo_epi8(lo, bf16_128);
-          const __m512bh b_lo = (__m512bh)_mm512_unpackhi_epi8(lo, bf16_128);
-          const __m512bh a_hi = (__m512bh)_mm512_unpacklo_epi8(hi, bf16_128);
-          const __m512bh b_hi = (__m512bh)_mm512_unpackhi_epi8(hi, bf16_128);
+        __m512 f[4];
 #pragma GCC unroll 8
-          for (int r = 0; r < MR; ++r) {
-            const bf16_t* xr = xk + static_cast<size_t>(r) * t.ldx;
-            const __m512bh x_lo = (__m512bh)_mm512_set1_epi64(static_cast<long long>(load_u64(xr)));
-            const __m512bh x_hi = (__m512bh)_mm512_set1_epi64(static_cast<long long>(load_u64(xr + 4)));
-            acc[r][q][0] = _mm512_dpbf16_ps(acc[r][q][0], a_lo, x_lo);
-            acc[r][q][1] = _mm512_dpbf16_ps(acc[r][q][1], b_lo, x_lo);
-            __m512* high = kSplitHigh ? acc_high[r][q] : acc[r][q];
-            high[0] = _mm512_dpbf16_ps(high[0], a_hi, x_hi);
-            high[1] = _mm512_dpbf16_ps(high[1], b_hi, x_hi);
-          }
-        } else {
-          __m512 f[4];
+        for (int i = 0; i < 4; ++i) {
+          f[i] = _mm512_cvtepi32_ps(
+              _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + 16 * i))));
+        }
+        const __m512bh w0 = _mm512_cvtne2ps_pbh(f[1], f[0]);
+        const __m512bh w1 = _mm512_cvtne2ps_pbh(f[3], f[2]);
 #pragma GCC unroll 8
-          for (int i = 0; i < 4; ++i) {
-            f[i] = _mm512_cvtepi32_ps(
-                _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + 16 * i))));
-          }
-          const __m512bh w0 = _mm512_cvtne2ps_pbh(f[1], f[0]);
-          const __m512bh w1 = _mm512_cvtne2ps_pbh(f[3], f[2]);
-#pragma GCC unroll 8
-          for (int r = 0; r < MR; ++r) {
-            const __m512bh xv =
-                (__m512bh)_mm512_set1_epi64(static_cast<long long>(load_u64(xk + static_cast<size_t>(r) * t.ldx)));
-            acc[r][q][0] = _mm512_dpbf16_ps(acc[r][q][0], w0, xv);
-            acc[r][q][1] = _mm512_dpbf16_ps(acc[r][q][1], w1, xv);
-          }
+        for (int r = 0; r < MR; ++r) {
+          const __m512bh xv =
+              (__m512bh)_mm512_set1_epi64(static_cast<long long>(load_u64(xk + static_cast<size_t>(r) * t.ldx)));
+          acc[r][q][0] = _mm512_dpbf16_ps(acc[r][q][0], w0, xv);
+          acc[r][q][1] = _mm512_dpbf16_ps(acc[r][q][1], w1, xv);
         }
       }
     }
-    if constexpr (kSplitHigh) {
-      for (int r = 0; r < MR; ++r) {
-        for (int q = 0; q < NP; ++q) {
-          acc[r][q][0] = _mm512_add_ps(acc[r][q][0], acc_high[r][q][0]);
-          acc[r][q][1] = _mm512_add_ps(acc[r][q][1], acc_high[r][q][1]);
-        }
-      }
-    }
-    // total += scale · acc − scale · (code_bias + zero) · Σx, the second term on phase 0 only.
+    // total += scale · acc − scale · zero · Σx, the second term on phase 0 only.
 #pragma GCC unroll 2
     for (int q = 0; q < NP; ++q) {
       const __m512 scale = load_bf16x16(tile_scales(t, q, g));
       const __m512 zero = t.zero_point ? load_bf16x16(tile_zeros(t, q, g)) : implied;
-      const __m512 offset = _mm512_mul_ps(scale, _mm512_add_ps(zero, code_bias));
+      const __m512 offset = _mm512_mul_ps(scale, zero);
       const __m512 s0v = _mm512_permutexvar_ps(lanes0, scale), s1v = _mm512_permutexvar_ps(lanes1, scale);
       const __m512 o0 = _mm512_maskz_permutexvar_ps(0x5555, lanes0, offset);
       const __m512 o1 = _mm512_maskz_permutexvar_ps(0x5555, lanes1, offset);
@@ -200,7 +151,7 @@ SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
       }
     }
   }
-  const __m512i cols = column_lanes<BITS>();
+  const __m512i cols = column_lanes();
   for (int r = 0; r < MR; ++r) {
     for (int q = 0; q < NP; ++q) {
       // Even lanes: phase 0 + phase 1 of a column.
@@ -225,93 +176,130 @@ SLAB_AVX512_QUANT inline __m512i dpbusd(__m512i acc, __m512i codes, __m512i x) {
 
 // PER_CHANNEL: one weight group, its scale applied once at the end; else each block's sums are
 // scaled by weight scale · activation scale (one more multiply per block).
+//
+// Loops: groups, then the group's activation blocks, then the block's 64-byte steps (a constant
+// count, fully unrolled). Written with the group outside so that the compiler keeps the group's
+// scales and zeros in registers and sees the step count: folded into one block loop with an
+// in-group counter, GCC 12 kept them on the stack and unrolled the steps behind a jump table,
+// and a W4 row of 1 ran at ~20 GB/s from L3 on one Zen 5 core against ~55 for the bare steps.
 template <int MR, int NP, int BITS, bool PER_CHANNEL>
 SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
-  __m512i acc[MR][NP];
-  __m512 total[MR][NP], wscale[NP];
+  // W4 in 1-2 rows (decode): the high nibbles get chains of their own, so that a block's eight
+  // vpdpbusd per accumulator are not one dependent chain; integer adds join them exactly.
+  constexpr bool kSplitHigh = BITS == 4 && MR <= 2;
+  constexpr int kStepK = BITS == 8 ? 4 : 8;
+  constexpr int kBlockSteps = kQuantActBlock / kStepK;
+  __m512 total[MR][NP], wscale[NP], zero[NP];
   for (int r = 0; r < MR; ++r) {
     for (int q = 0; q < NP; ++q) total[r][q] = _mm512_setzero_ps();
   }
   const __m512i nibble = _mm512_set1_epi8(0x0f);
-  constexpr int kStepK = BITS == 8 ? 4 : 8;
-  constexpr int kBlockSteps = kQuantActBlock / kStepK;
   const int per_group = blocks_per_group(t);
-  if constexpr (PER_CHANNEL) {
+  const int groups = PER_CHANNEL ? 1 : t.groups;
+  const uint8_t* panel[NP];
+  for (int q = 0; q < NP; ++q) panel[q] = t.panel + static_cast<size_t>(q) * t.panel_bytes;
+  for (int g = 0; g < groups; ++g) {
 #pragma GCC unroll 2
-    for (int q = 0; q < NP; ++q) wscale[q] = load_bf16x16(tile_scales(t, q, 0));
-  }
-  const int32_t* xqsum = t.xqsum;
-  const float* xscales = t.xscale;
-  for (int b = 0, g = 0, in_group = 0; b < t.blocks; ++b, ++in_group, xqsum += t.ldxs, xscales += t.ldxs) {
-    if (in_group == per_group) {
-      in_group = 0;
-      ++g;
-    }
-    if (!PER_CHANNEL && in_group == 0) {
-#pragma GCC unroll 2
-      for (int q = 0; q < NP; ++q) wscale[q] = load_bf16x16(tile_scales(t, q, g));
-    }
-    // Symmetric formats: the sums start at −zero · Σxq (one scalar product per row), so that they
-    // end as d. With zero points they start at 0 and the epilogue subtracts zero · Σxq in FP32.
-#pragma GCC unroll 6
-    for (int r = 0; r < MR; ++r) {
-      const __m512i start = _mm512_set1_epi32(t.zero_point ? 0 : -implied_zero(BITS) * xqsum[r]);
-#pragma GCC unroll 2
-      for (int q = 0; q < NP; ++q) acc[r][q] = start;
-    }
-    const int s0 = b * kBlockSteps;
-#pragma GCC unroll 8
-    for (int s = s0; s < s0 + kBlockSteps; ++s) {
-      const int8_t* xk = t.xq + static_cast<size_t>(s) * kStepK;
-      if constexpr (BITS == 8) {
-        __m512i w[NP];
-#pragma GCC unroll 2
-        for (int q = 0; q < NP; ++q) {
-          w[q] = _mm512_loadu_si512(t.panel + static_cast<size_t>(q) * t.panel_bytes + 64 * static_cast<size_t>(s));
-        }
-#pragma GCC unroll 6
-        for (int r = 0; r < MR; ++r) {
-          const __m512i xv = _mm512_set1_epi32(static_cast<int>(load_u32(xk + static_cast<size_t>(r) * t.ldxq)));
-#pragma GCC unroll 2
-          for (int q = 0; q < NP; ++q) acc[r][q] = dpbusd(acc[r][q], w[q], xv);
-        }
-      } else {
-        __m512i lo[NP], hi[NP];
-#pragma GCC unroll 2
-        for (int q = 0; q < NP; ++q) {
-          const __m512i v =
-              _mm512_loadu_si512(t.panel + static_cast<size_t>(q) * t.panel_bytes + 64 * static_cast<size_t>(s));
-          lo[q] = _mm512_and_si512(v, nibble);
-          hi[q] = _mm512_and_si512(_mm512_srli_epi32(v, 4), nibble);
-        }
-#pragma GCC unroll 6
-        for (int r = 0; r < MR; ++r) {
-          const int8_t* xr = xk + static_cast<size_t>(r) * t.ldxq;
-          const __m512i x_lo = _mm512_set1_epi32(static_cast<int>(load_u32(xr)));
-          const __m512i x_hi = _mm512_set1_epi32(static_cast<int>(load_u32(xr + 4)));
-#pragma GCC unroll 2
-          for (int q = 0; q < NP; ++q) {
-            acc[r][q] = dpbusd(acc[r][q], lo[q], x_lo);
-            acc[r][q] = dpbusd(acc[r][q], hi[q], x_hi);
-          }
+    for (int q = 0; q < NP; ++q) {
+      wscale[q] = load_bf16x16(tile_scales(t, q, g));
+      if (t.zero_point) zero[q] = load_bf16x16(tile_zeros(t, q, g));
+      if (t.stream) {
+        // The scales (and zeros) are a second stream per panel, after its codes: a tile ahead
+        // (the same panel of the next tile), they wait in L1/L2; without this, the first groups'
+        // lines of every panel were misses that the steps waited on.
+        const char* meta =
+            reinterpret_cast<const char*>(tile_scales(t, q, g)) + static_cast<size_t>(NP) * t.panel_bytes;
+        if (reinterpret_cast<const uint8_t*>(meta) < t.stream_end) {
+          _mm_prefetch(meta, _MM_HINT_T0);
+          if (t.zero_point) _mm_prefetch(meta + static_cast<size_t>(t.groups) * 32, _MM_HINT_T0);
         }
       }
     }
-    // total = fma(scale, d, total): the scalar tile's order.
-    __m512 zero[NP];
-    if (t.zero_point) {
-#pragma GCC unroll 2
-      for (int q = 0; q < NP; ++q) zero[q] = load_bf16x16(tile_zeros(t, q, g));
-    }
+    const int b_end = PER_CHANNEL ? t.blocks : (g + 1) * per_group;
+    for (int b = PER_CHANNEL ? 0 : g * per_group; b < b_end; ++b) {
+      const int32_t* xqsum = t.xqsum + static_cast<size_t>(b) * t.ldxs;
+      const float* xscales = t.xscale + static_cast<size_t>(b) * t.ldxs;
+      // Symmetric formats: the sums start at −zero · Σxq (one scalar product per row), so that
+      // they end as d. With zero points they start at 0 and the epilogue subtracts zero · Σxq in
+      // FP32.
+      __m512i acc[MR][NP], acc_high[kSplitHigh ? MR : 1][NP];
 #pragma GCC unroll 6
-    for (int r = 0; r < MR; ++r) {
-      const __m512 xscale = _mm512_set1_ps(xscales[r]);
+      for (int r = 0; r < MR; ++r) {
+        const __m512i start = _mm512_set1_epi32(t.zero_point ? 0 : -implied_zero(BITS) * xqsum[r]);
 #pragma GCC unroll 2
-      for (int q = 0; q < NP; ++q) {
-        const __m512 scale = PER_CHANNEL ? xscale : _mm512_mul_ps(wscale[q], xscale);
-        __m512 d = _mm512_cvtepi32_ps(acc[r][q]);
-        if (t.zero_point) d = _mm512_fnmadd_ps(zero[q], _mm512_set1_ps(static_cast<float>(xqsum[r])), d);
-        total[r][q] = _mm512_fmadd_ps(scale, d, total[r][q]);
+        for (int q = 0; q < NP; ++q) acc[r][q] = start;
+      }
+      for (auto& row : acc_high) {
+        for (auto& a : row) a = _mm512_setzero_si512();
+      }
+      const size_t s0 = static_cast<size_t>(b) * kBlockSteps;
+      if (t.stream) {
+        // A block's steps, one cache line each per panel, the prefetch distance ahead; past the
+        // end of a panel's codes that is the same panel of the next tile, which the stream
+        // reaches next (its first lines were misses the steps waited on).
+        const size_t ahead = 64 * s0 + kDecodePrefetchBytes;
+        const size_t skip = ahead < t.code_bytes ? 0 : static_cast<size_t>(NP) * t.panel_bytes - t.code_bytes;
+#pragma GCC unroll 2
+        for (int q = 0; q < NP; ++q) {
+          const uint8_t* line = panel[q] + ahead + skip;
+#pragma GCC unroll 8
+          for (int i = 0; i < kBlockSteps; ++i) {
+            if (line + 64 * i < t.stream_end) _mm_prefetch(reinterpret_cast<const char*>(line + 64 * i), _MM_HINT_T0);
+          }
+        }
+      }
+#pragma GCC unroll 8
+      for (int i = 0; i < kBlockSteps; ++i) {
+        const size_t s = s0 + static_cast<size_t>(i);
+        const int8_t* xk = t.xq + s * kStepK;
+        if constexpr (BITS == 8) {
+          __m512i w[NP];
+#pragma GCC unroll 2
+          for (int q = 0; q < NP; ++q) w[q] = _mm512_loadu_si512(panel[q] + 64 * s);
+#pragma GCC unroll 6
+          for (int r = 0; r < MR; ++r) {
+            const __m512i xv = _mm512_set1_epi32(static_cast<int>(load_u32(xk + static_cast<size_t>(r) * t.ldxq)));
+#pragma GCC unroll 2
+            for (int q = 0; q < NP; ++q) acc[r][q] = dpbusd(acc[r][q], w[q], xv);
+          }
+        } else {
+          __m512i lo[NP], hi[NP];
+#pragma GCC unroll 2
+          for (int q = 0; q < NP; ++q) {
+            const __m512i v = _mm512_loadu_si512(panel[q] + 64 * s);
+            lo[q] = _mm512_and_si512(v, nibble);
+            hi[q] = _mm512_and_si512(_mm512_srli_epi32(v, 4), nibble);
+          }
+#pragma GCC unroll 6
+          for (int r = 0; r < MR; ++r) {
+            const int8_t* xr = xk + static_cast<size_t>(r) * t.ldxq;
+            const __m512i x_lo = _mm512_set1_epi32(static_cast<int>(load_u32(xr)));
+            const __m512i x_hi = _mm512_set1_epi32(static_cast<int>(load_u32(xr + 4)));
+#pragma GCC unroll 2
+            for (int q = 0; q < NP; ++q) {
+              acc[r][q] = dpbusd(acc[r][q], lo[q], x_lo);
+              if constexpr (kSplitHigh) {
+                acc_high[r][q] = dpbusd(acc_high[r][q], hi[q], x_hi);
+              } else {
+                acc[r][q] = dpbusd(acc[r][q], hi[q], x_hi);
+              }
+            }
+          }
+        }
+      }
+      // total = fma(scale, d, total): the scalar tile's order.
+#pragma GCC unroll 6
+      for (int r = 0; r < MR; ++r) {
+        const __m512 xscale = _mm512_set1_ps(xscales[r]);
+#pragma GCC unroll 2
+        for (int q = 0; q < NP; ++q) {
+          __m512i sum = acc[r][q];
+          if constexpr (kSplitHigh) sum = _mm512_add_epi32(sum, acc_high[r][q]);
+          const __m512 scale = PER_CHANNEL ? xscale : _mm512_mul_ps(wscale[q], xscale);
+          __m512 d = _mm512_cvtepi32_ps(sum);
+          if (t.zero_point) d = _mm512_fnmadd_ps(zero[q], _mm512_set1_ps(static_cast<float>(xqsum[r])), d);
+          total[r][q] = _mm512_fmadd_ps(scale, d, total[r][q]);
+        }
       }
     }
   }
@@ -325,21 +313,23 @@ SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
 
 using TileFn = void (*)(const QuantTile&);
 
-// [bits == 4][np - 1][mr - 1]; two panels only for 1-2 rows (decode_panels).
-constexpr TileFn kDecodeTiles[2][2][kQuantDecodeTileRows] = {
-    {{decode_tile<1, 1, 8>, decode_tile<2, 1, 8>, decode_tile<3, 1, 8>, decode_tile<4, 1, 8>, decode_tile<5, 1, 8>,
-      decode_tile<6, 1, 8>, decode_tile<7, 1, 8>, decode_tile<8, 1, 8>},
-     {decode_tile<1, 2, 8>, decode_tile<2, 2, 8>, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr}},
-    {{decode_tile<1, 1, 4>, decode_tile<2, 1, 4>, decode_tile<3, 1, 4>, decode_tile<4, 1, 4>, decode_tile<5, 1, 4>,
-      decode_tile<6, 1, 4>, decode_tile<7, 1, 4>, decode_tile<8, 1, 4>},
-     {decode_tile<1, 2, 4>, decode_tile<2, 2, 4>, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr}}};
+// W8 only: [np - 1][mr - 1]; two panels only for 1-2 rows (decode_panels).
+constexpr TileFn kDecodeTiles[2][kQuantDecodeTileRows] = {
+    {decode_tile<1, 1>, decode_tile<2, 1>, decode_tile<3, 1>, decode_tile<4, 1>, decode_tile<5, 1>, decode_tile<6, 1>,
+     decode_tile<7, 1>, decode_tile<8, 1>},
+    {decode_tile<1, 2>, decode_tile<2, 2>, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr}};
 // W4 tiles stop at 4 rows (batch_tile_rows): 6 x 2 spilled (12 + 12 sums, 4 nibble vectors, 2 x).
 // [bits == 4][per channel][np - 1][mr - 1]
-#define SLAB_W8_ROWS(NP, PC)                                                                               \
-  {batch_tile<1, NP, 8, PC>, batch_tile<2, NP, 8, PC>, batch_tile<3, NP, 8, PC>,                           \
-   batch_tile<4, NP, 8, PC>, batch_tile<5, NP, 8, PC>, batch_tile<6, NP, 8, PC>}
-#define SLAB_W4_ROWS(NP, PC) \
-  {batch_tile<1, NP, 4, PC>, batch_tile<2, NP, 4, PC>, batch_tile<3, NP, 4, PC>, batch_tile<4, NP, 4, PC>, nullptr, nullptr}
+#define SLAB_W8_ROWS(NP, PC)                                                                                \
+  {                                                                                                         \
+    batch_tile<1, NP, 8, PC>, batch_tile<2, NP, 8, PC>, batch_tile<3, NP, 8, PC>, batch_tile<4, NP, 8, PC>, \
+        batch_tile<5, NP, 8, PC>, batch_tile<6, NP, 8, PC>                                                  \
+  }
+#define SLAB_W4_ROWS(NP, PC)                                                                                         \
+  {                                                                                                                  \
+    batch_tile<1, NP, 4, PC>, batch_tile<2, NP, 4, PC>, batch_tile<3, NP, 4, PC>, batch_tile<4, NP, 4, PC>, nullptr, \
+        nullptr                                                                                                      \
+  }
 constexpr TileFn kBatchTiles[2][2][2][kQuantBatchTileRows] = {
     {{SLAB_W8_ROWS(1, false), SLAB_W8_ROWS(2, false)}, {SLAB_W8_ROWS(1, true), SLAB_W8_ROWS(2, true)}},
     {{SLAB_W4_ROWS(1, false), SLAB_W4_ROWS(2, false)}, {SLAB_W4_ROWS(1, true), SLAB_W4_ROWS(2, true)}}};
@@ -359,10 +349,8 @@ SLAB_AVX512_QUANT inline __m512 load_x(const bf16_t* x, int i, int k) {
 
 }  // namespace
 
-void quant_decode_tile_avx512(const QuantTile& t) { kDecodeTiles[t.bits == 4][t.np - 1][t.mr - 1](t); }
-void quant_batch_tile_avx512(const QuantTile& t) {
-  kBatchTiles[t.bits == 4][t.groups == 1][t.np - 1][t.mr - 1](t);
-}
+void quant_decode_tile_avx512(const QuantTile& t) { kDecodeTiles[t.np - 1][t.mr - 1](t); }
+void quant_batch_tile_avx512(const QuantTile& t) { kBatchTiles[t.bits == 4][t.groups == 1][t.np - 1][t.mr - 1](t); }
 
 // Same operations as quantize_row_scalar: max|x| of each block exactly, v = x · (127 / max),
 // round to nearest even (vcvtps2dq under the default MXCSR = std::nearbyint), clamp to ±127.

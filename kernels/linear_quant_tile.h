@@ -39,7 +39,11 @@ struct QuantTile {
   size_t ldxs = 0;                 // block stride of xscale and xqsum (block-major: a tile's rows adjacent)
   const float* xscale = nullptr;   // [blocks][ldxs], rows 0..mr-1
   const int32_t* xqsum = nullptr;  // [blocks][ldxs]
-  float* out = nullptr;            // [mr][kQuantTileCols]
+  // Batched tiles that stream their panels from memory (W4 decode: each panel is read once)
+  // prefetch ahead; the batched M > 8 ones read them from L2 after the first row tile.
+  bool stream = false;
+  const uint8_t* stream_end = nullptr;  // prefetches stop here (the end of the thread's run)
+  float* out = nullptr;                 // [mr][kQuantTileCols]
 };
 
 inline int implied_zero(int bits) { return bits == 8 ? 128 : 8; }
@@ -57,6 +61,7 @@ inline const bf16_t* tile_zeros(const QuantTile& t, int q, int g) {
   return tile_scales(t, q, g) + static_cast<size_t>(t.groups) * 16;
 }
 
+// Weight-only decode tiles: W8 (the scalar one takes either width).
 void quant_decode_tile_scalar(const QuantTile& t);
 void quant_decode_tile_avx2(const QuantTile& t);
 void quant_decode_tile_avx512(const QuantTile& t);
@@ -64,11 +69,12 @@ void quant_batch_tile_scalar(const QuantTile& t);
 void quant_batch_tile_avx2(const QuantTile& t);
 void quant_batch_tile_avx512(const QuantTile& t);
 
-// One activation row to INT8 (phase 1 of M > 8), block b = elements [32b, 32b + 32) of the
+// One activation row to INT8 (phase 1 of M > 8; W4 decode on each thread), block b = elements [32b, 32b + 32) of the
 // kp (a multiple of 32; zeros past k): scales[b · stride] = max|x| / 127 over the block, xq = x ·
 // (127 / max) rounded to nearest even, clamped to ±127; sums[b · stride] = Σ xq over the block.
 // Bit-identical across ISAs.
 void quantize_row_scalar(int8_t* xq, float* scales, int32_t* sums, size_t stride, const bf16_t* x, int k, int kp);
+void quantize_row_avx2(int8_t* xq, float* scales, int32_t* sums, size_t stride, const bf16_t* x, int k, int kp);
 void quantize_row_avx512(int8_t* xq, float* scales, int32_t* sums, size_t stride, const bf16_t* x, int k, int kp);
 
 }  // namespace slab::kern::detail

@@ -2,14 +2,15 @@
 // format, not from the kernel's helpers: W = scale · (code − zero) in double, activations
 // quantized to INT8 by the documented rule for M > 8.
 //
-// Decode (M <= 8, weight-only, FP32 sums of BF16 x · codes): the kernels sum x·(128 + code)
-// (W4) or x·code and subtract zero·Σx per group, so their FP32 rounding is relative to
+// W8 decode (M <= 8, weight-only, FP32 sums of BF16 x · codes): the kernels sum x·code and
+// subtract zero·Σx per group, so their FP32 rounding is relative to
 //   S = Σ_k |x_k| · scale_g · (code + 128 + zero)
 // and over K <= 400 terms stays under K·2^-24·S; the check allows 2e-6·S (a wrong code, scale
 // or column shifts the result by at least ~scale·|x|, far above that).
-// Batched (M > 8): activations are quantized per block of 32 along K (one scale per block); the
-// integer part is exact, so every SIMD path must equal the scalar path bit for bit; against the
-// double reference the only rounding is FP32 scale arithmetic.
+// INT8 activations (M > 8, and W4 at every M, as linear_quant.h documents): activations are
+// quantized per block of 32 along K (one scale per block); the integer part is exact, so every
+// SIMD path must equal the scalar path bit for bit; against the double reference the only
+// rounding is FP32 scale arithmetic.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -44,6 +45,8 @@ std::vector<Isa> quant_isas() {
 }
 
 int top_code(const QuantFormat& f) { return (1 << f.bits) - 1; }
+// The documented rule, written out here: INT8 activations above 8 rows, and always for W4.
+bool int8_activations(const QuantFormat& f, int m) { return m > 8 || f.bits == 4; }
 int implied_zero_of(const QuantFormat& f) { return f.bits == 8 ? 128 : 8; }
 
 std::string describe(const QuantFormat& f) {
@@ -217,7 +220,7 @@ void quantize_activations(const Inputs& in, int k, std::vector<int>& xq, std::ve
 void check_against_reference(const QuantMatrix& q, const Inputs& in, const Options& o, const std::vector<float>& got,
                              const char* what) {
   const int m = in.m, n = q.n, k = q.k;
-  const bool batched = m > kQuantDecodeMaxM;
+  const bool batched = int8_activations(q.f, m);
   std::vector<int> xq;
   std::vector<float> xscale;
   if (batched) quantize_activations(in, k, xq, xscale);
@@ -426,7 +429,7 @@ TEST_CASE("quantized linear matches the reference on ragged shapes for every for
         for (Isa isa : isas) {
           const std::vector<float> got = run(q, in, Options{}, isa, 1);
           check_against_reference(q, in, Options{}, got, isa_name(isa));
-          if (m > kQuantDecodeMaxM) {
+          if (int8_activations(f, m)) {
             // The integer sums are exact and the FP32 epilogue runs the same operations: every
             // ISA gives the scalar path's bits.
             if (isa == Isa::scalar) {
@@ -463,6 +466,19 @@ TEST_CASE("quantized linear epilogues: bias, residual, in place, BF16 out, sever
   }
 }
 
+// Every format at 21 rows, and W4 at 1 and 3 rows too (INT8 activations in decode).
+static std::vector<std::pair<QuantFormat, int>> batched_cases() {
+  std::vector<std::pair<QuantFormat, int>> v;
+  for (const QuantFormat& f : kFormats) {
+    v.emplace_back(f, 21);
+    if (f.bits == 4) {
+      v.emplace_back(f, 1);
+      v.emplace_back(f, 3);
+    }
+  }
+  return v;
+}
+
 TEST_CASE("batched integer math is exact: power-of-two block scales give the exact dot product", "[quant]") {
   // Weight scales 1; activations v · 2^e with v integer in [-127, 127] and every block of 32
   // holding one |v| = 127, so each block's scale is exactly 2^e (e = 0 or 1 per block, chosen
@@ -471,8 +487,8 @@ TEST_CASE("batched integer math is exact: power-of-two block scales give the exa
   // blocks or lost an integer product fails by at least 1.
   std::mt19937 rng(3);
   const std::vector<Isa> isas = quant_isas();
-  for (QuantFormat f : kFormats) {
-    const int n = 33, k = 301, m = 21;
+  for (auto [f, m] : batched_cases()) {
+    const int n = 33, k = 301;
     const int blocks = act_blocks(k);
     QuantMatrix q = make_matrix(f, n, k, rng);
     std::fill(q.scales.begin(), q.scales.end(), 1.0f);

@@ -5,7 +5,8 @@
 // matrix: each output row's groups are the same whether or not q/k/v or gate/up are stacked), so
 // only activation rounding separates the two: BF16 activations and K/V (as for the BF16 runner
 // against the reference, test_model_runner.cpp: 3 % of the row's scale + 2 % of the value), plus
-// INT8 activations where the kernels run batched (M > 8; prefill rows, tolerance measured below);
+// INT8 activations where the kernels use them (M > 8, and W4 at every M: linear_quant.h;
+// prefill rows, and W4 decode rows, tolerance measured below);
 // (b) the unquantized model, loosely (stated per mode). GGUF: Q8_0/Q4_0 blocks repacked exactly
 // (bit-equal dequantized weights where the block scales are BF16 values), and the repacked model
 // against the same file run with --quantization none (blocks decoded to BF16).
@@ -27,10 +28,9 @@
 #include "model/model.h"
 #include "model/model_runner.h"
 #include "model/packed_quant.h"
+#include "model_caches.h"
 #include "runtime/cpu_features.h"
 #include "runtime/gguf_file.h"
-#include "tokenizer/tokenizer.h"
-#include "model_caches.h"
 #include "test_paths.h"
 #include "tokenizer/tokenizer.h"
 
@@ -97,7 +97,7 @@ Model dequantized_twin(const Model& m, const kern::QuantFormat& f) {
 }
 
 // Logits of every position: prefill as one batch (M = 40: the INT8 batched kernels), and the
-// same tokens one at a time (M = 1: the weight-only decode kernels).
+// same tokens one at a time (M = 1: W8 weight-only with BF16 activations, W4 INT8 activations).
 struct Logits {
   std::vector<float> prefill, decode;
 };
@@ -127,16 +127,19 @@ TEST_CASE("quantized runner: w8/w8g32/w4/w4g128 logits match the dequantized mod
   if (!cpu_features().has_avx2_kernels()) return;  // the reference path ignores --quantization
   struct Mode {
     WeightQuantization q;
+    float decode_atol;   // W8: BF16 activations only; W4: INT8 ones as in prefill
     float prefill_atol;  // INT8 activations on top of the BF16 ones (measured worst in the WARN line)
     float original_rms;  // relative RMS logit error against the unquantized model
   };
-  // Measured on Zen 5 (avx512): decode vs twin <= 2.0 % of the row's max |logit| (BF16
-  // activations only), prefill vs twin <= 5.5 % (INT8 activations), so 8 %. Against the
+  // Measured on Zen 5 (avx512): W8 decode vs twin <= 2.0 % of the row's max |logit| (BF16
+  // activations only), so 3 %; prefill vs twin <= 5.5 % (INT8 activations), so 8 %, and W4
+  // decode rows the same (their kernels are the batched ones: equal to prefill's rows). Against the
   // original, relative RMS: w8 0.016, w4 0.23, w4g128 0.23 (uniform random weights: W4's step is
   // max|w|/8 of a group, ~6 % RMS per weight, compounded over every projection of 2 layers); a
   // wrong scale, group or row order gives errors of the order of the logits (> 0.7).
-  for (const Mode mode : {Mode{WeightQuantization::w8, 0.08f, 0.05f}, Mode{WeightQuantization::w8g32, 0.08f, 0.05f},
-                          Mode{WeightQuantization::w4, 0.08f, 0.4f}, Mode{WeightQuantization::w4g128, 0.08f, 0.45f}}) {
+  for (const Mode mode :
+       {Mode{WeightQuantization::w8, 0.03f, 0.08f, 0.05f}, Mode{WeightQuantization::w8g32, 0.03f, 0.08f, 0.05f},
+        Mode{WeightQuantization::w4, 0.08f, 0.08f, 0.4f}, Mode{WeightQuantization::w4g128, 0.08f, 0.08f, 0.45f}}) {
     const kern::QuantFormat f = *rtn_quant_format(mode.q);
     float worst_decode = 0.0f, worst_prefill = 0.0f, worst_original = 0.0f;
     for (const char* name : {"llama_gqa", "qwen3_qk_norm", "llama_tied", "llama_bias", "phi3_sliding_window"}) {
@@ -152,8 +155,8 @@ TEST_CASE("quantized runner: w8/w8g32/w4/w4g128 logits match the dequantized mod
       const std::vector<float> twin = reference_logits(dequantized_twin(m, f), tokens);
       const std::vector<float> original = reference_logits(m, tokens);
       const int vocab = m.config.vocab_size;
-      worst_decode =
-          std::max(worst_decode, check_rows(got.decode, twin, vocab, 3e-2f, 2e-2f, what + " decode vs twin"));
+      worst_decode = std::max(worst_decode,
+                              check_rows(got.decode, twin, vocab, mode.decode_atol, 2e-2f, what + " decode vs twin"));
       worst_prefill = std::max(
           worst_prefill, check_rows(got.prefill, twin, vocab, mode.prefill_atol, 2e-2f, what + " prefill vs twin"));
       // Against the original: relative RMS over all logits (these random fixtures have small,
@@ -379,8 +382,9 @@ TEST_CASE("GGUF Q8_0/Q4_0 llama: repacked logits match the decode-to-BF16 path",
   for (int i = 0; i < 24; ++i) tokens.push_back((i * 29 + 3) % 64);
   const Logits got = run(*repacked, tokens), want = run(*decoded, tokens);
   // Repacked weights are the blocks' exact values, decoded ones those rounded to BF16 (2^-8):
-  // decode rows differ by that rounding only; prefill adds INT8 activations.
-  const float decode_err = check_rows(got.decode, want.decode, 64, 2e-2f, 1e-2f, "decode");
+  // that rounding, plus INT8 activations in prefill and in the W4 (Q4_0) projections of decode
+  // rows (measured worst 2.9 % decode, 3.9 % prefill).
+  const float decode_err = check_rows(got.decode, want.decode, 64, 4e-2f, 2e-2f, "decode");
   const float prefill_err = check_rows(got.prefill, want.prefill, 64, 4e-2f, 2e-2f, "prefill");
   WARN("GGUF repacked vs decoded: worst |diff| / max|logit| decode " << decode_err << ", prefill " << prefill_err);
 }
