@@ -194,7 +194,8 @@ int main(int argc, char** argv) {
   app.add_option("--quantization", o.quantization,
                  "Projection weights: auto, none, w8, w8g32, w4, w4g128 (as slabserve serve)")
       ->capture_default_str();
-  app.add_flag("--quantize-lm-head", o.quantize_lm_head, "With w8/w8g32/w4/w4g128: the output head as well");
+  app.add_flag("--quantize-lm-head", o.quantize_lm_head,
+               "With w8/w8g32/w4/w4g128: the output head and the embedding table as well");
   CLI11_PARSE(app, argc, argv);
   try {
     return slab::bench::run_bench(o);

@@ -18,7 +18,7 @@ plot.png. Standard library only; the venvs hold what each peer needs.
 --gguf TYPE hands slabserve and llama-server the same GGUF file: the checkpoint converted to BF16
 by llama.cpp's convert_hf_to_gguf.py, then (TYPE other than BF16) quantized by its llama-quantize
 (Q8_0, Q4_0, Q4_K_M, ...). slabserve serves it as any user's GGUF (`--model FILE.gguf`,
-quantization auto: Q8_0/Q4_0 on its INT8/INT4 kernels, other types decoded to BF16). vLLM and
+quantization auto: Q8_0/Q4_0/Q4_K/Q5_K/Q6_K... repacked for its INT8/INT4 kernels). vLLM and
 PACE take Hugging Face folders here, so they are refused in this mode. Results go to
 bench/results/<date>-<host>-gguf-<type>/ unless --out-dir says otherwise.
 """

@@ -68,7 +68,7 @@ struct LoadOptions {
   // channel), "w8g32" (INT8 groups of 32), "w4" (INT4 groups of 32), "w4g128" (INT4 groups of
   // 128), quantized at load.
   std::string quantization = "auto";
-  bool quantize_lm_head = false;          // with w8/w8g32/w4/w4g128: the output head as well
+  bool quantize_lm_head = false;          // with w8/w8g32/w4/w4g128: the head and the embedding table as well
   LoadProgressCallback on_load_progress;  // optional
 };
 

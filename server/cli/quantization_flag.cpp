@@ -8,13 +8,14 @@ void add_quantization_flags(CLI::App& cmd, api::LoadOptions& load) {
                  "projections and output head run on the INT8/INT4 kernels, repacked from the blocks), none (BF16 "
                  "everywhere), w8 (INT8 per output "
                  "channel), w8g32 (INT8 groups of 32, the layout of llama.cpp's Q8_0), w4 (INT4 groups of 32), "
-                 "w4g128 (INT4 groups of 128); these four quantize at load with round-to-nearest. Embeddings stay "
-                 "BF16, and so does the output head "
-                 "unless it is a GGUF file's quantized one or --quantize-lm-head is given")
+                 "w4g128 (INT4 groups of 128); these four quantize at load with round-to-nearest. The embedding "
+                 "table and the output head stay BF16 unless they are a GGUF file's quantized ones or "
+                 "--quantize-lm-head is given")
       ->type_name("MODE")
       ->capture_default_str();
   cmd.add_flag("--quantize-lm-head", load.quantize_lm_head,
-               "With w8/w8g32/w4/w4g128: quantize the output head too (a tied embedding then keeps its own BF16 copy)");
+               "With w8/w8g32/w4/w4g128: quantize the output head and the embedding table too (one table when "
+               "they are tied; rows are dequantized one token at a time)");
 }
 
 }  // namespace slab::cli

@@ -38,7 +38,7 @@ struct RunnerOptions {
   LoadProgress on_load_progress;  // optional: called as the checkpoint's tensors are packed
   // Projections as BF16 or W8/W4 (model/packed_quant.h); the reference path ignores it (FP32).
   WeightQuantization quantization = WeightQuantization::automatic;
-  bool quantize_lm_head = false;  // with w8/w8g32/w4/w4g128: the output head as well
+  bool quantize_lm_head = false;  // with w8/w8g32/w4/w4g128: the output head and the embedding table as well
 };
 
 class ModelRunner {

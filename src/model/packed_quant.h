@@ -21,7 +21,7 @@ namespace slab {
 
 // How the linear projections (q/k/v/o, gate/up, down) are held. Embeddings and norms stay
 // BF16/FP32 in every mode, and so does the output head, except a GGUF file's quantized head and
-// embedding table under `automatic` (repacked) and the head under PackOptions::quantize_lm_head.
+// embedding table under `automatic` (repacked) and both under PackOptions::quantize_lm_head.
 //  automatic: BF16, except a GGUF file's quantized projections, head and embedding table, repacked
 //  none:      BF16 everywhere (GGUF blocks decoded)
 //  w8:        W8 per output channel, symmetric, RTN at load;  w8g32: groups of 32 (Q8_0's layout)

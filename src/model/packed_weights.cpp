@@ -419,12 +419,13 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& stored, const Pac
   } else {
     m.lm_head = pack_stacked({head}, h, alloc);
   }
-  // The embedding rows: a GGUF file's quantized table stays quantized (repacked: the file's values;
-  // from the head itself when tied and the head is that table); otherwise BF16, from the packed
-  // head only while it is BF16 and tied.
+  // The embedding rows: a GGUF file's quantized table stays quantized (repacked: the file's values),
+  // and --quantize-lm-head quantizes the table with the head (RTN); a tied quantized head is the
+  // table. Otherwise BF16, from the packed head while it is BF16 and tied.
   const bool embed_from_blocks =
       options.quantization == WeightQuantization::automatic && embed.block_format != BlockFormat::none;
-  if (embed_from_blocks) {
+  const bool embed_rtn = options.quantize_lm_head && rtn_quant_format(options.quantization);
+  if (embed_from_blocks || embed_rtn) {
     if (!c.tie_word_embeddings || !m.lm_head.quantized) {
       std::map<std::string, int> embed_path;
       m.embedding_quant = pack_projection({embed}, h, options.quantization, alloc, embed_path);

@@ -60,8 +60,8 @@ struct PackedModel {
   std::vector<float> final_norm;
   PackedMatrix lm_head;                 // [vocab, hidden]; also the embedding when tied
   std::vector<kern::bf16_t> embedding;  // [vocab, hidden] row-major; empty when tied or quantized
-  // A GGUF file's quantized embedding table, repacked (rows looked up one at a time); unset when
-  // `embedding` or a tied head holds the rows.
+  // A quantized embedding table (a GGUF file's, repacked, or RTN with --quantize-lm-head; rows
+  // looked up one at a time); unset when `embedding` or a tied head holds the rows.
   PackedMatrix embedding_quant;
 
   // Embedding row of `token` as FP32 (from the packed head when the embeddings are tied).
@@ -81,7 +81,7 @@ struct PackOptions {
   int numa_node = -1;        // bind the packed matrices to this NUMA node; -1: first touch
   LoadProgress on_progress;  // optional; called after each layer and at the end
   WeightQuantization quantization = WeightQuantization::automatic;
-  // With w8/w8g32/w4/w4g128: the output head too (a tied embedding then keeps its own BF16 copy).
+  // With w8/w8g32/w4/w4g128: the output head and the embedding table too (one table when tied).
   bool quantize_lm_head = false;
 };
 
