@@ -22,7 +22,7 @@
 // are exact in FP32. The result matches FP32 attention over the BF16 cache to ~1e-5 of max|v|.
 // The split costs two vdpbf16ps per pair, i.e. the same instruction count as FP32 FMA after
 // widening K/V (measured: widening spent ~20% of decode time on the conversions; this path has
-// none). Dropping the lo part of P would halve the P·V work at a 2^-9 relative error on each
+// none). Dropping the lo part of P would halve the P·V work at a 2^-8 relative error on each
 // softmax weight (not done).
 // Isa::scalar is the same algorithm in plain C++ (K/V widened to FP32, std::exp).
 //

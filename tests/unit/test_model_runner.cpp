@@ -3,7 +3,7 @@
 //
 // Tolerance for the BF16 path, per row of logits: |ours - theirs| <= kAtolFrac * max|theirs| +
 // kRtol * |theirs|. Weights and every linear's input are rounded to BF16 (8 significant bits,
-// relative error up to 2^-9 = 0.2 % each); the FP32 accumulation keeps the dot products
+// relative error up to 2^-8 = 0.4 % each); the FP32 accumulation keeps the dot products
 // themselves exact enough, so a logit's error is a random walk of those roundings through every
 // layer: under a percent or two of the logits' scale. Measured on this machine (Zen 5, both the
 // avx512_bf16 and avx2 kernels): at most 0.9 % of the row's largest |logit| against
