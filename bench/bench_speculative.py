@@ -33,6 +33,16 @@ the draft tokens proposed and accepted (acceptance = accepted / proposed) and th
 verification emitted. The speed-up is TPOT without speculation / TPOT with it, at the same
 concurrency and round. Raw results go to
 RESULT_DIR/results.json and a Markdown table to RESULT_DIR/results.md. Standard library only.
+
+With --llama-server PATH (a llama.cpp build's TREE/build/bin/llama-server) the copy workload also
+runs the peer in the same rounds, on the same checkpoints converted to BF16 GGUF by TREE's
+convert_hf_to_gguf.py (run by --convert-python, which needs torch, transformers, safetensors and
+sentencepiece; the .gguf files are cached beside the checkpoints): llama-server plain, with
+prompt lookup (--spec-type ngram-simple, 3-token lookup, k-token drafts) and with the draft model
+(--spec-type draft-simple, --spec-draft-n-max k), --threads as slabserve's, one slot per request
+of the highest concurrency, acceptance from its /metrics. Its speed-ups are against llama-server
+plain; "vs llama-server" is llama-server's TPOT / slabserve's for the same proposer, c and round
+(above 1: slabserve decodes faster). A peer that fails to convert or start is reported, not fatal.
 """
 import argparse
 import http.client
@@ -50,6 +60,7 @@ from datetime import datetime
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
 from slabserve_process import SlabserveProcess  # noqa: E402
+import speculative_llama_server as llama_peer  # noqa: E402
 
 STORY_OPENINGS = [
     "Once upon a time, there was a little girl named Lily.",
@@ -77,6 +88,9 @@ def parse_args():
     ap.add_argument("--threads", type=int, default=0, help="server --threads (0: its default)")
     ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds; the table shows medians")
     ap.add_argument("--result-dir", default=None)
+    ap.add_argument("--llama-server", default=None, help="also run this llama-server on the copy workload")
+    ap.add_argument("--convert-python", default=sys.executable,
+                    help="the Python that runs convert_hf_to_gguf.py for --llama-server")
     return ap.parse_args()
 
 
@@ -87,17 +101,20 @@ def post_json(url, body, timeout=600):
 
 
 def metrics(url):
-    """The spec_decode counters of /metrics (zeros where absent: speculation off)."""
+    """The spec_decode counters of /metrics (zeros where absent: speculation off): slabserve's
+    "vllm:" names or llama-server's "llamacpp:" ones, which have no emitted-tokens counter (each
+    verification emits its accepted drafts and one token of its own)."""
     with urllib.request.urlopen(url + "/metrics", timeout=30) as r:
         page = r.read().decode()
-    out = {"drafts": 0.0, "draft_tokens": 0.0, "accepted": 0.0, "emitted": 0.0}
-    names = {"vllm:spec_decode_num_drafts_total": "drafts", "vllm:spec_decode_num_draft_tokens_total": "draft_tokens",
-             "vllm:spec_decode_num_accepted_tokens_total": "accepted",
-             "vllm:spec_decode_num_emitted_tokens_total": "emitted"}
+    out = {"drafts": 0.0, "draft_tokens": 0.0, "accepted": 0.0, "emitted": None}
+    names = {"spec_decode_num_drafts_total": "drafts", "spec_decode_num_draft_tokens_total": "draft_tokens",
+             "spec_decode_num_accepted_tokens_total": "accepted", "spec_decode_num_emitted_tokens_total": "emitted"}
     for line in page.splitlines():
-        name = line.split("{", 1)[0].split(" ", 1)[0]
-        if name in names:
-            out[names[name]] += float(line.rsplit(" ", 1)[1])
+        name = line.split("{", 1)[0].split(" ", 1)[0].split(":", 1)[-1]
+        if name in names and not line.startswith("#"):
+            out[names[name]] = (out[names[name]] or 0.0) + float(line.rsplit(" ", 1)[1])
+    if out["emitted"] is None:
+        out["emitted"] = out["accepted"] + out["drafts"]
     return out
 
 
@@ -206,82 +223,134 @@ def main():
     # Speculation on at every batch size: what --speculative-disable-by-batch-size B does is then
     # read off the table (at c <= B it is this run, above B it is the run without speculation).
     always = ["--speculative-disable-by-batch-size", "0"]
-    workloads = []
+
+    def slabserve(model, flags):
+        return [("slabserve", label, lambda log, f=f: SlabserveProcess(
+            args.binary, model, *threads, *f, "--max-num-seqs", "32", "--kv-cache-memory", "0.25", timeout=300,
+            log_path=log)) for label, f in flags]
+
+    workloads, peer, peer_errors = [], None, []
     chosen = args.workloads.split(",")
     if "story" in chosen:
         workloads.append(("story", stories, STORY_OPENINGS, args.output_len,
-                          [("none", []), ("ngram", ngram + always), ("draft", draft + always)]))
+                          slabserve(stories, [("none", []), ("ngram", ngram + always), ("draft", draft + always)])))
     if "copy" in chosen and args.copy_model:
         with open(os.path.join(args.copy_model, "copy_cycles.json")) as f:
             cycles = json.load(f)
         prompts = [cycle + cycle + cycle[:6] for cycle in cycles[:16]]
-        configs = [("none", []), ("ngram", ngram + always)]
+        flags = [("none", []), ("ngram", ngram + always)]
         if args.copy_draft:
-            configs.append(("draft", ["--speculative-model", args.copy_draft, "--num-speculative-tokens", k] + always))
+            flags.append(("draft", ["--speculative-model", args.copy_draft, "--num-speculative-tokens", k] + always))
+        configs = slabserve(args.copy_model, flags)
+        if args.llama_server:
+            peer = llama_peer.describe(args.llama_server)
+            try:
+                configs += [("llama-server", label, lambda log, s=start: s()) for label, start in llama_peer.configs(
+                    args.llama_server, args.copy_model, args.copy_draft, args.num_speculative_tokens,
+                    args.threads or os.cpu_count(), max(levels), args.convert_python)]
+            except RuntimeError as e:
+                peer_errors.append("copy: GGUF conversion failed: %s" % e)
         workloads.append(("copy", args.copy_model, prompts, args.copy_output_len, configs))
 
     started = datetime.now().isoformat(timespec="seconds")
-    runs = []
+    runs, commands = [], {}
     for name, model, prompts, max_tokens, configs in workloads:
         # Every configuration's server up at once (idle ones park their threads), and the runs
         # interleaved: on a shared machine the load drifts, and the comparison is per round.
         servers = {}
         log = tempfile.NamedTemporaryFile(prefix="bench_speculative_", suffix=".log", delete=False).name
         try:
-            for label, flags in configs:
-                servers[label] = SlabserveProcess(args.binary, model, *threads, *flags, "--max-num-seqs", "32",
-                                                  "--kv-cache-memory", "0.25", timeout=300,
-                                                  log_path=log if label == "none" else None)
+            for server, label, start in configs:
+                try:
+                    servers[server, label] = start(log if (server, label) == ("slabserve", "none") else None)
+                except RuntimeError as e:
+                    if server == "slabserve":
+                        raise
+                    peer_errors.append("%s: %s %s did not start: %s" % (name, server, label, e))
+            # A peer's speculating servers are measured against its plain one: without it, none.
+            for key in [key for key in servers if key[0] != "slabserve" and (key[0], "none") not in servers]:
+                servers.pop(key).stop()
             with open(log) as f:  # the start-up line names the kernel set: "compute: bf16 avx512_bf16 ..."
                 found = re.search(r"compute: ([^\n]*)", f.read())
             compute = found.group(1) if found else ""
+            commands.update({"%s %s %s" % (name, *key): " ".join(p.proc.args) for key, p in servers.items()})
             for round_ in range(args.repeat):
                 for c in levels:
-                    for label, _ in configs:
-                        run = run_level(servers[label], prompts, c, max(3, c), max_tokens)
-                        run.update(workload=name, config=label, model=model, compute=compute, round=round_)
+                    for (server, label), process in servers.items():
+                        run = run_level(process, prompts, c, max(3, c), max_tokens)
+                        run.update(workload=name, server=server, config=label, model=model, compute=compute,
+                                   round=round_)
                         runs.append(run)
                         acc = "-" if run["acceptance"] is None else "%.2f" % run["acceptance"]
-                        print("%-5s %-5s c=%-3d round %d %7.1f tok/s  TPOT %7.2f ms  CPU %6.2f ms/token  "
+                        print("%-5s %-12s %-5s c=%-3d round %d %7.1f tok/s  TPOT %7.2f ms  CPU %6.2f ms/token  "
                               "acceptance %s  load %.1f" %
-                              (name, label, c, round_, run["output_tokens_per_s"], run["mean_tpot_ms"],
+                              (name, server, label, c, round_, run["output_tokens_per_s"], run["mean_tpot_ms"],
                                run["server_cpu_ms_per_token"], acc, run["load_average_1m"][1]), flush=True)
         finally:
-            for server in servers.values():
-                server.stop()
+            for process in servers.values():
+                process.stop()
             os.unlink(log)
+    for error in peer_errors:
+        print("peer error:", error)
 
-    # Greedy output must not change with speculation: the same texts as the plain server's.
-    for run in runs:
-        plain = next(r for r in runs if r["workload"] == run["workload"] and r["config"] == "none" and
-                     r["concurrency"] == run["concurrency"] and r["round"] == run["round"])
-        run["same_output_as_none"] = run["texts"] == plain["texts"]
-        run["speedup_tpot"] = ratio(plain["mean_tpot_ms"], run["mean_tpot_ms"])
-        run["speedup_throughput"] = ratio(run["output_tokens_per_s"], plain["output_tokens_per_s"])
-        run["speedup_cpu"] = ratio(plain["server_cpu_ms_per_token"], run["server_cpu_ms_per_token"])
+    compare_runs(runs)
     summary = summarize(runs)
-    table = ["| workload | config | c | tok/s | TPOT ms | TPOT speed-up | throughput x | CPU ms/token | CPU x | "
-             "acceptance | tokens/verification | same output |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in summary:
-        table.append("| %s | %s | %d | %.1f | %.2f | %.2fx | %.2fx | %.2f | %.2fx | %s | %s | %s |" % (
-            r["workload"], r["config"], r["concurrency"], r["output_tokens_per_s"], r["mean_tpot_ms"],
-            r["speedup_tpot"], r["speedup_throughput"], r["server_cpu_ms_per_token"], r["speedup_cpu"],
-            "-" if r["acceptance"] is None else "%.2f" % r["acceptance"],
-            "-" if r["tokens_per_verification"] is None else "%.2f" % r["tokens_per_verification"],
-            "yes" if r["same_output_as_none"] else "NO"))
+    table = markdown_table(summary, peer_errors)
     print("\n".join(table))
     if args.result_dir:
         os.makedirs(args.result_dir, exist_ok=True)
         machine = {"cpu": cpu_model(), "cores": os.cpu_count(), "started": started,
-                   "finished": datetime.now().isoformat(timespec="seconds"), "command": " ".join(sys.argv)}
+                   "finished": datetime.now().isoformat(timespec="seconds"), "command": " ".join(sys.argv),
+                   "peer": peer, "peer_errors": peer_errors, "server_commands": commands}
         for r in runs:
             r.pop("texts")
         with open(os.path.join(args.result_dir, "results.json"), "w") as f:
             json.dump({"machine": machine, "summary": summary, "runs": runs}, f, indent=1)
         with open(os.path.join(args.result_dir, "results.md"), "w") as f:
-            f.write("%s, %d cpus, %s to %s; medians over %d interleaved rounds\n\n%s\n" % (
-                machine["cpu"], machine["cores"], started, machine["finished"], args.repeat, "\n".join(table)))
+            f.write("%s, %d cpus, %s to %s; medians over %d interleaved rounds%s\n\n%s\n" % (
+                machine["cpu"], machine["cores"], started, machine["finished"], args.repeat,
+                "; peer: " + peer if peer else "", "\n".join(table)))
     return 0 if all(r["same_output_as_none"] for r in runs) else 1
+
+
+def same_round(runs, run, **fields):
+    """The run of the same workload, concurrency and round as `run`, with `fields` as given (or None)."""
+    return next((r for r in runs if all(r[key] == run[key] for key in ("workload", "concurrency", "round")) and
+                 all(r[key] == value for key, value in fields.items())), None)
+
+
+def compare_runs(runs):
+    """Each run against its own server without speculation (greedy output must not change, and
+    the speed-ups), and slabserve's against llama-server's with the same proposer."""
+    for run in runs:
+        plain = same_round(runs, run, server=run["server"], config="none")
+        run["same_output_as_none"] = run["texts"] == plain["texts"]
+        run["speedup_tpot"] = ratio(plain["mean_tpot_ms"], run["mean_tpot_ms"])
+        run["speedup_throughput"] = ratio(run["output_tokens_per_s"], plain["output_tokens_per_s"])
+        run["speedup_cpu"] = ratio(plain["server_cpu_ms_per_token"], run["server_cpu_ms_per_token"])
+        peer = same_round(runs, run, server="llama-server", config=run["config"])
+        run["tpot_vs_llama_server"] = ratio(peer["mean_tpot_ms"], run["mean_tpot_ms"]) \
+            if peer and run["server"] == "slabserve" else None
+        if run["server"] != "slabserve":
+            ours = same_round(runs, run, server="slabserve", config="none")
+            run["same_output_as_slabserve"] = ours is not None and run["texts"] == ours["texts"]
+
+
+def markdown_table(summary, peer_errors):
+    table = ["| workload | server | config | c | tok/s | TPOT ms | TPOT speed-up | throughput x | CPU ms/token | "
+             "CPU x | acceptance | tokens/verification | vs llama-server (TPOT) | same output |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in summary:
+        table.append("| %s | %s | %s | %d | %.1f | %.2f | %.2fx | %.2fx | %.2f | %.2fx | %s | %s | %s | %s |" % (
+            r["workload"], r["server"], r["config"], r["concurrency"], r["output_tokens_per_s"], r["mean_tpot_ms"],
+            r["speedup_tpot"], r["speedup_throughput"], r["server_cpu_ms_per_token"], r["speedup_cpu"],
+            "-" if r["acceptance"] is None else "%.2f" % r["acceptance"],
+            "-" if r["tokens_per_verification"] is None else "%.2f" % r["tokens_per_verification"],
+            "-" if r["tpot_vs_llama_server"] is None else "%.2fx" % r["tpot_vs_llama_server"],
+            "yes" if r["same_output_as_none"] else "NO"))
+    for error in peer_errors:
+        table.append("| %s | failed | | | | | | | | | | | | |" % error.replace("|", "/").replace("\n", " "))
+    return table
 
 
 def ratio(a, b):
@@ -294,17 +363,22 @@ def summarize(runs):
     medians of each round's ratio to the run without speculation), acceptance over all rounds."""
     keys = []
     for r in runs:
-        key = (r["workload"], r["config"], r["concurrency"])
+        key = (r["workload"], r["server"], r["config"], r["concurrency"])
         if key not in keys:
             keys.append(key)
     out = []
-    for workload, config, c in keys:
-        rs = [r for r in runs if (r["workload"], r["config"], r["concurrency"]) == (workload, config, c)]
-        row = {"workload": workload, "config": config, "concurrency": c, "rounds": len(rs),
+    for workload, server, config, c in keys:
+        rs = [r for r in runs if (r["workload"], r["server"], r["config"], r["concurrency"]) ==
+              (workload, server, config, c)]
+        row = {"workload": workload, "server": server, "config": config, "concurrency": c, "rounds": len(rs),
                "same_output_as_none": all(r["same_output_as_none"] for r in rs)}
         for field in ("output_tokens_per_s", "mean_tpot_ms", "server_cpu_ms_per_token", "speedup_tpot",
                       "speedup_throughput", "speedup_cpu"):
             row[field] = statistics.median(r[field] for r in rs)
+        versus = [r["tpot_vs_llama_server"] for r in rs if r["tpot_vs_llama_server"] is not None]
+        row["tpot_vs_llama_server"] = statistics.median(versus) if versus else None
+        if server != "slabserve":
+            row["same_output_as_slabserve"] = all(r["same_output_as_slabserve"] for r in rs)
         drafted = sum(r["draft_tokens"] for r in rs)
         drafts = sum(r["drafts"] for r in rs)
         row["acceptance"] = sum(r["accepted_tokens"] for r in rs) / drafted if drafted else None

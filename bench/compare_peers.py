@@ -153,21 +153,34 @@ def build_llama_cpp(work_dir, targets):
     return tree, py_version
 
 
-def convert_hf_to_gguf(work_dir, tree, checkpoint, outtype, outfile):
-    """HF folder -> GGUF with the tree's convert_hf_to_gguf.py, run in WORK/venv-llamacpp."""
-    py = ensure_venv(work_dir, "llamacpp", [])
-    # convert_hf_to_gguf imports torch and transformers; the CPU wheel index keeps torch small.
-    if pip_version(py, "torch") is None:
-        try:
-            ensure_venv(work_dir, "llamacpp", ["torch"], ["--index-url", "https://download.pytorch.org/whl/cpu"])
-        except RuntimeError:
-            ensure_venv(work_dir, "llamacpp", ["torch"])
-    ensure_venv(work_dir, "llamacpp", ["numpy", "sentencepiece", "safetensors", "protobuf", "transformers",
-                                       os.path.join(tree, "gguf-py")])
+def convert_hf_to_gguf(work_dir, tree, checkpoint, outtype, outfile, python=None):
+    """HF folder -> GGUF with the tree's convert_hf_to_gguf.py, run in WORK/venv-llamacpp, or by
+    `python` (one that has torch, transformers, safetensors and sentencepiece) with the tree's gguf-py."""
+    env = None
+    if python:
+        env = dict(os.environ, PYTHONPATH=os.path.join(tree, "gguf-py"))
+    else:
+        python = ensure_venv(work_dir, "llamacpp", [])
+        # convert_hf_to_gguf imports torch and transformers; the CPU wheel index keeps torch small.
+        if pip_version(python, "torch") is None:
+            try:
+                ensure_venv(work_dir, "llamacpp", ["torch"], ["--index-url", "https://download.pytorch.org/whl/cpu"])
+            except RuntimeError:
+                ensure_venv(work_dir, "llamacpp", ["torch"])
+        ensure_venv(work_dir, "llamacpp", ["numpy", "sentencepiece", "safetensors", "protobuf", "transformers",
+                                           os.path.join(tree, "gguf-py")])
     tmp = outfile + ".part"
-    run_logged([py, os.path.join(tree, "convert_hf_to_gguf.py"), checkpoint, "--outtype", outtype, "--outfile", tmp],
-               os.path.join(work_dir, "llamacpp-setup.log"), f"convert_hf_to_gguf.py --outtype {outtype}", cwd=tree)
+    run_logged([python, os.path.join(tree, "convert_hf_to_gguf.py"), checkpoint, "--outtype", outtype,
+                "--outfile", tmp], os.path.join(work_dir, "llamacpp-setup.log"),
+               f"convert_hf_to_gguf.py --outtype {outtype}", env=env, cwd=tree)
     os.replace(tmp, outfile)
+
+
+def llama_server_version(server_bin):
+    """The build line of `llama-server --version`: "0.5.0-dev (build 1, commit 0c1e570)", or "?"."""
+    p = subprocess.run([server_bin, "--version"], capture_output=True, text=True)
+    return next((ln.split(":", 1)[1].strip() for ln in (p.stdout + p.stderr).splitlines()
+                 if ln.lower().startswith("version:")), "?")
 
 
 class LlamaCpp(Server):
@@ -184,10 +197,7 @@ class LlamaCpp(Server):
             os.path.join(w, os.path.basename(checkpoint.rstrip("/")) + "-bf16.gguf")
         if not os.path.isfile(self.gguf):
             convert_hf_to_gguf(w, self.tree, checkpoint, "bf16", self.gguf)
-        p = subprocess.run([self.server_bin, "--version"], capture_output=True, text=True)
-        build = next((ln.split(":", 1)[1].strip() for ln in (p.stdout + p.stderr).splitlines()
-                      if ln.lower().startswith("version:")), "?")  # "0.5.0-dev (build 1, commit 0c1e570)"
-        return f"llama.cpp {build}, vendored in llama-cpp-python {self.py_version}"
+        return f"llama.cpp {llama_server_version(self.server_bin)}, vendored in llama-cpp-python {self.py_version}"
 
     def command(self, port, checkpoint):
         n = self.ctx.max_concurrency

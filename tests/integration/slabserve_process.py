@@ -42,21 +42,20 @@ def free_port():
         return s.getsockname()[1]
 
 
-class SlabserveProcess:
-    """`slabserve serve --model MODEL_DIR ...extra` started and healthy within `timeout` seconds,
-    or RuntimeError (the process is killed). stop() sends SIGTERM and waits for the exit."""
+class ServerProcess:
+    """The command `argv_for_port(port)` on a free 127.0.0.1 port, healthy (GET /health answers 200)
+    within `timeout` seconds, or RuntimeError (the process is killed). `name` is for the errors.
+    stop() sends SIGTERM and waits for the exit."""
 
-    def __init__(self, binary, model_dir, *extra, timeout=60, log_path=None):
+    def __init__(self, argv_for_port, name, timeout=60, log_path=None):
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
         self.log = open(log_path, "w") if log_path else subprocess.DEVNULL
-        self.proc = subprocess.Popen(
-            [binary, "serve", "--model", model_dir, "--host", "127.0.0.1", "--port", str(self.port), *extra],
-            stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(argv_for_port(self.port), stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError("slabserve exited with %d" % self.proc.returncode)
+                raise RuntimeError("%s exited with %d" % (name, self.proc.returncode))
             try:
                 with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
                     if r.status == 200:
@@ -64,7 +63,7 @@ class SlabserveProcess:
             except OSError:
                 time.sleep(0.05)
         self.proc.kill()
-        raise RuntimeError("slabserve did not become healthy within %d s" % timeout)
+        raise RuntimeError("%s did not become healthy within %d s" % (name, timeout))
 
     def stop(self, timeout=30):
         """SIGTERM, then the exit code (the process is killed if it outlives `timeout`)."""
@@ -83,3 +82,11 @@ class SlabserveProcess:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1])
         return 0
+
+
+class SlabserveProcess(ServerProcess):
+    """`slabserve serve --model MODEL_DIR ...extra`, as ServerProcess."""
+
+    def __init__(self, binary, model_dir, *extra, timeout=60, log_path=None):
+        super().__init__(lambda port: [binary, "serve", "--model", model_dir, "--host", "127.0.0.1",
+                                       "--port", str(port), *extra], "slabserve", timeout, log_path)
