@@ -146,10 +146,14 @@ std::unique_ptr<ModelRunner> load_draft_runner(const LoadOptions& options, const
                              "or \"[ngram]\" for prompt lookup)");
   }
   const Model draft = load_model_metadata(path);
-  if (draft.config.vocab_size != target.config.vocab_size) {
+  // Embedding tables may be padded differently past the tokenizer's tokens (Qwen2.5-0.5B and 7B);
+  // the engine then drafts only ids both tables have.
+  if (draft.config.vocab_size != target.config.vocab_size && draft.config.vocab_size < target_tokenizer.vocab_size()) {
     throw std::invalid_argument(what + ": the draft's vocabulary has " + std::to_string(draft.config.vocab_size) +
                                 " tokens, the target " + options.model + "'s " +
-                                std::to_string(target.config.vocab_size) + "; a draft must share the vocabulary");
+                                std::to_string(target.config.vocab_size) + " and its tokenizer " +
+                                std::to_string(target_tokenizer.vocab_size()) +
+                                "; a draft must share the vocabulary (padding past the tokenizer's tokens may differ)");
   }
   const std::unique_ptr<Tokenizer> draft_tokenizer = load_tokenizer(path);
   if (std::string diff = vocabulary_difference(target_tokenizer, "the target " + options.model, *draft_tokenizer,

@@ -25,8 +25,10 @@ struct PassEntry {
 
 }  // namespace
 
-DraftModelProposer::DraftModelProposer(ModelRunner& runner, int num_blocks, int block_size, int catch_up_budget)
+DraftModelProposer::DraftModelProposer(ModelRunner& runner, int target_vocab_size, int num_blocks, int block_size,
+                                       int catch_up_budget)
     : runner_(runner),
+      proposal_vocab_(static_cast<size_t>(std::max(0, std::min(runner.config().vocab_size, target_vocab_size)))),
       memory_(draft_geometry(runner.config(), block_size), num_blocks, runner.kv_dtype(), runner.numa_node()),
       blocks_(num_blocks, block_size, /*enable_prefix_caching=*/false), catch_up_budget_(catch_up_budget) {}
 
@@ -70,7 +72,7 @@ bool DraftModelProposer::reserve(int64_t seq_id, const DraftState& state, int po
 }
 
 void DraftModelProposer::propose(std::span<DraftSlot> slots) {
-  const size_t vocab = static_cast<size_t>(runner_.config().vocab_size);
+  const size_t vocab = static_cast<size_t>(runner_.config().vocab_size);  // the logits' row stride
   // Pass 1: every slot's catch-up chunk (the tokens its draft cache lacks), whose last row gives
   // the first draft token; a sequence further behind than the budget allows computes a chunk and
   // drafts in a later step.
@@ -118,7 +120,7 @@ void DraftModelProposer::propose(std::span<DraftSlot> slots) {
         DraftState& state = states_[slot.seq->id];
         state.tokens.insert(state.tokens.end(), e.tokens.begin(), e.tokens.end());
         if (!drafting[e.slot]) continue;
-        slot.draft.push_back(argmax(logits.data() + r * vocab, vocab));
+        slot.draft.push_back(argmax(logits.data() + r * vocab, proposal_vocab_));
         if (static_cast<int>(slot.draft.size()) < slot.max_tokens) {
           next.push_back({e.slot, {slot.draft.back()}, static_cast<int>(state.tokens.size())});
         }

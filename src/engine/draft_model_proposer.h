@@ -34,8 +34,9 @@ class DraftModelProposer : public Proposer {
  public:
   // `runner` (the draft model; must outlive the proposer) gets a KV cache of `num_blocks` blocks
   // of `block_size` tokens in the dtype it needs. catch_up_budget: context tokens the draft
-  // computes per step, over all sequences, besides the drafts themselves.
-  DraftModelProposer(ModelRunner& runner, int num_blocks, int block_size, int catch_up_budget);
+  // computes per step, over all sequences, besides the drafts themselves. Drafts are ids below
+  // both the draft's vocabulary size and `target_vocab_size` (tables padded differently).
+  DraftModelProposer(ModelRunner& runner, int target_vocab_size, int num_blocks, int block_size, int catch_up_budget);
 
   void propose(std::span<DraftSlot> slots) override;
   void verified(const Sequence& seq) override;
@@ -58,6 +59,7 @@ class DraftModelProposer : public Proposer {
   bool reserve(int64_t seq_id, const DraftState& state, int positions, std::span<const DraftSlot> keep);
 
   ModelRunner& runner_;
+  size_t proposal_vocab_;  // drafts are ids below it
   KvCache memory_;
   KvCacheManager blocks_;
   int catch_up_budget_;

@@ -39,12 +39,22 @@ SchedulerConfig scheduler_config(SchedulerConfig s, const ModelConfig& c) {
 }
 
 // What a draft model must share with its target (the tokenizers are compared by the loader).
-void check_draft_model(const ModelConfig& target, const ModelConfig& draft, int max_model_len, int k) {
+// Embedding tables may differ in padding rows past the tokenizer's tokens (Qwen2.5-0.5B has
+// 151936 rows, 7B 152064, one tokenizer of 151665): a draft of either size covers every token
+// the tokenizer writes, and it proposes only ids both tables have (DraftModelProposer).
+void check_draft_model(const ModelConfig& target, const ModelConfig& draft, const Tokenizer* tokenizer,
+                       int max_model_len, int k) {
   if (k <= 0) throw std::invalid_argument("a draft model needs num_speculative_tokens > 0");
   if (draft.vocab_size != target.vocab_size) {
-    throw std::invalid_argument("the draft model's vocabulary has " + std::to_string(draft.vocab_size) +
-                                " tokens, the target's " + std::to_string(target.vocab_size) +
-                                ": a draft must share the target's vocabulary");
+    const int tokens = tokenizer != nullptr ? tokenizer->vocab_size() : 0;
+    if (tokens == 0 || tokens > std::min(draft.vocab_size, target.vocab_size)) {
+      throw std::invalid_argument(
+          "the draft model's vocabulary has " + std::to_string(draft.vocab_size) + " tokens, the target's " +
+          std::to_string(target.vocab_size) + ": a draft must share the target's vocabulary" +
+          (tokens == 0
+               ? std::string(" (without a tokenizer, the same size)")
+               : " (sizes may differ only in padding past the tokenizer's " + std::to_string(tokens) + " tokens)"));
+    }
   }
   // Refused rather than clamped: a sequence past the draft's positions would need another
   // proposer, and a silently shorter context would surprise more than an error at start.
@@ -82,17 +92,18 @@ Engine::Engine(std::unique_ptr<ModelRunner> owned, ModelRunner* runner, const To
                                                               runner_.kv_dtype(), config.kv_cache_bytes),
                  runner_.kv_dtype(), runner_.numa_node()),
       draft_runner_(draft_runner),
-      draft_proposer_(draft_runner ? std::make_unique<DraftModelProposer>(*draft_runner, kv_memory_.num_blocks(),
-                                                                          config.block_size,
+      draft_proposer_(draft_runner ? std::make_unique<DraftModelProposer>(*draft_runner, model_config_.vocab_size,
+                                                                          kv_memory_.num_blocks(), config.block_size,
                                                                           config.scheduler.max_num_batched_tokens)
                                    : nullptr),
       scheduler_(scheduler_config(config.scheduler, model_config_), kv_memory_.num_blocks(), config.block_size,
                  config.enable_prefix_caching && !longrope(model_config_), draft_proposer_.get()),
       constraints_(tokenizer) {
   if (longrope(model_config_) && config.enable_prefix_caching) {
-    spdlog::warn("prefix caching is off for this model: its longrope RoPE rotates keys by the sequence's length "
-                 "(short factors up to {} tokens, long beyond), which cached blocks do not record",
-                 model_config_.rope_scaling.original_max_position_embeddings);
+    spdlog::warn(
+        "prefix caching is off for this model: its longrope RoPE rotates keys by the sequence's length "
+        "(short factors up to {} tokens, long beyond), which cached blocks do not record",
+        model_config_.rope_scaling.original_max_position_embeddings);
   }
   stats_.spec_accepted_per_position.assign(
       static_cast<size_t>(std::max(0, config.scheduler.speculative.num_speculative_tokens)), 0);
@@ -118,7 +129,7 @@ Engine::Engine(std::unique_ptr<ModelRunner> owned, ModelRunner* runner, const To
     max_model_len_ = cache_tokens;
   }
   if (draft_runner_) {
-    check_draft_model(model_config_, draft_runner_->config(), max_model_len_,
+    check_draft_model(model_config_, draft_runner_->config(), tokenizer_, max_model_len_,
                       config.scheduler.speculative.num_speculative_tokens);
   }
   // The runner's thread pool starts on the loop thread (which it pins as worker 0) before the

@@ -64,8 +64,9 @@ class Engine {
   // before it returns. The KV cache memory is bound to the runner's NUMA node, if it has one.
   // With `draft_runner` (and config.scheduler.speculative.num_speculative_tokens > 0) a draft
   // model proposes the speculative tokens (engine/draft_model_proposer.h) instead of prompt
-  // lookup; it must outlive the engine, share the target's vocabulary size and reach at least
-  // max_model_len positions (else std::invalid_argument, naming both). Its KV cache holds as
+  // lookup; it must outlive the engine, share the target's vocabulary size (or, with a tokenizer,
+  // differ only in padding past the tokenizer's tokens) and reach at least max_model_len
+  // positions (else std::invalid_argument, naming both). Its KV cache holds as
   // many tokens as the target's, and it runs on the target runner's thread pool.
   Engine(ModelRunner& runner, const Tokenizer* tokenizer, const EngineConfig& config,
          ModelRunner* draft_runner = nullptr);
@@ -127,10 +128,10 @@ class Engine {
   const Tokenizer* tokenizer_;
   EngineConfig config_;
   int max_model_len_;
-  KvCache kv_memory_;    // geometry + dtype + pool; which blocks a sequence holds is the scheduler's
+  KvCache kv_memory_;  // geometry + dtype + pool; which blocks a sequence holds is the scheduler's
   ModelRunner* draft_runner_;
   std::unique_ptr<DraftModelProposer> draft_proposer_;  // with a draft model: its runner's cache and passes
-  Scheduler scheduler_;  // owns the KV bookkeeping (KvCacheManager)
+  Scheduler scheduler_;                                 // owns the KV bookkeeping (KvCacheManager)
   std::unordered_map<int64_t, std::unique_ptr<Sequence>> sequences_;  // loop thread only
   ConstraintCache constraints_;                                       // any thread
 

@@ -181,7 +181,8 @@ TEST_CASE("api: a draft model of another vocabulary or tokenizer is refused, nam
   options.engine.speculative_model = other_vocab;
   CHECK_THROWS_WITH(LoadedModel::load(options), "--speculative-model " + other_vocab +
                                                     ": the draft's vocabulary has 256 tokens, the target " + model +
-                                                    "'s 512; a draft must share the vocabulary");
+                                                    "'s 512 and its tokenizer 512; a draft must share the "
+                                                    "vocabulary (padding past the tokenizer's tokens may differ)");
   // The same weights with Llama 2's tokenizer: the model's vocabulary size agrees, the tokenizer's does not.
   const std::filesystem::path llama2 = slab::test::testdata_or_skip("tokenizers/llama2");
   if (llama2.empty()) return;

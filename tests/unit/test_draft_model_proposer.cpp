@@ -79,7 +79,7 @@ TEST_CASE("the draft proposer drafts its model's greedy continuation and rolls i
     return run_one(plain, greedy_request(context, n));
   };
   const int total_blocks = 32;
-  DraftModelProposer proposer(draft, total_blocks, 16, 2048);
+  DraftModelProposer proposer(draft, model.config.vocab_size, total_blocks, 16, 2048);
   auto seq = test::speculating_sequence(1, prompt);
   std::vector<DraftSlot> slots = {{seq.get(), 4, {}}};
   proposer.propose(slots);
@@ -111,7 +111,7 @@ TEST_CASE("the draft proposer drafts its model's greedy continuation and rolls i
   CHECK(proposer.num_free_blocks() == total_blocks);
 
   SECTION("a context longer than the catch-up budget is computed over several steps before it drafts") {
-    DraftModelProposer budgeted(draft, total_blocks, 16, 20);
+    DraftModelProposer budgeted(draft, model.config.vocab_size, total_blocks, 16, 20);
     auto fresh = test::speculating_sequence(2, prompt);
     std::vector<DraftSlot> one = {{fresh.get(), 4, {}}};
     budgeted.propose(one);
@@ -124,7 +124,7 @@ TEST_CASE("the draft proposer drafts its model's greedy continuation and rolls i
     CHECK(one[0].draft == greedy_of(prompt, 4));
   }
   SECTION("short of blocks, the caches of sequences not drafting this step make room") {
-    DraftModelProposer small(draft, 5, 16, 2048);  // 80 positions: one sequence of ~57 at a time
+    DraftModelProposer small(draft, model.config.vocab_size, 5, 16, 2048);  // 80 positions: one at a time
     auto a = test::speculating_sequence(3, prompt), b = test::speculating_sequence(4, prompt);
     std::vector<DraftSlot> for_a = {{a.get(), 4, {}}}, for_b = {{b.get(), 4, {}}};
     small.propose(for_a);
@@ -283,7 +283,7 @@ TEST_CASE("a draft model of another vocabulary, too short a context or no draft 
   ModelRunner other_runner(other, runner_options(KernelChoice::reference));
   CHECK_THROWS_WITH(Engine(target, nullptr, test::speculative_config(1, 64, 4), &other_runner),
                     "the draft model's vocabulary has 128 tokens, the target's 256: a draft must share the target's "
-                    "vocabulary");
+                    "vocabulary (without a tokenizer, the same size)");
   Model short_context = model;
   short_context.config.max_position_embeddings = 64;
   ModelRunner short_runner(short_context, runner_options(KernelChoice::reference));
@@ -325,6 +325,94 @@ TEST_CASE("the real stories260K drafting for itself accepts nearly every draft, 
   Engine weak_engine(target, tokenizer.get(), test::speculative_config(4, 64, 4), &weak_runner);
   CHECK(run_all(weak_engine, batch) == batch_reference);
   CHECK(acceptance(settled(weak_engine)) < acceptance(s));
+}
+
+namespace {
+
+// The model with its (tied) embedding table padded to `vocab` rows of N(0, sigma) values, as
+// checkpoints pad their tables past the tokenizer's tokens.
+Model padded(Model m, int vocab, float sigma, uint32_t seed) {
+  REQUIRE(m.weights.lm_head.empty());
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> noise(0.0f, sigma);
+  const size_t hidden = static_cast<size_t>(m.config.hidden_size);
+  m.weights.token_embedding.resize(static_cast<size_t>(vocab) * hidden);
+  for (size_t i = static_cast<size_t>(m.config.vocab_size) * hidden; i < m.weights.token_embedding.size(); ++i) {
+    m.weights.token_embedding[i] = sigma == 0.0f ? 0.0f : noise(rng);
+  }
+  m.config.vocab_size = vocab;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("a draft whose table is padded past the tokenizer's tokens drafts only the target's ids, output unchanged",
+          "[speculative][draft]") {
+  const std::string dir = test::stories260k_or_skip();
+  if (dir.empty()) return;
+  const Model model = load_model(dir);  // 512 rows, the tokenizer's 512 tokens
+  const auto tokenizer = load_tokenizer(dir);
+  REQUIRE(tokenizer->vocab_size() == 512);
+  const std::vector<int32_t> prompt = tokenizer->encode("Once upon a time, there was a little girl named", true);
+  ModelRunner target(model, runner_options());
+  std::vector<int32_t> reference;
+  {
+    Engine plain(target, tokenizer.get(), test::speculative_config(1, 64, 0));
+    reference = run_one(plain, greedy_request(prompt, 48));
+  }
+
+  // Padding rows far larger than the real ones: the draft's own argmax is mostly padding.
+  const Model loud = padded(model, 640, 4.0f, 7);
+  ModelRunner loud_runner(loud, runner_options());
+  {
+    DraftModelProposer unrestricted(loud_runner, 640, 16, 16, 2048);
+    auto seq = test::speculating_sequence(1, prompt);
+    std::vector<DraftSlot> slots = {{seq.get(), 4, {}}};
+    unrestricted.propose(slots);
+    REQUIRE(slots[0].draft.size() == 4);
+    CHECK(std::any_of(slots[0].draft.begin(), slots[0].draft.end(), [](int32_t t) { return t >= 512; }));
+  }
+  {
+    DraftModelProposer for_target(loud_runner, 512, 16, 16, 2048);
+    auto seq = test::speculating_sequence(1, prompt);
+    std::vector<DraftSlot> slots = {{seq.get(), 4, {}}};
+    for_target.propose(slots);
+    REQUIRE(slots[0].draft.size() == 4);
+    CHECK(std::all_of(slots[0].draft.begin(), slots[0].draft.end(), [](int32_t t) { return t < 512; }));
+  }
+  {
+    Engine engine(target, tokenizer.get(), test::speculative_config(4, 64, 4), &loud_runner);
+    CHECK(run_one(engine, greedy_request(prompt, 48)) == reference);
+    CHECK(acceptance(settled(engine)) > 0.9);  // the real rows are the target's own
+  }
+
+  // The target padded (zero rows, as unused rows often are) and the unpadded model drafting.
+  const Model padded_target = padded(model, 576, 0.0f, 0);
+  ModelRunner padded_runner(padded_target, runner_options());
+  std::vector<int32_t> padded_reference;
+  {
+    Engine plain(padded_runner, tokenizer.get(), test::speculative_config(1, 64, 0));
+    padded_reference = run_one(plain, greedy_request(prompt, 48));
+  }
+  ModelRunner small_draft(model, runner_options());
+  {
+    Engine engine(padded_runner, tokenizer.get(), test::speculative_config(4, 64, 4), &small_draft);
+    CHECK(run_one(engine, greedy_request(prompt, 48)) == padded_reference);
+    CHECK(settled(engine).spec_num_accepted_tokens > 0);
+  }
+
+  // Without a tokenizer nothing says which rows are padding; a table shorter than the tokenizer
+  // misses real tokens.
+  CHECK_THROWS_WITH(Engine(target, nullptr, test::speculative_config(1, 64, 4), &loud_runner),
+                    "the draft model's vocabulary has 640 tokens, the target's 512: a draft must share the target's "
+                    "vocabulary (without a tokenizer, the same size)");
+  Model cut = model;
+  cut.config.vocab_size = 500;
+  cut.weights.token_embedding.resize(static_cast<size_t>(500 * cut.config.hidden_size));
+  ModelRunner cut_runner(cut, runner_options());
+  CHECK_THROWS_WITH(Engine(target, tokenizer.get(), test::speculative_config(1, 64, 4), &cut_runner),
+                    "the draft model's vocabulary has 500 tokens, the target's 512: a draft must share the target's "
+                    "vocabulary (sizes may differ only in padding past the tokenizer's 512 tokens)");
 }
 
 namespace {
