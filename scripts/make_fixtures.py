@@ -143,6 +143,19 @@ FIXTURES["gemma3_gguf"] = (Gemma3TextConfig, dict(
     rope_parameters={"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
                      "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}),
     torch.bfloat16)
+# Mixtures of experts as a GGUF file can state them (tests/fixtures/gguf/converted/, made from
+# these folders by llama.cpp's converter): llama.cpp runs Mixtral without a sliding window (its
+# converter writes none for architecture llama), always renormalises the top-k weights (GGUF has
+# no norm_topk_prob) and has no dense layers in qwen3moe. mixtral_gguf's hidden size 256 makes
+# its gate/up/attention rows whole K-quant blocks, so the llama-quantize copies hold Q4_K/Q6_K
+# experts (narrower rows take llama.cpp's Q8_0/Q5_0/Q4_0 fallbacks); BF16 on disk keeps it small.
+FIXTURES["mixtral_gguf"] = (MixtralConfig, dict(
+    hidden_size=256, intermediate_size=32, head_dim=16, vocab_size=128, num_local_experts=4,
+    num_experts_per_tok=2, sliding_window=None), torch.bfloat16)
+FIXTURES["qwen3_moe_gguf"] = (Qwen3MoeConfig, dict(
+    hidden_size=32, intermediate_size=64, moe_intermediate_size=32, vocab_size=128, head_dim=16,
+    num_experts=8, num_experts_per_tok=2, norm_topk_prob=True), torch.float32)
+MOE |= {"mixtral_gguf", "qwen3_moe_gguf"}
 NOT_IN_CONFIG = {Gemma3TextConfig: ("hidden_act",),  # Gemma names it hidden_activation
                  Gemma3Config: tuple(COMMON)}  # all in text_config
 # Fixtures whose seed must also give a greedy continuation of at least 4 distinct tokens (a
