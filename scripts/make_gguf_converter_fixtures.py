@@ -18,9 +18,10 @@ Gemma files no dummy space prefix either.
 
 tokenizer.json records, per file, what the sentencepiece library itself encodes for STRINGS (no
 BOS), so the C++ test checks the GGUF vocabulary the converter wrote against the reference
-tokenizer. With --llama-quantize, gemma3_gguf and phi3_longrope are also quantized to Q8_0 and
-Q4_K_M (<name>_<type>.gguf; rows this narrow take llama.cpp's fallbacks Q8_0/Q5_0/Q4_0 inside
-Q4_K_M), so fused Phi-3 projections and Gemma norms are read from real quantized files. The C++ test (tests/unit/test_gguf_converted.cpp) checks the files' logits against
+tokenizer. With --llama-quantize, gemma3_gguf, phi3_longrope and the two MoE files are also
+quantized to Q8_0 and Q4_K_M (<name>_<type>.gguf; rows narrower than 256 take llama.cpp's
+fallbacks Q8_0/Q5_0/Q4_0 inside Q4_K_M, mixtral_gguf's 256-wide rows real Q4_K/Q6_K blocks), so
+fused Phi-3 projections, Gemma norms and stacked experts are read from real quantized files. The C++ test (tests/unit/test_gguf_converted.cpp) checks the files' logits against
 the folders' expected_logits.json (made by scripts/make_fixtures.py with transformers).
 Needs: torch, transformers, safetensors, sentencepiece, and the llama.cpp tree's gguf-py.
 """
@@ -39,7 +40,8 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 MODELS = REPO / "tests" / "fixtures" / "models"
 OUT = REPO / "tests" / "fixtures" / "gguf" / "converted"
 NAMES = ["gemma3_gguf", "gemma3_text", "phi3_sliding_window", "phi3_longrope", "mixtral_gguf", "qwen3_moe_gguf"]
-QUANTIZED = {"gemma3_gguf": ["Q8_0", "Q4_K_M"], "phi3_longrope": ["Q8_0", "Q4_K_M"]}
+QUANTIZED = {"gemma3_gguf": ["Q8_0", "Q4_K_M"], "phi3_longrope": ["Q8_0", "Q4_K_M"],
+             "mixtral_gguf": ["Q8_0", "Q4_K_M"], "qwen3_moe_gguf": ["Q8_0", "Q4_K_M"]}
 # --outtype per file (default f32): mixtral_gguf's weights are BF16 on disk, which BF16 keeps exactly
 # at half the size.
 OUTTYPE = {"mixtral_gguf": "bf16"}
