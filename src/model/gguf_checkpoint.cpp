@@ -82,10 +82,11 @@ std::string per_expert_tensor_name(const std::string& suffix, const std::string&
       {"ffn_gate.", "gate_proj"}, {"ffn_up.", "up_proj"}, {"ffn_down.", "down_proj"}};
   static const std::map<std::string, std::string> kMixtral = {
       {"gate_proj", "w1"}, {"up_proj", "w3"}, {"down_proj", "w2"}};
+  const std::string weight = ".weight";
   for (const auto& [prefix, part] : kParts) {
     const std::string p(prefix);
-    if (suffix.rfind(p, 0) != 0 || !ends_with(suffix, ".weight")) continue;
-    const std::string expert = suffix.substr(p.size(), suffix.size() - p.size() - 7);
+    if (suffix.rfind(p, 0) != 0 || !ends_with(suffix, weight) || suffix.size() < p.size() + weight.size()) continue;
+    const std::string expert = suffix.substr(p.size(), suffix.size() - p.size() - weight.size());
     if (expert.empty() || !std::all_of(expert.begin(), expert.end(), [](char c) { return c >= '0' && c <= '9'; }))
       return {};
     if (arch == "llama")
