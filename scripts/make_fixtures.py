@@ -143,6 +143,24 @@ FIXTURES["gemma3_gguf"] = (Gemma3TextConfig, dict(
     rope_parameters={"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
                      "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}),
     torch.bfloat16)
+# Mixtures of experts as a GGUF file can state them (tests/fixtures/gguf/converted/, made from
+# these folders by llama.cpp's converter): llama.cpp runs Mixtral without a sliding window (its
+# converter writes none for architecture llama), always renormalises the top-k weights (GGUF has
+# no norm_topk_prob) and has no dense layers in qwen3moe. mixtral_gguf's hidden size 256 makes
+# its gate/up/attention rows whole K-quant blocks, so the llama-quantize copies hold Q4_K/Q6_K
+# experts (narrower rows take llama.cpp's Q8_0/Q5_0/Q4_0 fallbacks); BF16 on disk keeps it small.
+FIXTURES["mixtral_gguf"] = (MixtralConfig, dict(
+    hidden_size=256, intermediate_size=32, head_dim=16, vocab_size=128, num_local_experts=4,
+    num_experts_per_tok=2, sliding_window=None), torch.bfloat16)
+FIXTURES["qwen3_moe_gguf"] = (Qwen3MoeConfig, dict(
+    hidden_size=32, intermediate_size=64, moe_intermediate_size=32, vocab_size=128, head_dim=16,
+    num_experts=8, num_experts_per_tok=2, norm_topk_prob=True), torch.float32)
+MOE |= {"mixtral_gguf", "qwen3_moe_gguf"}
+# Hidden 256 with the 32-wide fixtures' deviations gave logits of std 4.8 and a model so
+# sensitive that the runner on its llama-quantize copies missed the dequantized reference by
+# 10.9 % of a row's scale (Q8_0) and 21 % (Q4_K_M: a router near-tie in the quantized model);
+# with deviations scaled by fan-in, 0.8 % and 2.4 %.
+FAN_IN_SCALED = {"mixtral_gguf"}
 NOT_IN_CONFIG = {Gemma3TextConfig: ("hidden_act",),  # Gemma names it hidden_activation
                  Gemma3Config: tuple(COMMON)}  # all in text_config
 # Fixtures whose seed must also give a greedy continuation of at least 4 distinct tokens (a
@@ -153,11 +171,14 @@ VARIED_GREEDY = {"gemma3_text", "gemma3_conditional", "gemma3_gguf"}
 EMBED_STD = {"gemma3_text": 0.15, "gemma3_conditional": 0.15, "gemma3_gguf": 0.15}
 
 
-def init_weights(model, seed, embed_std=1.0):
+def init_weights(model, seed, embed_std=1.0, fan_in_scaled=False):
     """Non-trivial random weights: projection matrices N(0, 0.2), embeddings N(0, 1), lm_head
     N(0, 0.3), norms 1 + N(0, 0.1), biases N(0, 0.1): attention is far from uniform and logits
-    spread over several units instead of sitting near zero."""
+    spread over several units instead of sitting near zero. With fan_in_scaled, matrices wider
+    than 32 inputs get those deviations times sqrt(32 / inputs), so their outputs keep the scale
+    of the 32-wide fixtures."""
     g = torch.Generator().manual_seed(seed)
+    widen = (lambda p: (32 / p.shape[-1]) ** 0.5) if fan_in_scaled else (lambda p: 1.0)
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("norm.weight"):
@@ -165,10 +186,10 @@ def init_weights(model, seed, embed_std=1.0):
             elif "embed_tokens" in name:
                 p.copy_(embed_std * torch.randn(p.shape, generator=g))
             elif name.endswith("lm_head.weight"):
-                p.copy_(0.3 * torch.randn(p.shape, generator=g))
+                p.copy_(0.3 * widen(p) * torch.randn(p.shape, generator=g))
             else:
                 matrix = p.dim() == 2 or ".experts." in name  # experts: [E, out, in] in memory
-                p.copy_((0.2 if matrix else 0.1) * torch.randn(p.shape, generator=g))
+                p.copy_((0.2 * widen(p) if matrix else 0.1) * torch.randn(p.shape, generator=g))
 
 
 def round6(values):
@@ -252,7 +273,7 @@ def make_fixture(name, out_root):
         config = cls(**merged)
         model = AutoModelForCausalLM.from_config(config, attn_implementation="eager",
                                                  dtype=torch.float32)
-        init_weights(model, seed, EMBED_STD.get(name, 1.0))
+        init_weights(model, seed, EMBED_STD.get(name, 1.0), name in FAN_IN_SCALED)
         if folder.exists():
             shutil.rmtree(folder)
         model.to(dtype).save_pretrained(folder)

@@ -5,10 +5,12 @@
   scripts/make_gguf_converter_fixtures.py --llama-cpp PATH/TO/llama.cpp [--python /tmp/venv-hf/bin/python]
       [--llama-quantize PATH/TO/llama-quantize]
 
-For each of tests/fixtures/models/{gemma3_gguf, gemma3_text, phi3_sliding_window, phi3_longrope}:
-the folder's config.json and model.safetensors are copied to a temporary folder with a tiny
-SentencePiece tokenizer.model (the fixtures have none and the converter needs one), and
-convert_hf_to_gguf.py --outtype f32 writes <name>.gguf. The tokenizer is trained here (BPE, on
+For each of tests/fixtures/models/{gemma3_gguf, gemma3_text, phi3_sliding_window, phi3_longrope,
+mixtral_gguf, qwen3_moe_gguf}: the folder's config.json and model.safetensors are copied to a
+temporary folder with a tiny SentencePiece tokenizer.model (the fixtures have none and the
+converter needs one), and convert_hf_to_gguf.py --outtype f32 (bf16 for mixtral_gguf, whose
+weights are BF16) writes <name>.gguf; the converter stacks each MoE layer's experts into 3-D
+ffn_gate_exps / ffn_up_exps / ffn_down_exps tensors. The tokenizer is trained here (BPE, on
 CORPUS below) with exactly the model's vocab_size pieces, so the converter neither pads nor cuts
 the vocabulary (the Gemma 3 converter drops embedding rows past the tokenizer's size). As in
 Llama 2's and Gemma's own tokenizer.model, no normalization and no whitespace squeezing; for the
@@ -16,9 +18,10 @@ Gemma files no dummy space prefix either.
 
 tokenizer.json records, per file, what the sentencepiece library itself encodes for STRINGS (no
 BOS), so the C++ test checks the GGUF vocabulary the converter wrote against the reference
-tokenizer. With --llama-quantize, gemma3_gguf and phi3_longrope are also quantized to Q8_0 and
-Q4_K_M (<name>_<type>.gguf; rows this narrow take llama.cpp's fallbacks Q8_0/Q5_0/Q4_0 inside
-Q4_K_M), so fused Phi-3 projections and Gemma norms are read from real quantized files. The C++ test (tests/unit/test_gguf_converted.cpp) checks the files' logits against
+tokenizer. With --llama-quantize, gemma3_gguf, phi3_longrope and the two MoE files are also
+quantized to Q8_0 and Q4_K_M (<name>_<type>.gguf; rows narrower than 256 take llama.cpp's
+fallbacks Q8_0/Q5_0/Q4_0 inside Q4_K_M, mixtral_gguf's 256-wide rows real Q4_K/Q6_K blocks), so
+fused Phi-3 projections, Gemma norms and stacked experts are read from real quantized files. The C++ test (tests/unit/test_gguf_converted.cpp) checks the files' logits against
 the folders' expected_logits.json (made by scripts/make_fixtures.py with transformers).
 Needs: torch, transformers, safetensors, sentencepiece, and the llama.cpp tree's gguf-py.
 """
@@ -36,8 +39,25 @@ import sentencepiece as spm
 REPO = pathlib.Path(__file__).resolve().parent.parent
 MODELS = REPO / "tests" / "fixtures" / "models"
 OUT = REPO / "tests" / "fixtures" / "gguf" / "converted"
-NAMES = ["gemma3_gguf", "gemma3_text", "phi3_sliding_window", "phi3_longrope"]
-QUANTIZED = {"gemma3_gguf": ["Q8_0", "Q4_K_M"], "phi3_longrope": ["Q8_0", "Q4_K_M"]}
+NAMES = ["gemma3_gguf", "gemma3_text", "phi3_sliding_window", "phi3_longrope", "mixtral_gguf", "qwen3_moe_gguf"]
+QUANTIZED = {"gemma3_gguf": ["Q8_0", "Q4_K_M"], "phi3_longrope": ["Q8_0", "Q4_K_M"],
+             "mixtral_gguf": ["Q8_0", "Q4_K_M"], "qwen3_moe_gguf": ["Q8_0", "Q4_K_M"]}
+# --outtype per file (default f32): mixtral_gguf's weights are BF16 on disk, which BF16 keeps exactly
+# at half the size.
+OUTTYPE = {"mixtral_gguf": "bf16"}
+# llama.cpp writes a Qwen vocabulary only from a byte-level BPE tokenizer.json whose pre-tokenizer
+# it recognises by a hash of its encodings; a tiny trained one matches none. For these files the
+# converter's model class is run with the SentencePiece vocabulary path its Llama class takes: the
+# tensors and architecture metadata are still the converter's own.
+SENTENCEPIECE_VOCAB = {"qwen3_moe_gguf": ("conversion.qwen", "Qwen3MoeModel")}
+RUN_WITH_SENTENCEPIECE_VOCAB = """\
+import importlib, runpy, sys
+sys.path.insert(0, sys.argv[1])
+module, cls = sys.argv[2].split(":")
+getattr(importlib.import_module(module), cls).set_vocab = lambda self: self._set_vocab_sentencepiece()
+sys.argv = sys.argv[3:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
 CORPUS = """\
 The server reads a model file, maps its tensors and answers requests one token at a time.
 Each layer normalizes its input, attends to the tokens before it and runs a small network.
@@ -86,9 +106,12 @@ def main():
             config = json.loads((folder / "config.json").read_text())
             encodings = train_tokenizer(folder, config["vocab_size"], "gemma" not in name, tmp)
             out = OUT / f"{name}.gguf"
-            subprocess.run([args.python, str(args.llama_cpp / "convert_hf_to_gguf.py"), str(folder),
-                            "--outtype", "f32", "--outfile", str(out)], check=True, env=env,
-                           stdout=subprocess.DEVNULL)
+            convert = [str(args.llama_cpp / "convert_hf_to_gguf.py"), str(folder),
+                       "--outtype", OUTTYPE.get(name, "f32"), "--outfile", str(out)]
+            if name in SENTENCEPIECE_VOCAB:
+                convert = ["-c", RUN_WITH_SENTENCEPIECE_VOCAB, str(args.llama_cpp),
+                           ":".join(SENTENCEPIECE_VOCAB[name])] + convert
+            subprocess.run([args.python] + convert, check=True, env=env, stdout=subprocess.DEVNULL)
             expected["files"][out.name] = {"model": name, "encodings": encodings}
             print(f"{out.name}: {out.stat().st_size / 1024:.0f} KB")
             for qtype in QUANTIZED.get(name, []) if args.llama_quantize else []:

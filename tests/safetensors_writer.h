@@ -62,14 +62,19 @@ inline std::string f32_bytes(const std::vector<float>& values) {
   return s;
 }
 
+// n values uniform in [-0.5, 0.5), the same for the same seed.
+inline std::vector<float> random_values(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
 inline TestTensor random_f32_tensor(const std::string& name, std::vector<int64_t> shape, uint32_t seed) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = dist(rng);
-  return {name, "F32", std::move(shape), f32_bytes(v)};
+  return {name, "F32", std::move(shape), f32_bytes(random_values(static_cast<size_t>(n), seed))};
 }
 
 // The header JSON a well-formed file would have for `tensors` (offsets packed in order).

@@ -44,14 +44,23 @@ class SplitCheckpoint final : public Checkpoint {
   // holds): every expert in two 3-D tensors, mlp.experts.gate_up_proj [E, 2 · inter, hidden]
   // (each expert's gate rows, then its up rows) and mlp.experts.down_proj [E, hidden, inter],
   // and the router as mlp.gate.weight (mixtral's checkpoints say block_sparse_moe.gate.weight).
+  // llama.cpp's GGUF files keep gate and up apart (ffn_gate_exps, ffn_up_exps), which the GGUF
+  // checkpoint names mlp.experts.gate_proj and mlp.experts.up_proj, [E, inter, hidden] each.
   void add_stacked_experts(const ModelConfig& c, int layer) {
     const std::string p = layer_prefix(c, layer);
     const int64_t e_count = c.num_experts, hidden = c.hidden_size, inter = c.moe_intermediate_size;
     const std::string gate_up = p + "mlp.experts.gate_up_proj", down = p + "mlp.experts.down_proj";
+    const std::string gate = p + "mlp.experts.gate_proj", up = p + "mlp.experts.up_proj";
+    const bool gate_apart = inner_.has(gate);
     for (int64_t e = 0; e < e_count; ++e) {
       const ExpertTensorNames n = expert_tensor_names(c, layer, static_cast<int>(e));
-      slices_[n.gate] = {gate_up, 2 * inter * e, inter, 0, hidden, {e_count, 2 * inter, hidden}};
-      slices_[n.up] = {gate_up, 2 * inter * e + inter, inter, 0, hidden, {e_count, 2 * inter, hidden}};
+      if (gate_apart) {
+        slices_[n.gate] = {gate, inter * e, inter, 0, hidden, {e_count, inter, hidden}};
+        slices_[n.up] = {up, inter * e, inter, 0, hidden, {e_count, inter, hidden}};
+      } else {
+        slices_[n.gate] = {gate_up, 2 * inter * e, inter, 0, hidden, {e_count, 2 * inter, hidden}};
+        slices_[n.up] = {gate_up, 2 * inter * e + inter, inter, 0, hidden, {e_count, 2 * inter, hidden}};
+      }
       slices_[n.down] = {down, hidden * e, hidden, 0, inter, {e_count, hidden, inter}};
     }
     const std::string router = router_tensor_name(c, layer);

@@ -5,7 +5,8 @@
 // (rows [q; k; v] and [gate; up], as transformers splits them), without copying. Likewise a
 // mixture of experts stored as transformers 5 holds it in memory (mlp.experts.gate_up_proj and
 // mlp.experts.down_proj, 3-D, and the router as mlp.gate.weight): each expert's gate, up and
-// down are slices of those.
+// down are slices of those (so are a GGUF file's ffn_gate_exps, ffn_up_exps and ffn_down_exps,
+// quantized blocks included: an expert's rows are whole blocks, a run of bytes).
 #include <memory>
 
 #include "model/checkpoint.h"

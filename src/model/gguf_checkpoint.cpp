@@ -74,6 +74,28 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// Older converters wrote one 2-D tensor per expert, blk.N.ffn_{gate,up,down}.E.weight: the
+// Hugging Face per-expert name (Mixtral's w1/w3/w2 for llama files), or empty for anything else.
+std::string per_expert_tensor_name(const std::string& suffix, const std::string& layer_prefix,
+                                   const std::string& arch) {
+  static const std::pair<const char*, const char*> kParts[] = {
+      {"ffn_gate.", "gate_proj"}, {"ffn_up.", "up_proj"}, {"ffn_down.", "down_proj"}};
+  static const std::map<std::string, std::string> kMixtral = {
+      {"gate_proj", "w1"}, {"up_proj", "w3"}, {"down_proj", "w2"}};
+  const std::string weight = ".weight";
+  for (const auto& [prefix, part] : kParts) {
+    const std::string p(prefix);
+    if (suffix.rfind(p, 0) != 0 || !ends_with(suffix, weight) || suffix.size() < p.size() + weight.size()) continue;
+    const std::string expert = suffix.substr(p.size(), suffix.size() - p.size() - weight.size());
+    if (expert.empty() || !std::all_of(expert.begin(), expert.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return {};
+    if (arch == "llama")
+      return layer_prefix + "block_sparse_moe.experts." + expert + "." + kMixtral.at(part) + ".weight";
+    return layer_prefix + "mlp.experts." + expert + "." + part + ".weight";
+  }
+  return {};
+}
+
 class GgufCheckpoint final : public Checkpoint {
  public:
   explicit GgufCheckpoint(GgufFile file) : file_(std::move(file)) {
@@ -256,6 +278,16 @@ std::string gguf_to_hf_tensor_name(const std::string& gguf_name, const std::stri
       {"ffn_up.weight", "mlp.up_proj.weight"},           {"ffn_up.bias", "mlp.up_proj.bias"},
       {"ffn_down.weight", "mlp.down_proj.weight"},       {"ffn_down.bias", "mlp.down_proj.bias"},
   };
+  // Mixtures of experts: the router, and every expert's matrices stacked in one 3-D tensor
+  // [E, rows, cols] under transformers 5's in-memory names (model/fused_tensors.h slices them).
+  static const std::map<std::string, std::string> kExperts = {
+      {"ffn_gate_inp.weight", "mlp.gate.weight"},
+      {"ffn_gate_exps.weight", "mlp.experts.gate_proj"},
+      {"ffn_up_exps.weight", "mlp.experts.up_proj"},
+      {"ffn_down_exps.weight", "mlp.experts.down_proj"},
+      {"ffn_gate_up_exps.weight", "mlp.experts.gate_up_proj"},
+  };
+
   // Where an architecture's Hugging Face names differ: Gemma 3's four norms a layer (ffn_norm is
   // the norm before the MLP, not after attention), Phi-3's fused projections (ffn_up holds the
   // gate rows, then the up rows, as gate_up_proj does).
@@ -279,9 +311,10 @@ std::string gguf_to_hf_tensor_name(const std::string& gguf_name, const std::stri
   if (own != nullptr) {
     if (auto it = own->find(suffix); it != own->end()) return "model.layers." + layer + "." + it->second;
   }
-  auto it = kPerLayer.find(suffix);
-  if (it == kPerLayer.end()) return {};
-  return "model.layers." + layer + "." + it->second;
+  for (const auto* names : {&kPerLayer, &kExperts}) {
+    if (auto it = names->find(suffix); it != names->end()) return "model.layers." + layer + "." + it->second;
+  }
+  return per_expert_tensor_name(suffix, "model.layers." + layer + ".", arch);
 }
 
 std::unique_ptr<Checkpoint> open_gguf_checkpoint(const std::filesystem::path& file) {

@@ -12,20 +12,26 @@
 
 namespace slab {
 
-// general.architecture llama (Llama and Mistral), qwen2, qwen3, phi3 (fused tensors, partial
-// rotary, longrope factors as tensors, sliding window) or gemma3 (read as llama.cpp reads it:
-// fixed local/global period 6 unless attention.sliding_window_pattern says, attention scale
-// head_dim^-0.5 but hidden / heads for the 62-layer 27B, norms stored as 1 + w). Throws naming the file and
-// the key (or tensor) at fault: an unknown architecture, a missing or mistyped key, an option
-// the engine does not implement (partial rotary outside phi3, YaRN, RoPE divisors in rope_freqs.weight that
-// no Llama 3 scaling produces). Llama 3.1's scaling parameters are recovered from those divisors.
+// general.architecture llama (Llama, Mistral, and Mixtral when expert_count > 0), qwen2, qwen3,
+// qwen3moe, phi3 (fused tensors, partial rotary, longrope factors as tensors, sliding window) or
+// gemma3 (read as llama.cpp reads it: fixed local/global period 6 unless
+// attention.sliding_window_pattern says, attention scale head_dim^-0.5 but hidden / heads for the
+// 62-layer 27B, norms stored as 1 + w). Mixtures of experts as llama.cpp runs them: top-k weights
+// always renormalised, every layer routed. Throws naming the file and the key (or tensor) at
+// fault: an unknown architecture, a missing or mistyped key, an option the engine does not
+// implement (partial rotary outside phi3, YaRN, RoPE divisors in rope_freqs.weight that no Llama 3
+// scaling produces, shared experts, expert groups, routing other than softmax). Llama 3.1's
+// scaling parameters are recovered from those divisors.
 ModelConfig gguf_model_config(const GgufFile& file);
 
-// Opens the file's weights. F32/F16/BF16 tensors are read from the memory map; quantized ones are
-// dequantized to BF16 at open, with one log line naming their types; Q8_0/Q4_0 tensors also
-// keep their blocks in the view (TensorView::blocks) for the quantized packing. llama's Q and K rows, which
-// the GGUF converter interleaves for ggml's RoPE, are put back in Hugging Face's rotate-half order;
-// gemma3's norm weights, which the converter stores as 1 + w, are read back as w (owned F32).
+// Opens the file's weights. F32/F16/BF16 tensors are read from the memory map; quantized ones
+// keep their blocks in the view (TensorView::blocks) for the quantized packing and are decoded to
+// BF16 only when tensor() asks (until release()), with one log line naming their types. llama's Q
+// and K rows, which the GGUF converter interleaves for ggml's RoPE, are put back in Hugging Face's
+// rotate-half order; gemma3's norm weights, which the converter stores as 1 + w, are read back as
+// w (owned F32). Experts stacked in 3-D tensors (ffn_gate_exps, ...) keep stacked names
+// (mlp.experts.gate_proj, ...) for model/fused_tensors.h to slice per expert; older files'
+// per-expert ffn_gate.E tensors take the per-expert Hugging Face names.
 std::unique_ptr<Checkpoint> open_gguf_checkpoint(const std::filesystem::path& file);
 std::unique_ptr<Checkpoint> open_gguf_checkpoint(GgufFile file);
 

@@ -207,23 +207,75 @@ void gemma3_fields(const GgufFile& f, json& j) {
   j["attention_bias"] = f.find_tensor("blk.0.attn_q.bias") != nullptr;
 }
 
+// Mixtral (architecture llama with experts) and Qwen3-MoE as llama.cpp reads them: softmax over
+// all experts, top expert_used_count, the picks' weights always renormalised to sum 1 (llama.cpp
+// hard-codes it for both; GGUF keeps no norm_topk_prob, and the released Qwen3-MoE checkpoints
+// set it). Mixtral's experts are feed_forward_length wide, Qwen3-MoE's expert_feed_forward_length
+// (llama.cpp's fallback: feed_forward_length / expert_used_count). Every layer has experts. What
+// llama.cpp does not run for these architectures, or would run otherwise than the
+// keys say, is refused by name: shared experts, expert groups, another gating function, weights
+// left unnormalised or scaled.
+void moe_fields(const GgufFile& f, const std::string& arch, json& j) {
+  const std::string a = arch + ".";
+  const int count = positive_int(f, a + "expert_count", std::nullopt);
+  const int used = positive_int(f, a + "expert_used_count", std::nullopt);
+  // Key and the largest value that still means "none": Qwen2-MoE's and DeepSeek's shared experts,
+  // DeepSeek V3's grouped routing.
+  const std::pair<const char*, int64_t> unsupported[] = {
+      {"expert_shared_count", 0}, {"expert_shared_feed_forward_length", 0}, {"expert_group_count", 1}};
+  for (const auto& [key, none] : unsupported) {
+    if (const auto v = f.get_int(a + key); v && *v > none)
+      f.fail_key(a + key, std::to_string(*v) + ": shared experts and expert groups are not supported");
+  }
+  for (const GgufTensorInfo& t : f.tensors()) {
+    if (t.name.find("_shexp") != std::string::npos) f.fail_tensor(t.name, "shared experts are not supported");
+  }
+  if (const auto gating = f.get_int(a + "expert_gating_func"); gating && *gating != 1)
+    f.fail_key(a + "expert_gating_func", "only softmax routing (1) is supported, found " + std::to_string(*gating));
+  if (const auto norm = f.get_bool(a + "expert_weights_norm"); norm && !*norm)
+    f.fail_key(a + "expert_weights_norm", "unnormalised expert weights are not supported (llama.cpp renormalises)");
+  if (const auto scale = f.get_float(a + "expert_weights_scale"); scale && *scale != 0.0 && *scale != 1.0)
+    f.fail_key(a + "expert_weights_scale", "scaled expert weights are not supported");
+  // Every layer routes (llama.cpp reads no dense layer in these architectures, and its converter
+  // writes none for qwen3moe).
+  for (int i = 0; i < j["num_hidden_layers"].get<int>(); ++i) {
+    const std::string router = "blk." + std::to_string(i) + ".ffn_gate_inp.weight";
+    if (f.find_tensor(router) == nullptr)
+      f.fail_tensor(router, "missing (a layer without experts in a mixture-of-experts file is not supported)");
+  }
+  j["num_local_experts"] = count;
+  j["num_experts_per_tok"] = used;
+  if (arch == "llama") {
+    j["model_type"] = "mixtral";
+    if (f.find_tensor("blk.0.attn_q.bias") != nullptr)
+      f.fail_tensor("blk.0.attn_q.bias", "Mixtral has no attention biases (not supported)");
+    if (const auto width = f.get_int(a + "expert_feed_forward_length");
+        width && *width != j["intermediate_size"].get<int>()) {
+      f.fail_key(a + "expert_feed_forward_length", "differs from feed_forward_length (not supported for Mixtral)");
+    }
+    if (const int window = positive_int(f, a + "attention.sliding_window", INT_MAX); window != INT_MAX)
+      j["sliding_window"] = window;
+    return;
+  }
+  j["model_type"] = "qwen3_moe";
+  j["norm_topk_prob"] = true;
+  j["moe_intermediate_size"] =
+      positive_int(f, a + "expert_feed_forward_length", std::max(1, j["intermediate_size"].get<int>() / used));
+}
+
 }  // namespace
 
 ModelConfig gguf_model_config(const GgufFile& f) {
   const std::optional<std::string> arch_value = f.get_string("general.architecture");
   if (!arch_value) f.fail_key("general.architecture", "missing");
   const std::string& arch = *arch_value;
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && arch != "gemma3") {
-    f.fail_key("general.architecture", "unsupported architecture '" + arch +
-                                           "' (supported: llama, which includes Mistral, qwen2, qwen3, phi3, gemma3)");
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "qwen3moe" && arch != "phi3" &&
+      arch != "gemma3") {
+    f.fail_key("general.architecture",
+               "unsupported architecture '" + arch +
+                   "' (supported: llama, which includes Mistral and Mixtral, qwen2, qwen3, qwen3moe, phi3, gemma3)");
   }
   const std::string a = arch + ".";
-  // Mixtral converts to architecture llama with experts: the GGUF reader maps no expert tensors.
-  if (const auto experts = f.get_int(a + "expert_count"); experts && *experts > 0) {
-    f.fail_key(a + "expert_count", std::to_string(*experts) +
-                                       " experts: mixture-of-experts GGUF files are not supported (use the Hugging "
-                                       "Face safetensors folder)");
-  }
   if (const auto parts = f.get_int("split.count"); parts && *parts > 1) {
     f.fail_key("split.count", "the model is split over " + std::to_string(*parts) +
                                   " files, which is not supported yet (merge them into one file first)");
@@ -236,7 +288,12 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   j["model_type"] = arch;
   j["vocab_size"] = embd->dims[1];
   j["hidden_size"] = positive_int(f, a + "embedding_length", std::nullopt);
-  j["intermediate_size"] = positive_int(f, a + "feed_forward_length", std::nullopt);
+  // A Qwen3-MoE without dense layers needs no dense width: the experts' stands in.
+  std::optional<int> dense_width_fallback;
+  if (const auto expert_width = f.get_int(a + "expert_feed_forward_length");
+      arch == "qwen3moe" && expert_width && *expert_width > 0 && *expert_width <= INT_MAX)
+    dense_width_fallback = static_cast<int>(*expert_width);
+  j["intermediate_size"] = positive_int(f, a + "feed_forward_length", dense_width_fallback);
   j["num_hidden_layers"] = positive_int(f, a + "block_count", std::nullopt);
   const int heads = positive_int(f, a + "attention.head_count", std::nullopt);
   j["num_attention_heads"] = heads;
@@ -276,7 +333,12 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   j["hidden_act"] = "silu";
   j["tie_word_embeddings"] = f.find_tensor("output.weight") == nullptr;
   const bool attention_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
-  if (arch == "llama") {
+  const bool experts = f.get_int(a + "expert_count").value_or(0) > 0;
+  if (experts && arch != "llama" && arch != "qwen3moe")
+    f.fail_key(a + "expert_count", "experts are supported in llama (Mixtral) and qwen3moe files only");
+  if (arch == "llama" && experts) {
+    moe_fields(f, arch, j);
+  } else if (arch == "llama") {
     j["attention_bias"] = attention_bias;
     j["mlp_bias"] = f.find_tensor("blk.0.ffn_gate.bias") != nullptr;
     // Mistral's GGUF files are llama ones; the window is what tells them apart.
@@ -287,6 +349,9 @@ ModelConfig gguf_model_config(const GgufFile& f) {
     }
   } else if (arch == "qwen3") {
     j["attention_bias"] = attention_bias;
+  } else if (arch == "qwen3moe") {
+    j["attention_bias"] = attention_bias;
+    moe_fields(f, arch, j);
   } else if (arch == "phi3") {
     phi3_fields(f, j);
   } else if (arch == "gemma3") {

@@ -378,9 +378,10 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& stored, const Pac
       for (int e = 0; e < c.num_experts; ++e) {
         const ExpertTensorNames n = expert_tensor_names(c, i, e);
         PackedExpert& x = l.experts[static_cast<size_t>(e)];
-        x.gate_up = pack_projection({ck.get(n.gate, {expert_inter, hidden}), ck.get(n.up, {expert_inter, hidden})}, h,
+        // get_parts: a GGUF file's quantized experts repack from their blocks, never decoded.
+        x.gate_up = pack_projection(ck.get_parts({{n.gate, {expert_inter, hidden}}, {n.up, {expert_inter, hidden}}}), h,
                                     options.quantization, alloc, m.projection_paths, true);
-        x.down = pack_projection({ck.get(n.down, {hidden, expert_inter})}, c.moe_intermediate_size,
+        x.down = pack_projection(ck.get_parts({{n.down, {hidden, expert_inter}}}), c.moe_intermediate_size,
                                  options.quantization, alloc, m.projection_paths);
       }
       ck.report();

@@ -1,13 +1,14 @@
-// GGUF files of the phi3 and gemma3 architectures as llama.cpp's own converter writes them
-// (tests/fixtures/gguf/converted/, made by scripts/make_gguf_converter_fixtures.py from the
-// Hugging Face fixtures): their weights are the folders' weights under the loader's names, their
-// logits are transformers' (expected_logits.json, 20-token prompts past the sliding window of 8)
-// on the FP32 reference path and on every fast kernel set, and their vocabulary encodes as the
-// sentencepiece library does.
+// GGUF files of the phi3, gemma3, llama with experts (Mixtral) and qwen3moe architectures as
+// llama.cpp's own converter writes them (tests/fixtures/gguf/converted/, made by
+// scripts/make_gguf_converter_fixtures.py from the Hugging Face fixtures): their weights are the
+// folders' weights under the loader's names, their logits are transformers' (expected_logits.json,
+// 20-token prompts, past the sliding window of 8 where there is one) on the FP32 reference path
+// and on every fast kernel set, and their vocabulary encodes as the sentencepiece library does.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "model/gguf_model.h"
 #include "model/model.h"
 #include "model/model_runner.h"
+#include "model/weights.h"
 #include "runtime/cpu_features.h"
 #include "runtime/file_io.h"
 #include "test_paths.h"
@@ -33,7 +35,10 @@ using slab::test::GgufBuilder;
 namespace {
 
 // Files whose metadata states their Hugging Face twin exactly (gemma3_text does not: see below).
-const char* const kMatching[] = {"gemma3_gguf", "phi3_sliding_window", "phi3_longrope"};
+// The MoE files' experts are 3-D tensors (ffn_gate_exps, ffn_up_exps, ffn_down_exps); mixtral_gguf
+// is BF16, the rest F32.
+const char* const kMatching[] = {"gemma3_gguf", "phi3_sliding_window", "phi3_longrope", "mixtral_gguf",
+                                 "qwen3_moe_gguf"};
 
 std::filesystem::path converted(const std::string& name) {
   return test::fixtures_dir() / "gguf" / "converted" / (name + ".gguf");
@@ -67,6 +72,49 @@ float worst_excess(const float* got, const std::vector<float>& want, float atol,
   return worst;
 }
 
+// `elems` values stored as `format` blocks, decoded.
+std::vector<float> decode_blocks(BlockFormat format, const uint8_t* blocks, size_t elems) {
+  using DecodeFn = void (*)(const uint8_t*, size_t, float*);
+  DecodeFn decode = nullptr;
+  size_t block_elems = 32;
+  switch (format) {
+    case BlockFormat::q8_0: decode = gguf::dequantize_q8_0; break;
+    case BlockFormat::q4_0: decode = gguf::dequantize_q4_0; break;
+    case BlockFormat::q4_1: decode = gguf::dequantize_q4_1; break;
+    case BlockFormat::q5_0: decode = gguf::dequantize_q5_0; break;
+    case BlockFormat::q5_1: decode = gguf::dequantize_q5_1; break;
+    case BlockFormat::q4_k:
+      decode = gguf::dequantize_q4_k;
+      block_elems = 256;
+      break;
+    case BlockFormat::q5_k:
+      decode = gguf::dequantize_q5_k;
+      block_elems = 256;
+      break;
+    case BlockFormat::q6_k:
+      decode = gguf::dequantize_q6_k;
+      block_elems = 256;
+      break;
+    case BlockFormat::none: break;
+  }
+  REQUIRE(decode != nullptr);
+  std::vector<float> out(elems);
+  decode(blocks, elems / block_elems, out.data());
+  return out;
+}
+
+// Every element of `values` (a decoded view) equals the blocks' values rounded to BF16.
+size_t mismatches_with_blocks(const TensorView& header, const TensorView& values) {
+  const std::vector<float> from_blocks =
+      decode_blocks(header.block_format, header.blocks, static_cast<size_t>(header.numel()));
+  std::vector<float> decoded(from_blocks.size());
+  convert_to_f32(values, decoded.data());
+  size_t mismatches = 0;
+  for (size_t i = 0; i < decoded.size(); ++i)
+    mismatches += kern::bf16_to_f32(kern::f32_to_bf16(from_blocks[i])) != decoded[i];
+  return mismatches;
+}
+
 GgufFile parse(const std::string& bytes) {
   return GgufFile::parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "t.gguf");
 }
@@ -85,12 +133,25 @@ TEST_CASE("gguf converted by llama.cpp: tensors map to the Hugging Face names of
   CHECK(gguf_to_hf_tensor_name("blk.1.ffn_norm.weight", "phi3") == "model.layers.1.post_attention_layernorm.weight");
   CHECK(gguf_to_hf_tensor_name("blk.1.ffn_up.weight", "llama") == "model.layers.1.mlp.up_proj.weight");
   CHECK(gguf_to_hf_tensor_name("rope_factors_long.weight", "phi3").empty());
+  CHECK(gguf_to_hf_tensor_name("blk.1.ffn_gate_inp.weight", "qwen3moe") == "model.layers.1.mlp.gate.weight");
+  CHECK(gguf_to_hf_tensor_name("blk.1.ffn_gate_exps.weight", "llama") == "model.layers.1.mlp.experts.gate_proj");
+  CHECK(gguf_to_hf_tensor_name("blk.1.ffn_down_exps.weight", "qwen3moe") == "model.layers.1.mlp.experts.down_proj");
+  CHECK(gguf_to_hf_tensor_name("blk.1.ffn_gate_up_exps.weight", "llama") == "model.layers.1.mlp.experts.gate_up_proj");
+  // Older files' per-expert tensors.
+  CHECK(gguf_to_hf_tensor_name("blk.1.ffn_up.3.weight", "llama") ==
+        "model.layers.1.block_sparse_moe.experts.3.w3.weight");
+  CHECK(gguf_to_hf_tensor_name("blk.1.ffn_down.12.weight", "qwen3moe") ==
+        "model.layers.1.mlp.experts.12.down_proj.weight");
+  CHECK(gguf_to_hf_tensor_name("blk.1.ffn_up.x.weight", "llama").empty());
 }
 
 TEST_CASE("gguf converted by llama.cpp: every tensor holds the Hugging Face folder's values", "[gguf]") {
-  for (const char* name : {"gemma3_gguf", "gemma3_text", "phi3_sliding_window", "phi3_longrope"}) {
+  for (const char* name :
+       {"gemma3_gguf", "gemma3_text", "phi3_sliding_window", "phi3_longrope", "mixtral_gguf", "qwen3_moe_gguf"}) {
     DYNAMIC_SECTION(name) {
-      const auto gguf = open_gguf_checkpoint(converted(name));
+      // Experts as row slices of the stacked tensors, under the folder's per-expert names.
+      const auto stored = open_gguf_checkpoint(converted(name));
+      const auto gguf = split_fused_projections(gguf_model_config(GgufFile::open(converted(name))), *stored);
       const auto hf = open_safetensors_checkpoint(hf_folder(name));
       for (const std::string& t : hf->tensor_names()) {
         INFO(t);
@@ -109,7 +170,7 @@ TEST_CASE("gguf converted by llama.cpp: every tensor holds the Hugging Face fold
   }
 }
 
-TEST_CASE("gguf converted by llama.cpp: phi3 and gemma3 compute transformers' logits (reference path)",
+TEST_CASE("gguf converted by llama.cpp: phi3, gemma3 and MoE files compute transformers' logits (reference path)",
           "[gguf][logits]") {
   for (const char* name : kMatching) {
     DYNAMIC_SECTION(name) {
@@ -132,6 +193,11 @@ TEST_CASE("gguf converted by llama.cpp: phi3 and gemma3 compute transformers' lo
       CHECK(c.tie_word_embeddings == hf.tie_word_embeddings);
       CHECK(c.fused_qkv_proj == hf.fused_qkv_proj);
       CHECK(c.embed_scale == hf.embed_scale);
+      CHECK(c.num_experts == hf.num_experts);
+      CHECK(c.num_experts_per_tok == hf.num_experts_per_tok);
+      CHECK(c.moe_intermediate_size == hf.moe_intermediate_size);
+      CHECK(c.moe_renormalize == hf.moe_renormalize);
+      CHECK(c.layer_moe == hf.layer_moe);
       const auto expected = read_json_file(hf_folder(name) / "expected_logits.json");
       const auto prompt = expected.at("prompt").get<std::vector<int>>();
       const auto want = expected.at("logits").get<std::vector<std::vector<float>>>();
@@ -171,7 +237,8 @@ TEST_CASE("gguf converted by llama.cpp: phi3 and gemma3 compute transformers' lo
   }
 }
 
-TEST_CASE("gguf converted by llama.cpp: phi3 and gemma3 compute transformers' logits (fast paths)", "[gguf][runner]") {
+TEST_CASE("gguf converted by llama.cpp: phi3, gemma3 and MoE files compute transformers' logits (fast paths)",
+          "[gguf][runner]") {
   std::vector<std::pair<const char*, KernelChoice>> sets;
   if (cpu_features().has_avx512_bf16_kernels()) sets.emplace_back("avx512_bf16", KernelChoice::avx512_bf16);
   if (cpu_features().has_avx2_kernels()) sets.emplace_back("avx2", KernelChoice::avx2);
@@ -225,6 +292,20 @@ TEST_CASE("gguf converted by llama.cpp: phi3 and gemma3 compute transformers' lo
             INFO("decode position " << t);
             CHECK(worst_excess(logits.data(), want[t], atol, 2e-2f, true) <= 0.0f);
           }
+        }
+        // The MoE fixtures' greedy steps lead by at least 0.15 (scripts/make_fixtures.py), enough
+        // for the BF16 path: their continuation is transformers' too.
+        if (c.num_experts > 0) {
+          const auto greedy_want = expected.at("greedy_tokens").get<std::vector<int>>();
+          ContiguousKvCache cache = make_cache(c, 64, KvDtype::bf16);
+          auto logits = runner->forward({prompt, {{0, 0, n, cache.block_table(0)}}, false}, cache);
+          std::vector<int> greedy;
+          for (size_t i = 0; i < greedy_want.size(); ++i) {
+            greedy.push_back(static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+            const int pos = n + static_cast<int>(i);
+            logits = runner->forward({{greedy.back()}, {{0, pos, 1, cache.block_table(0)}}, false}, cache);
+          }
+          CHECK(greedy == greedy_want);
         }
         WARN(isa << " " << name << ": worst |diff| / max|logit| of a row vs transformers = " << g_worst_frac);
       }
@@ -332,14 +413,18 @@ TEST_CASE("gguf converted by llama.cpp: the vocabulary encodes as sentencepiece 
 }
 
 // The same files quantized by llama.cpp's llama-quantize: Phi-3's fused attn_qkv and ffn_up split
-// by rows of blocks, Gemma's norms (kept F32) taken back from 1 + w, everything repacked for the
-// INT8/INT4 kernels, matching the dequantize-then-compute reference on the 20-token prompt
-// (test_model_quant.cpp's tolerance for llama-quantize's files).
+// by rows of blocks, Gemma's norms (kept F32) taken back from 1 + w, each expert a run of blocks
+// of its 3-D tensor (mixtral_gguf's gate/up Q4_K, its down and qwen3_moe_gguf's narrow rows
+// llama.cpp's fallbacks; routers kept F32), everything repacked for the INT8/INT4 kernels,
+// matching the dequantize-then-compute reference on the 20-token prompt (test_model_quant.cpp's
+// tolerance for llama-quantize's files). Measured (avx512_bf16): mixtral_gguf 0.8 % (Q8_0) and
+// 2.4 % (Q4_K_M) of the row scale, qwen3_moe_gguf 1.4 % and 1.6 %.
 TEST_CASE("gguf converted by llama.cpp and quantized by llama-quantize: the runner matches the reference",
           "[gguf][quantload]") {
   if (!cpu_features().has_avx2_kernels()) return;
   const std::pair<const char*, const char*> files[] = {
-      {"phi3_longrope", "Q8_0"}, {"phi3_longrope", "Q4_K_M"}, {"gemma3_gguf", "Q8_0"}, {"gemma3_gguf", "Q4_K_M"}};
+      {"phi3_longrope", "Q8_0"}, {"phi3_longrope", "Q4_K_M"}, {"gemma3_gguf", "Q8_0"},    {"gemma3_gguf", "Q4_K_M"},
+      {"mixtral_gguf", "Q8_0"},  {"mixtral_gguf", "Q4_K_M"},  {"qwen3_moe_gguf", "Q8_0"}, {"qwen3_moe_gguf", "Q4_K_M"}};
   for (const auto& [model, type] : files) {
     const std::string name = std::string(model) + "_" + type;
     DYNAMIC_SECTION(name) {
@@ -353,6 +438,8 @@ TEST_CASE("gguf converted by llama.cpp and quantized by llama-quantize: the runn
       REQUIRE_FALSE(runner->uses_reference());
       INFO(runner->weight_format());
       CHECK(runner->weight_format().find("(repacked)") != std::string::npos);
+      // Every projection of the MoE files, experts included, runs from its blocks.
+      if (reference.config.num_experts > 0) CHECK(runner->weight_format().find("-> BF16") == std::string::npos);
       const size_t vocab = static_cast<size_t>(reference.config.vocab_size);
       ContiguousKvCache ref_cache = make_cache(reference.config, 64);
       const auto want = forward(reference, {prompt, {{0, 0, n, ref_cache.block_table(0)}}, true}, ref_cache);
@@ -390,17 +477,40 @@ TEST_CASE("gguf: Phi-3's fused quantized projections split into row slices of bl
         const TensorView header = split->tensor_header(name);
         REQUIRE(header.blocks != nullptr);
         REQUIRE((header.block_format == BlockFormat::q8_0 || header.block_format == BlockFormat::q5_0));
-        const int64_t rows = header.shape[0], cols = header.shape[1];
-        std::vector<float> from_blocks(static_cast<size_t>(rows * cols));
-        const auto decode = header.block_format == BlockFormat::q8_0 ? gguf::dequantize_q8_0 : gguf::dequantize_q5_0;
-        decode(header.blocks, static_cast<size_t>(rows * cols / 32), from_blocks.data());
-        std::vector<float> values(from_blocks.size());
-        convert_to_f32(split->tensor(name), values.data());
-        size_t mismatches = 0;
-        for (size_t i = 0; i < values.size(); ++i)
-          mismatches += kern::bf16_to_f32(kern::f32_to_bf16(from_blocks[i])) != values[i];
-        CHECK(mismatches == 0);
+        CHECK(mismatches_with_blocks(header, split->tensor(name)) == 0);
       }
+    }
+  }
+}
+
+// Each expert's matrices are row runs of the layer's 3-D block tensors: the header hands out the
+// expert's blocks without decoding anything (what the `auto` repack reads, so a 26 GB Q4_K_M
+// Mixtral is never held in BF16), and they decode to the expert's rows of the decoded tensor.
+TEST_CASE("gguf: a MoE file's quantized experts split into row runs of blocks of the stacked tensors",
+          "[gguf][quantload]") {
+  for (const char* file : {"mixtral_gguf_Q4_K_M", "mixtral_gguf_Q8_0", "qwen3_moe_gguf_Q4_K_M"}) {
+    DYNAMIC_SECTION(file) {
+      const ModelConfig c = gguf_model_config(GgufFile::open(converted(file)));
+      const auto stored = open_gguf_checkpoint(converted(file));
+      const auto split = split_fused_projections(c, *stored);
+      std::map<std::string, int> formats;
+      for (int layer = 0; layer < c.num_layers; ++layer) {
+        for (int e = 0; e < c.num_experts; ++e) {
+          const ExpertTensorNames n = expert_tensor_names(c, layer, e);
+          for (const std::string& name : {n.gate, n.up, n.down}) {
+            INFO(name);
+            const TensorView header = split->tensor_header(name);
+            REQUIRE(header.blocks != nullptr);
+            CHECK(header.data == nullptr);
+            ++formats[block_format_name(header.block_format)];
+            CHECK(mismatches_with_blocks(header, split->tensor(name)) == 0);
+          }
+        }
+      }
+      std::string seen;
+      for (const auto& [format, count] : formats) seen += format + " x " + std::to_string(count) + " ";
+      WARN(file << ": expert matrices " << seen);
+      if (std::string(file) == "mixtral_gguf_Q4_K_M") CHECK(formats.count("Q4_K") == 1);
     }
   }
 }
