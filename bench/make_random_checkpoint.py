@@ -5,6 +5,8 @@ written directly (8-byte header length, JSON header, raw little-endian data), on
 
     python3 bench/make_random_checkpoint.py --shape tinyllama /tmp/tinyllama-random
     python3 bench/make_random_checkpoint.py --shape qwen2.5-0.5b /tmp/qwen-random
+    python3 bench/make_random_checkpoint.py --shape mixtral-tiny --tokenizer-from \
+        ../shared/testdata/tokenizers/llama2 /tmp/mixtral-tiny          # a mixture of experts
 
 Weights ~ N(0, 0.02), norms ~ 1 (+ small noise), biases ~ N(0, 0.02). To keep generation at disk
 speed, each tensor is cut from a 64 MiB pool of random values at a random offset. No tokenizer is
@@ -40,6 +42,14 @@ SHAPES = {
                          num_key_value_heads=4, vocab_size=32000, rope_theta=10000.0,
                          max_position_embeddings=2048, tie_word_embeddings=False, rms_norm_eps=1e-5,
                          bos_token_id=1, eos_token_id=2, qkv_bias=False),
+    # A small Mixtral: 8 experts of 2816, top 2 (1.3 GB; each token reads ~0.39 GB of it), so
+    # served MoE throughput can be compared with llama-server on llama.cpp's conversion of it.
+    "mixtral-tiny": dict(model_type="mixtral", architectures=["MixtralForCausalLM"], hidden_size=1024,
+                         intermediate_size=2816, num_hidden_layers=8, num_attention_heads=16,
+                         num_key_value_heads=4, vocab_size=32000, rope_theta=1000000.0,
+                         max_position_embeddings=4096, tie_word_embeddings=False, rms_norm_eps=1e-5,
+                         bos_token_id=1, eos_token_id=2, qkv_bias=False, num_local_experts=8,
+                         num_experts_per_tok=2, sliding_window=None, router_aux_loss_coef=0.02),
     "qwen2.5-0.5b": dict(model_type="qwen2", architectures=["Qwen2ForCausalLM"], hidden_size=896,
                          intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
                          num_key_value_heads=2, vocab_size=151936, rope_theta=1000000.0,
@@ -71,6 +81,13 @@ def tensors(s):
             yield p + "self_attn.v_proj.bias", (kv,), "w"
         yield p + "self_attn.o_proj.weight", (h, q), "w"
         yield p + "post_attention_layernorm.weight", (h,), "norm"
+        if s.get("num_local_experts"):  # Mixtral's per-expert tensors (w1 gate, w3 up, w2 down)
+            yield p + "block_sparse_moe.gate.weight", (s["num_local_experts"], h), "w"
+            for e in range(s["num_local_experts"]):
+                yield p + f"block_sparse_moe.experts.{e}.w1.weight", (i, h), "w"
+                yield p + f"block_sparse_moe.experts.{e}.w3.weight", (i, h), "w"
+                yield p + f"block_sparse_moe.experts.{e}.w2.weight", (h, i), "w"
+            continue
         yield p + "mlp.gate_proj.weight", (i, h), "w"
         yield p + "mlp.up_proj.weight", (i, h), "w"
         yield p + "mlp.down_proj.weight", (h, i), "w"
