@@ -34,8 +34,8 @@ llama-quantize for the rest; --convert-python picks the Python that runs the con
 the first server starts, and the same file goes to both servers. results.md gets one ratio column
 per llama.cpp variant (each slabserve row's output tok/s over that row's, same c, same run), the
 1-minute load average at the start and end of every level, the start-up lines each server logged
-(slabserve's kernels, llama.cpp's system_info), and issue #11's targets (INT8 variants >= 2.5x
-llama.cpp BF16 and >= 1.5x Q8_0; INT4 >= 2.5x BF16 and >= 1.5x Q4_K_M). Raw JSON per variant
+(slabserve's kernels, llama-server's thread pool and slots), and issue #11's targets (INT8
+variants >= 2.5x llama.cpp BF16 and >= 1.5x Q8_0; INT4 >= 2.5x BF16 and >= 1.5x Q4_K_M). Raw JSON per variant
 and level: raw/<server>-<weights>-c<c>.json. Results go to
 bench/results/<date>-<host>-quantized-serving/ (-variants when nothing is quantized).
 --report-only reads the run's lengths, levels and variant order back from run.json.
@@ -163,12 +163,13 @@ def loadavg():
         return "?"
 
 
-STARTUP_LINE = re.compile(r"compute:|weights:|placement:|system_info|KV cache:")
+STARTUP_LINE = re.compile(r"compute:|weights:|placement:|system_info|KV cache:|threadpool init|n_slots =")
 
 
 def startup_lines(log_path, limit=200):
     """What a server said about its kernels, weights and placement once ready: slabserve's model /
-    weights / placement / KV cache lines (timestamps cut), llama-server's system_info."""
+    weights / placement / KV cache lines (timestamps cut), llama-server's system_info (older
+    builds), thread pool and slot lines."""
     out = []
     try:
         with open(log_path, errors="replace") as f:
@@ -176,7 +177,7 @@ def startup_lines(log_path, limit=200):
                 if i >= limit:
                     break
                 if STARTUP_LINE.search(line):
-                    out.append(re.sub(r"^\[[^]]*\] \[\w+\] ", "", line.strip())[:600])
+                    out.append(re.sub(r"^(\[[^]]*\] \[\w+\] |[\d.]+ [A-Z] +\w+ +)", "", line.strip())[:600])
     except OSError:
         pass
     return out
