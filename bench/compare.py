@@ -21,6 +21,24 @@ by llama.cpp's convert_hf_to_gguf.py, then (TYPE other than BF16) quantized by i
 quantization auto: Q8_0/Q4_0/Q4_K/Q5_K/Q6_K... repacked for its INT8/INT4 kernels). vLLM and
 PACE take Hugging Face folders here, so they are refused in this mode. Results go to
 bench/results/<date>-<host>-gguf-<type>/ unless --out-dir says otherwise.
+
+    python3 bench/compare.py --variants slabserve:w8,slabserve:w4,slabserve:gguf-Q8_0,slabserve:gguf-Q4_K_M,\
+        llama.cpp:BF16,llama.cpp:Q8_0,llama.cpp:Q4_K_M --concurrency 1,4,16 --output-len 64
+
+--variants SERVER:WEIGHTS,... runs each pair as its own row of one results table, one after the
+other on the same cores: slabserve (or slabserve-x2) on the Hugging Face checkpoint as it is
+(`bf16`), quantized at load (`w8`, `w8g32`, `w4`, `w4g128`, each with an optional `+head` for
+--quantize-lm-head) or on a GGUF file (`gguf-TYPE`), and llama.cpp on a GGUF file (`TYPE`: BF16,
+Q8_0, Q4_K_M, ...). Every GGUF file is made as with --gguf (llama.cpp's BF16 conversion,
+llama-quantize for the rest; --convert-python picks the Python that runs the conversion), before
+the first server starts, and the same file goes to both servers. results.md gets one ratio column
+per llama.cpp variant (each slabserve row's output tok/s over that row's, same c, same run), the
+1-minute load average at the start and end of every level, the start-up lines each server logged
+(slabserve's kernels, llama-server's thread pool and slots), and issue #11's targets (INT8
+variants >= 2.5x llama.cpp BF16 and >= 1.5x Q8_0; INT4 >= 2.5x BF16 and >= 1.5x Q4_K_M). Raw JSON per variant
+and level: raw/<server>-<weights>-c<c>.json. Results go to
+bench/results/<date>-<host>-quantized-serving/ (-variants when nothing is quantized).
+--report-only reads the run's lengths, levels and variant order back from run.json.
 """
 import argparse
 import json
@@ -43,6 +61,8 @@ BENCH = os.path.join(REPO, "bench", "bench_serve.py")
 LLAMA2_TOKENIZER = os.path.join(REPO, "..", "shared", "testdata", "tokenizers", "llama2")
 ALL_SERVERS = ["slabserve", "slabserve-x2", "llama.cpp", "vllm", "pace"]
 GGUF_SERVERS = ["slabserve", "slabserve-x2", "llama.cpp"]  # the servers that take a GGUF file
+SLAB_QUANTIZATIONS = ("none", "w8", "w8g32", "w4", "w4g128")  # slabserve --quantization at load
+TARGETS = {"INT8": ("Q8_0", 2.5, 1.5), "INT4": ("Q4_K_M", 2.5, 1.5)}  # issue #11: peer type, x BF16, x peer
 
 
 def parse_args():
@@ -54,6 +74,12 @@ def parse_args():
     ap.add_argument("--gguf", metavar="TYPE", default=None,
                     help="serve one GGUF file (BF16, or llama-quantize's TYPE: Q8_0, Q4_0, Q4_K_M, ...) "
                     "to every server")
+    ap.add_argument("--variants", metavar="SERVER:WEIGHTS,...", default=None,
+                    help="one row per pair: slabserve:bf16|w8|w8g32|w4|w4g128[+head]|gguf-TYPE, "
+                    "slabserve-x2:(same), llama.cpp:TYPE (BF16, Q8_0, Q4_K_M, ...); see above")
+    ap.add_argument("--convert-python", default=None,
+                    help="the Python that runs llama.cpp's convert_hf_to_gguf.py (torch, transformers, safetensors, "
+                    "sentencepiece); default: WORK/venv-llamacpp, installed on demand")
     ap.add_argument("--concurrency", default="1,4,16,64")
     ap.add_argument("--input-len", type=int, default=128)
     ap.add_argument("--output-len", type=int, default=128)
@@ -74,6 +100,87 @@ def parse_args():
     ap.add_argument("--note", action="append", default=[], help="a line added to results.md (repeatable)")
     ap.add_argument("--plot-only", metavar="DIR", help=argparse.SUPPRESS)  # run by the bench venv's python
     return ap.parse_args()
+
+
+class Variant:
+    """One SERVER:WEIGHTS pair of --variants. weights is canonical: bf16, w8, w4+head, gguf-Q8_0 for
+    slabserve; the GGUF type (BF16, Q8_0, Q4_K_M) for llama.cpp."""
+
+    def __init__(self, item):
+        server, sep, weights = item.strip().partition(":")
+        server, weights = server.strip(), weights.strip()
+        if not sep or server not in GGUF_SERVERS or not weights:
+            raise ValueError(f"--variants item {item!r}: want SERVER:WEIGHTS with SERVER one of {GGUF_SERVERS}")
+        self.server, self.gguf_type, self.slab_args = server, None, []
+        if server == "llama.cpp" or weights.lower().startswith("gguf-"):
+            self.gguf_type = weights[5:] if weights.lower().startswith("gguf-") else weights
+            if not re.fullmatch(r"[A-Za-z0-9_]+", self.gguf_type):
+                raise ValueError(f"--variants item {item!r}: not a GGUF type (BF16, Q8_0, Q4_K_M, ...)")
+            self.gguf_type = self.gguf_type.upper()
+            self.weights = self.gguf_type if server == "llama.cpp" else f"gguf-{self.gguf_type}"
+        else:
+            mode, plus, head = weights.lower().partition("+")
+            mode = "none" if mode == "bf16" else mode
+            if mode not in SLAB_QUANTIZATIONS or (plus and (head != "head" or mode == "none")):
+                raise ValueError(f"--variants item {item!r}: slabserve weights are bf16, w8, w8g32, w4, w4g128 "
+                                 "(+head for --quantize-lm-head) or gguf-TYPE")
+            self.slab_args = ["--quantization", mode] + (["--quantize-lm-head"] if plus else [])
+            self.weights = ("bf16" if mode == "none" else mode) + ("+head" if plus else "")
+        self.key = f"{server}-{self.weights.lower().replace('+', '-')}"
+
+    def describe(self):
+        """The weights as results.md names them."""
+        if self.server == "llama.cpp":
+            return f"GGUF {self.gguf_type}"
+        if self.gguf_type:
+            return f"GGUF {self.gguf_type} (same file)"
+        return "HF BF16" if self.weights == "bf16" else f"HF, `{' '.join(self.slab_args)}`"
+
+
+def parse_variants(spec):
+    variants = [Variant(x) for x in spec.split(",") if x.strip()]
+    keys = [v.key for v in variants]
+    dup = {k for k in keys if keys.count(k) > 1}
+    if dup:
+        raise ValueError(f"--variants names {', '.join(sorted(dup))} twice")
+    return variants
+
+
+def precision_class(weights):
+    """INT8 / INT4 for a slabserve variant's weights (issue #11's targets), else None."""
+    w = weights.lower()
+    if w.startswith("w8") or w == "gguf-q8_0":
+        return "INT8"
+    if w.startswith("w4") or w.startswith("gguf-q4"):
+        return "INT4"
+    return None
+
+
+def loadavg():
+    try:
+        return " ".join(open("/proc/loadavg").read().split()[:3])
+    except OSError:
+        return "?"
+
+
+STARTUP_LINE = re.compile(r"compute:|weights:|placement:|system_info|KV cache:|threadpool init|n_slots =")
+
+
+def startup_lines(log_path, limit=200):
+    """What a server said about its kernels, weights and placement once ready: slabserve's model /
+    weights / placement / KV cache lines (timestamps cut), llama-server's system_info (older
+    builds), thread pool and slot lines."""
+    out = []
+    try:
+        with open(log_path, errors="replace") as f:
+            for i, line in enumerate(f):
+                if i >= limit:
+                    break
+                if STARTUP_LINE.search(line):
+                    out.append(re.sub(r"^(\[[^]]*\] \[\w+\] |[\d.]+ [A-Z] +\w+ +)", "", line.strip())[:600])
+    except OSError:
+        pass
+    return out
 
 
 def sh(cmd, **kw):
@@ -152,9 +259,12 @@ def run_bench(base_url, model, args, label, c, n, out_dir, name, seed, output_le
         return 124, f"bench_serve.py ran past {args.level_timeout} s\n{(e.stdout or b'')[-2000:]}"
 
 
-def bench_server(server, args, checkpoint, raw_dir, levels, status):
+def bench_server(server, args, checkpoint, raw_dir, levels, status, variant=None):
     """Setup, start, warm up, bench every level, stop. Records into status[server.key]."""
     st = status.setdefault(server.key, {"name": server.name, "levels": {}})
+    if variant is not None:
+        st["variant"] = {"server": variant.server, "weights": variant.weights, "describe": variant.describe(),
+                         "model": checkpoint}
     for c in levels:  # a previous run's figures must not stand in for this run's
         stale = os.path.join(raw_dir, f"{server.key}-c{c}.json")
         if os.path.exists(stale):
@@ -178,6 +288,7 @@ def bench_server(server, args, checkpoint, raw_dir, levels, status):
         started = time.time()
         wait_ready(server.health_url(port), proc, args.ready_timeout, log_path)
         st["ready_s"] = round(time.time() - started, 1)
+        st["startup"] = startup_lines(log_path)
         base = f"http://127.0.0.1:{port}"
         rc, out = run_bench(base, server.model_name(checkpoint), args, server.name, 1, 1, raw_dir, "", 999, 16,
                             save=False)
@@ -194,9 +305,10 @@ def bench_server(server, args, checkpoint, raw_dir, levels, status):
                 print(f"   c={c}: skipped, {over} spent", flush=True)
                 continue
             print(f"   c={c}: {n} prompts", flush=True)
-            t0 = time.time()
+            t0, load0 = time.time(), loadavg()
             rc, out = run_bench(base, server.model_name(checkpoint), args, server.name, c, n, raw_dir, name, c)
-            lv = {"rc": rc, "seconds": round(time.time() - t0, 1), "num_prompts": n, "file": name}
+            lv = {"rc": rc, "seconds": round(time.time() - t0, 1), "num_prompts": n, "file": name,
+                  "load_before": load0, "load_after": loadavg()}
             if rc != 0:
                 lv["error"] = out[-1500:]
             st["levels"][str(c)] = lv
@@ -278,6 +390,123 @@ def write_results(out_dir, status, levels, args):
         json.dump(status, f, indent=1)
 
 
+def variant_keys(status, order=()):
+    """The --variants rows of status.json: in run.json's order, then any others in the order run."""
+    keys = [k for k in order if k in status and "variant" in status[k]]
+    return keys + [k for k, st in status.items() if "variant" in st and k not in keys]
+
+
+def ratio(slab, peer):
+    """slab's output tok/s over peer's, or None where either failed a request or has no throughput."""
+    if not slab or not peer or slab["failed"] or peer["failed"] or peer["output_throughput"] <= 0:
+        return None
+    return slab["output_throughput"] / peer["output_throughput"]
+
+
+def write_results_variants(out_dir, status, levels, args, order=()):
+    """results.md for --variants: one row per variant and c, a ratio column per llama.cpp variant,
+    issue #11's targets, each server's command and start-up lines."""
+    raw = os.path.join(out_dir, "raw")
+    keys = variant_keys(status, order)
+    peers_ = [k for k in keys if status[k]["variant"]["server"] == "llama.cpp"]
+    m = {(k, c): load_raw(raw, k, c) for k in keys for c in levels}
+
+    def short(k):
+        v = status[k]["variant"]
+        return f"{'llama-server' if v['server'] == 'llama.cpp' else v['server']} {v['weights']}"
+
+    rows = ["| variant | weights | c | output tok/s | req/s | median TTFT ms | median TPOT ms | P99 ITL ms | failed "
+            "| load 1 min (start → end) |" + "".join(f" slabserve ÷ {short(p)} |" for p in peers_),
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---|" + "---:|" * len(peers_)]
+    notes = []
+    for k in keys:
+        st, v = status[k], status[k]["variant"]
+        any_row = False
+        for c in levels:
+            r = m[(k, c)]
+            if r is None:
+                continue
+            any_row = True
+            lv = st.get("levels", {}).get(str(c), {})
+            load = (f"{lv['load_before'].split()[0]} → {lv['load_after'].split()[0]}"
+                    if "load_before" in lv else "?")
+            cells = []
+            for p in peers_:
+                x = ratio(r, m[(p, c)]) if v["server"] != "llama.cpp" else None
+                cells.append(f" {x:.2f}× |" if x is not None else " — |")
+            rows.append(f"| {short(k)} | {v['describe']} | {c} | {r['output_throughput']:.1f} "
+                        f"| {r['request_throughput']:.3f} | {r['median_ttft_ms']:.0f} | {r['median_tpot_ms']:.1f} "
+                        f"| {r['p99_itl_ms']:.1f} | {r['failed']}/{r['num_prompts']} | {load} |" + "".join(cells))
+        if "error" in st or not any_row:
+            rows.append(f"| {short(k)} | {v['describe']} | — | not run |" + " |" * (6 + len(peers_)))
+            notes.append(f"### {short(k)}\n\n```\n{st.get('error', 'no results')}\n```\n")
+        skipped = [c for c, lv in st.get("levels", {}).items() if "skipped" in lv]
+        if skipped:
+            rows.append(f"| {short(k)} | {v['describe']} | {','.join(skipped)} | skipped: "
+                        f"{st['levels'][skipped[0]]['skipped']} |" + " |" * (6 + len(peers_)))
+        for c, lv in st.get("levels", {}).items():
+            if "error" in lv:
+                notes.append(f"### {short(k)} at c={c} (exit {lv['rc']})\n\n```\n{lv['error'][-1200:]}\n```\n")
+
+    # Issue #11: slabserve INT8 >= 2.5x llama.cpp BF16 and >= 1.5x Q8_0; INT4 likewise against BF16 and Q4_K_M.
+    by_weights = {status[p]["variant"]["weights"].upper(): p for p in peers_}
+    target_rows = []
+    for k in keys:
+        cls = precision_class(status[k]["variant"]["weights"]) if status[k]["variant"]["server"] != "llama.cpp" \
+            else None
+        if cls is None:
+            continue
+        peer_type, x_bf16, x_peer = TARGETS[cls]
+        for c in levels:
+            if m[(k, c)] is None:
+                continue
+            cells = []
+            for ptype, want in (("BF16", x_bf16), (peer_type, x_peer)):
+                x = ratio(m[(k, c)], m.get((by_weights.get(ptype), c)))
+                cells.append("not run" if x is None else f"{x:.2f}× ({'met' if x >= want else 'not met'})")
+            target_rows.append(f"| {short(k)} ({cls}) | {c} | {cells[0]} | {peer_type}: {cells[1]} |")
+    versions = {}
+    for k in keys:
+        versions.setdefault(status[k]["variant"]["server"], status[k].get("version", "?"))
+    text = [f"# slabserve and llama-server by weights format — {date.today().isoformat()}\n",
+            f"Random-weight TinyLlama-1.1B shape checkpoint, each row one server on one weights format: slabserve "
+            f"on the Hugging Face checkpoint (BF16, or quantized at load with `--quantization`), slabserve and "
+            f"llama.cpp's llama-server on the same GGUF files (llama.cpp's `convert_hf_to_gguf.py` BF16 "
+            f"conversion of that checkpoint, quantized by its `llama-quantize`). {args.input_len} input / "
+            f"{args.output_len} output tokens (random token ids, ignore_eos), greedy, streaming; load from "
+            f"`bench/bench_serve.py` at max concurrency c with min(max({args.waves}·c, {args.min_prompts}), "
+            f"{args.max_prompts}) prompts per level. The variants ran one after the other on the same cores in "
+            f"one run (see machine.md). The machine is shared with other jobs: the load average column is the "
+            f"1-minute load at the start and end of each level (2 cores: above ~2 means something else was "
+            f"running too), absolute figures are noisy and the ratios within this run are what matter. "
+            f"Ratio columns: the slabserve row's output tok/s over that llama-server variant's at the same c. "
+            f"TPOT = (E2EL − TTFT)/(output tokens − 1); ITL = gaps between streamed chunks (vLLM's "
+            f"definitions).\n",
+            *[f"Note: {n}\n" for n in args.note],
+            "Versions: " + "; ".join(f"{k}: {v_}" for k, v_ in versions.items()) + "\n",
+            "\n".join(rows), "\n\n![throughput and TPOT by concurrency](plot.png)\n"]
+    if target_rows:
+        text += ["\n## Issue #11 targets\n",
+                 "slabserve INT8 ≥ 2.5× llama-server BF16 and ≥ 1.5× llama-server Q8_0; slabserve INT4 ≥ 2.5× "
+                 "BF16 and ≥ 1.5× Q4_K_M (output tok/s; the issue states them at c = 16). INT8 here: `w8*` and "
+                 "the Q8_0 file; INT4: `w4*` and Q4 files.\n",
+                 "| slabserve variant | c | ÷ llama-server BF16 (≥ 2.5×) | ÷ llama-server same bits (≥ 1.5×) |",
+                 "|---|---:|---|---|", *target_rows]
+    text.append("\n## Server commands and start-up lines\n")
+    for k in keys:
+        st = status[k]
+        if st.get("command"):
+            text.append(f"- {short(k)} (ready in {st.get('ready_s', '?')} s): `{st['command']}`")
+            text += [f"  - `{ln}`" for ln in st.get("startup", [])]
+    if notes:
+        text.append("\n## Errors (last lines)\n")
+        text.extend(notes)
+    with open(os.path.join(out_dir, "results.md"), "w") as f:
+        f.write("\n".join(text) + "\n")
+    with open(os.path.join(out_dir, "status.json"), "w") as f:
+        json.dump(status, f, indent=1)
+
+
 def plot(out_dir):
     """Runs inside the bench venv (matplotlib): output tok/s and median TPOT against c."""
     import matplotlib
@@ -286,9 +515,7 @@ def plot(out_dir):
     with open(os.path.join(out_dir, "status.json")) as f:
         status = json.load(f)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for k in ALL_SERVERS:
-        if k not in status:
-            continue
+    for k in variant_keys(status) or [k for k in ALL_SERVERS if k in status]:
         pts = []
         for c, lv in sorted(status[k].get("levels", {}).items(), key=lambda x: int(x[0])):
             m = load_raw(os.path.join(out_dir, "raw"), k, c)
@@ -310,7 +537,7 @@ def plot(out_dir):
     fig.savefig(os.path.join(out_dir, "plot.png"), dpi=110)
 
 
-def write_machine(out_dir, args, status, loadavg, started):
+def write_machine(out_dir, args, status, load_before, started):
     flags = open("/proc/cpuinfo").read()
     keep = [f for f in ("avx2", "avx512f", "avx512bw", "avx512_bf16", "avx512_vnni", "amx_bf16") if f" {f}" in flags]
     lscpu = [ln for ln in sh(["lscpu"]).splitlines()
@@ -322,7 +549,8 @@ def write_machine(out_dir, args, status, loadavg, started):
     lines = ["# Machine and run\n", "```", *lscpu, "Relevant flags: " + " ".join(keep), "```\n",
              f"- Memory: {sh(['free', '-h']).splitlines()[1].split()[1]} total", f"- Kernel: {platform.release()}",
              f"- Date: {started} (UTC {datetime.utcnow().strftime('%H:%M')} at the end)",
-             f"- Load average before the run: {loadavg}",
+             f"- Load average (1/5/15 min) before the run: {load_before}; after it: {loadavg()} "
+             "(the machine is shared with other jobs)",
              f"- slabserve commit: {commit}{dirty}", f"- Cores given to every server (taskset): {args.cores}",
              f"- Python (load generator): {platform.python_version()}", "", "## Versions", ""]
     for k, st in status.items():
@@ -343,20 +571,26 @@ def ensure_checkpoint(args):
     return os.path.abspath(ckpt)
 
 
-def ensure_gguf(args, checkpoint):
+def fresh(path, source):
+    """path exists and is newer than source (a GGUF file made from an older checkpoint is remade)."""
+    return os.path.isfile(path) and os.path.getmtime(path) >= os.path.getmtime(source)
+
+
+def ensure_gguf(args, checkpoint, gguf_type):
     """WORK/<checkpoint>-<type>.gguf: llama.cpp's BF16 conversion of the checkpoint, quantized by
-    its llama-quantize unless the type is BF16."""
+    its llama-quantize unless the type is BF16. Files older than the checkpoint's weights are remade."""
     tree, _ = peers.build_llama_cpp(args.work_dir, ["llama-server", "llama-quantize"])
     name = os.path.basename(checkpoint.rstrip("/"))
+    weights = os.path.join(checkpoint, "model.safetensors")
     bf16 = os.path.join(args.work_dir, f"{name}-bf16.gguf")
-    if not os.path.isfile(bf16):
-        peers.convert_hf_to_gguf(args.work_dir, tree, checkpoint, "bf16", bf16)
-    if args.gguf.upper() == "BF16":
+    if not fresh(bf16, weights):
+        peers.convert_hf_to_gguf(args.work_dir, tree, checkpoint, "bf16", bf16, args.convert_python)
+    if gguf_type.upper() == "BF16":
         return bf16
-    out = os.path.join(args.work_dir, f"{name}-{args.gguf}.gguf")
-    if not os.path.isfile(out):
-        peers.run_logged([os.path.join(tree, "build", "bin", "llama-quantize"), bf16, out + ".part", args.gguf],
-                         os.path.join(args.work_dir, "llamacpp-setup.log"), f"llama-quantize {args.gguf}")
+    out = os.path.join(args.work_dir, f"{name}-{gguf_type}.gguf")
+    if not fresh(out, bf16):
+        peers.run_logged([os.path.join(tree, "build", "bin", "llama-quantize"), bf16, out + ".part", gguf_type],
+                         os.path.join(args.work_dir, "llamacpp-setup.log"), f"llama-quantize {gguf_type}")
         os.replace(out + ".part", out)
     return out
 
@@ -377,21 +611,45 @@ def main():
     if os.path.commonpath([args.work_dir, REPO]) == REPO:
         sys.exit("--work-dir must be outside the repository")
     os.makedirs(args.work_dir, exist_ok=True)
+    variants = []
+    if args.variants:
+        if args.gguf or args.servers:
+            sys.exit("--variants names the servers and weights itself: leave out --gguf and --servers")
+        try:
+            variants = parse_variants(args.variants)
+        except ValueError as e:
+            sys.exit(str(e))
     levels = [int(x) for x in args.concurrency.split(",")]
     suffix = f"-gguf-{args.gguf.lower()}" if args.gguf else ""
+    if variants:
+        quantized = any(v.weights.lower() not in ("bf16", "gguf-bf16") for v in variants)
+        suffix = "-quantized-serving" if quantized else "-variants"
     out_dir = os.path.abspath(args.out_dir or os.path.join(REPO, "bench", "results",
                                                            f"{date.today().isoformat()}-{host_slug()}{suffix}"))
     raw_dir = os.path.join(out_dir, "raw")
     os.makedirs(raw_dir, exist_ok=True)
     status_path = os.path.join(out_dir, "status.json")
     status = json.load(open(status_path)) if os.path.isfile(status_path) else {}
+    run_path = os.path.join(out_dir, "run.json")
     if args.report_only:
-        write_results(out_dir, status, levels, args)
+        order = []
+        if os.path.isfile(run_path):  # the run's own parameters, not this command line's defaults
+            with open(run_path) as f:
+                run = json.load(f)
+            for k in ("input_len", "output_len", "waves", "min_prompts", "max_prompts"):
+                setattr(args, k, run.get(k, getattr(args, k)))
+            levels, order = run.get("levels", levels), run.get("variants", [])
+        if variant_keys(status):
+            write_results_variants(out_dir, status, levels, args, order)
+        else:
+            write_results(out_dir, status, levels, args)
         make_plot(args, out_dir)
         return 0
 
-    loadavg = open("/proc/loadavg").read().split()[:3]
+    load_before = loadavg()
     started = datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC")
+    if variants:
+        return run_variants(args, variants, levels, out_dir, raw_dir, status, run_path, load_before, started)
     allowed = GGUF_SERVERS if args.gguf else ALL_SERVERS
     wanted = [s for s in (args.servers or ",".join(allowed)).split(",") if s]
     for key in wanted:
@@ -399,20 +657,63 @@ def main():
             sys.exit(f"server {key} cannot run here; choose from {allowed}")
     checkpoint = ensure_checkpoint(args)
     if args.gguf:
-        checkpoint = ensure_gguf(args, checkpoint)
+        checkpoint = ensure_gguf(args, checkpoint, args.gguf)
     args.t0 = time.time()
-    args.cores = cores = args.cores or sh(["sh", "-c", "cat /sys/devices/system/cpu/online"])
-    ctx = peers.Context(work_dir=args.work_dir, repo=REPO, binary=args.binary, cores=cores,
-                        max_concurrency=max(levels), threads=len(peers.cpu_list(cores)))
+    ctx = make_context(args, levels)
     for key in wanted:
         status.pop(key, None)
         bench_server(peers.make(key, ctx), args, checkpoint, raw_dir, levels, status)
         write_results(out_dir, status, levels, args)  # after each server, so a cut-short run keeps results
-    write_machine(out_dir, args, status, " ".join(loadavg), started)
+    write_machine(out_dir, args, status, load_before, started)
     make_plot(args, out_dir)
     print(f"results: {out_dir}/results.md")
     failed = [k for k in wanted if "error" in status[k] or any("error" in lv for lv in status[k]["levels"].values())]
     return 1 if any(k.startswith("slabserve") for k in failed) else 0
+
+
+def make_context(args, levels):
+    args.cores = cores = args.cores or sh(["sh", "-c", "cat /sys/devices/system/cpu/online"])
+    return peers.Context(work_dir=args.work_dir, repo=REPO, binary=args.binary, cores=cores,
+                         max_concurrency=max(levels), threads=len(peers.cpu_list(cores)),
+                         convert_python=args.convert_python)
+
+
+def run_variants(args, variants, levels, out_dir, raw_dir, status, run_path, load_before, started):
+    """--variants: every GGUF file made first (none is made while a server is measured), then each
+    variant set up, started, measured and stopped in turn; results.md rewritten after each."""
+    checkpoint = ensure_checkpoint(args)
+    models, errors = {}, {}
+    for t in sorted({v.gguf_type for v in variants if v.gguf_type}):
+        try:
+            models[t] = ensure_gguf(args, checkpoint, t)
+        except Exception as e:  # noqa: BLE001 -- the variants on this file are reported as not run
+            errors[t] = f"GGUF {t} could not be made: {e}"
+            print(errors[t], flush=True)
+    with open(run_path, "w") as f:
+        json.dump({"input_len": args.input_len, "output_len": args.output_len, "waves": args.waves,
+                   "min_prompts": args.min_prompts, "max_prompts": args.max_prompts, "levels": levels,
+                   "variants": [v.key for v in variants], "checkpoint": checkpoint,
+                   "gguf": {t: p for t, p in models.items()}}, f, indent=1)
+    order = [v.key for v in variants]
+    args.t0 = time.time()
+    ctx = make_context(args, levels)
+    for v in variants:
+        status.pop(v.key, None)
+        server = peers.make(v.server, ctx)
+        server.key, server.name = v.key, f"{server.name} {v.weights}"
+        server.extra_args = v.slab_args
+        if v.gguf_type in errors:
+            status[v.key] = {"name": server.name, "levels": {}, "error": errors[v.gguf_type],
+                             "variant": {"server": v.server, "weights": v.weights, "describe": v.describe()}}
+        else:
+            bench_server(server, args, models.get(v.gguf_type, checkpoint), raw_dir, levels, status, v)
+        write_results_variants(out_dir, status, levels, args, order)  # a cut-short run keeps what ran
+    write_machine(out_dir, args, status, load_before, started)
+    make_plot(args, out_dir)
+    print(f"results: {out_dir}/results.md")
+    failed = [v for v in variants if "error" in status[v.key]
+              or any("error" in lv for lv in status[v.key]["levels"].values())]
+    return 1 if any(v.server.startswith("slabserve") for v in failed) else 0
 
 
 if __name__ == "__main__":

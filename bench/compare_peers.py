@@ -17,6 +17,7 @@ class Context:
     cores: str            # taskset cpu list every server runs on
     max_concurrency: int  # the highest level: peers with fixed slots get this many
     threads: int          # compute threads for peers that need the number
+    convert_python: str = None  # runs convert_hf_to_gguf.py (None: WORK/venv-llamacpp, installed on demand)
 
 
 def cpu_list(spec):
@@ -95,6 +96,7 @@ class Server:
 
 class Slabserve(Server):
     key, name = "slabserve", "slabserve"
+    extra_args = ()  # e.g. ("--quantization", "w8"): compare.py --variants sets them per instance
 
     def setup(self, checkpoint):
         if not os.access(self.ctx.binary, os.X_OK):
@@ -105,7 +107,8 @@ class Slabserve(Server):
 
     def command(self, port, checkpoint):
         return self.pinned([self.ctx.binary, "serve", "--model", checkpoint, "--host", "127.0.0.1", "--port", str(port),
-                            "--max-num-seqs", str(self.ctx.max_concurrency), "--shutdown-timeout", "10"])
+                            "--max-num-seqs", str(self.ctx.max_concurrency), "--shutdown-timeout", "10",
+                            *self.extra_args])
 
 
 class SlabserveMulti(Slabserve):
@@ -121,7 +124,8 @@ class SlabserveMulti(Slabserve):
         return [os.path.join(self.ctx.repo, "scripts", "launch-multi.sh"), "--instances", "2",
                 "--cores-per-instance", "1", "--port", str(port), "--base-port", str(port + 1),
                 "--binary", self.ctx.binary, "--ready-timeout", "600", "--",
-                "--model", checkpoint, "--max-num-seqs", str(self.ctx.max_concurrency), "--shutdown-timeout", "10"]
+                "--model", checkpoint, "--max-num-seqs", str(self.ctx.max_concurrency), "--shutdown-timeout", "10",
+                *self.extra_args]
 
 
 def build_llama_cpp(work_dir, targets):
@@ -196,7 +200,7 @@ class LlamaCpp(Server):
         self.gguf = checkpoint if checkpoint.endswith(".gguf") else \
             os.path.join(w, os.path.basename(checkpoint.rstrip("/")) + "-bf16.gguf")
         if not os.path.isfile(self.gguf):
-            convert_hf_to_gguf(w, self.tree, checkpoint, "bf16", self.gguf)
+            convert_hf_to_gguf(w, self.tree, checkpoint, "bf16", self.gguf, self.ctx.convert_python)
         return f"llama.cpp {llama_server_version(self.server_bin)}, vendored in llama-cpp-python {self.py_version}"
 
     def command(self, port, checkpoint):
