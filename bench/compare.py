@@ -381,6 +381,11 @@ def write_results(out_dir, status, levels, args):
         st = status[k]
         if st.get("command"):
             text.append(f"- {st['name']}: `{st['command']}`")
+    write_report(out_dir, text, notes, status)
+
+
+def write_report(out_dir, text, notes, status):
+    """results.md (the report's lines, then the failed servers' last error lines) and status.json."""
     if notes:
         text.append("\n## Errors (last lines)\n")
         text.extend(notes)
@@ -498,13 +503,7 @@ def write_results_variants(out_dir, status, levels, args, order=()):
         if st.get("command"):
             text.append(f"- {short(k)} (ready in {st.get('ready_s', '?')} s): `{st['command']}`")
             text += [f"  - `{ln}`" for ln in st.get("startup", [])]
-    if notes:
-        text.append("\n## Errors (last lines)\n")
-        text.extend(notes)
-    with open(os.path.join(out_dir, "results.md"), "w") as f:
-        f.write("\n".join(text) + "\n")
-    with open(os.path.join(out_dir, "status.json"), "w") as f:
-        json.dump(status, f, indent=1)
+    write_report(out_dir, text, notes, status)
 
 
 def plot(out_dir):
