@@ -11,6 +11,7 @@
 #include "gguf_writer.h"
 #include "model/gguf_model.h"
 #include "model/model.h"
+#include "moe_weights.h"
 #include "safetensors_writer.h"
 #include "test_paths.h"
 
@@ -130,14 +131,7 @@ TEST_CASE("gguf MoE: stacked, fused gate+up and per-expert tensors load to the s
       CHECK(want.experts[3].w_down.size() == 32u);
       for (size_t m = 1; m < models.size(); ++m) {
         INFO("layout " << m);
-        const LayerWeights& got = models[m].weights.layers[0];
-        CHECK(got.router == want.router);
-        REQUIRE(got.experts.size() == want.experts.size());
-        for (size_t e = 0; e < want.experts.size(); ++e) {
-          CHECK(got.experts[e].w_gate == want.experts[e].w_gate);
-          CHECK(got.experts[e].w_up == want.experts[e].w_up);
-          CHECK(got.experts[e].w_down == want.experts[e].w_down);
-        }
+        test::check_same_moe_layer(models[m].weights.layers[0], want);
       }
       // Expert 2's up rows are the third block of the stacked tensor (its seed: see tiny_moe).
       const std::vector<float> up = random_values(4 * 4 * 8, std::string(arch) == "llama" ? 16 : 18);

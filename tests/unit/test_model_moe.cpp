@@ -17,6 +17,7 @@
 #include "model/model_runner.h"
 #include "model/packed_quant.h"
 #include "model_caches.h"
+#include "moe_weights.h"
 #include "runtime/cpu_features.h"
 #include "runtime/file_io.h"
 #include "safetensors_writer.h"
@@ -217,14 +218,8 @@ TEST_CASE("MoE experts stacked in 3-D tensors load to the same weights as per-ex
     write_stacked_experts(dir, tmp.path());
     const Model stacked = load_model(tmp.path()), per_expert = load_model(dir);
     for (size_t l = 0; l < per_expert.weights.layers.size(); ++l) {
-      const LayerWeights &a = stacked.weights.layers[l], &b = per_expert.weights.layers[l];
-      CHECK(a.router == b.router);
-      REQUIRE(a.experts.size() == b.experts.size());
-      for (size_t e = 0; e < a.experts.size(); ++e) {
-        CHECK(a.experts[e].w_gate == b.experts[e].w_gate);
-        CHECK(a.experts[e].w_up == b.experts[e].w_up);
-        CHECK(a.experts[e].w_down == b.experts[e].w_down);
-      }
+      INFO("layer " << l);
+      test::check_same_moe_layer(stacked.weights.layers[l], per_expert.weights.layers[l]);
     }
     // The fast path packs from the same slices.
     if (cpu_features().has_avx2_kernels()) {
