@@ -9,6 +9,7 @@
 #include "kernels/gated_activation.h"
 #include "kernels/linear_bf16_tile.h"
 #include "kernels/rowwise_bf16.h"
+#include "kernels/work_split.h"
 
 namespace slab::kern {
 namespace {
@@ -22,17 +23,14 @@ constexpr int kKBlockPairs = 256;   // K block of the large path: 512 elements
 constexpr int kMinSplitPairs = 32;  // split-K chunks are at least this many pairs
 
 constexpr int kMidMaxM = 16;
-constexpr int kDecodeRunPanels =
-    8;  // dynamic decode share: 8 panels (1 MB of weights at K = 2048)       // 9..16 rows: 8x32 tiles (two row tiles share each K block)
+constexpr int kAmxMinM = 16;         // fewer rows: the weights' bandwidth decides, AVX-512 keeps up
+constexpr int kAmxRows = 32;         // a row tile of the AMX path: two 16-row A tiles
+constexpr int kAmxK = 32;            // K step of one tdpbf16ps (16 k-pairs)
+constexpr int kDecodeRunPanels = 8;  // dynamic decode share: at most 8 panels (1 MB of weights at K = 2048)
 
-struct Range {
-  int lo, hi;
-};
-Range chunk(int n, int parts, int part) {
-  const int q = n / parts, r = n % parts;
-  const int lo = part * q + std::min(part, r);
-  return {lo, lo + q + (part < r ? 1 : 0)};
-}
+using detail::chunk;
+using detail::decode_run;
+using detail::Range;
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
@@ -114,8 +112,8 @@ void decode_swiglu_pairs(const LinearArgs& a, int q0, int q1) {
   }
 }
 
-// Calls fn(lo, hi) on this thread's ranges of [0, units): its static share, or runs of `run`
-// units taken from the shared cursor until none are left.
+// Calls fn(lo, hi) on this thread's ranges of [0, units): its static share, or runs of up to
+// `run` units (decode_run) taken from the shared cursor until none are left.
 template <typename Fn>
 void for_each_share(const LinearArgs& a, int thread, int n_threads, int units, int run, Fn&& fn) {
   if (!a.decode_cursor) {
@@ -124,6 +122,7 @@ void for_each_share(const LinearArgs& a, int thread, int n_threads, int units, i
     return;
   }
   std::atomic_ref<int> cursor(*a.decode_cursor);
+  run = decode_run(units, n_threads, run);
   for (int lo = cursor.fetch_add(run, std::memory_order_relaxed); lo < units;
        lo = cursor.fetch_add(run, std::memory_order_relaxed)) {
     fn(lo, std::min(units, lo + run));
@@ -235,9 +234,9 @@ struct LargeSplit {
   LargeTile tile;
   int groups, row_tiles, row_parts;
 };
-LargeSplit large_split(int m, int n, int n_threads, bool swiglu) {
+LargeSplit large_split(int m, int n, int n_threads, bool swiglu, LargeTile tile) {
   LargeSplit s;
-  s.tile = large_tile(m, swiglu);
+  s.tile = tile;
   s.groups = ceil_div(weight_panels(n, swiglu), s.tile.np);
   s.row_tiles = ceil_div(m, s.tile.mr);
   s.row_parts = 1;
@@ -245,6 +244,56 @@ LargeSplit large_split(int m, int n, int n_threads, bool swiglu) {
     s.row_parts = std::min(s.row_tiles, ceil_div(4 * n_threads, s.groups));
   }
   return s;
+}
+
+bool use_amx(const LinearArgs& a) {
+  return a.amx && a.isa == Isa::avx512_bf16 && a.m >= kAmxMinM && a.w.k % kAmxK == 0;
+}
+
+// AMX: column group g (panels [2g, 2g + 2)) for row tiles [rt0, rt1) of 32 rows, each panel
+// over the whole of K into c, then the epilogue (the AVX-512 tile with no pairs: it loads c and
+// finishes; or the SwiGLU activation on the pair's sums).
+void amx_group(const LinearArgs& a, int g, int rt0, int rt1, detail::AmxTiles& tiles) {
+  alignas(64) float c[kAmxRows * 2 * kPanelCols];
+  constexpr size_t ldc = 2 * kPanelCols;
+  const int p = 2 * g;
+  const int np = std::min(2, weight_panels(a) - p);
+  const size_t stride = panel_stride(a.w.k);
+  for (int rt = rt0; rt < rt1; ++rt) {
+    const int row = rt * kAmxRows;
+    const int rows = std::min(kAmxRows, a.m - row);
+    const bf16_t* x = a.x + static_cast<size_t>(row) * a.ldx;
+    for (int q = 0; q < np; ++q) {
+      detail::amx_panel_bf16(tiles, x, a.ldx, rows, a.w.data + static_cast<size_t>(p + q) * stride, a.w.k,
+                             c + q * kPanelCols, ldc);
+    }
+    if (a.swiglu) {
+      finish_swiglu(a, c, ldc, row, rows, g);
+      continue;
+    }
+    for (int r = 0; r < rows; r += kLargeMR) {
+      Tile t;
+      t.mr = std::min(kLargeMR, rows - r);
+      t.np = np;
+      t.n_pairs = 0;
+      t.c = c + static_cast<size_t>(r) * ldc;
+      t.ldc = ldc;
+      t.load_c = true;
+      set_epilogue(t, a, row + r, p * kPanelCols);
+      run_tile(t, Isa::avx512_bf16);
+    }
+  }
+}
+
+void amx_compute(const LinearArgs& a, int thread, int n_threads) {
+  const LargeSplit s = large_split(a.m, a.w.n, n_threads, a.swiglu, LargeTile{kAmxRows, 2});
+  detail::AmxTiles tiles;
+  const Range tasks = chunk(s.groups * s.row_parts, n_threads, thread);
+  for (int task = tasks.lo; task < tasks.hi; ++task) {
+    const Range rows = chunk(s.row_tiles, s.row_parts, task % s.row_parts);
+    if (rows.hi > rows.lo) amx_group(a, task / s.row_parts, rows.lo, rows.hi, tiles);
+  }
+  detail::amx_release(tiles);
 }
 
 void check_args(const LinearArgs& a) {
@@ -341,6 +390,8 @@ size_t linear_bf16_workspace_floats(int m, int n, int k, int n_threads, bool swi
   return static_cast<size_t>(n_threads) * m * 2 * kPanelCols;
 }
 
+bool linear_bf16_uses_amx(const LinearArgs& args) { return use_amx(args); }
+
 bool linear_bf16_needs_reduce(int m, int n, int k, int n_threads, bool swiglu) {
   return m <= kDecodeMaxM && decode_splits(m, n, k, n_threads, swiglu) > 1;
 }
@@ -364,7 +415,11 @@ void linear_bf16_compute(const LinearArgs& a, int thread, int n_threads) {
     }
     return;
   }
-  const LargeSplit s = large_split(a.m, a.w.n, n_threads, a.swiglu);
+  if (use_amx(a)) {
+    amx_compute(a, thread, n_threads);
+    return;
+  }
+  const LargeSplit s = large_split(a.m, a.w.n, n_threads, a.swiglu, large_tile(a.m, a.swiglu));
   float* scratch = nullptr;
   if (packed_pairs(a.w.k) > kKBlockPairs || a.swiglu) {
     scratch = a.workspace + static_cast<size_t>(thread) * a.m * 2 * kPanelCols;

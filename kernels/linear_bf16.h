@@ -26,6 +26,11 @@
 // between them;
 // 8×32 register tiles up to M = 16, 6×64 beyond; threads take column groups (and row ranges
 // when there are fewer groups than threads).
+//
+// AMX (args.amx, M >= 16, K % 32 == 0): the same split over column groups of 2 panels and row
+// tiles of 32 rows; each (row tile, panel) is one pass of tdpbf16ps over the whole of K with the
+// sums in the 4 C tiles (no K blocking: the group's panels stay in L2 while the thread's row
+// tiles pass), then the AVX-512 epilogue. Needs no workspace.
 #include <cstddef>
 #include <cstdint>
 
@@ -88,12 +93,19 @@ struct LinearArgs {
   // memory system slows down costs at most one run of waiting at the end. linear_bf16() below
   // sets it; a caller running the phases itself may leave it null (static shares).
   int* decode_cursor = nullptr;
+  // M >= 16 with K a multiple of 32 and isa avx512_bf16: run on the AMX tiles (tdpbf16ps) instead
+  // of the AVX-512 register tiles. Set only where cpu_features() has amx_bf16 and
+  // enable_amx_tiles() (runtime/cpu_features.h) returned true; other shapes ignore it.
+  bool amx = false;
 };
 
 // Scratch the call needs (0 for many shapes; then workspace may be null). Depends on the
 // thread count, so size it for the pool that runs the call.
 size_t linear_bf16_workspace_floats(int m, int n, int k, int n_threads, bool swiglu = false);
 bool linear_bf16_needs_reduce(int m, int n, int k, int n_threads, bool swiglu = false);
+
+// Whether a call with these arguments runs on the AMX tiles (args.amx and an AMX shape).
+bool linear_bf16_uses_amx(const LinearArgs& args);
 
 // Phase 1, on every thread t in [0, n_threads). Writes out (or, split-K, partial sums).
 void linear_bf16_compute(const LinearArgs& args, int thread, int n_threads);

@@ -12,26 +12,22 @@
 
 #include "kernels/linear_bf16_tile.h"
 #include "kernels/linear_quant_tile.h"
+#include "kernels/work_split.h"
 
 namespace slab::kern {
 namespace {
 
 using detail::QuantTile;
 
-// Dynamic decode share: 8 panels of 16 columns (about 140 KB of W4 at K = 2048), as in
+// Dynamic decode share: at most 8 panels of 16 columns (about 140 KB of W4 at K = 2048), as in
 // linear_bf16: a thread the OS or another process slows down costs at most one run at the end.
 constexpr int kDecodeRunPanels = 8;
 
 size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 
-struct Range {
-  int lo, hi;
-};
-Range chunk(int n, int parts, int part) {
-  const int q = n / parts, r = n % parts;
-  const int lo = part * q + std::min(part, r);
-  return {lo, lo + q + (part < r ? 1 : 0)};
-}
+using detail::chunk;
+using detail::decode_run;
+using detail::Range;
 
 int max_code(const QuantFormat& f) { return (1 << f.bits) - 1; }
 
@@ -437,11 +433,12 @@ void quant_linear_compute(const QuantLinearArgs& a, int thread, int n_threads) {
     }
     std::atomic_ref<int> cursor(*a.decode_cursor);
     bool prepared = false;
-    for (int lo = cursor.fetch_add(kDecodeRunPanels, std::memory_order_relaxed); lo < panels;
-         lo = cursor.fetch_add(kDecodeRunPanels, std::memory_order_relaxed)) {
+    const int run = decode_run(panels, n_threads, kDecodeRunPanels);
+    for (int lo = cursor.fetch_add(run, std::memory_order_relaxed); lo < panels;
+         lo = cursor.fetch_add(run, std::memory_order_relaxed)) {
       if (!prepared) prepare_decode_rows(a, ws);
       prepared = true;
-      decode_panels(a, ws, lo, std::min(panels, lo + kDecodeRunPanels));
+      decode_panels(a, ws, lo, std::min(panels, lo + run));
     }
     return;
   }

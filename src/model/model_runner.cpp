@@ -67,6 +67,7 @@ ModelRunner::~ModelRunner() = default;
 
 void ModelRunner::init(const Checkpoint& checkpoint, const RunnerOptions& options) {
   options_ = options;
+  amx_ = options.amx && isa_ == kern::Isa::avx512_bf16 && amx_bf16_usable();
   if (reference_) return;
   const ModelConfig& c = meta_.config;
   if (c.head_dim % 2 != 0) throw std::runtime_error("head_dim must be even for RoPE");
@@ -87,7 +88,7 @@ void ModelRunner::init(const Checkpoint& checkpoint, const RunnerOptions& option
 std::string ModelRunner::describe() const {
   if (reference_) return "float32 scalar reference kernels, 1 thread";
   const int threads = pool_ ? pool_->size() : options_.n_threads;
-  return std::string("bf16 ") + kern::isa_name(isa_) + " kernels, " +
+  return std::string("bf16 ") + kern::isa_name(isa_) + (amx_ ? " + amx_bf16 (M >= 16)" : "") + " kernels, " +
          (threads > 0 ? std::to_string(threads) : std::string("one per core")) +
          (threads == 1 ? " thread" : " threads");
 }

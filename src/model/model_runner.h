@@ -39,6 +39,9 @@ struct RunnerOptions {
   // Projections as BF16 or W8/W4 (model/packed_quant.h); the reference path ignores it (FP32).
   WeightQuantization quantization = WeightQuantization::automatic;
   bool quantize_lm_head = false;  // with w8/w8g32/w4/w4g128: the output head and the embedding table as well
+  // BF16 linears of 16 rows and more on the AMX tiles where the CPU has AMX-BF16 and Linux grants
+  // the tile state (with the AVX-512 BF16 kernels only); false keeps them on AVX-512.
+  bool amx = true;
 };
 
 class ModelRunner {
@@ -64,6 +67,7 @@ class ModelRunner {
   // (the SLAB attention kernels read BF16 K/V). Caches passed to forward() must be allocated so.
   KvDtype kv_dtype() const { return reference_ ? KvDtype::f32 : KvDtype::bf16; }
   kern::Isa isa() const { return isa_; }
+  bool amx() const { return amx_; }  // BF16 prefill linears on the AMX tiles
   // e.g. "bf16 avx512_bf16 kernels, 2 threads" or "float32 scalar reference kernels, 1 thread".
   std::string describe() const;
   // The weights' formats for logs: "projections W8 per-channel 450.0 MiB, lm_head BF16 259.6 MiB
@@ -109,6 +113,7 @@ class ModelRunner {
   const Model* reference_ = nullptr;   // the FP32 model the reference path runs
   std::unique_ptr<Model> owned_fp32_;  // when the runner converted the checkpoint itself
   kern::Isa isa_ = kern::Isa::scalar;
+  bool amx_ = false;
   RunnerOptions options_;
   std::unique_ptr<Packed> packed_;
   std::unique_ptr<Workspace> ws_;

@@ -42,6 +42,7 @@ struct MoeBlockArgs {
   float* linear_ws = nullptr;  // model_linear_workspace_floats(...) for `tokens` rows: the router's
   kern::Isa isa = kern::Isa::scalar;
   kern::Isa quant_isa = kern::Isa::scalar;
+  bool amx = false;  // LinearArgs::amx for the router and BF16 experts (ModelRunner::amx())
   // Experts with at most this many rows are dealt out whole to threads (above); 0: every expert
   // runs on all threads (bench_moe compares the two).
   int spread_max_rows = 8;

@@ -1,6 +1,8 @@
 #include "runtime/cpu_features.h"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -99,6 +101,27 @@ const CpuFeatures& cpu_features() {
   return features;
 }
 
+bool enable_amx_tiles() {
+  // Linux (5.16+) keeps the 8 KB tile data state off until a process asks for it; the first tile
+  // instruction without the permission is a SIGILL. Asked once; the answer holds for every thread.
+  static const bool granted = [] {
+    const CpuFeatures& f = cpu_features();
+    if (!f.amx_tile || !f.os_amx) return false;
+    constexpr long kArchGetXcompPerm = 0x1022, kArchReqXcompPerm = 0x1023;
+    constexpr int kXfeatureXtiledata = 18;
+    if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return false;
+    unsigned long bitmask = 0;
+    if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &bitmask) != 0) return false;
+    return (bitmask >> kXfeatureXtiledata & 1ul) != 0;
+  }();
+  return granted;
+}
+
+bool amx_bf16_usable() {
+  const CpuFeatures& f = cpu_features();
+  return f.amx_bf16 && f.has_avx512_bf16_kernels() && enable_amx_tiles();
+}
+
 std::string CpuFeatures::summary() const {
   std::string s = brand.empty() ? (vendor.empty() ? std::string("unknown cpu") : vendor) : brand;
   s += ":";
@@ -126,6 +149,7 @@ std::string CpuFeatures::summary() const {
   s += os_zmm ? " (zmm state on)" : " (zmm state off)";
   s += "; kernels: ";
   s += has_avx512_bf16_kernels() ? "avx512_bf16" : (has_avx2_kernels() ? "avx2" : "scalar");
+  if (amx_bf16) s += os_amx ? " (amx tile state on)" : " (amx tile state off)";
   return s;
 }
 

@@ -44,6 +44,13 @@ struct CpuFeatures {
   std::string summary() const;
 };
 
+// Asks Linux for the AMX tile data state (arch_prctl ARCH_REQ_XCOMP_PERM) once per process;
+// true when the CPU has AMX tiles, XCR0 enables them and the kernel granted the permission.
+bool enable_amx_tiles();
+// The AMX-BF16 linear path may run: amx_bf16, the AVX-512 BF16 kernels (its epilogue) and
+// enable_amx_tiles().
+bool amx_bf16_usable();
+
 // Runs cpuid/xgetbv (cheap); use cpu_features() for the cached copy.
 CpuFeatures detect_cpu_features();
 

@@ -4,8 +4,8 @@
 // products of two BF16 values are exact in FP32, so the only differences are the order and
 // rounding of FP32 sums. Both sides accumulate at most K terms in FP32, so
 //   |kernel - ref| <= 2e-5 * (sum_k |x_k||w_k| + |bias| + |residual|)
-// (K ≤ 600 here: K·2^-24 ≈ 4e-5 worst case, ~1e-6 typical). BF16 outputs also carry their own
-// rounding: + 2^-8 |ref|.
+// (K ≤ 600 here, 2048 on the AMX tiles: K·2^-24 ≈ 4e-5 / 1.2e-4 worst case, ~1e-6 typical).
+// BF16 outputs also carry their own rounding: + 2^-8 |ref|.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -62,6 +62,7 @@ struct Options {
   bool residual = false;
   bool bf16_out = false;
   bool in_place = false;  // residual == out_f32
+  bool amx = false;       // LinearArgs::amx (with Isa::avx512_bf16; checked to take the AMX path)
 };
 
 // Runs the kernel as n_threads threads would (each thread index in turn, then the reduction),
@@ -98,6 +99,8 @@ std::vector<float> run(const Problem& p, const Options& o, Isa isa, int n_thread
   }
   a.workspace = ws.data();
   a.isa = isa;
+  a.amx = o.amx;
+  if (o.amx) REQUIRE(linear_bf16_uses_amx(a));
   if (pool) {
     REQUIRE(pool->size() == n_threads);
     linear_bf16(a, n_threads, [pool](auto&& f) { pool->run_on_all(f); });
@@ -310,6 +313,59 @@ TEST_CASE("scalar, avx2 and avx512 paths agree", "[kernels]") {
   }
 }
 
+// The AMX tiles (M >= 16, K a multiple of 32): ragged rows (one or two A tiles, shortened),
+// ragged columns, K from one tdpbf16ps step to TinyLlama's hidden size, every epilogue, thread
+// counts that split rows as well as columns; and bit-for-bit the same for every thread count.
+TEST_CASE("linear_bf16 on AMX tiles matches the reference", "[kernels]") {
+  if (!amx_bf16_usable()) {
+    WARN("no AMX-BF16 tiles on this CPU (or no tile permission from the kernel): the AMX path was not tested ("
+         << cpu_features().summary() << ")");
+    return;
+  }
+  std::mt19937 rng(4321);
+  ThreadPool pool({.n_threads = 4, .pin = false});
+  const int ms[] = {16, 17, 31, 32, 33, 48, 100, 130};
+  const int ns[] = {32, 33, 97, 200};
+  const int ks[] = {32, 64, 544, 2048};
+  int combo = 0;
+  for (int m : ms) {
+    for (int n : ns) {
+      for (int k : ks) {
+        ++combo;
+        const Problem p = make_problem(m, n, k, rng, combo % 2 == 0);
+        Options o;
+        o.amx = true;
+        o.bias = combo % 3 != 0;
+        o.residual = combo % 4 == 1;
+        o.in_place = !o.residual && combo % 5 == 2;
+        o.bf16_out = !o.in_place && !o.residual && combo % 3 == 0;
+        INFO("m " << m << " n " << n << " k " << k);
+        const std::vector<float> one = run(p, o, Isa::avx512_bf16, 1);
+        check_against_reference(p, o, one);
+        for (int threads : {3, 16}) {
+          INFO("threads " << threads);
+          CHECK(run(p, o, Isa::avx512_bf16, threads) == one);
+        }
+        CHECK(run(p, o, Isa::avx512_bf16, 4, &pool) == one);
+      }
+    }
+  }
+  // Shapes the tiles do not take fall back to the AVX-512 tiles (the flag is a permission).
+  LinearArgs a;
+  a.isa = Isa::avx512_bf16;
+  a.amx = true;
+  a.w = {nullptr, 64, 2048};
+  a.m = 15;
+  CHECK_FALSE(linear_bf16_uses_amx(a));  // decode-size M
+  a.m = 64;
+  CHECK(linear_bf16_uses_amx(a));
+  a.w.k = 2047;
+  CHECK_FALSE(linear_bf16_uses_amx(a));  // K not a multiple of 32
+  a.w.k = 2048;
+  a.isa = Isa::avx2;
+  CHECK_FALSE(linear_bf16_uses_amx(a));
+}
+
 // Fused SwiGLU against the reference: gate and up linears in FP32 on the same BF16 inputs, then
 // silu(gate)·up. Tolerance: each sum as in the linear tests (2e-5 of sum |x||w|), carried through
 // silu (|d silu/dg| <= 1.1; gelu_tanh's is <= 1.13, inside the same bound at these sums) and the
@@ -324,7 +380,8 @@ TEST_CASE("fused SwiGLU linear matches gate and up linears followed by silu·up 
   // M: decode with one 64-column tile (1..4), two 32-column tiles (5..8), the 6×64 large tile
   // below and above 16 rows. n_out: whole panels and ragged. K: odd, and over one 512 K block.
   for (const Shape s : {Shape{1, 64, 40}, Shape{3, 40, 63}, Shape{4, 96, 1030}, Shape{5, 33, 17}, Shape{8, 130, 600},
-                        Shape{9, 64, 64}, Shape{16, 70, 513}, Shape{17, 32, 8}, Shape{40, 100, 1100}}) {
+                        Shape{9, 64, 64}, Shape{16, 70, 513}, Shape{17, 32, 8}, Shape{40, 100, 1100}, Shape{16, 64, 64},
+                        Shape{45, 70, 1024}}) {  // the last two: AMX shapes
     const size_t ldx = static_cast<size_t>(s.k) + 3, ldo = static_cast<size_t>(s.n_out) + 5;
     std::vector<float> x(static_cast<size_t>(s.m) * s.k), gate(static_cast<size_t>(s.n_out) * s.k), up(gate.size());
     std::vector<bf16_t> xb(static_cast<size_t>(s.m) * ldx, 0x7fc0);  // NaN padding: never read
@@ -344,12 +401,17 @@ TEST_CASE("fused SwiGLU linear matches gate and up linears followed by silu·up 
     ref::linear(g_ref.data(), x.data(), gate.data(), nullptr, s.m, s.n_out, s.k);
     ref::linear(u_ref.data(), x.data(), up.data(), nullptr, s.m, s.n_out, s.k);
 
-    for (int combo = 0; combo < 2 * static_cast<int>(isas().size()); ++combo) {
+    // Each ISA with both activations; then the AMX tiles with both (where they run).
+    const int isa_combos = 2 * static_cast<int>(isas().size());
+    const bool amx_shape = amx_bf16_usable() && s.m >= 16 && s.k % 32 == 0;
+    for (int combo = 0; combo < isa_combos + (amx_shape ? 2 : 0); ++combo) {
       const GatedAct act = combo % 2 == 0 ? GatedAct::silu : GatedAct::gelu_tanh;  // Gemma's activation
-      const Isa isa = isas()[static_cast<size_t>(combo / 2)];
+      const bool amx = combo >= isa_combos;
+      const Isa isa = amx ? Isa::avx512_bf16 : isas()[static_cast<size_t>(combo / 2)];
       for (int threads : {1, 2, 3}) {
-        INFO("isa " << isa_name(isa) << " act " << (act == GatedAct::silu ? "silu" : "gelu_tanh") << " threads "
-                    << threads << " m " << s.m << " n_out " << s.n_out << " k " << s.k);
+        INFO("isa " << isa_name(isa) << (amx ? " + amx" : "") << " act "
+                    << (act == GatedAct::silu ? "silu" : "gelu_tanh") << " threads " << threads << " m " << s.m
+                    << " n_out " << s.n_out << " k " << s.k);
         CHECK_FALSE(linear_bf16_needs_reduce(s.m, 2 * s.n_out, s.k, threads, true));
         std::vector<bf16_t> out(static_cast<size_t>(s.m) * ldo, 0x4242);
         std::vector<float> ws(linear_bf16_workspace_floats(s.m, 2 * s.n_out, s.k, threads, true) + 1, NAN);
@@ -364,6 +426,8 @@ TEST_CASE("fused SwiGLU linear matches gate and up linears followed by silu·up 
         a.isa = isa;
         a.swiglu = true;
         a.gated_act = act;
+        a.amx = amx;
+        CHECK(linear_bf16_uses_amx(a) == amx);
         if (threads == 2) {
           linear_bf16(a, threads, [&pool](auto&& f) { pool.run_on_all(f); });
         } else {
