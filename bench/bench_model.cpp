@@ -36,6 +36,7 @@ struct BenchOptions {
   int numa_node = -1;
   std::string quantization = "auto";
   bool quantize_lm_head = false;
+  bool no_amx = false;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -64,6 +65,7 @@ int run_bench(const BenchOptions& o) {
   }
   ro.quantization = *quantization;
   ro.quantize_lm_head = o.quantize_lm_head;
+  ro.amx = !o.no_amx;
   auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<ModelRunner> runner = load_model_runner(dir, ro);
   const double load_s = seconds_since(t0);
@@ -196,6 +198,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--quantize-lm-head", o.quantize_lm_head,
                "With w8/w8g32/w4/w4g128: the output head and the embedding table as well");
+  app.add_flag("--no-amx", o.no_amx,
+               "Keep the BF16 linears on AVX-512 where the CPU has AMX (default: AMX tiles from 16 rows)");
   CLI11_PARSE(app, argc, argv);
   try {
     return slab::bench::run_bench(o);

@@ -48,7 +48,6 @@ import argparse
 import http.client
 import json
 import os
-import platform
 import re
 import statistics
 import sys
@@ -61,6 +60,7 @@ from datetime import datetime
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
 from slabserve_process import SlabserveProcess  # noqa: E402
 import speculative_llama_server as llama_peer  # noqa: E402
+from compare_peers import cpu_model  # noqa: E402
 
 STORY_OPENINGS = [
     "Once upon a time, there was a little girl named Lily.",
@@ -199,17 +199,6 @@ def run_level(server, prompts, c, n_requests, max_tokens):
         "load_average_1m": [load_before, os.getloadavg()[0]],
         "texts": sorted(r[3] for r in results),
     }
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def main():

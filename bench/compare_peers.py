@@ -3,6 +3,7 @@ dir), started, checked for readiness and named. setup() returns the exact versio
 with the failing command's last lines."""
 import glob
 import os
+import platform
 import subprocess
 import sys
 import tarfile
@@ -18,6 +19,18 @@ class Context:
     max_concurrency: int  # the highest level: peers with fixed slots get this many
     threads: int          # compute threads for peers that need the number
     convert_python: str = None  # runs convert_hf_to_gguf.py (None: WORK/venv-llamacpp, installed on demand)
+
+
+def cpu_model():
+    """The CPU's model name from /proc/cpuinfo (what result files name the machine by)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown cpu"
 
 
 def cpu_list(spec):

@@ -8,6 +8,14 @@ written directly (8-byte header length, JSON header, raw little-endian data), on
     python3 bench/make_random_checkpoint.py --shape mixtral-tiny --tokenizer-from \
         ../shared/testdata/tokenizers/llama2 /tmp/mixtral-tiny          # a mixture of experts
 
+With --gguf OUT.gguf (llama shapes; needs gguf-py and sentencepiece) the same weights go to one
+GGUF file of BF16 tensors with --tokenizer-from's SentencePiece vocabulary in its metadata, which
+slabserve and llama.cpp both load: a benchmark of the two then reads the same bytes, and a machine
+without torch or transformers can make it (the device machine's scaling runs):
+
+    PYTHONPATH=LLAMA_CPP/gguf-py python3 bench/make_random_checkpoint.py --shape tinyllama \
+        --tokenizer-from ../shared/testdata/tokenizers/llama2 --gguf /tmp/tinyllama-random-bf16.gguf
+
 Weights ~ N(0, 0.02), norms ~ 1 (+ small noise), biases ~ N(0, 0.02). To keep generation at disk
 speed, each tensor is cut from a 64 MiB pool of random values at a random offset. No tokenizer is
 written (`bench_model` uses token ids) unless `--tokenizer-from DIR` names a folder whose
@@ -129,6 +137,70 @@ def copy_tokenizer(src, out_dir):
     print(f"copied the tokenizer from {src}")
 
 
+# llama.cpp's names for the Hugging Face llama tensors (the q/k rows stay in HF order: the values
+# are random, so llama.cpp's rotary permutation changes nothing measured).
+GGUF_NAMES = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+              "lm_head.weight": "output.weight", "input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q",
+              "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
+              "post_attention_layernorm": "ffn_norm", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+              "mlp.down_proj": "ffn_down"}
+
+
+def gguf_name(hf):
+    if hf in GGUF_NAMES:
+        return GGUF_NAMES[hf]
+    _, _, layer, rest = hf.split(".", 3)  # model.layers.N.<module>.weight
+    module, suffix = rest.rsplit(".", 1)
+    return f"blk.{layer}.{GGUF_NAMES[module]}.{suffix}"
+
+
+def write_gguf(path, s, tensor_data, tokenizer_dir):
+    import gguf
+    import sentencepiece as spm
+    if s["model_type"] != "llama" or s.get("num_local_experts") or s["qkv_bias"]:
+        raise SystemExit("--gguf writes dense llama shapes only")
+    if not tokenizer_dir:
+        raise SystemExit("--gguf needs --tokenizer-from (llama.cpp loads no model without a vocabulary)")
+    sp = spm.SentencePieceProcessor(model_file=os.path.join(tokenizer_dir, "tokenizer.model"))
+    if sp.get_piece_size() != s["vocab_size"]:
+        raise SystemExit(f"the tokenizer has {sp.get_piece_size()} pieces, the shape {s['vocab_size']} rows")
+    h, heads = s["hidden_size"], s["num_attention_heads"]
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_name("random " + s["model_type"])
+    w.add_context_length(s["max_position_embeddings"])
+    w.add_embedding_length(h)
+    w.add_block_count(s["num_hidden_layers"])
+    w.add_feed_forward_length(s["intermediate_size"])
+    w.add_rope_dimension_count(h // heads)
+    w.add_head_count(heads)
+    w.add_head_count_kv(s["num_key_value_heads"])
+    w.add_layer_norm_rms_eps(s["rms_norm_eps"])
+    w.add_rope_freq_base(s["rope_theta"])
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)
+    tokens, scores, types = [], [], []
+    for i in range(sp.get_piece_size()):
+        tokens.append(sp.id_to_piece(i).encode("utf-8"))
+        scores.append(sp.get_score(i))
+        types.append(gguf.TokenType.UNKNOWN if sp.is_unknown(i) else gguf.TokenType.CONTROL if sp.is_control(i)
+                     else gguf.TokenType.BYTE if sp.is_byte(i) else gguf.TokenType.NORMAL)
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_scores(scores)
+    w.add_token_types(types)
+    w.add_bos_token_id(s["bos_token_id"])
+    w.add_eos_token_id(s["eos_token_id"])
+    for name, shape, bits in tensor_data:
+        if len(shape) == 1:  # norms stay F32, as llama.cpp's converter writes them (its adds need F32)
+            f32 = (bits.astype(np.uint32) << 16).view(np.float32)
+            w.add_tensor(gguf_name(name), f32)
+        else:
+            w.add_tensor(gguf_name(name), bits.reshape(shape), raw_dtype=gguf.GGMLQuantizationType.BF16)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out_dir")
@@ -142,6 +214,8 @@ def main():
                          "(speculative decoding benchmarks); the cycles go to copy_cycles.json")
     ap.add_argument("--tokenizer-only", action="store_true",
                     help="with --tokenizer-from: only add the tokenizer to an existing checkpoint")
+    ap.add_argument("--gguf", action="store_true",
+                    help="write out_dir as one BF16 GGUF file (llama shapes; needs gguf-py and sentencepiece)")
     args = ap.parse_args()
     if args.tokenizer_only:
         if not args.tokenizer_from:
@@ -153,7 +227,26 @@ def main():
     pool = bf16_bits(rng.standard_normal(32 << 20, dtype=np.float32) * 0.02)
     fixed = copy_cycle_tensors(s, args.copy_cycle, rng) if args.copy_cycle else {}
 
-    header, offset, plan = {}, 0, list(tensors(s))
+    plan = list(tensors(s))
+    if args.gguf:
+        def values(name, shape, kind):
+            n = int(np.prod(shape))
+            if name in fixed:
+                return fixed[name]
+            if kind == "norm":
+                return bf16_bits(1.0 + 0.02 * rng.standard_normal(n, dtype=np.float32))
+            pieces = []
+            while n > 0:
+                take = min(n, len(pool) // 2)
+                start = int(rng.integers(0, len(pool) - take + 1))
+                pieces.append(pool[start:start + take])
+                n -= take
+            return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+        write_gguf(args.out_dir, s, [(name, shape, values(name, shape, kind)) for name, shape, kind in plan],
+                   args.tokenizer_from)
+        print(f"wrote {args.out_dir}: {args.shape} as GGUF BF16")
+        return
+    header, offset = {}, 0
     for name, shape, _ in plan:
         n = int(np.prod(shape)) * 2
         header[name] = {"dtype": "BF16", "shape": list(shape), "data_offsets": [offset, offset + n]}
