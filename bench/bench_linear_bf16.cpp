@@ -288,8 +288,12 @@ int main(int argc, char** argv) {
   bench::Stat vdp_cpu, amx_cpu;
   const bench::Stat vdp_peak = bench::measure_bf16_peak(pool, cfg.quick ? 3 : 7, &vdp_cpu);
   const bench::Stat amx_peak = amx ? bench::measure_amx_bf16_peak(pool, cfg.quick ? 3 : 7, &amx_cpu) : bench::Stat{};
-  const bench::Stat peak = cfg.isa == "amx" ? amx_peak : vdp_peak;
-  const bench::Stat peak_cpu = cfg.isa == "amx" ? amx_cpu : vdp_cpu;
+  bench::Stat fma_cpu;
+  const bench::Stat fma_peak =
+      isa == Isa::avx2 ? bench::measure_fma_peak(pool, cfg.quick ? 3 : 7, &fma_cpu) : bench::Stat{};
+  const bench::Stat peak = cfg.isa == "amx" ? amx_peak : isa == Isa::avx2 ? fma_peak : vdp_peak;
+  const bench::Stat peak_cpu = cfg.isa == "amx" ? amx_cpu : isa == Isa::avx2 ? fma_cpu : vdp_cpu;
+  const char* peak_name = cfg.isa == "amx" ? "tdpbf16ps" : isa == Isa::avx2 ? "vfmadd231ps" : "vdpbf16ps";
   const bench::Stat disp = bench::measure_dispatch_us(pool, 9, 20000);
   std::printf("read bandwidth (%zu MB, %d threads): %.1f GB/s  [min %.1f, max %.1f]\n", probe_bytes >> 20, pool.size(),
               bw.median, bw.min, bw.max);
@@ -299,7 +303,11 @@ int main(int argc, char** argv) {
     std::printf("bf16 peak (tdpbf16ps, %d threads):    %.0f GFLOP/s  [min %.0f, max %.0f]; from CPU time %.0f\n",
                 pool.size(), amx_peak.median, amx_peak.min, amx_peak.max, amx_cpu.median);
   }
-  std::printf("%%peak below: against the %s peak\n", cfg.isa == "amx" ? "tdpbf16ps" : "vdpbf16ps");
+  if (isa == Isa::avx2) {
+    std::printf("fp32 peak (vfmadd231ps ymm, %d threads): %.0f GFLOP/s  [min %.0f, max %.0f]; from CPU time %.0f\n",
+                pool.size(), fma_peak.median, fma_peak.min, fma_peak.max, fma_cpu.median);
+  }
+  std::printf("%%peak below: against the %s peak\n", peak_name);
   std::printf("empty parallel_for:                  %.3f us  [min %.3f, max %.3f]\n\n", disp.median, disp.min,
               disp.max);
 
@@ -339,10 +347,11 @@ int main(int argc, char** argv) {
   }
   std::printf("\n");
   for (int dim : {2048, 896}) bench_rmsnorm(pool, probe, isa, dim, l3);
-  const bench::Stat peak_end =
-      cfg.isa == "amx" ? bench::measure_amx_bf16_peak(pool, 3) : bench::measure_bf16_peak(pool, 3);
+  const bench::Stat peak_end = cfg.isa == "amx"   ? bench::measure_amx_bf16_peak(pool, 3)
+                               : isa == Isa::avx2 ? bench::measure_fma_peak(pool, 3)
+                                                  : bench::measure_bf16_peak(pool, 3);
   const bench::Stat bw_end = probe.measure(cfg.quick ? 5 : 15);
-  std::printf("\nat the end: read bandwidth %.1f GB/s [%.1f..%.1f], bf16 peak %.0f GFLOP/s\n", bw_end.median,
-              bw_end.min, bw_end.max, peak_end.median);
+  std::printf("\nat the end: read bandwidth %.1f GB/s [%.1f..%.1f], %s peak %.0f GFLOP/s\n", bw_end.median, bw_end.min,
+              bw_end.max, peak_name, peak_end.median);
   return 0;
 }

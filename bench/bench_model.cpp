@@ -37,6 +37,7 @@ struct BenchOptions {
   std::string quantization = "auto";
   bool quantize_lm_head = false;
   bool no_amx = false;
+  std::string kernels = "auto";
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -66,6 +67,10 @@ int run_bench(const BenchOptions& o) {
   ro.quantization = *quantization;
   ro.quantize_lm_head = o.quantize_lm_head;
   ro.amx = !o.no_amx;
+  // The AVX2 kernels on an AVX-512 machine: a stand-in for the AVX2-only EPYCs (Zen 2/3).
+  ro.kernels = o.kernels == "avx2"          ? KernelChoice::avx2
+               : o.kernels == "avx512_bf16" ? KernelChoice::avx512_bf16
+                                            : KernelChoice::automatic;
   auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<ModelRunner> runner = load_model_runner(dir, ro);
   const double load_s = seconds_since(t0);
@@ -198,6 +203,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--quantize-lm-head", o.quantize_lm_head,
                "With w8/w8g32/w4/w4g128: the output head and the embedding table as well");
+  app.add_option("--kernels", o.kernels, "Kernel set: auto (the best the CPU runs), avx512_bf16 or avx2")
+      ->check(CLI::IsMember({"auto", "avx512_bf16", "avx2"}))
+      ->capture_default_str();
   app.add_flag("--no-amx", o.no_amx,
                "Keep the BF16 linears on AVX-512 where the CPU has AMX (default: AMX tiles from 16 rows)");
   CLI11_PARSE(app, argc, argv);

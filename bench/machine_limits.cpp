@@ -79,6 +79,25 @@ __attribute__((target("avx512f,avx512vnni"))) long dpbusd_loop(long iters) {
   return iters + left;
 }
 
+// The AVX2 FP32 twin (what the AVX2 BF16 kernels multiply with): 12 vfmadd231ps chains on
+// ymm4..ymm15, enough for 2 FMA pipes at 5 cycles' latency.
+__attribute__((target("avx2,fma"))) long fma_loop(long iters) {
+  const __m256 x = _mm256_set1_ps(1.0f);
+  const __m256 y = _mm256_set1_ps(0.0f);  // the sums stay zero
+  long left = iters;
+  __asm__ volatile(
+      "1:\n\t"
+      "vfmadd231ps %1, %2, %%ymm4\n\tvfmadd231ps %1, %2, %%ymm5\n\tvfmadd231ps %1, %2, %%ymm6\n\t"
+      "vfmadd231ps %1, %2, %%ymm7\n\tvfmadd231ps %1, %2, %%ymm8\n\tvfmadd231ps %1, %2, %%ymm9\n\t"
+      "vfmadd231ps %1, %2, %%ymm10\n\tvfmadd231ps %1, %2, %%ymm11\n\tvfmadd231ps %1, %2, %%ymm12\n\t"
+      "vfmadd231ps %1, %2, %%ymm13\n\tvfmadd231ps %1, %2, %%ymm14\n\tvfmadd231ps %1, %2, %%ymm15\n\t"
+      "dec %0\n\tjnz 1b"
+      : "+r"(left)
+      : "x"(x), "x"(y)
+      : "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc");
+  return iters + left;
+}
+
 // The AMX twin: 4 independent C tiles, each tdpbf16ps 16 x 16 x 32 multiply-adds on A and B
 // tiles loaded once (zeros: the sums stay zero). The tile data permission is the caller's.
 __attribute__((target("amx-tile,amx-bf16"))) long amx_dp_loop(long iters) {
@@ -177,6 +196,11 @@ Stat ReadBandwidthProbe::measure(int reps) {
 Stat measure_bf16_peak(ThreadPool& pool, int reps, Stat* cpu_based) {
   if (!cpu_features().has_avx512_bf16_kernels()) return {};
   return measure_peak(pool, reps, cpu_based, 2'000'000, 64.0 * 24, dp_loop);
+}
+
+Stat measure_fma_peak(ThreadPool& pool, int reps, Stat* cpu_based) {
+  if (!cpu_features().has_avx2_kernels()) return {};
+  return measure_peak(pool, reps, cpu_based, 4'000'000, 16.0 * 12, fma_loop);
 }
 
 Stat measure_amx_bf16_peak(ThreadPool& pool, int reps, Stat* cpu_based) {

@@ -56,6 +56,9 @@ Stat measure_bf16_peak(ThreadPool& pool, int reps, Stat* cpu_based = nullptr);
 // GOP/s (multiply and add counted apart) of vpdpbusd on all pool threads (one instruction = 64
 // u8·s8 products summed into 16 lanes = 128 ops on zmm); 0 when the CPU lacks avx512_vnni.
 Stat measure_int8_peak(ThreadPool& pool, int reps, Stat* cpu_based = nullptr);
+// GFLOP/s of 256-bit vfmadd231ps (16 flops) on all pool threads: the AVX2 kernels' limit; 0
+// without avx2/fma.
+Stat measure_fma_peak(ThreadPool& pool, int reps, Stat* cpu_based = nullptr);
 // The same for AMX-BF16 (tdpbf16ps on 4 C tiles); all zero where amx_bf16_usable() is false.
 Stat measure_amx_bf16_peak(ThreadPool& pool, int reps, Stat* cpu_based = nullptr);
 // Microseconds per empty parallel_for(size(), ...) dispatch.

@@ -53,6 +53,10 @@ size_t partial_floats(int vectors, int head_dim) {
 bool use_avx512(const AttnShape& sh, Isa isa) {
   return isa == Isa::avx512_bf16 && sh.head_dim % 16 == 0 && sh.block_size % 16 == 0;
 }
+// The FP32 block on 8-lane FMAs: Isa::avx2, and AVX-512 shapes its block does not take.
+bool use_avx2(const AttnShape& sh, Isa isa) {
+  return (isa == Isa::avx2 || isa == Isa::avx512_bf16) && !use_avx512(sh, isa) && sh.head_dim % 8 == 0;
+}
 
 }  // namespace
 
@@ -176,7 +180,7 @@ void prefetch_block(const AttentionArgs& a, int32_t block, int kv_head, size_t n
 }
 
 void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkItem& it, float* scratch,
-              const ScratchLayout& lay, bool avx) {
+              const ScratchLayout& lay, bool avx, bool avx2) {
   const AttnShape& sh = plan.shape;
   const int group = group_of(sh);
   const int hd = sh.head_dim;
@@ -252,8 +256,13 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
       blk.vraw = vb;
     } else {
       const size_t off = static_cast<size_t>(t0) * uhd, n = static_cast<size_t>(t1 - t0) * uhd;
-      convert_bf16_to_f32(scratch + lay.k + off, kb + off, n);
-      convert_bf16_to_f32(scratch + lay.v + off, vb + off, n);
+      if (avx2) {
+        detail::convert_bf16_to_f32_avx2(scratch + lay.k + off, kb + off, n);
+        detail::convert_bf16_to_f32_avx2(scratch + lay.v + off, vb + off, n);
+      } else {
+        convert_bf16_to_f32(scratch + lay.k + off, kb + off, n);
+        convert_bf16_to_f32(scratch + lay.v + off, vb + off, n);
+      }
     }
     for (int r = 0; r < it.row1 - it.row0; ++r) {
       const int p = pos0 + it.row0 + r;
@@ -268,6 +277,8 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
     blk.nt = t1;
     if (avx) {
       detail::attn_block_avx512(blk);
+    } else if (avx2) {
+      detail::attn_block_avx2(blk);
     } else {
       detail::attn_block_scalar(blk);
     }
@@ -300,11 +311,12 @@ void attention_run(const AttentionArgs& args, const AttentionPlan& plan, int thr
   const ScratchLayout lay = scratch_layout(plan.shape);
   float* scratch = args.workspace + plan.scratch_floats * static_cast<size_t>(thread);
   const bool avx = use_avx512(plan.shape, args.isa);
+  const bool avx2 = use_avx2(plan.shape, args.isa);
   const int b = plan.thread_begin[static_cast<size_t>(thread)];
   const int e = plan.thread_begin[static_cast<size_t>(thread) + 1];
   if (b == e) return;
   for (int i = b; i < e; ++i) {
-    run_item(args, plan, plan.items[static_cast<size_t>(plan.order[static_cast<size_t>(i)])], scratch, lay, avx);
+    run_item(args, plan, plan.items[static_cast<size_t>(plan.order[static_cast<size_t>(i)])], scratch, lay, avx, avx2);
   }
 }
 

@@ -40,8 +40,10 @@
 // plan's n_threads), then, only when plan.needs_merge(), attention_merge on every thread after
 // every run finished (a second dispatch). attention() below does both through a run_on_all.
 //
-// ISA: Isa::avx512_bf16 uses the AVX-512 path (needs head_dim % 16 == 0 and block_size % 16 == 0,
-// else it falls back to scalar); Isa::avx2 and Isa::scalar run the scalar path.
+// ISA: Isa::avx512_bf16 uses the AVX-512 path (needs head_dim % 16 == 0 and block_size % 16 == 0);
+// Isa::avx2, and AVX-512 shapes outside those, run the scalar algorithm on 8-lane FMAs
+// (attention_avx2.cpp: K/V widened to FP32, head_dim % 8 == 0); Isa::scalar and any other shape
+// run it in plain C++.
 #include <cstddef>
 #include <cstdint>
 #include <vector>

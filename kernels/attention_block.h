@@ -44,7 +44,10 @@ struct AttnBlock {
 };
 
 void attn_block_scalar(const AttnBlock& b);
+void attn_block_avx2(const AttnBlock& b);  // the scalar block's inputs; hd % 8 == 0
 void attn_block_avx512(const AttnBlock& b);
+// The driver's widening of a K or V block for the scalar and AVX2 blocks.
+void convert_bf16_to_f32_avx2(float* dst, const bf16_t* src, size_t n);
 // Floats per query vector of the staged hi/lo Q.
 inline size_t q_hilo_floats(int hd) { return static_cast<size_t>((hd + 31) / 32) * 32; }
 // dst[v] (q_hilo_floats(hd) floats each) = BF16 hi parts of q[v] in 32-element chunks, then the

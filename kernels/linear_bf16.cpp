@@ -173,7 +173,9 @@ void decode_split_unit(const LinearArgs& a, int unit, int splits) {
 struct LargeTile {
   int mr, np;
 };
-LargeTile large_tile(int m, bool swiglu) {
+LargeTile large_tile(int m, bool swiglu, Isa isa) {
+  // AVX2 runs 6-row FP32 blocks (tile_avx2 with wf): an 8-row tile would leave a 2-row block.
+  if (isa == Isa::avx2) return LargeTile{kLargeMR, 2};
   return m <= kMidMaxM && !swiglu ? LargeTile{8, 1} : LargeTile{kLargeMR, 2};  // SwiGLU: a pair per tile
 }
 
@@ -189,6 +191,10 @@ void large_group(const LinearArgs& a, LargeTile lt, int g, int rt0, int rt1, flo
   for (int kb = 0; kb < pairs; kb += kKBlockPairs) {
     const int kb_end = std::min(pairs, kb + kKBlockPairs);
     const bool first = kb == 0, last = kb_end == pairs;
+    // AVX2 has no BF16 dot product: the block's weights go to FP32 once for all row tiles.
+    const float* wf = a.isa == Isa::avx2 ? detail::convert_block_avx2(panel0 + static_cast<size_t>(kb) * 2 * kPanelCols,
+                                                                      stride, np, kb_end - kb)
+                                         : nullptr;
     for (int rt = rt0; rt < rt1; ++rt) {
       const int row = rt * lt.mr;
       Tile t;
@@ -221,6 +227,7 @@ void large_group(const LinearArgs& a, LargeTile lt, int g, int rt0, int rt1, flo
       t.c = scratch ? scratch + static_cast<size_t>(row) * 2 * kPanelCols : nullptr;
       t.ldc = 2 * kPanelCols;
       t.load_c = !first;
+      t.wf = wf;
       if (last && !a.swiglu) set_epilogue(t, a, row, p * kPanelCols);
       run_tile(t, a.isa);
       if (last && a.swiglu) finish_swiglu(a, t.c, t.ldc, row, t.mr, p / 2);
@@ -419,7 +426,7 @@ void linear_bf16_compute(const LinearArgs& a, int thread, int n_threads) {
     amx_compute(a, thread, n_threads);
     return;
   }
-  const LargeSplit s = large_split(a.m, a.w.n, n_threads, a.swiglu, large_tile(a.m, a.swiglu));
+  const LargeSplit s = large_split(a.m, a.w.n, n_threads, a.swiglu, large_tile(a.m, a.swiglu, a.isa));
   float* scratch = nullptr;
   if (packed_pairs(a.w.k) > kKBlockPairs || a.swiglu) {
     scratch = a.workspace + static_cast<size_t>(thread) * a.m * 2 * kPanelCols;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/linear_bf16_tile.h"
 
@@ -49,9 +50,125 @@ SLAB_AVX2 void rows_panel(const Tile& t, int row0, int panel, float* acc_out) {
   }
 }
 
+// The large-M form: the K block's weights were converted to FP32 once for every row tile of the
+// group (convert_block_avx2), and the tile's rows are converted here (xf), so the inner loop is
+// plain FP32: per k, 2 weight loads and R broadcasts for 2R FMAs over 16 columns, no shifts or
+// masks (those took a third of the issue slots of rows_panel, whose conversion served 2 rows).
+template <int R>
+SLAB_AVX2 void block_rows(const Tile& t, const float* xf, size_t ldxf, int row0, int kk) {
+  const int cols = t.np * 32;
+  const size_t ldw = static_cast<size_t>(cols);
+  for (int c0 = 0; c0 < cols; c0 += 16) {
+    // Every loop over acc is unrolled so that GCC keeps the array in registers (indexed by a
+    // variable it stored all 12 accumulators to the stack on every k: 31 % of the FMA peak).
+    __m256 acc[R][2];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+      for (int j = 0; j < 2; ++j) {
+        acc[r][j] =
+            t.load_c ? _mm256_loadu_ps(t.c + static_cast<size_t>(row0 + r) * t.ldc + c0 + 8 * j) : _mm256_setzero_ps();
+      }
+    }
+    const float* w = t.wf + c0;
+    const float* x = xf + static_cast<size_t>(row0) * ldxf;
+    for (int k = 0; k < kk; ++k) {
+      const __m256 w0 = _mm256_loadu_ps(w + static_cast<size_t>(k) * ldw);
+      const __m256 w1 = _mm256_loadu_ps(w + static_cast<size_t>(k) * ldw + 8);
+#pragma GCC unroll 6
+      for (int r = 0; r < R; ++r) {
+        const __m256 xv = _mm256_broadcast_ss(x + static_cast<size_t>(r) * ldxf + k);
+        acc[r][0] = _mm256_fmadd_ps(xv, w0, acc[r][0]);
+        acc[r][1] = _mm256_fmadd_ps(xv, w1, acc[r][1]);
+      }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      const int row = row0 + r;
+      if (!t.epilogue) {
+        _mm256_storeu_ps(t.c + static_cast<size_t>(row) * t.ldc + c0, acc[r][0]);
+        _mm256_storeu_ps(t.c + static_cast<size_t>(row) * t.ldc + c0 + 8, acc[r][1]);
+        continue;
+      }
+      const int n_valid = std::min(16, t.n_valid - c0);
+      if (n_valid <= 0) continue;
+      alignas(32) float sums[16];
+      _mm256_store_ps(sums, acc[r][0]);
+      _mm256_store_ps(sums + 8, acc[r][1]);
+      const size_t o = static_cast<size_t>(row) * t.ldo + c0;
+      finish_row(sums, n_valid, t.bias ? t.bias + c0 : nullptr,
+                 t.residual ? t.residual + static_cast<size_t>(row) * t.ldr + c0 : nullptr,
+                 t.out_f32 ? t.out_f32 + o : nullptr, t.out_bf16 ? t.out_bf16 + o : nullptr);
+    }
+  }
+}
+
+// x rows of the tile to FP32, k-major per row; the high element of a half pair (past K) is 0.
+SLAB_AVX2 void convert_rows(const Tile& t, float* xf, size_t ldxf) {
+  const int n = 2 * t.n_pairs;
+  for (int r = 0; r < t.mr; ++r) {
+    const bf16_t* src = t.a + static_cast<size_t>(r) * t.lda;
+    float* dst = xf + static_cast<size_t>(r) * ldxf;
+    int k = 0;
+    for (; k + 8 <= n; k += 8) {
+      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + k));
+      _mm256_storeu_ps(dst + k, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
+    }
+    for (; k < n; ++k) dst[k] = bf16_to_f32(src[k]);
+    if (t.half_pair) {
+      dst[n] = bf16_to_f32(src[n]);
+      dst[n + 1] = 0.0f;
+    }
+  }
+}
+
+void tile_block_avx2(const Tile& t) {
+  constexpr int kMaxPairs = 256;  // the driver's K block
+  alignas(32) float xf[8 * 2 * kMaxPairs];
+  const size_t ldxf = 2 * kMaxPairs;
+  const int kk = 2 * (t.n_pairs + (t.half_pair ? 1 : 0));
+  convert_rows(t, xf, ldxf);
+  int row = 0;
+  for (; row + 6 <= t.mr; row += 6) block_rows<6>(t, xf, ldxf, row, kk);
+  switch (t.mr - row) {
+    case 5: block_rows<5>(t, xf, ldxf, row, kk); break;
+    case 4: block_rows<4>(t, xf, ldxf, row, kk); break;
+    case 3: block_rows<3>(t, xf, ldxf, row, kk); break;
+    case 2: block_rows<2>(t, xf, ldxf, row, kk); break;
+    case 1: block_rows<1>(t, xf, ldxf, row, kk); break;
+    default: break;
+  }
+}
+
 }  // namespace
 
+SLAB_AVX2 float* convert_block_avx2(const bf16_t* b, size_t panel_stride, int np, int pairs) {
+  // Per thread, grown once to the largest block (2 · 256 k × 64 columns: 128 KB, in L2 while the
+  // group's row tiles pass over it).
+  thread_local std::vector<float> buffer;
+  const size_t ldw = static_cast<size_t>(np) * 32;
+  buffer.resize(std::max(buffer.size(), 2 * static_cast<size_t>(pairs) * ldw));
+  float* wf = buffer.data();
+  const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  for (int p = 0; p < pairs; ++p) {
+    for (int q = 0; q < np; ++q) {
+      const bf16_t* src = b + static_cast<size_t>(q) * panel_stride + 64 * static_cast<size_t>(p);
+      float* even = wf + 2 * static_cast<size_t>(p) * ldw + 32 * q;
+      for (int j = 0; j < 4; ++j) {
+        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 16 * j));
+        _mm256_storeu_ps(even + 8 * j, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
+        _mm256_storeu_ps(even + ldw + 8 * j, _mm256_castsi256_ps(_mm256_and_si256(w, hi_mask)));
+      }
+    }
+  }
+  return wf;
+}
+
 void tile_avx2(const Tile& t) {
+  if (t.wf) {
+    tile_block_avx2(t);
+    return;
+  }
   float acc[2 * 64];
   for (int row = 0; row < t.mr; row += 2) {
     const int rows = std::min(2, t.mr - row);

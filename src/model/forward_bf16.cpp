@@ -80,8 +80,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
       c.sliding_window > 0
           ? kern::plan_attention(attn_shape, attn_seqs.data(), static_cast<int>(attn_seqs.size()), pool.size())
           : full_plan;
-  // The kernels have AVX-512 and scalar paths only; avx2 runs the scalar one.
-  const kern::Isa attn_isa = isa == kern::Isa::avx512_bf16 ? kern::Isa::avx512_bf16 : kern::Isa::scalar;
+  const kern::Isa attn_isa = isa;  // AVX-512, AVX2 (8-lane FP32) or scalar blocks (kernels/attention.h)
 
   // RoPE tables per sequence (rope_params.h): longrope's long set for a sequence whose step
   // reaches past original_max_position_embeddings, the config's set otherwise; gemma3's

@@ -148,6 +148,7 @@ std::vector<float> run_sequential(const Problem& p, Isa isa, int n_threads) {
 
 std::vector<Isa> isas() {
   std::vector<Isa> v{Isa::scalar};
+  if (cpu_features().has_avx2_kernels()) v.push_back(Isa::avx2);
   if (cpu_features().has_avx512_bf16_kernels()) v.push_back(Isa::avx512_bf16);
   return v;
 }
@@ -259,15 +260,17 @@ TEST_CASE("attention runs on a thread pool", "[attention]") {
   }
 }
 
-TEST_CASE("attention falls back to scalar where the AVX-512 path does not fit", "[attention]") {
-  // head_dim 72 is not a multiple of 16: Isa::avx512_bf16 (and avx2) must still be right.
-  const AttnShape shape{8, 2, 72, 16, 0};
-  const Problem p = make_problem(shape, {{1, 40}, {5, 33}, {70, 90}}, 4242);
-  for (Isa isa : {Isa::avx2, Isa::avx512_bf16}) {
-    if (isa == Isa::avx512_bf16 && !cpu_features().has_avx512_bf16_kernels()) continue;
-    for (int threads : {1, 3}) {
-      INFO("isa " << isa_name(isa) << " threads " << threads);
-      CHECK(max_error(run_sequential(p, isa, threads), p.expected) <= kTolerance);
+TEST_CASE("attention falls back where the AVX-512 path does not fit", "[attention]") {
+  // head_dim 72 is not a multiple of 16 (the AVX2 block takes it: a multiple of 8), 36 not of 8
+  // either (scalar); block size 24 is not a multiple of 16. Every ISA must still be right.
+  for (const AttnShape shape : {AttnShape{8, 2, 72, 16, 0}, AttnShape{4, 2, 36, 16, 0}, AttnShape{4, 1, 64, 24, 0}}) {
+    const Problem p = make_problem(shape, {{1, 40}, {5, 33}, {70, 90}}, 4242);
+    for (Isa isa : isas()) {
+      for (int threads : {1, 3}) {
+        INFO("isa " << isa_name(isa) << " threads " << threads << " head_dim " << shape.head_dim << " block "
+                    << shape.block_size);
+        CHECK(max_error(run_sequential(p, isa, threads), p.expected) <= kTolerance);
+      }
     }
   }
 }
