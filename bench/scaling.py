@@ -67,6 +67,8 @@ def bench_slabserve(args, threads, amx, log):
            "--reps", str(args.reps if threads >= 4 else 1)]
     if not amx:
         cmd.append("--no-amx")
+    if args.kernels != "auto":
+        cmd += ["--kernels", args.kernels]
     rc, out = run(cmd, args.timeout, log)
     if rc != 0:
         return {"error": f"bench_model rc {rc}"}
@@ -111,7 +113,10 @@ def write_report(out_dir, data):
              f"steps at batch 1; {data['date']}. llama.cpp: llama-bench build {data.get('llama_build') or '?'}.",
              "slabserve's decode roofline: the packed weights one step reads over the read bandwidth sampled "
              "just before that step (bench_model).", ""]
-    head = "| threads | slab prefill AVX-512 | llama.cpp pp | ratio |"
+    if data.get("kernels", "auto") != "auto":
+        lines.insert(4, f"slabserve ran its {data['kernels']} kernels (`bench_model --kernels {data['kernels']}`).")
+    vec = "AVX2" if data.get("kernels") == "avx2" else "AVX-512"
+    head = f"| threads | slab prefill {vec} | llama.cpp pp | ratio |"
     sep = "|---:|---:|---:|---:|"
     if amx:
         head += " slab prefill AMX | ratio |"
@@ -138,9 +143,9 @@ def write_report(out_dir, data):
 def write_svg(path, data):
     """Two panels (prefill, decode), tokens/s against threads on log2 x, one line per program."""
     rows = data["rows"]
-    series = [("prefill", "slab_avx512", "slabserve AVX-512", "#1f77b4"), ("prefill", "slab_amx", "slabserve AMX",
-                                                                           "#2ca02c"),
-              ("prefill", "llama", "llama.cpp", "#d62728"), ("decode", "slab_avx512", "slabserve AVX-512", "#1f77b4"),
+    vec = "slabserve AVX2" if data.get("kernels") == "avx2" else "slabserve AVX-512"
+    series = [("prefill", "slab_avx512", vec, "#1f77b4"), ("prefill", "slab_amx", "slabserve AMX", "#2ca02c"),
+              ("prefill", "llama", "llama.cpp", "#d62728"), ("decode", "slab_avx512", vec, "#1f77b4"),
               ("decode", "slab_amx", "slabserve AMX", "#2ca02c"), ("decode", "llama", "llama.cpp", "#d62728")]
     w, h, pad = 420, 300, 50
     threads = [r["threads"] for r in rows]
@@ -187,6 +192,9 @@ def main():
     ap.add_argument("--reps", type=int, default=3, help="repetitions from 4 threads on (1 below: slow)")
     ap.add_argument("--amx", choices=["auto", "off", "only"], default="auto",
                     help="auto: AVX-512 and AMX rows where the CPU has AMX; only: the AMX rows alone")
+    ap.add_argument("--kernels", choices=["auto", "avx512_bf16", "avx2"], default="auto",
+                    help="slabserve's kernel set (bench_model --kernels): avx2 on an AVX-512 machine stands in for "
+                         "an AVX2-only one, against a llama.cpp built without AVX-512")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per program run")
     ap.add_argument("--out", required=True)
     ap.add_argument("--report-only", action="store_true", help="rewrite scaling.md/.svg from OUT/scaling.json")
@@ -202,6 +210,7 @@ def main():
     with open("/proc/cpuinfo") as f:
         has_amx = "amx_bf16" in f.read()
     data = {"cpu": cpu_model(), "model": args.model, "prompt": args.prompt, "decode": args.decode,
+            "kernels": args.kernels,
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "nproc": os.cpu_count(), "rows": []}
     cores = first_cpu_of_each_core()
     args.cpus = lambda t: ",".join(str(c) for c in cores[:t])
