@@ -83,8 +83,8 @@ SLAB_AVX2 void decode_row_panel(const QuantTile& t, int r, int q, float* out16) 
     for (int i = 0; i < 8; ++i) {
       const float z0 = zeros ? bf16_to_f32(zeros[2 * i]) : static_cast<float>(implied_zero(8));
       const float z1 = zeros ? bf16_to_f32(zeros[2 * i + 1]) : static_cast<float>(implied_zero(8));
-      const __m256 scale = _mm256_set_m128(_mm_set1_ps(bf16_to_f32(scales[2 * i + 1])),
-                                           _mm_set1_ps(bf16_to_f32(scales[2 * i])));
+      const __m256 scale =
+          _mm256_set_m128(_mm_set1_ps(bf16_to_f32(scales[2 * i + 1])), _mm_set1_ps(bf16_to_f32(scales[2 * i])));
       const __m256 zero = _mm256_set_m128(_mm_set1_ps(z1), _mm_set1_ps(z0));
       const __m256 d = _mm256_fnmadd_ps(zero, xsum, acc[i]);
       _mm256_store_ps(total[i], _mm256_fmadd_ps(scale, d, _mm256_load_ps(total[i])));
