@@ -45,6 +45,8 @@ RULES = [
     (r"^\./build-bench/", "runs a benchmark for minutes (needs the build above)"),
     (r"^cmake --build build\b", "rebuilds the binary under test"),
     (r"^python3 bench/make_random_checkpoint\.py", "writes a 1-2 GB random checkpoint"),
+    (r"^PYTHONPATH=LLAMA_CPP/gguf-py python3 bench/make_random_checkpoint\.py", "writes a 2.2 GB random GGUF (needs gguf-py)"),
+    (r"^python3 bench/scaling\.py", "runs bench_model and llama-bench at each thread count for minutes"),
     (r"^python3 bench/bench_serve\.py", None),
     (r"^python3 bench/bench_speculative\.py", "starts servers with and without speculation for ~15 minutes"),
     (r"^python3 bench/compare\.py", "runs every peer server for up to 40 minutes"),
