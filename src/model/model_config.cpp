@@ -433,6 +433,17 @@ void validate(const std::string& source, const ModelConfig& c) {
 
 ModelConfig parse_model_config(const json& j, const std::string& source) {
   if (!j.is_object()) throw std::runtime_error(source + ": expected a JSON object");
+  // A pre-quantized checkpoint (AWQ, GPTQ, bitsandbytes, FP8, compressed-tensors, ...) keeps its
+  // projections in tensors this loader does not read. Refused by name: otherwise it failed on a
+  // missing tensor, or, where the .weight tensors are still there, was served as if unquantized.
+  if (present(j, "quantization_config")) {
+    const json& q = j["quantization_config"];
+    const bool named = q.is_object() && q.contains("quant_method") && q["quant_method"].is_string();
+    fail(source, named ? "quantization_config.quant_method" : "quantization_config",
+         "pre-quantized checkpoints are not supported (" +
+             (named ? "'" + q["quant_method"].get<std::string>() + "'" : q.dump()) +
+             "): serve the BF16/FP16 checkpoint with --quantization w8 or w4 (quantized at load), or a GGUF file");
+  }
   if (j.value("model_type", json()) == "gemma3") {
     // Gemma3ForConditionalGeneration: only the text tower runs; its tensors sit under
     // language_model.model. (what transformers 5.23 writes; it maps them to

@@ -328,6 +328,12 @@ TEST_CASE("config.json field errors name the file and the field", "[model]") {
   REQUIRE_THROWS_WITH(parse(with(c, "rope_parameters", {{"rope_type", "yarn"}, {"rope_theta", 1e4}})),
                       Contains("rope_parameters.rope_type") && Contains("yarn"));
   REQUIRE_THROWS_WITH(parse(with(c, "rope_scaling", {{"rope_type", "linear"}})), Contains("rope_scaling.factor"));
+  // Pre-quantized Hugging Face checkpoints are refused by name, not served as if unquantized.
+  REQUIRE_THROWS_WITH(
+      parse(with(c, "quantization_config", {{"quant_method", "awq"}, {"bits", 4}})),
+      Contains("field 'quantization_config.quant_method'") && Contains("'awq'") && Contains("--quantization"));
+  REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", "gptq")), Contains("field 'quantization_config'"));
+  CHECK_NOTHROW(parse(with(c, "quantization_config", nullptr)));
   REQUIRE_THROWS_WITH(parse(with(c, "eos_token_id", 99)), Contains("field 'eos_token_id'"));
   REQUIRE_THROWS_WITH(parse(with(c, "eos_token_id", "x")), Contains("field 'eos_token_id'"));
   REQUIRE_THROWS_WITH(parse(with(c, "tie_word_embeddings", 1)), Contains("field 'tie_word_embeddings'"));
