@@ -11,6 +11,7 @@ const char* dtype_name(DType dtype) {
     case DType::f32: return "F32";
     case DType::f16: return "F16";
     case DType::bf16: return "BF16";
+    case DType::i32: return "I32";
   }
   return "?";
 }
@@ -26,6 +27,7 @@ const char* block_format_name(BlockFormat format) {
     case BlockFormat::q4_k: return "Q4_K";
     case BlockFormat::q5_k: return "Q5_K";
     case BlockFormat::q6_k: return "Q6_K";
+    case BlockFormat::awq4: return "AWQ 4-bit";
   }
   return "?";
 }
@@ -42,6 +44,7 @@ size_t block_format_row_bytes(BlockFormat format, int64_t cols) {
     case BlockFormat::q4_k: elems = 256, bytes = 144; break;
     case BlockFormat::q5_k: elems = 256, bytes = 176; break;
     case BlockFormat::q6_k: elems = 256, bytes = 210; break;
+    case BlockFormat::awq4: elems = 32, bytes = 24; break;
   }
   return static_cast<size_t>(cols) / elems * bytes;
 }
@@ -51,6 +54,7 @@ size_t dtype_size(DType dtype) {
     case DType::f32: return 4;
     case DType::f16: return 2;
     case DType::bf16: return 2;
+    case DType::i32: return 4;
   }
   return 0;
 }
@@ -109,6 +113,9 @@ void convert_to_f32(const TensorView& view, float* out) {
         out[i] = bits_to_f32(static_cast<uint32_t>(b) << 16);
       }
       return;
+    case DType::i32:
+      throw std::runtime_error(view.file + ": tensor '" + view.name +
+                               "' is I32 (packed integer codes), not weights: expected F32, F16 or BF16");
   }
   throw std::logic_error("convert_to_f32: bad dtype");
 }

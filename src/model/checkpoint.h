@@ -11,11 +11,14 @@
 
 namespace slab {
 
-enum class DType { f32, f16, bf16 };
+// i32 holds packed integer codes (AWQ's qweight/qzeros), never values: convert_to_f32 refuses it.
+enum class DType { f32, f16, bf16, i32 };
 
 // GGUF block formats the quantized kernels take (model/packed_quant.h repacks them into W8/W4
 // g32: every format but Q6_K without requantizing); see model/gguf_blocks.h for the layouts.
-enum class BlockFormat { none, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k };
+// awq4 is no file's format: the blocks model/awq_checkpoint.h makes from an AWQ checkpoint's
+// tensors (32 elements, 24 bytes: FP32 slope, FP32 offset, 16 bytes of nibbles as in Q4_1).
+enum class BlockFormat { none, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, awq4 };
 const char* block_format_name(BlockFormat format);
 // Bytes of one row of `cols` elements (whole blocks) in `format`.
 size_t block_format_row_bytes(BlockFormat format, int64_t cols);
@@ -53,6 +56,8 @@ class Checkpoint {
   // without materialising values that a checkpoint makes on demand (a GGUF file's quantized
   // tensors are decoded to BF16 only when tensor() asks).
   virtual TensorView tensor_header(const std::string& name) const { return tensor(name); }
+  // tensor_header(name).bytes() without making anything (AWQ blocks are built by tensor_header).
+  virtual size_t tensor_bytes(const std::string& name) const { return tensor_header(name).bytes(); }
   // The caller holds no more views of `name`: values made on demand may be freed (the packer
   // calls it layer by layer, so decoding a GGUF file never holds more than a layer in BF16).
   virtual void release(const std::string& name) const { (void)name; }

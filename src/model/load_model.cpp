@@ -4,6 +4,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "model/awq_checkpoint.h"
 #include "model/gguf_model.h"
 #include "model/model.h"
 
@@ -49,7 +50,14 @@ Model load_model_metadata(const std::filesystem::path& model_dir) {
 
 std::unique_ptr<Checkpoint> open_model_checkpoint(const std::filesystem::path& model) {
   if (const std::optional<std::filesystem::path> gguf = gguf_model_file(model)) return open_gguf_checkpoint(*gguf);
-  return open_safetensors_checkpoint(model);
+  std::unique_ptr<Checkpoint> checkpoint = open_safetensors_checkpoint(model);
+  // An AWQ folder's projections are read through their qweight/qzeros/scales (config.json says).
+  if (const std::filesystem::path config = model / "config.json"; std::filesystem::exists(config)) {
+    if (const int group = load_model_config(config).awq_group_size; group > 0) {
+      return wrap_awq_checkpoint(std::move(checkpoint), group);
+    }
+  }
+  return checkpoint;
 }
 
 std::string describe_model_weights(const std::filesystem::path& model) {

@@ -431,19 +431,58 @@ void validate(const std::string& source, const ModelConfig& c) {
 
 }  // namespace
 
-ModelConfig parse_model_config(const json& j, const std::string& source) {
-  if (!j.is_object()) throw std::runtime_error(source + ": expected a JSON object");
-  // A pre-quantized checkpoint (AWQ, GPTQ, bitsandbytes, FP8, compressed-tensors, ...) keeps its
-  // projections in tensors this loader does not read. Refused by name: otherwise it failed on a
-  // missing tensor, or, where the .weight tensors are still there, was served as if unquantized.
-  if (present(j, "quantization_config")) {
-    const json& q = j["quantization_config"];
-    const bool named = q.is_object() && q.contains("quant_method") && q["quant_method"].is_string();
+namespace {
+
+// quantization_config: the AWQ group size, or a refusal naming the field. A pre-quantized
+// checkpoint keeps its projections in tensors of its own; AWQ's 4-bit GEMM layout is read
+// (model/awq_checkpoint.h). Every other method (GPTQ, bitsandbytes, FP8, compressed-tensors...)
+// is refused by name: it used to fail on a missing tensor, or, where the .weight tensors were
+// still there, be served as if unquantized.
+int parse_awq_config(const json& q, const std::string& source) {
+  const bool named = q.is_object() && q.contains("quant_method") && q["quant_method"].is_string();
+  const std::string method = named ? q["quant_method"].get<std::string>() : "";
+  if (method != "awq") {
     fail(source, named ? "quantization_config.quant_method" : "quantization_config",
-         "pre-quantized checkpoints are not supported (" +
-             (named ? "'" + q["quant_method"].get<std::string>() + "'" : q.dump()) +
+         "pre-quantized checkpoints other than AWQ are not supported (" + (named ? "'" + method + "'" : q.dump()) +
              "): serve the BF16/FP16 checkpoint with --quantization w8 or w4 (quantized at load), or a GGUF file");
   }
+  auto field = [&](const char* key) { return std::string("quantization_config.") + key; };
+  const json bits = q.value("bits", q.value("w_bit", json(4)));
+  if (!bits.is_number_integer() || bits.get<int>() != 4) {
+    fail(source, field("bits"), "AWQ with " + bits.dump() + " bits: only 4 is supported");
+  }
+  const json group = q.value("group_size", q.value("q_group_size", json()));
+  if (!group.is_number_integer() || group.get<int>() <= 0 || group.get<int>() % 32 != 0) {
+    fail(source, field("group_size"), "expected a positive multiple of 32, found " + group.dump());
+  }
+  const json zero_point = q.value("zero_point", json(true));
+  if (zero_point != json(true)) {
+    fail(source, field("zero_point"), "only AWQ with zero points (true) is supported, found " + zero_point.dump());
+  }
+  const json version = q.value("version", json("gemm"));
+  if (!version.is_string() || (version != "gemm" && version != "GEMM")) {
+    fail(source, field("version"),
+         "only AutoAWQ's GEMM layout ('gemm') is supported, found " + version.dump() +
+             " (GEMV and the Marlin/ExLlama repacks order the codes differently)");
+  }
+  return group.get<int>();
+}
+
+ModelConfig parse_model_config_fields(const json& j, const std::string& source);
+
+}  // namespace
+
+ModelConfig parse_model_config(const json& j, const std::string& source) {
+  ModelConfig c = parse_model_config_fields(j, source);
+  if (present(j, "quantization_config")) c.awq_group_size = parse_awq_config(j["quantization_config"], source);
+  return c;
+}
+
+namespace {
+
+// Every field but quantization_config.
+ModelConfig parse_model_config_fields(const json& j, const std::string& source) {
+  if (!j.is_object()) throw std::runtime_error(source + ": expected a JSON object");
   if (j.value("model_type", json()) == "gemma3") {
     // Gemma3ForConditionalGeneration: only the text tower runs; its tensors sit under
     // language_model.model. (what transformers 5.23 writes; it maps them to
@@ -558,6 +597,8 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   validate(source, c);
   return c;
 }
+
+}  // namespace
 
 ModelConfig load_model_config(const std::filesystem::path& config_json) {
   return parse_model_config(read_json_file(config_json), config_json.string());

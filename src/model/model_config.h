@@ -80,6 +80,10 @@ struct ModelConfig {
   std::string lm_head_name = "lm_head.weight";
   std::vector<int> eos_token_ids;  // from config.json; generation_config.json may add more
   int bos_token_id = -1;
+  // quantization_config: AWQ (4-bit GEMM layout, zero points) with this group size; 0: none. The
+  // checkpoint is read through wrap_awq_checkpoint (model/awq_checkpoint.h). Other methods are
+  // refused.
+  int awq_group_size = 0;
 };
 
 // Parses config.json text; `source` names the file in error messages. Throws std::runtime_error

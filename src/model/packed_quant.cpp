@@ -1,4 +1,4 @@
-// Quantized packing of projections: RTN from float tensors, or a repack of GGUF blocks.
+// Quantized packing of projections: RTN from float tensors, or a repack of GGUF (or AWQ) blocks.
 #include "model/packed_quant.h"
 
 #include <algorithm>
@@ -6,6 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "model/awq_checkpoint.h"
 #include "model/gguf_blocks.h"
 
 namespace slab {
@@ -30,6 +31,7 @@ BlockLayout layout_of(BlockFormat format) {
     case BlockFormat::q4_k: return {256, 144, 15, gguf::codes_q4_k};
     case BlockFormat::q5_k: return {256, 176, 31, gguf::codes_q5_k};
     case BlockFormat::q6_k: return {256, 210, 0, nullptr};
+    case BlockFormat::awq4: return {32, 24, 15, awq::codes_awq4};
     case BlockFormat::none: break;
   }
   return {};

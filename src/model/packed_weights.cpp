@@ -41,7 +41,7 @@ class TensorReader {
   TensorReader(const Checkpoint& ck, const LoadProgress& on_progress, bool from_blocks)
       : ck_(ck), on_progress_(on_progress), from_blocks_(from_blocks) {
     if (!on_progress_) return;
-    for (const std::string& name : ck.tensor_names()) total_ += ck.tensor_header(name).bytes();
+    for (const std::string& name : ck.tensor_names()) total_ += ck.tensor_bytes(name);
   }
   bool has(const std::string& name) const { return ck_.has(name); }
   TensorView tensor(const std::string& name) const { return ck_.tensor(name); }
@@ -69,6 +69,7 @@ class TensorReader {
       TensorView v = ck_.tensor_header(name);
       check_shape(v, name, shape);
       read_ += v.bytes();
+      got_.push_back(name);  // released at the next report: blocks made on demand (AWQ) are freed
       views.push_back(v);
     }
     return views;

@@ -38,6 +38,8 @@ bool parse_dtype(const std::string& s, DType& out) {
     out = DType::f16;
   else if (s == "BF16")
     out = DType::bf16;
+  else if (s == "I32")  // AWQ's packed codes (model/awq_checkpoint.h)
+    out = DType::i32;
   else
     return false;
   return true;
@@ -92,7 +94,9 @@ void read_header(const MappedFile& file, std::unordered_map<std::string, TensorV
     view.name = name;
     view.file = path.string();
     if (!parse_dtype(dt->get<std::string>(), view.dtype)) {
-      fail_tensor(path, name, "unsupported dtype '" + dt->get<std::string>() + "' (supported: F32, F16, BF16)");
+      fail_tensor(
+          path, name,
+          "unsupported dtype '" + dt->get<std::string>() + "' (supported: F32, F16, BF16, and I32 for AWQ codes)");
     }
     uint64_t numel = 1;
     for (const auto& d : *sh) {

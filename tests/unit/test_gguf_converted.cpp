@@ -95,6 +95,7 @@ std::vector<float> decode_blocks(BlockFormat format, const uint8_t* blocks, size
       decode = gguf::dequantize_q6_k;
       block_elems = 256;
       break;
+    case BlockFormat::awq4:  // not in GGUF files
     case BlockFormat::none: break;
   }
   REQUIRE(decode != nullptr);

@@ -328,12 +328,24 @@ TEST_CASE("config.json field errors name the file and the field", "[model]") {
   REQUIRE_THROWS_WITH(parse(with(c, "rope_parameters", {{"rope_type", "yarn"}, {"rope_theta", 1e4}})),
                       Contains("rope_parameters.rope_type") && Contains("yarn"));
   REQUIRE_THROWS_WITH(parse(with(c, "rope_scaling", {{"rope_type", "linear"}})), Contains("rope_scaling.factor"));
-  // Pre-quantized Hugging Face checkpoints are refused by name, not served as if unquantized.
+  // Pre-quantized Hugging Face checkpoints other than AWQ's 4-bit GEMM layout are refused by name,
+  // not served as if unquantized.
   REQUIRE_THROWS_WITH(
-      parse(with(c, "quantization_config", {{"quant_method", "awq"}, {"bits", 4}})),
-      Contains("field 'quantization_config.quant_method'") && Contains("'awq'") && Contains("--quantization"));
-  REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", "gptq")), Contains("field 'quantization_config'"));
-  CHECK_NOTHROW(parse(with(c, "quantization_config", nullptr)));
+      parse(with(c, "quantization_config", {{"quant_method", "gptq"}, {"bits", 4}})),
+      Contains("field 'quantization_config.quant_method'") && Contains("'gptq'") && Contains("--quantization"));
+  REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", "fp8")), Contains("field 'quantization_config'"));
+  CHECK(parse(with(c, "quantization_config", nullptr)).awq_group_size == 0);
+  const json awq = {
+      {"quant_method", "awq"}, {"bits", 4}, {"group_size", 128}, {"zero_point", true}, {"version", "gemm"}};
+  CHECK(parse(with(c, "quantization_config", awq)).awq_group_size == 128);
+  REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", with(awq, "bits", 8))),
+                      Contains("field 'quantization_config.bits'"));
+  REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", with(awq, "group_size", 100))),
+                      Contains("field 'quantization_config.group_size'"));
+  REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", with(awq, "zero_point", false))),
+                      Contains("field 'quantization_config.zero_point'"));
+  REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", with(awq, "version", "gemv"))),
+                      Contains("field 'quantization_config.version'") && Contains("gemv"));
   REQUIRE_THROWS_WITH(parse(with(c, "eos_token_id", 99)), Contains("field 'eos_token_id'"));
   REQUIRE_THROWS_WITH(parse(with(c, "eos_token_id", "x")), Contains("field 'eos_token_id'"));
   REQUIRE_THROWS_WITH(parse(with(c, "tie_word_embeddings", 1)), Contains("field 'tie_word_embeddings'"));
