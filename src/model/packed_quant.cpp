@@ -162,13 +162,37 @@ std::string quant_format_name(const kern::QuantFormat& f) {
   return s;
 }
 
+namespace {
+
+constexpr int kWideGroup = 128;
+
+// Whether every run of 128 elements of an awq4 tensor shares one slope and offset (an AWQ
+// group_size of 128, or a multiple of it): then W4 g128 holds it exactly, 0.75 bits a weight
+// fewer than g32.
+bool awq4_uniform_per_128(const TensorView& p) {
+  if (p.block_format != BlockFormat::awq4 || p.shape.size() != 2 || p.shape[1] % kWideGroup != 0) return false;
+  const BlockLayout layout = layout_of(p.block_format);
+  const size_t blocks = static_cast<size_t>(p.shape[0] * p.shape[1] / layout.elems);
+  constexpr size_t per_wide = kWideGroup / 32;
+  for (size_t b = 0; b < blocks; b += per_wide) {
+    for (size_t j = 1; j < per_wide; ++j) {
+      if (std::memcmp(p.blocks + b * layout.bytes, p.blocks + (b + j) * layout.bytes, 8) != 0) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 std::optional<kern::QuantFormat> block_repack_format(const std::vector<TensorView>& parts) {
-  bool all_4bit = true, all_symmetric = true;
+  bool all_4bit = true, all_symmetric = true, all_wide = true;
   for (const TensorView& p : parts) {
     if (p.block_format == BlockFormat::none || p.blocks == nullptr) return std::nullopt;
     all_4bit = all_4bit && layout_of(p.block_format).max_code == 15;
     all_symmetric = all_symmetric && symmetric_blocks(p.block_format);
+    all_wide = all_wide && awq4_uniform_per_128(p);
   }
+  if (all_wide) return kern::QuantFormat{4, kWideGroup, true};
   return kern::QuantFormat{all_4bit ? 4 : 8, kGroup, !all_symmetric};
 }
 
@@ -231,6 +255,20 @@ void pack_stacked_blocks(uint8_t* dst, const std::vector<TensorView>& parts, int
                 codes.data() + row * static_cast<size_t>(k), scales.data() + row * static_cast<size_t>(groups),
                 zeros.data() + row * static_cast<size_t>(groups));
     }
+  }
+  if (f.group == kWideGroup) {  // block_repack_format saw one map per 128: keep every fourth
+    constexpr int per_wide = kWideGroup / kGroup;
+    const int wide = groups / per_wide;
+    for (int r = 0; r < n; ++r) {
+      for (int g = 0; g < wide; ++g) {
+        const size_t from = static_cast<size_t>(r) * groups + static_cast<size_t>(g) * per_wide;
+        const size_t to = static_cast<size_t>(r) * wide + static_cast<size_t>(g);
+        scales[to] = scales[from];
+        zeros[to] = zeros[from];
+      }
+    }
+  } else if (f.group != kGroup) {
+    throw std::invalid_argument("pack_stacked_blocks: group " + std::to_string(f.group));
   }
   kern::pack_quant_linear_codes(dst, f, codes.data(), static_cast<size_t>(k), scales.data(), zeros.data(), n, k);
 }

@@ -39,7 +39,8 @@ std::string quant_format_name(const kern::QuantFormat& f);
 
 // The format stacked block parts repack into: W4 g32 when all have 4-bit codes (Q4_0, Q4_1,
 // Q4_K), else W8 g32 (a 4- or 5-bit code is an exact W8 code); with zero points when some part
-// has a free minimum (Q4_1, Q5_1, Q4_K, Q5_K). nullopt when some part has no blocks.
+// has a free minimum (Q4_1, Q5_1, Q4_K, Q5_K). W4 g128 with zero points when all are AWQ blocks
+// with one map per 128 elements (AWQ group_size 128). nullopt when some part has no blocks.
 std::optional<kern::QuantFormat> block_repack_format(const std::vector<TensorView>& parts);
 
 // The [n_i, k] parts stacked along N into one quantized matrix, into `dst`

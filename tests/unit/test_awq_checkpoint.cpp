@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "model/awq_checkpoint.h"
 #include "model/model.h"
 #include "model/model_runner.h"
+#include "model/packed_quant.h"
 #include "model_caches.h"
 #include "safetensors_writer.h"
 
@@ -196,6 +198,39 @@ TEST_CASE("awq: qweight/qzeros/scales read as the weights they encode", "[model]
     }
     ck->release(name);
     CHECK(ck->tensor(name).data != nullptr);  // made again after a release
+  }
+}
+
+TEST_CASE("awq: groups of 128 repack as W4 g128, smaller ones as g32, both exact up to BF16 scales", "[model][quant]") {
+  for (int group : {32, 64, 128, 256}) {
+    INFO("group " << group);
+    TempDir dir;
+    const Quantized q = random_quantized(40, 512, group, 11);
+    std::vector<TestTensor> tensors;
+    add_awq(tensors, "x", q);
+    write_file(dir / "model.safetensors", safetensors_bytes(tensors));
+    const auto ck = wrap_awq_checkpoint(open_safetensors_checkpoint(dir.path()), group);
+    const std::vector<TensorView> parts{ck->tensor_header("x.weight")};
+    const std::optional<kern::QuantFormat> f = block_repack_format(parts);
+    REQUIRE(f.has_value());
+    CHECK(f->bits == 4);
+    CHECK(f->zero_point);
+    CHECK(f->group == (group % 128 == 0 ? 128 : 32));
+    std::vector<uint8_t> packed(kern::packed_quant_bytes(*f, q.out, q.in));
+    pack_stacked_blocks(packed.data(), parts, q.in, *f);
+    std::vector<float> w(static_cast<size_t>(q.out) * q.in);
+    kern::dequantize_quant_linear(w.data(), static_cast<size_t>(q.in), packed.data(), *f, q.out, q.in);
+    int bad = 0;
+    for (int o = 0; o < q.out; ++o) {
+      for (int i = 0; i < q.in; ++i) {
+        const float want = q.weight(o, i), got = w[static_cast<size_t>(o) * q.in + i];
+        // The scale is rounded to BF16 and the zero chosen with it: within 2^-8 of 15 steps.
+        const float step = q.scales[static_cast<size_t>(i / group) * q.out + o];
+        if (!(std::fabs(got - want) <= 16.0f * step * std::ldexp(1.0f, -8)) && bad++ < 4) {
+          FAIL_CHECK("W[" << o << "][" << i << "] = " << got << ", want " << want);
+        }
+      }
+    }
   }
 }
 
