@@ -9,6 +9,11 @@
 //
 // Usage: bench_linear_bf16 [--quick] [--threads N] [--reps N] [--model tinyllama|qwen|all]
 //                          [--cycle-x N] [--m 1,4,16,128,512] [--isa scalar|avx2|amx]
+//                          [--op NAME] [--blocking k=512,tile=6x64,prefetch=on,amx=0] [--sweep]
+// --blocking runs every row with that cache blocking (default: this CPU's entry of
+// model/linear_tuning.h); --sweep runs each M > 16 row once per candidate blocking (the K block,
+// the register tile, prefetch; with --isa amx the AMX K block) and marks the fastest, which is
+// how the per-microarchitecture entries are chosen.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -19,6 +24,7 @@
 #include "kernels/linear_bf16.h"
 #include "kernels/rowwise_bf16.h"
 #include "machine_limits.h"
+#include "model/linear_tuning.h"
 #include "runtime/aligned_buffer.h"
 #include "runtime/cpu_features.h"
 #include "runtime/thread_pool.h"
@@ -57,11 +63,41 @@ struct Config {
   int threads = 0;
   int reps = 11;
   std::string model = "all";
+  std::string op;  // "": every op of the model
   int cycle_x = 16;
   std::vector<int> ms = {1, 4, 16, 128, 512};
-  std::string
-      isa;  // "" = best the CPU has; or scalar / avx2 / avx512_bf16  // memory-bound rows cycle through weights totalling cycle_x times the L3
+  std::string isa;  // "" = best the CPU has; or scalar / avx2 / amx
+  LinearBlocking blocking;
+  bool sweep = false;
 };
+
+// The candidates of --sweep: around the defaults, one knob at a time.
+std::vector<LinearBlocking> sweep_candidates(const LinearBlocking& base, bool amx) {
+  std::vector<LinearBlocking> out;
+  if (amx) {
+    for (int kb : {0, 128, 256, 512, 1024}) {
+      LinearBlocking b = base;
+      b.amx_k_block = kb;
+      out.push_back(b);
+    }
+    return out;
+  }
+  for (int pairs : {128, 256, 512, 1024}) {
+    LinearBlocking b = base;
+    b.k_block_pairs = pairs;
+    out.push_back(b);
+  }
+  for (auto [rows, panels] : {std::pair{4, 2}, std::pair{5, 2}, std::pair{8, 1}}) {
+    LinearBlocking b = base;
+    b.tile_rows = rows;
+    b.tile_panels = panels;
+    out.push_back(b);
+  }
+  LinearBlocking b = base;
+  b.prefetch = !base.prefetch;
+  out.push_back(b);
+  return out;
+}
 
 // Fills n bf16 values of magnitude in [2^-7, 1) with random signs and mantissas (xorshift:
 // fast enough for the GBs of weight copies).
@@ -131,6 +167,7 @@ Result bench_shape(ThreadPool& pool, bench::ReadBandwidthProbe& probe, const Sha
   a.workspace = ws.as<float>();
   a.isa = isa;
   a.amx = cfg.isa == "amx";
+  a.blocking = cfg.blocking;
   // CPU time each thread spends inside the kernel (not in the dispatch barrier).
   std::vector<double> cpu(static_cast<size_t>(pool.size()) * 8, 0.0);
   auto run_on_all = [&pool, &cpu](auto&& f) {
@@ -186,6 +223,26 @@ Result bench_shape(ThreadPool& pool, bench::ReadBandwidthProbe& probe, const Sha
   return res;
 }
 
+// --sweep: the row again under each candidate blocking, GFLOP/s and the ratio to the row above.
+void sweep_shape(ThreadPool& pool, bench::ReadBandwidthProbe& probe, const Shape& s, int m, Isa isa,
+                 const std::vector<AlignedBuffer>& weights, const Config& cfg, double peak, double base_gflops) {
+  double best = base_gflops;
+  std::string best_name = describe_linear_blocking(cfg.blocking) + " (the row above)";
+  for (const LinearBlocking& b : sweep_candidates(cfg.blocking, cfg.isa == "amx")) {
+    Config c = cfg;
+    c.blocking = b;
+    const Result r = bench_shape(pool, probe, s, m, isa, weights, c);
+    std::printf("    sweep %-40s %7.0f GFLOP/s %5.0f%% of peak  %.2fx\n", describe_linear_blocking(b).c_str(), r.gflops,
+                peak > 0 ? 100.0 * r.gflops / peak : 0.0, r.gflops / base_gflops);
+    if (r.gflops > best) {
+      best = r.gflops;
+      best_name = describe_linear_blocking(b);
+    }
+  }
+  std::printf("    best: %s, %.0f GFLOP/s (%.2fx the row above)\n", best_name.c_str(), best, best / base_gflops);
+  std::fflush(stdout);
+}
+
 // RMSNorm of M rows of `dim` FP32 values to BF16 (the input of every QKV and gate+up linear),
 // rows cycling through a buffer of 16x the L3 so they come from DRAM as in prefill.
 void bench_rmsnorm(ThreadPool& pool, bench::ReadBandwidthProbe& probe, Isa isa, int dim, size_t l3) {
@@ -230,6 +287,7 @@ void bench_rmsnorm(ThreadPool& pool, bench::ReadBandwidthProbe& probe, Isa isa, 
 
 int main(int argc, char** argv) {
   Config cfg;
+  bool blocking_given = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--quick") {
@@ -252,11 +310,25 @@ int main(int argc, char** argv) {
       }
     } else if (arg == "--model" && i + 1 < argc) {
       cfg.model = argv[++i];
+    } else if (arg == "--blocking" && i + 1 < argc) {
+      try {
+        cfg.blocking = parse_linear_blocking(argv[++i]);
+        blocking_given = true;
+      } catch (const std::invalid_argument& e) {
+        std::fprintf(stderr, "--blocking: %s\n", e.what());
+        return 2;
+      }
+    } else if (arg == "--op" && i + 1 < argc) {
+      cfg.op = argv[++i];
+    } else if (arg == "--sweep") {
+      cfg.sweep = true;
     } else {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--threads N] [--reps N] [--model tinyllama|qwen|all]\n"
                    "       [--cycle-x N (weights cycled per memory-bound row, x L3; default 16)] [--m 1,4,16] [--isa "
-                   "scalar|avx2|amx]\n",
+                   "scalar|avx2|amx]\n"
+                   "       [--op qkv|o|gate_up|swiglu|down|lm_head] [--blocking k=512,tile=6x64,prefetch=on,amx=0] "
+                   "[--sweep]\n",
                    argv[0]);
       return 2;
     }
@@ -275,11 +347,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   const size_t l3 = topo.l3_bytes ? topo.l3_bytes : (size_t{32} << 20);
+  const LinearTuning tuning = linear_tuning_for(cpu);
+  if (!blocking_given) cfg.blocking = tuning.blocking;
 
   std::printf("cpu:      %s\n", cpu.summary().c_str());
   std::printf("topology: %s\n", topo.summary().c_str());
   std::printf("threads:  %d (pinned: %s), kernel isa: %s%s\n", pool.size(), pool.bindings()[0].empty() ? "no" : "yes",
               isa_name(isa), cfg.isa == "amx" ? " + amx_bf16 tiles for M >= 16" : "");
+  std::printf("blocking: %s (%s)\n", describe_linear_blocking(cfg.blocking).c_str(),
+              blocking_given ? "--blocking" : ("this CPU's entry: " + tuning.source).c_str());
 
   const size_t probe_bytes = static_cast<size_t>(cfg.cycle_x) * l3;  // same sweep as the kernels
   bench::ReadBandwidthProbe probe(pool, probe_bytes);
@@ -320,6 +396,7 @@ int main(int argc, char** argv) {
               "W MB", "us/call", "cpu us", "GB/s", "bw", "%bw", "cpu%", "GFLOP/s", "%peak", "cpu%", "wall us min..max");
   for (const Shape& s : kShapes) {
     if (cfg.model != "all" && std::string(s.model).rfind(cfg.model, 0) != 0) continue;
+    if (!cfg.op.empty() && cfg.op != s.op) continue;
     const size_t bytes = packed_bf16_elems(s.n, s.k) * sizeof(bf16_t);  // = packed_swiglu_elems for whole panels
     const size_t sweep = static_cast<size_t>(cfg.cycle_x) * l3;
     const auto weights =
@@ -343,6 +420,7 @@ int main(int argc, char** argv) {
                   s.op, m, s.n, s.k, wmb, r.us, r.cpu_us, r.gbs, bw_adj, bw_ratio, cpu_bw, r.gflops, peak_ratio,
                   cpu_peak, r.spread.min, r.spread.max);
       std::fflush(stdout);
+      if (cfg.sweep && m > 16) sweep_shape(pool, probe, s, m, isa, weights, cfg, peak.median, r.gflops);
     }
   }
   std::printf("\n");

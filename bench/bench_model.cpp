@@ -16,9 +16,11 @@
 
 #include "kv/contiguous_kv_cache.h"
 #include "machine_limits.h"
+#include "model/linear_tuning.h"
 #include "model/model.h"
 #include "model/model_runner.h"
 #include "model/packed_quant.h"
+#include "runtime/cpu_features.h"
 #include "runtime/placement.h"
 #include "runtime/thread_pool.h"
 
@@ -37,6 +39,7 @@ struct BenchOptions {
   std::string quantization = "auto";
   bool quantize_lm_head = false;
   bool no_amx = false;
+  std::string blocking;  // "": this CPU's entry of model/linear_tuning.h
   std::string kernels = "auto";
 };
 
@@ -67,6 +70,7 @@ int run_bench(const BenchOptions& o) {
   ro.quantization = *quantization;
   ro.quantize_lm_head = o.quantize_lm_head;
   ro.amx = !o.no_amx;
+  if (!o.blocking.empty()) ro.blocking = parse_linear_blocking(o.blocking);
   // The AVX2 kernels on an AVX-512 machine: a stand-in for the AVX2-only EPYCs (Zen 2/3).
   ro.kernels = o.kernels == "avx2"          ? KernelChoice::avx2
                : o.kernels == "avx512_bf16" ? KernelChoice::avx512_bf16
@@ -80,6 +84,9 @@ int run_bench(const BenchOptions& o) {
               dir.c_str(), c.model_type.c_str(), describe_model_weights(dir).c_str(), c.num_layers, c.hidden_size,
               c.vocab_size, runner->describe().c_str(), describe_thread_bindings(pool.bindings()).c_str(), load_s);
   std::printf("weights: %s\n", runner->weight_format().c_str());
+  std::printf("linear blocking: %s (%s)\n", describe_linear_blocking(runner->blocking()).c_str(),
+              o.blocking.empty() ? ("this CPU's entry: " + linear_tuning_for(cpu_features()).source).c_str()
+                                 : "--blocking");
 
   const int B = o.batch, P = o.prompt_len, D = o.decode_tokens;
   KvGeometry g{c.num_layers, c.num_kv_heads, c.head_dim, 32};
@@ -208,6 +215,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--no-amx", o.no_amx,
                "Keep the BF16 linears on AVX-512 where the CPU has AMX (default: AMX tiles from 16 rows)");
+  app.add_option("--blocking", o.blocking,
+                 "BF16 linears' cache blocking, e.g. k=512,tile=6x64,prefetch=on,amx=0 (default: this CPU's entry)");
   CLI11_PARSE(app, argc, argv);
   try {
     return slab::bench::run_bench(o);

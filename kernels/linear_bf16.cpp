@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <stdexcept>
+#include <string>
 
 #include "kernels/gated_activation.h"
 #include "kernels/linear_bf16_tile.h"
@@ -19,7 +20,8 @@ using detail::Tile;
 constexpr int kDecodeMaxM = 8;      // up to here every row rides along one pass over W
 constexpr int kDecodeWideM = 4;     // up to here the decode tile is 64 columns wide
 constexpr int kLargeMR = 6;         // large-M register tile: 6 rows x 64 columns
-constexpr int kKBlockPairs = 256;   // K block of the large path: 512 elements
+constexpr int kMinKBlockPairs = 32;  // smallest K block (LinearBlocking::k_block_pairs)
+constexpr int kMaxKBlockPairs = 4096;
 constexpr int kMinSplitPairs = 32;  // split-K chunks are at least this many pairs
 
 constexpr int kMidMaxM = 16;
@@ -173,10 +175,12 @@ void decode_split_unit(const LinearArgs& a, int unit, int splits) {
 struct LargeTile {
   int mr, np;
 };
-LargeTile large_tile(int m, bool swiglu, Isa isa) {
+LargeTile large_tile(int m, bool swiglu, Isa isa, const LinearBlocking& b) {
   // AVX2 runs 6-row FP32 blocks (tile_avx2 with wf): an 8-row tile would leave a 2-row block.
   if (isa == Isa::avx2) return LargeTile{kLargeMR, 2};
-  return m <= kMidMaxM && !swiglu ? LargeTile{8, 1} : LargeTile{kLargeMR, 2};  // SwiGLU: a pair per tile
+  if (m <= kMidMaxM && !swiglu) return LargeTile{8, 1};
+  if (swiglu) return LargeTile{b.tile_panels == 2 ? b.tile_rows : kLargeMR, 2};  // a gate/up pair per tile
+  return LargeTile{b.tile_rows, b.tile_panels};
 }
 
 // M > 8: column group g (panels [g·np, g·np + np)) for row tiles [rt0, rt1), K blocked.
@@ -188,8 +192,10 @@ void large_group(const LinearArgs& a, LargeTile lt, int g, int rt0, int rt1, flo
   const int pairs = packed_pairs(a.w.k);
   const bool odd_k = (a.w.k & 1) != 0;
   const bf16_t* panel0 = a.w.data + static_cast<size_t>(p) * stride;
-  for (int kb = 0; kb < pairs; kb += kKBlockPairs) {
-    const int kb_end = std::min(pairs, kb + kKBlockPairs);
+  const int block = a.isa == Isa::avx2 ? std::min(a.blocking.k_block_pairs, detail::kAvx2MaxBlockPairs)
+                                       : a.blocking.k_block_pairs;
+  for (int kb = 0; kb < pairs; kb += block) {
+    const int kb_end = std::min(pairs, kb + block);
     const bool first = kb == 0, last = kb_end == pairs;
     // AVX2 has no BF16 dot product: the block's weights go to FP32 once for all row tiles.
     const float* wf = a.isa == Isa::avx2 ? detail::convert_block_avx2(panel0 + static_cast<size_t>(kb) * 2 * kPanelCols,
@@ -215,13 +221,13 @@ void large_group(const LinearArgs& a, LargeTile lt, int g, int rt0, int rt1, flo
         const bool more = kb_end < pairs;
         const bf16_t* next =
             more ? panel0 + static_cast<size_t>(kb_end) * 2 * kPanelCols : panel0 + static_cast<size_t>(np) * stride;
-        const int next_pairs = more ? std::min(pairs, kb_end + kKBlockPairs) - kb_end : std::min(pairs, kKBlockPairs);
+        const int next_pairs = more ? std::min(pairs, kb_end + block) - kb_end : std::min(pairs, block);
         const int lines = 2 * next_pairs;  // per panel: a pair of a panel is 128 bytes
         const int tiles = rt1 - rt0;
         const int share = ceil_div(lines, tiles);
         const int from = std::min(lines, (rt - rt0) * share);
         t.pf = next + static_cast<size_t>(from) * kPanelCols;
-        t.pf_lines = (more || p + np < panels) ? std::min(share, lines - from) : 0;
+        t.pf_lines = a.blocking.prefetch && (more || p + np < panels) ? std::min(share, lines - from) : 0;
         t.pf_per_pair = t.n_pairs > 0 ? ceil_div(t.pf_lines, t.n_pairs) : 0;
       }
       t.c = scratch ? scratch + static_cast<size_t>(row) * 2 * kPanelCols : nullptr;
@@ -257,6 +263,28 @@ bool use_amx(const LinearArgs& a) {
   return a.amx && a.isa == Isa::avx512_bf16 && a.m >= kAmxMinM && a.w.k % kAmxK == 0;
 }
 
+// The end of an AMX row tile: from the FP32 sums c [rows][ldc] of group g (panels 2g, 2g + 1),
+// the AVX-512 tile with no pairs (it loads c and finishes), or the SwiGLU activation.
+void amx_finish(const LinearArgs& a, const float* c, size_t ldc, int row, int rows, int g) {
+  if (a.swiglu) {
+    finish_swiglu(a, c, ldc, row, rows, g);
+    return;
+  }
+  const int p = 2 * g;
+  const int np = std::min(2, weight_panels(a) - p);
+  for (int r = 0; r < rows; r += kLargeMR) {
+    Tile t;
+    t.mr = std::min(kLargeMR, rows - r);
+    t.np = np;
+    t.n_pairs = 0;
+    t.c = const_cast<float*>(c) + static_cast<size_t>(r) * ldc;  // read only: load_c without pairs
+    t.ldc = ldc;
+    t.load_c = true;
+    set_epilogue(t, a, row + r, p * kPanelCols);
+    run_tile(t, Isa::avx512_bf16);
+  }
+}
+
 // AMX: column group g (panels [2g, 2g + 2)) for row tiles [rt0, rt1) of 32 rows, each panel
 // over the whole of K into c, then the epilogue (the AVX-512 tile with no pairs: it loads c and
 // finishes; or the SwiGLU activation on the pair's sums).
@@ -274,20 +302,35 @@ void amx_group(const LinearArgs& a, int g, int rt0, int rt1, detail::AmxTiles& t
       detail::amx_panel_bf16(tiles, x, a.ldx, rows, a.w.data + static_cast<size_t>(p + q) * stride, a.w.k,
                              c + q * kPanelCols, ldc);
     }
-    if (a.swiglu) {
-      finish_swiglu(a, c, ldc, row, rows, g);
-      continue;
-    }
-    for (int r = 0; r < rows; r += kLargeMR) {
-      Tile t;
-      t.mr = std::min(kLargeMR, rows - r);
-      t.np = np;
-      t.n_pairs = 0;
-      t.c = c + static_cast<size_t>(r) * ldc;
-      t.ldc = ldc;
-      t.load_c = true;
-      set_epilogue(t, a, row + r, p * kPanelCols);
-      run_tile(t, Isa::avx512_bf16);
+    amx_finish(a, c, ldc, row, rows, g);
+  }
+}
+
+// AMX with K blocked by a.blocking.amx_k_block: per block, each row tile's x is copied to a
+// contiguous A buffer, then both panels pass over it with their weight block in L1 and the C
+// tiles carried in acc ([rows][64] FP32, the thread's workspace) from block to block.
+void amx_group_blocked(const LinearArgs& a, int g, int rt0, int rt1, detail::AmxTiles& tiles, float* acc) {
+  constexpr int kMaxBlock = 1024;
+  alignas(64) bf16_t xa[kAmxRows * kMaxBlock];
+  constexpr size_t ldc = 2 * kPanelCols;
+  const int p = 2 * g;
+  const int np = std::min(2, weight_panels(a) - p);
+  const size_t stride = panel_stride(a.w.k);
+  const int block = std::min(a.blocking.amx_k_block, kMaxBlock);
+  for (int k0 = 0; k0 < a.w.k; k0 += block) {
+    const int kb = std::min(block, a.w.k - k0);
+    const bool first = k0 == 0, last = k0 + kb == a.w.k;
+    for (int rt = rt0; rt < rt1; ++rt) {
+      const int row = rt * kAmxRows;
+      const int rows = std::min(kAmxRows, a.m - row);
+      detail::amx_pack_x(xa, a.x + static_cast<size_t>(row) * a.ldx + k0, a.ldx, rows, kb);
+      float* c = acc + static_cast<size_t>(row) * ldc;
+      for (int q = 0; q < np; ++q) {
+        // Pair k0/2 of the panel: (k0/2)·64 elements in.
+        const bf16_t* panel = a.w.data + static_cast<size_t>(p + q) * stride + static_cast<size_t>(k0) * kPanelCols;
+        detail::amx_packed_block_bf16(tiles, xa, rows, panel, kb, c + q * kPanelCols, ldc, !first);
+      }
+      if (last) amx_finish(a, c, ldc, row, rows, g);
     }
   }
 }
@@ -295,15 +338,23 @@ void amx_group(const LinearArgs& a, int g, int rt0, int rt1, detail::AmxTiles& t
 void amx_compute(const LinearArgs& a, int thread, int n_threads) {
   const LargeSplit s = large_split(a.m, a.w.n, n_threads, a.swiglu, LargeTile{kAmxRows, 2});
   detail::AmxTiles tiles;
+  const bool blocked = a.blocking.amx_k_block > 0 && a.w.k > a.blocking.amx_k_block && a.workspace;
+  float* acc = blocked ? a.workspace + static_cast<size_t>(thread) * a.m * 2 * kPanelCols : nullptr;
   const Range tasks = chunk(s.groups * s.row_parts, n_threads, thread);
   for (int task = tasks.lo; task < tasks.hi; ++task) {
     const Range rows = chunk(s.row_tiles, s.row_parts, task % s.row_parts);
-    if (rows.hi > rows.lo) amx_group(a, task / s.row_parts, rows.lo, rows.hi, tiles);
+    if (rows.hi <= rows.lo) continue;
+    if (blocked) {
+      amx_group_blocked(a, task / s.row_parts, rows.lo, rows.hi, tiles, acc);
+    } else {
+      amx_group(a, task / s.row_parts, rows.lo, rows.hi, tiles);
+    }
   }
   detail::amx_release(tiles);
 }
 
 void check_args(const LinearArgs& a) {
+  check_linear_blocking(a.blocking);
   const int n_out = a.swiglu ? a.w.n / 2 : a.w.n;
   if (a.m < 0 || a.w.n <= 0 || a.w.k <= 0 || !a.w.data || (a.m > 0 && !a.x) ||
       (a.out_f32 == nullptr) == (a.out_bf16 == nullptr) || a.ldx < static_cast<size_t>(a.w.k) ||
@@ -342,6 +393,20 @@ void pack_impl(bf16_t* dst, const Src* w, int n, int k, size_t ldw) {
 }
 
 }  // namespace
+
+void check_linear_blocking(const LinearBlocking& b) {
+  auto fail = [](const char* what) { throw std::invalid_argument(std::string("LinearBlocking: ") + what); };
+  if (b.k_block_pairs < kMinKBlockPairs || b.k_block_pairs > kMaxKBlockPairs) {
+    fail("k_block_pairs must be 32..4096");
+  }
+  if (b.tile_panels < 1 || b.tile_panels > 2) fail("tile_panels must be 1 or 2");
+  if (b.tile_rows < 1 || b.tile_rows > (b.tile_panels == 2 ? 6 : 8)) {
+    fail("tile_rows must be 1..8 with one panel, 1..6 with two");
+  }
+  if (b.amx_k_block != 0 && (b.amx_k_block < 64 || b.amx_k_block > 1024 || b.amx_k_block % 32 != 0)) {
+    fail("amx_k_block must be 0 or a multiple of 32 in 64..1024");
+  }
+}
 
 const char* isa_name(Isa isa) {
   switch (isa) {
@@ -393,7 +458,8 @@ size_t linear_bf16_workspace_floats(int m, int n, int k, int n_threads, bool swi
   }
   // Large M: per thread, FP32 sums of every row of one column group, kept across K blocks (and
   // for SwiGLU, the sums its activation reads).
-  if (packed_pairs(k) <= kKBlockPairs && !swiglu) return 0;
+  // Sized for the smallest K block any LinearBlocking may choose (AMX blocks too).
+  if (packed_pairs(k) <= kMinKBlockPairs && !swiglu) return 0;
   return static_cast<size_t>(n_threads) * m * 2 * kPanelCols;
 }
 
@@ -426,9 +492,10 @@ void linear_bf16_compute(const LinearArgs& a, int thread, int n_threads) {
     amx_compute(a, thread, n_threads);
     return;
   }
-  const LargeSplit s = large_split(a.m, a.w.n, n_threads, a.swiglu, large_tile(a.m, a.swiglu, a.isa));
+  const LargeSplit s =
+      large_split(a.m, a.w.n, n_threads, a.swiglu, large_tile(a.m, a.swiglu, a.isa, a.blocking));
   float* scratch = nullptr;
-  if (packed_pairs(a.w.k) > kKBlockPairs || a.swiglu) {
+  if (packed_pairs(a.w.k) > std::min(a.blocking.k_block_pairs, detail::kAvx2MaxBlockPairs) || a.swiglu) {
     scratch = a.workspace + static_cast<size_t>(thread) * a.m * 2 * kPanelCols;
   }
   const Range tasks = chunk(s.groups * s.row_parts, n_threads, thread);

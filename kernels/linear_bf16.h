@@ -21,11 +21,11 @@
 // of 8 panels from a shared counter (see decode_cursor; or fixed contiguous shares), each panel
 // over the whole of K with M×32 or M×64 accumulators in
 // registers; with fewer panels than threads K is split and the partial sums are reduced in the
-// second phase. M > 8: K blocked by 512 so the block of weights (32 KB per panel) stays in L1/L2
-// while every row tile passes over it, and the row tiles prefetch the next block into L2
-// between them;
-// 8×32 register tiles up to M = 16, 6×64 beyond; threads take column groups (and row ranges
-// when there are fewer groups than threads).
+// second phase. M > 8: K blocked (args.blocking; 512 elements by default) so the block of
+// weights (32 KB per panel) stays in L1/L2 while every row tile passes over it, and the row
+// tiles prefetch the next block into L2 between them; 8×32 register tiles up to M = 16, 6×64
+// (by default) beyond; threads take column groups (and row ranges when there are fewer groups
+// than threads).
 //
 // AMX (args.amx, M >= 16, K % 32 == 0): the same split over column groups of 2 panels and row
 // tiles of 32 rows; each (row tile, panel) is one pass of tdpbf16ps over the whole of K with the
@@ -60,6 +60,30 @@ void pack_linear_bf16(bf16_t* dst, const bf16_t* w, int n, int k, size_t ldw);
 inline size_t packed_swiglu_elems(int n_out, int k) { return 2 * packed_bf16_elems(n_out, k); }
 void pack_swiglu_bf16(bf16_t* dst, const float* gate, const float* up, int n_out, int k, size_t ldw);
 void pack_swiglu_bf16(bf16_t* dst, const bf16_t* gate, const bf16_t* up, int n_out, int k, size_t ldw);
+
+// Cache blocking and register tile of the M > 8 paths. The defaults are what every CPU measured
+// so far runs well with; runtime/cpu_features.h (linear_blocking_for) picks per
+// microarchitecture, and bench_linear_bf16 --sweep measures the candidates on a machine.
+struct LinearBlocking {
+  // AVX-512 / AVX2 / scalar: K block (k-pairs) whose weights stay in L1/L2 while every row tile
+  // of the thread passes over them; 32..4096.
+  int k_block_pairs = 256;
+  // Register tile for M > 16 (AVX-512 and scalar): 6 × 64 (tile_rows 6, tile_panels 2), 4 × 64,
+  // 8 × 32, ...: tile_panels 1 takes 1..8 rows, 2 takes 1..6. SwiGLU needs both halves of a pair in
+  // one tile and uses 2 panels (6 rows when tile_panels is 1). AVX2 keeps 6 × 64 and K blocks of
+  // at most 256 pairs (its FP32 blocks).
+  int tile_rows = 6;
+  int tile_panels = 2;
+  bool prefetch = true;  // the row tiles prefetch the next K block into L2
+  // AMX: 0 passes each (32-row tile, panel) over the whole of K with x read in place. Else K is
+  // blocked by this many elements (a multiple of 32, >= 64): the group's weight block stays in L1
+  // while the row tiles pass, each row tile's x block is first copied to a contiguous buffer
+  // (one 2 KB A-tile pair per 32 elements: rows of x 4 KB apart all fall in one L1 set), and the
+  // C tiles go to the per-thread workspace between blocks.
+  int amx_k_block = 0;
+};
+// Throws std::invalid_argument naming the field that is out of range.
+void check_linear_blocking(const LinearBlocking& b);
 
 // A packed matrix: plain pointer and its logical shape.
 struct PackedBf16 {
@@ -97,6 +121,7 @@ struct LinearArgs {
   // of the AVX-512 register tiles. Set only where cpu_features() has amx_bf16 and
   // enable_amx_tiles() (runtime/cpu_features.h) returned true; other shapes ignore it.
   bool amx = false;
+  LinearBlocking blocking;
 };
 
 // Scratch the call needs (0 for many shapes; then workspace may be null). Depends on the

@@ -104,6 +104,62 @@ SLAB_AMX_BF16 void amx_panel_bf16(AmxTiles& tiles, const bf16_t* x, size_t ldx, 
   }
 }
 
+SLAB_AMX_BF16 void amx_pack_x(bf16_t* xa, const bf16_t* x, size_t ldx, int rows, int k) {
+  for (int s = 0; s < k / 32; ++s) {
+    bf16_t* step = xa + static_cast<size_t>(s) * 32 * 32;
+    for (int r = 0; r < rows; ++r) {
+      _mm512_store_si512(step + 32 * r, _mm512_loadu_si512(x + static_cast<size_t>(r) * ldx + 32 * s));
+    }
+  }
+}
+
+SLAB_AMX_BF16 void amx_packed_block_bf16(AmxTiles& tiles, const bf16_t* xa, int rows, const bf16_t* panel, int k,
+                                         float* c, size_t ldc, bool load_c) {
+  if (tiles.rows != rows) {
+    load_config(rows);
+    tiles.rows = rows;
+  }
+  constexpr size_t kPairBytes = 2 * 32 * sizeof(bf16_t);
+  constexpr size_t kRowBytes = 32 * sizeof(bf16_t);  // a row of a packed A step
+  const size_t sc = ldc * sizeof(float);
+  const bool two = rows > 16;
+  if (load_c) {
+    _tile_loadd(0, c, sc);
+    _tile_loadd(1, c + 16, sc);
+    if (two) {
+      _tile_loadd(2, c + 16 * ldc, sc);
+      _tile_loadd(3, c + 16 * ldc + 16, sc);
+    }
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    if (two) {
+      _tile_zero(2);
+      _tile_zero(3);
+    }
+  }
+  for (int k0 = 0; k0 < k; k0 += 32) {
+    const bf16_t* b = panel + static_cast<size_t>(k0) * 32;
+    const bf16_t* a = xa + static_cast<size_t>(k0) * 32;  // step k0/32: 32 × 32 elements
+    _tile_loadd(6, b, kPairBytes);
+    _tile_loadd(4, a, kRowBytes);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_loadd(7, b + 32, kPairBytes);
+    _tile_dpbf16ps(1, 4, 7);
+    if (two) {
+      _tile_loadd(5, a + 16 * 32, kRowBytes);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  _tile_stored(0, c, sc);
+  _tile_stored(1, c + 16, sc);
+  if (two) {
+    _tile_stored(2, c + 16 * ldc, sc);
+    _tile_stored(3, c + 16 * ldc + 16, sc);
+  }
+}
+
 SLAB_AMX_BF16 void amx_release(AmxTiles& tiles) {
   if (tiles.rows == 0) return;
   _tile_release();

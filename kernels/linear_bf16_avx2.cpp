@@ -123,7 +123,7 @@ SLAB_AVX2 void convert_rows(const Tile& t, float* xf, size_t ldxf) {
 }
 
 void tile_block_avx2(const Tile& t) {
-  constexpr int kMaxPairs = 256;  // the driver's K block
+  constexpr int kMaxPairs = kAvx2MaxBlockPairs;  // the driver's K block is at most this
   alignas(32) float xf[8 * 2 * kMaxPairs];
   const size_t ldxf = 2 * kMaxPairs;
   const int kk = 2 * (t.n_pairs + (t.half_pair ? 1 : 0));

@@ -41,6 +41,8 @@ struct Tile {
 };
 
 void tile_scalar(const Tile& t);
+// The AVX2 FP32 blocks (Tile::wf) take at most this many k-pairs: the driver caps its K block.
+inline constexpr int kAvx2MaxBlockPairs = 256;
 void tile_avx2(const Tile& t);
 // The FP32 form of `pairs` k-pairs of np panels from b (panel_stride elements apart), k-major
 // [2·pairs][np·32], in a buffer of the calling thread's that the next call reuses.
@@ -61,6 +63,14 @@ struct AmxTiles {
 // differs from the loaded configuration.
 void amx_panel_bf16(AmxTiles& tiles, const bf16_t* x, size_t ldx, int rows, const bf16_t* panel, int k, float* c,
                     size_t ldc);
+// K-blocked AMX (LinearBlocking::amx_k_block). amx_pack_x copies rows (1..32) × k (a multiple
+// of 32) of x into xa as k/32 steps of [32 rows][32 elements] (2 KB each; rows past `rows` are
+// left as they are: the tile configuration never reads them).
+void amx_pack_x(bf16_t* xa, const bf16_t* x, size_t ldx, int rows, int k);
+// c[r][0..32) (+)= xa block · panel block for r < rows: `panel` at the block's first pair, k
+// elements; load_c starts from c (else from zero). Same tile configuration as amx_panel_bf16.
+void amx_packed_block_bf16(AmxTiles& tiles, const bf16_t* xa, int rows, const bf16_t* panel, int k, float* c,
+                           size_t ldc, bool load_c);
 // Releases the tile state (TILERELEASE) if configured, so context switches stop saving it.
 void amx_release(AmxTiles& tiles);
 

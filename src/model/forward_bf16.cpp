@@ -127,6 +127,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     a.workspace = linear_ws;
     a.isa = isa;
     a.amx = amx_;
+    a.blocking = blocking_;
     return a;
   };
   auto linear = [&](const kern::bf16_t* in, size_t ldx, const PackedMatrix& m, int rows_m, float* out, size_t ldo,
@@ -241,6 +242,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
       moe.isa = isa;
       moe.quant_isa = quant_isa;
       moe.amx = amx_;
+      moe.blocking = blocking_;
       const MoeStepStats stats = moe_block(moe, ws.moe, pool);
       ws.moe_last_step.active_experts += stats.active_experts;
       ws.moe_last_step.expert_bytes += stats.expert_bytes;

@@ -3,6 +3,7 @@
 // write → attention → o_proj + residual → norm → gate+up → SiLU·up → down + residual, final norm,
 // head), with BF16 activations into FP32-accumulating linears and the residual stream in FP32.
 #include "model/model_runner.h"
+
 #include "model/rope_params.h"
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "kernels/linear_bf16.h"
 #include "kernels/reference.h"
 #include "kernels/rowwise_bf16.h"
+#include "model/linear_tuning.h"
 #include "model/model_runner_internal.h"
 #include "runtime/aligned_buffer.h"
 #include "runtime/cpu_features.h"
@@ -68,6 +70,8 @@ ModelRunner::~ModelRunner() = default;
 void ModelRunner::init(const Checkpoint& checkpoint, const RunnerOptions& options) {
   options_ = options;
   amx_ = options.amx && isa_ == kern::Isa::avx512_bf16 && amx_bf16_usable();
+  blocking_ = options.blocking ? *options.blocking : linear_tuning_for(cpu_features()).blocking;
+  kern::check_linear_blocking(blocking_);
   if (reference_) return;
   const ModelConfig& c = meta_.config;
   if (c.head_dim % 2 != 0) throw std::runtime_error("head_dim must be even for RoPE");

@@ -13,10 +13,12 @@
 // and every thread main creates later (HTTP workers, the engine loop) would inherit core 0.
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/bf16.h"
+#include "kernels/linear_bf16.h"
 #include "kv/kv_cache.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
@@ -42,6 +44,8 @@ struct RunnerOptions {
   // BF16 linears of 16 rows and more on the AMX tiles where the CPU has AMX-BF16 and Linux grants
   // the tile state (with the AVX-512 BF16 kernels only); false keeps them on AVX-512.
   bool amx = true;
+  // The BF16 linears' cache blocking; unset: model/linear_tuning.h's entry for this CPU.
+  std::optional<kern::LinearBlocking> blocking;
 };
 
 class ModelRunner {
@@ -68,6 +72,7 @@ class ModelRunner {
   KvDtype kv_dtype() const { return reference_ ? KvDtype::f32 : KvDtype::bf16; }
   kern::Isa isa() const { return isa_; }
   bool amx() const { return amx_; }  // BF16 prefill linears on the AMX tiles
+  const kern::LinearBlocking& blocking() const { return blocking_; }
   // e.g. "bf16 avx512_bf16 kernels, 2 threads" or "float32 scalar reference kernels, 1 thread".
   std::string describe() const;
   // The weights' formats for logs: "projections W8 per-channel 450.0 MiB, lm_head BF16 259.6 MiB
@@ -114,6 +119,7 @@ class ModelRunner {
   std::unique_ptr<Model> owned_fp32_;  // when the runner converted the checkpoint itself
   kern::Isa isa_ = kern::Isa::scalar;
   bool amx_ = false;
+  kern::LinearBlocking blocking_;
   RunnerOptions options_;
   std::unique_ptr<Packed> packed_;
   std::unique_ptr<Workspace> ws_;

@@ -35,14 +35,15 @@ size_t experts_ws_floats(const PackedLayer& l, const std::vector<int>& experts, 
 }
 
 // The fields every linear of the block shares: m input rows of width k, scratch, kernel set.
-kern::LinearArgs rows_in(const kern::bf16_t* x, int k, int m, float* ws, kern::Isa isa, bool amx) {
+kern::LinearArgs rows_in(const kern::bf16_t* x, int k, int m, float* ws, const MoeBlockArgs& ka) {
   kern::LinearArgs a;
   a.x = x;
   a.ldx = static_cast<size_t>(k);
   a.m = m;
   a.workspace = ws;
-  a.isa = isa;
-  a.amx = amx;  // BF16 experts of 16 rows and more on the AMX tiles (the flag is ignored below that)
+  a.isa = ka.isa;
+  a.amx = ka.amx;  // BF16 experts of 16 rows and more on the AMX tiles (the flag is ignored below that)
+  a.blocking = ka.blocking;
   return a;
 }
 
@@ -50,29 +51,28 @@ kern::LinearArgs rows_in(const kern::bf16_t* x, int k, int m, float* ws, kern::I
 // into act, then down into out. run_on_all is the pool's, or a single thread's own.
 template <typename RunOnAll>
 void run_expert(const PackedExpert& e, const kern::bf16_t* rows, int m, int hidden, int inter, kern::bf16_t* act,
-                float* gate_up, float* out, float* ws, kern::Isa isa, bool amx, kern::Isa quant_isa, int n_threads,
-                RunOnAll&& run_on_all) {
-  kern::LinearArgs a = rows_in(rows, hidden, m, ws, isa, amx);
+                float* gate_up, float* out, float* ws, const MoeBlockArgs& ka, int n_threads, RunOnAll&& run_on_all) {
+  kern::LinearArgs a = rows_in(rows, hidden, m, ws, ka);
   if (e.gate_up.swiglu) {
     a.out_bf16 = act;
     a.ldo = static_cast<size_t>(inter);
     a.swiglu = true;
-    packed_linear(a, e.gate_up, quant_isa, n_threads, run_on_all);
+    packed_linear(a, e.gate_up, ka.quant_isa, n_threads, run_on_all);
   } else {
     a.out_f32 = gate_up;
     a.ldo = 2 * static_cast<size_t>(inter);
-    packed_linear(a, e.gate_up, quant_isa, n_threads, run_on_all);
+    packed_linear(a, e.gate_up, ka.quant_isa, n_threads, run_on_all);
     run_on_all([&](int thread, int threads) {
       for (int r = thread; r < m; r += threads) {
         const float* gu = gate_up + static_cast<size_t>(r) * 2 * inter;
-        kern::silu_mul_to_bf16(act + static_cast<size_t>(r) * inter, gu, gu + inter, inter, isa);
+        kern::silu_mul_to_bf16(act + static_cast<size_t>(r) * inter, gu, gu + inter, inter, ka.isa);
       }
     });
   }
-  kern::LinearArgs d = rows_in(act, inter, m, ws, isa, amx);
+  kern::LinearArgs d = rows_in(act, inter, m, ws, ka);
   d.out_f32 = out;
   d.ldo = static_cast<size_t>(hidden);
-  packed_linear(d, e.down, quant_isa, n_threads, run_on_all);
+  packed_linear(d, e.down, ka.quant_isa, n_threads, run_on_all);
 }
 
 }  // namespace
@@ -88,7 +88,7 @@ MoeStepStats moe_block(const MoeBlockArgs& a, MoeScratch& s, ThreadPool& pool) {
   // Routing: logits from the BF16 router, then softmax / top-k / weights per token.
   float* logits = s.router_logits.get(static_cast<size_t>(T) * n_experts);
   {
-    kern::LinearArgs r = rows_in(a.xb, hidden, T, a.linear_ws, a.isa, a.amx);
+    kern::LinearArgs r = rows_in(a.xb, hidden, T, a.linear_ws, a);
     r.out_f32 = logits;
     r.ldo = static_cast<size_t>(n_experts);
     packed_linear(r, l.router, a.quant_isa, n_threads, run_on_all);
@@ -137,8 +137,7 @@ MoeStepStats moe_block(const MoeBlockArgs& a, MoeScratch& s, ThreadPool& pool) {
   auto expert_at = [&](int e, auto&& runner, float* ws, int threads) {
     const size_t r0 = static_cast<size_t>(offsets[e]);
     run_expert(l.experts[static_cast<size_t>(e)], rows + r0 * hidden, rows_of(e), hidden, inter, act + r0 * inter,
-               fused ? nullptr : gate_up + r0 * 2 * inter, out + r0 * hidden, ws, a.isa, a.amx, a.quant_isa, threads,
-               runner);
+               fused ? nullptr : gate_up + r0 * 2 * inter, out + r0 * hidden, ws, a, threads, runner);
   };
   if (!large.empty()) {
     float* shared_ws = s.shared_ws.get(experts_ws_floats(l, large, offsets, n_threads));

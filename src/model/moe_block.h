@@ -43,6 +43,7 @@ struct MoeBlockArgs {
   kern::Isa isa = kern::Isa::scalar;
   kern::Isa quant_isa = kern::Isa::scalar;
   bool amx = false;  // LinearArgs::amx for the router and BF16 experts (ModelRunner::amx())
+  kern::LinearBlocking blocking;  // LinearArgs::blocking for them (ModelRunner::blocking())
   // Experts with at most this many rows are dealt out whole to threads (above); 0: every expert
   // runs on all threads (bench_moe compares the two).
   int spread_max_rows = 8;

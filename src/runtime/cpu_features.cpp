@@ -64,6 +64,11 @@ CpuFeatures detect_cpu_features() {
   if (max_leaf < 1) return f;
 
   const Regs r1 = cpuid(1, 0);
+  const int base_family = static_cast<int>(r1.eax >> 8 & 0xf);
+  const int base_model = static_cast<int>(r1.eax >> 4 & 0xf);
+  f.family = base_family == 0xf ? base_family + static_cast<int>(r1.eax >> 20 & 0xff) : base_family;
+  f.model = (base_family == 0xf || base_family == 0x6) ? (static_cast<int>(r1.eax >> 16 & 0xf) << 4) + base_model
+                                                       : base_model;
   const bool osxsave = bit(r1.ecx, 27);
   uint64_t xcr0 = 0;
   if (osxsave) xcr0 = xgetbv0();
@@ -120,6 +125,25 @@ bool enable_amx_tiles() {
 bool amx_bf16_usable() {
   const CpuFeatures& f = cpu_features();
   return f.amx_bf16 && f.has_avx512_bf16_kernels() && enable_amx_tiles();
+}
+
+std::string CpuFeatures::microarch() const {
+  if (vendor == "AuthenticAMD") {
+    if (family == 0x17 && model >= 0x30) return "zen2";  // below: Zen and Zen+
+    if (family == 0x19) {  // Zen 3 and Zen 4 share family 25; Zen 4 models are 0x10-0x1f, 0x60-0x7f, 0xa0-0xaf
+      const bool zen4 = (model >= 0x10 && model <= 0x1f) || (model >= 0x60 && model <= 0x7f) ||
+                        (model >= 0xa0 && model <= 0xaf);
+      return zen4 ? "zen4" : "zen3";
+    }
+    if (family == 0x1a) return "zen5";
+    return "";
+  }
+  if (vendor == "GenuineIntel" && family == 6) {
+    if (model == 0x8f) return "sapphire_rapids";
+    if (model == 0xcf) return "emerald_rapids";
+    if (model == 0xad || model == 0xae) return "granite_rapids";
+  }
+  return "";
 }
 
 std::string CpuFeatures::summary() const {

@@ -31,6 +31,12 @@ struct CpuFeatures {
 
   std::string vendor;  // "AuthenticAMD", "GenuineIntel", ...
   std::string brand;   // processor brand string, trimmed
+  int family = 0;      // cpuid leaf 1 display family (base + extended) and model
+  int model = 0;
+
+  // The core microarchitecture from vendor, family and model: "zen2", "zen3", "zen4", "zen5",
+  // "sapphire_rapids", "emerald_rapids", "granite_rapids", or "" when not one of those.
+  std::string microarch() const;
 
   // The AVX-512 BF16 kernels need all of avx512f/bw/vl/bf16 and zmm state.
   bool has_avx512_bf16_kernels() const { return avx512f && avx512bw && avx512vl && avx512_bf16 && os_zmm; }

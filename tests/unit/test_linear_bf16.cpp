@@ -63,6 +63,7 @@ struct Options {
   bool bf16_out = false;
   bool in_place = false;  // residual == out_f32
   bool amx = false;       // LinearArgs::amx (with Isa::avx512_bf16; checked to take the AMX path)
+  LinearBlocking blocking;
 };
 
 // Runs the kernel as n_threads threads would (each thread index in turn, then the reduction),
@@ -100,6 +101,7 @@ std::vector<float> run(const Problem& p, const Options& o, Isa isa, int n_thread
   a.workspace = ws.data();
   a.isa = isa;
   a.amx = o.amx;
+  a.blocking = o.blocking;
   if (o.amx) REQUIRE(linear_bf16_uses_amx(a));
   if (pool) {
     REQUIRE(pool->size() == n_threads);
@@ -366,6 +368,70 @@ TEST_CASE("linear_bf16 on AMX tiles matches the reference", "[kernels]") {
   CHECK_FALSE(linear_bf16_uses_amx(a));
 }
 
+// Every cache blocking a CPU's entry (model/linear_tuning.h) or --blocking may choose computes the
+// same product: K blocks down to 64 elements and past K, every register tile shape, prefetch off;
+// on the AMX tiles, K blocks of 64..1024 elements with x packed per block, bit-identical across
+// thread counts.
+TEST_CASE("linear_bf16 cache blockings match the reference", "[kernels]") {
+  std::mt19937 rng(99);
+  const LinearBlocking blockings[] = {
+      {.k_block_pairs = 32},
+      {.k_block_pairs = 4096},
+      {.k_block_pairs = 64, .tile_rows = 4, .tile_panels = 2},
+      {.tile_rows = 5, .tile_panels = 2, .prefetch = false},
+      {.k_block_pairs = 128, .tile_rows = 8, .tile_panels = 1},
+      {.tile_rows = 3, .tile_panels = 1},
+  };
+  for (Isa isa : isas()) {
+    for (const LinearBlocking& b : blockings) {
+      for (int m : {17, 37}) {
+        INFO("isa " << isa_name(isa) << " m " << m << " k_block_pairs " << b.k_block_pairs << " tile " << b.tile_rows
+                    << "x" << 32 * b.tile_panels << " prefetch " << b.prefetch);
+        const Problem p = make_problem(m, 100, 2 * 300 + 9, rng, true);
+        Options o;
+        o.bias = true;
+        o.residual = true;
+        o.blocking = b;
+        check_against_reference(p, o, run(p, o, isa, 3));
+      }
+    }
+  }
+  if (!amx_bf16_usable()) {
+    WARN("no AMX-BF16 tiles on this CPU: the K-blocked AMX path was not tested (" << cpu_features().summary() << ")");
+    return;
+  }
+  for (int amx_k : {64, 96, 256, 1024}) {
+    for (int m : {16, 33, 100}) {
+      for (int k : {64, 608, 2048}) {
+        INFO("amx k-block " << amx_k << " m " << m << " k " << k);
+        const Problem p = make_problem(m, 97, k, rng, m == 33);
+        Options o;
+        o.amx = true;
+        o.bias = true;
+        o.in_place = m == 100;
+        o.blocking.amx_k_block = amx_k;
+        const std::vector<float> one = run(p, o, Isa::avx512_bf16, 1);
+        check_against_reference(p, o, one);
+        CHECK(run(p, o, Isa::avx512_bf16, 3) == one);
+        CHECK(run(p, o, Isa::avx512_bf16, 16) == one);
+      }
+    }
+  }
+}
+
+TEST_CASE("check_linear_blocking refuses out-of-range fields", "[kernels]") {
+  CHECK_NOTHROW(check_linear_blocking(LinearBlocking{}));
+  CHECK_THROWS_WITH(check_linear_blocking({.k_block_pairs = 16}), Catch::Contains("k_block_pairs"));
+  CHECK_THROWS_WITH(check_linear_blocking({.tile_rows = 7, .tile_panels = 2}), Catch::Contains("tile_rows"));
+  CHECK_THROWS_WITH(check_linear_blocking({.tile_rows = 4, .tile_panels = 3}), Catch::Contains("tile_panels"));
+  CHECK_THROWS_WITH(check_linear_blocking({.amx_k_block = 48}), Catch::Contains("amx_k_block"));
+  CHECK_THROWS_WITH(check_linear_blocking({.amx_k_block = 2048}), Catch::Contains("amx_k_block"));
+  LinearArgs a;  // the kernel checks its arguments' blocking too
+  a.w = {nullptr, 32, 32};
+  a.blocking.tile_rows = 0;
+  CHECK_THROWS_AS(linear_bf16_compute(a, 0, 1), std::invalid_argument);
+}
+
 // Fused SwiGLU against the reference: gate and up linears in FP32 on the same BF16 inputs, then
 // silu(gate)·up. Tolerance: each sum as in the linear tests (2e-5 of sum |x||w|), carried through
 // silu (|d silu/dg| <= 1.1; gelu_tanh's is <= 1.13, inside the same bound at these sums) and the
@@ -427,6 +493,9 @@ TEST_CASE("fused SwiGLU linear matches gate and up linears followed by silu·up 
         a.swiglu = true;
         a.gated_act = act;
         a.amx = amx;
+        if (threads == 3) {  // another cache blocking: SwiGLU reads both halves from one tile
+          a.blocking = amx ? LinearBlocking{.amx_k_block = 64} : LinearBlocking{.k_block_pairs = 32, .tile_rows = 4};
+        }
         CHECK(linear_bf16_uses_amx(a) == amx);
         if (threads == 2) {
           linear_bf16(a, threads, [&pool](auto&& f) { pool.run_on_all(f); });

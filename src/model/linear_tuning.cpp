@@ -1,0 +1,92 @@
+#include "model/linear_tuning.h"
+
+#include <stdexcept>
+
+namespace slab {
+
+// Measured entries only; every other microarchitecture runs the defaults (kern::LinearBlocking's
+// initialisers), which were tuned on the Zen 5 machine. Figures: bench_linear_bf16 --sweep,
+// bench/results/2026-11-26-blocking-sweeps/.
+LinearTuning linear_tuning_for(const CpuFeatures& cpu) {
+  const std::string arch = cpu.microarch();
+  LinearTuning t;
+  if (arch == "zen4") {
+    // 2 cores, M = 128 and 512, TinyLlama's five shapes: K blocks of 2048 elements ran 1.02-1.09x
+    // the 512 default on every row (the default's repeat within 1 %); a 64-column block of
+    // K = 2048 is 256 KB, inside Zen 4's 1 MB L2, and skips the per-block store and reload of
+    // the sums. The register tile and prefetch made no difference.
+    t.blocking.k_block_pairs = 1024;
+    t.source = "zen4 (measured: k=2048 1.02-1.09x)";
+    return t;
+  }
+  if (arch == "emerald_rapids") {
+    // 16 threads: no AVX-512 candidate beyond the run-to-run spread (the GEMM ran at 94-99 % of
+    // the vdpbf16ps peak measured in the same run), and the AMX K blocks ran 0.64-1.06x the
+    // whole-K default.
+    t.source = "emerald_rapids (measured: defaults best)";
+    return t;
+  }
+  t.source = arch.empty() ? "defaults (unknown microarchitecture)" : "defaults (" + arch + " not measured)";
+  return t;
+}
+
+std::string describe_linear_blocking(const kern::LinearBlocking& b) {
+  return "k=" + std::to_string(2 * b.k_block_pairs) + ",tile=" + std::to_string(b.tile_rows) + "x" +
+         std::to_string(32 * b.tile_panels) + ",prefetch=" + (b.prefetch ? "on" : "off") +
+         ",amx=" + std::to_string(b.amx_k_block);
+}
+
+kern::LinearBlocking parse_linear_blocking(const std::string& spec) {
+  kern::LinearBlocking b;
+  auto fail = [&spec](const std::string& why) {
+    throw std::invalid_argument("linear blocking '" + spec + "': " + why);
+  };
+  auto number = [&fail](const std::string& key, const std::string& v) {
+    size_t used = 0;
+    int n = 0;
+    try {
+      n = std::stoi(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != v.size()) fail(key + " wants a whole number, got '" + v + "'");
+    return n;
+  };
+  size_t pos = 0;
+  while (pos < spec.size()) {
+    size_t end = spec.find(',', pos);
+    if (end == std::string::npos) end = spec.size();
+    const std::string item = spec.substr(pos, end - pos);
+    pos = end + 1;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) fail("'" + item + "' is not key=value");
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key == "k") {
+      const int k = number(key, value);
+      if (k % 2 != 0) fail("k must be even");
+      b.k_block_pairs = k / 2;
+    } else if (key == "tile") {
+      const size_t x = value.find('x');
+      if (x == std::string::npos) fail("tile wants ROWSxCOLUMNS, e.g. 6x64");
+      b.tile_rows = number(key, value.substr(0, x));
+      const int cols = number(key, value.substr(x + 1));
+      if (cols != 32 && cols != 64) fail("tile columns must be 32 or 64");
+      b.tile_panels = cols / 32;
+    } else if (key == "prefetch") {
+      if (value != "on" && value != "off") fail("prefetch must be on or off");
+      b.prefetch = value == "on";
+    } else if (key == "amx") {
+      b.amx_k_block = number(key, value);
+    } else {
+      fail("unknown key '" + key + "' (k, tile, prefetch, amx)");
+    }
+  }
+  try {
+    kern::check_linear_blocking(b);
+  } catch (const std::invalid_argument& e) {
+    fail(e.what());
+  }
+  return b;
+}
+
+}  // namespace slab
