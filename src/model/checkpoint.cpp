@@ -28,6 +28,7 @@ const char* block_format_name(BlockFormat format) {
     case BlockFormat::q5_k: return "Q5_K";
     case BlockFormat::q6_k: return "Q6_K";
     case BlockFormat::awq4: return "AWQ 4-bit";
+    case BlockFormat::gptq4: return "GPTQ 4-bit";
   }
   return "?";
 }
@@ -44,7 +45,8 @@ size_t block_format_row_bytes(BlockFormat format, int64_t cols) {
     case BlockFormat::q4_k: elems = 256, bytes = 144; break;
     case BlockFormat::q5_k: elems = 256, bytes = 176; break;
     case BlockFormat::q6_k: elems = 256, bytes = 210; break;
-    case BlockFormat::awq4: elems = 32, bytes = 24; break;
+    case BlockFormat::awq4:
+    case BlockFormat::gptq4: elems = 32, bytes = 24; break;
   }
   return static_cast<size_t>(cols) / elems * bytes;
 }

@@ -16,9 +16,10 @@ enum class DType { f32, f16, bf16, i32 };
 
 // GGUF block formats the quantized kernels take (model/packed_quant.h repacks them into W8/W4
 // g32: every format but Q6_K without requantizing); see model/gguf_blocks.h for the layouts.
-// awq4 is no file's format: the blocks model/awq_checkpoint.h makes from an AWQ checkpoint's
-// tensors (32 elements, 24 bytes: FP32 slope, FP32 offset, 16 bytes of nibbles as in Q4_1).
-enum class BlockFormat { none, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, awq4 };
+// awq4 and gptq4 are no file's format: the blocks model/prequantized_checkpoint.h makes from an AWQ
+// or GPTQ checkpoint's tensors (32 elements, 24 bytes: FP32 slope, FP32 offset, 16 bytes of
+// nibbles as in Q4_1).
+enum class BlockFormat { none, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, awq4, gptq4 };
 const char* block_format_name(BlockFormat format);
 // Bytes of one row of `cols` elements (whole blocks) in `format`.
 size_t block_format_row_bytes(BlockFormat format, int64_t cols);
@@ -36,6 +37,10 @@ struct TensorView {
   // (Hugging Face) order. `data` is then still the tensor decoded to BF16, for every other user.
   BlockFormat block_format = BlockFormat::none;
   const uint8_t* blocks = nullptr;
+  // With blocks: null, or the blocks' K order: block position k holds input k' = input_perm[k]
+  // (act-order GPTQ, whose groups are contiguous only after sorting the inputs). The matrix then
+  // multiplies activations gathered in that order; `data` stays in the tensor's own order.
+  const int32_t* input_perm = nullptr;
 
   int64_t numel() const;
   size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }

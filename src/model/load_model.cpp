@@ -4,7 +4,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "model/awq_checkpoint.h"
+#include "model/prequantized_checkpoint.h"
 #include "model/gguf_model.h"
 #include "model/model.h"
 
@@ -51,11 +51,11 @@ Model load_model_metadata(const std::filesystem::path& model_dir) {
 std::unique_ptr<Checkpoint> open_model_checkpoint(const std::filesystem::path& model) {
   if (const std::optional<std::filesystem::path> gguf = gguf_model_file(model)) return open_gguf_checkpoint(*gguf);
   std::unique_ptr<Checkpoint> checkpoint = open_safetensors_checkpoint(model);
-  // An AWQ folder's projections are read through their qweight/qzeros/scales (config.json says).
+  // An AWQ or GPTQ folder's projections are read through their qweight/qzeros/scales (config.json
+  // says).
   if (const std::filesystem::path config = model / "config.json"; std::filesystem::exists(config)) {
-    if (const int group = load_model_config(config).awq_group_size; group > 0) {
-      return wrap_awq_checkpoint(std::move(checkpoint), group);
-    }
+    const PrequantizedConfig q = load_model_config(config).prequantized;
+    if (q.method != PrequantizedConfig::Method::none) return wrap_prequantized_checkpoint(std::move(checkpoint), q);
   }
   return checkpoint;
 }

@@ -433,39 +433,66 @@ void validate(const std::string& source, const ModelConfig& c) {
 
 namespace {
 
-// quantization_config: the AWQ group size, or a refusal naming the field. A pre-quantized
-// checkpoint keeps its projections in tensors of its own; AWQ's 4-bit GEMM layout is read
-// (model/awq_checkpoint.h). Every other method (GPTQ, bitsandbytes, FP8, compressed-tensors...)
-// is refused by name: it used to fail on a missing tensor, or, where the .weight tensors were
+// quantization_config: AWQ or GPTQ (4-bit), or a refusal naming the field. A pre-quantized
+// checkpoint keeps its projections in tensors of its own (model/prequantized_checkpoint.h reads
+// AutoAWQ's GEMM layout and GPTQ's). Every other method (bitsandbytes, FP8, compressed-tensors,
+// ...) is refused by name: it used to fail on a missing tensor, or, where the .weight tensors were
 // still there, be served as if unquantized.
-int parse_awq_config(const json& q, const std::string& source) {
+PrequantizedConfig parse_prequantized_config(const json& q, const std::string& source) {
   const bool named = q.is_object() && q.contains("quant_method") && q["quant_method"].is_string();
   const std::string method = named ? q["quant_method"].get<std::string>() : "";
-  if (method != "awq") {
+  if (method != "awq" && method != "gptq") {
     fail(source, named ? "quantization_config.quant_method" : "quantization_config",
-         "pre-quantized checkpoints other than AWQ are not supported (" + (named ? "'" + method + "'" : q.dump()) +
+         "pre-quantized checkpoints other than AWQ and GPTQ are not supported (" +
+             (named ? "'" + method + "'" : q.dump()) +
              "): serve the BF16/FP16 checkpoint with --quantization w8 or w4 (quantized at load), or a GGUF file");
   }
   auto field = [&](const char* key) { return std::string("quantization_config.") + key; };
+  const std::string name = method == "awq" ? "AWQ" : "GPTQ";
+  PrequantizedConfig c;
   const json bits = q.value("bits", q.value("w_bit", json(4)));
   if (!bits.is_number_integer() || bits.get<int>() != 4) {
-    fail(source, field("bits"), "AWQ with " + bits.dump() + " bits: only 4 is supported");
+    fail(source, field("bits"), name + " with " + bits.dump() + " bits: only 4 is supported");
   }
   const json group = q.value("group_size", q.value("q_group_size", json()));
-  if (!group.is_number_integer() || group.get<int>() <= 0 || group.get<int>() % 32 != 0) {
-    fail(source, field("group_size"), "expected a positive multiple of 32, found " + group.dump());
+  const bool per_row = method == "gptq" && group == json(-1);
+  if (!per_row && (!group.is_number_integer() || group.get<int>() <= 0 || group.get<int>() % 32 != 0)) {
+    fail(source, field("group_size"),
+         std::string("expected a positive multiple of 32") + (method == "gptq" ? " or -1" : "") + ", found " +
+             group.dump());
   }
-  const json zero_point = q.value("zero_point", json(true));
-  if (zero_point != json(true)) {
-    fail(source, field("zero_point"), "only AWQ with zero points (true) is supported, found " + zero_point.dump());
+  c.group_size = per_row ? 0 : group.get<int>();
+  if (method == "awq") {
+    c.method = PrequantizedConfig::Method::awq;
+    const json zero_point = q.value("zero_point", json(true));
+    if (zero_point != json(true)) {
+      fail(source, field("zero_point"), "only AWQ with zero points (true) is supported, found " + zero_point.dump());
+    }
+    const json version = q.value("version", json("gemm"));
+    if (!version.is_string() || (version != "gemm" && version != "GEMM")) {
+      fail(source, field("version"),
+           "only AutoAWQ's GEMM layout ('gemm') is supported, found " + version.dump() +
+               " (GEMV and the Marlin/ExLlama repacks order the codes differently)");
+    }
+    return c;
   }
-  const json version = q.value("version", json("gemm"));
-  if (!version.is_string() || (version != "gemm" && version != "GEMM")) {
-    fail(source, field("version"),
-         "only AutoAWQ's GEMM layout ('gemm') is supported, found " + version.dump() +
-             " (GEMV and the Marlin/ExLlama repacks order the codes differently)");
+  c.method = PrequantizedConfig::Method::gptq;
+  const json desc_act = q.value("desc_act", json(false));
+  if (!desc_act.is_boolean()) fail(source, field("desc_act"), "expected true or false, found " + desc_act.dump());
+  c.desc_act = desc_act.get<bool>();
+  // AutoGPTQ (and GPTQModel's default "gptq" format) store zero − 1 and add the 1 back when
+  // dequantizing; GPTQModel's "gptq_v2" stores the zero itself.
+  const json format = q.value("checkpoint_format", json("gptq"));
+  if (format == json("gptq")) {
+    c.zero_offset = 1;
+  } else if (format != json("gptq_v2")) {
+    fail(source, field("checkpoint_format"),
+         "expected 'gptq' or 'gptq_v2', found " + format.dump() + " (Marlin and other repacked layouts are not read)");
   }
-  return group.get<int>();
+  if (q.value("is_marlin_format", json(false)) == json(true)) {
+    fail(source, field("is_marlin_format"), "the Marlin layout is not read; use the checkpoint in GPTQ's own layout");
+  }
+  return c;
 }
 
 ModelConfig parse_model_config_fields(const json& j, const std::string& source);
@@ -474,7 +501,7 @@ ModelConfig parse_model_config_fields(const json& j, const std::string& source);
 
 ModelConfig parse_model_config(const json& j, const std::string& source) {
   ModelConfig c = parse_model_config_fields(j, source);
-  if (present(j, "quantization_config")) c.awq_group_size = parse_awq_config(j["quantization_config"], source);
+  if (present(j, "quantization_config")) c.prequantized = parse_prequantized_config(j["quantization_config"], source);
   return c;
 }
 

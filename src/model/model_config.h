@@ -27,6 +27,16 @@ struct RopeScaling {
 
 enum class MlpActivation { silu, gelu_tanh };
 
+// A Hugging Face checkpoint quantized before it was saved (config.json's quantization_config).
+struct PrequantizedConfig {
+  enum class Method { none, awq, gptq };
+  Method method = Method::none;
+  // Elements of K per scale (and zero): a multiple of 32; 0 for GPTQ's -1, one group per row.
+  int group_size = 0;
+  bool desc_act = false;  // GPTQ: g_idx may give rows their groups out of order ("act-order")
+  int zero_offset = 0;    // GPTQ's v1 format ("gptq") stores zero − 1: 1; gptq_v2 and AWQ: 0
+};
+
 struct ModelConfig {
   std::string model_type;  // llama, mistral, qwen2, qwen3, phi3, gemma3_text (also gemma3's), mixtral, qwen3_moe
   int vocab_size = 0;
@@ -80,10 +90,10 @@ struct ModelConfig {
   std::string lm_head_name = "lm_head.weight";
   std::vector<int> eos_token_ids;  // from config.json; generation_config.json may add more
   int bos_token_id = -1;
-  // quantization_config: AWQ (4-bit GEMM layout, zero points) with this group size; 0: none. The
-  // checkpoint is read through wrap_awq_checkpoint (model/awq_checkpoint.h). Other methods are
-  // refused.
-  int awq_group_size = 0;
+  // quantization_config of a pre-quantized checkpoint (AWQ or GPTQ, 4-bit); the checkpoint is
+  // read through wrap_prequantized_checkpoint (model/prequantized_checkpoint.h). Other methods
+  // are refused.
+  PrequantizedConfig prequantized;
 };
 
 // Parses config.json text; `source` names the file in error messages. Throws std::runtime_error

@@ -13,23 +13,14 @@
 namespace slab {
 namespace {
 
-// Floats of linear scratch that running `m` on `rows` rows over `threads` threads needs. Not
-// monotonic in rows (split-K decode sums below 9 rows, row-tile sums above), so the block sizes
-// its own scratch for the rows each expert really has.
-size_t linear_ws_floats(const PackedMatrix& m, int rows, int threads) {
-  if (m.quantized) {
-    return (kern::quant_linear_workspace_bytes(rows, m.quant_view(), threads) + sizeof(float) - 1) / sizeof(float);
-  }
-  return kern::linear_bf16_workspace_floats(rows, m.n, m.k, threads, m.swiglu);
-}
-
 // The most scratch any of `experts` needs on `threads` threads, rounded up to 64 bytes.
 size_t experts_ws_floats(const PackedLayer& l, const std::vector<int>& experts, const int32_t* offsets, int threads) {
   size_t most = 0;
   for (int e : experts) {
     const PackedExpert& pe = l.experts[static_cast<size_t>(e)];
     const int m = offsets[e + 1] - offsets[e];
-    most = std::max({most, linear_ws_floats(pe.gate_up, m, threads), linear_ws_floats(pe.down, m, threads)});
+    most = std::max({most, packed_linear_workspace_floats(pe.gate_up, m, threads),
+                     packed_linear_workspace_floats(pe.down, m, threads)});
   }
   return (most + 15) / 16 * 16;
 }

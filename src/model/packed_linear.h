@@ -12,32 +12,57 @@ namespace slab {
 // The quantized kernels' ISA on a runner that uses `isa`: AVX-512 needs VNNI as well.
 kern::Isa quant_isa_for(kern::Isa isa);
 
+// Scratch floats (64-byte aligned) that running `m` on `rows` rows over n_threads threads needs:
+// the kernel's, and after it the gathered activations when m has an input_perm. Not monotonic in
+// rows (split-K decode sums below 9 rows, row-tile sums above).
+size_t packed_linear_workspace_floats(const PackedMatrix& m, int rows, int n_threads);
+
 // Scratch floats (64-byte aligned) that any projection of `m` needs for `tokens` rows, and the
 // head for `head_rows` rows.
 size_t model_linear_workspace_floats(const PackedModel& m, int tokens, int head_rows, int n_threads);
 
-// a.w is ignored: the weights are `m`. a.swiglu only with m.swiglu.
+namespace detail {
+// The kernel's part of packed_linear_workspace_floats, rounded up to 16 floats (64 bytes).
+size_t kernel_workspace_floats(const PackedMatrix& m, int rows, int n_threads);
+// Rows [r0, r1) of x gathered into xg ([rows][k], row stride k) in m.input_perm's order.
+void gather_input_rows(kern::bf16_t* xg, const kern::bf16_t* x, size_t ldx, const PackedMatrix& m, int r0, int r1);
+}  // namespace detail
+
+// a.w is ignored: the weights are `m`. a.swiglu only with m.swiglu. a.workspace holds
+// packed_linear_workspace_floats(m, a.m, n_threads) floats.
 template <typename RunOnAll>
 void packed_linear(const kern::LinearArgs& a, const PackedMatrix& m, kern::Isa quant_isa, int n_threads,
                    RunOnAll&& run_on_all) {
+  kern::LinearArgs in = a;
+  if (!m.input_perm.empty()) {
+    // Act-order weights: the activations in the packed K order, after the kernel's scratch.
+    auto* xg = reinterpret_cast<kern::bf16_t*>(a.workspace + detail::kernel_workspace_floats(m, a.m, n_threads));
+    run_on_all([&](int thread, int threads) {
+      const int r0 = static_cast<int>(static_cast<int64_t>(a.m) * thread / threads);
+      const int r1 = static_cast<int>(static_cast<int64_t>(a.m) * (thread + 1) / threads);
+      detail::gather_input_rows(xg, a.x, a.ldx, m, r0, r1);
+    });
+    in.x = xg;
+    in.ldx = static_cast<size_t>(m.k);
+  }
   if (!m.quantized) {
-    kern::LinearArgs b = a;
+    kern::LinearArgs b = in;
     b.w = m.view();
     kern::linear_bf16(b, n_threads, run_on_all);
     return;
   }
   kern::QuantLinearArgs q;
-  q.x = a.x;
-  q.ldx = a.ldx;
+  q.x = in.x;
+  q.ldx = in.ldx;
   q.w = m.quant_view();
-  q.m = a.m;
-  q.out_f32 = a.out_f32;
-  q.out_bf16 = a.out_bf16;
-  q.ldo = a.ldo;
-  q.bias = a.bias;
-  q.residual = a.residual;
-  q.ldr = a.ldr;
-  q.workspace = a.workspace;
+  q.m = in.m;
+  q.out_f32 = in.out_f32;
+  q.out_bf16 = in.out_bf16;
+  q.ldo = in.ldo;
+  q.bias = in.bias;
+  q.residual = in.residual;
+  q.ldr = in.ldr;
+  q.workspace = in.workspace;
   q.isa = quant_isa;
   kern::quant_linear(q, run_on_all);
 }

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "model/awq_checkpoint.h"
+#include "model/prequantized_checkpoint.h"
 #include "model/gguf_blocks.h"
 
 namespace slab {
@@ -31,7 +31,8 @@ BlockLayout layout_of(BlockFormat format) {
     case BlockFormat::q4_k: return {256, 144, 15, gguf::codes_q4_k};
     case BlockFormat::q5_k: return {256, 176, 31, gguf::codes_q5_k};
     case BlockFormat::q6_k: return {256, 210, 0, nullptr};
-    case BlockFormat::awq4: return {32, 24, 15, awq::codes_awq4};
+    case BlockFormat::awq4:
+    case BlockFormat::gptq4: return {32, 24, 15, awq::codes_awq4};
     case BlockFormat::none: break;
   }
   return {};
@@ -166,11 +167,14 @@ namespace {
 
 constexpr int kWideGroup = 128;
 
-// Whether every run of 128 elements of an awq4 tensor shares one slope and offset (an AWQ
-// group_size of 128, or a multiple of it): then W4 g128 holds it exactly, 0.75 bits a weight
-// fewer than g32.
+// Whether every run of 128 elements of an AWQ or GPTQ tensor shares one slope and offset (a
+// group_size of 128, or a multiple of it, or GPTQ's one group per row): then W4 g128 holds it
+// exactly, 0.75 bits a weight fewer than g32.
 bool awq4_uniform_per_128(const TensorView& p) {
-  if (p.block_format != BlockFormat::awq4 || p.shape.size() != 2 || p.shape[1] % kWideGroup != 0) return false;
+  if ((p.block_format != BlockFormat::awq4 && p.block_format != BlockFormat::gptq4) || p.shape.size() != 2 ||
+      p.shape[1] % kWideGroup != 0) {
+    return false;
+  }
   const BlockLayout layout = layout_of(p.block_format);
   const size_t blocks = static_cast<size_t>(p.shape[0] * p.shape[1] / layout.elems);
   constexpr size_t per_wide = kWideGroup / 32;

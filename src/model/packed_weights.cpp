@@ -33,6 +33,13 @@ TensorView get(const Checkpoint& ck, const std::string& name, const std::vector<
   return v;
 }
 
+// Whether two views' blocks share one K order (both in order, or the same permutation).
+bool same_input_order(const TensorView& a, const TensorView& b) {
+  if (a.input_perm == nullptr || b.input_perm == nullptr) return a.input_perm == b.input_perm;
+  const int64_t k = a.shape.back();
+  return k == b.shape.back() && std::equal(a.input_perm, a.input_perm + k, b.input_perm);
+}
+
 // The checkpoint as pack_model reads it: checked tensors, counted for the progress callback.
 class TensorReader {
  public:
@@ -53,13 +60,16 @@ class TensorReader {
   }
   // The parts of one packed matrix: headers only (blocks, no values) when every part has blocks
   // and the reader packs from blocks, else the tensors with their values.
+  // Parts whose blocks are in different K orders (TensorView::input_perm) cannot share one packed
+  // matrix: they come with their values.
   std::vector<TensorView> get_parts(const std::vector<std::pair<std::string, std::vector<int64_t>>>& parts) {
     std::vector<TensorView> views;
     for (const auto& [name, shape] : parts) {
       views.push_back(ck_.tensor_header(name));
-      if (views.back().blocks == nullptr) break;
+      if (views.back().blocks == nullptr || !same_input_order(views.front(), views.back())) break;
     }
-    const bool headers = from_blocks_ && views.size() == parts.size() && views.back().blocks != nullptr;
+    const bool headers = from_blocks_ && views.size() == parts.size() && views.back().blocks != nullptr &&
+                         same_input_order(views.front(), views.back());
     views.clear();
     for (const auto& [name, shape] : parts) {
       if (!headers) {
@@ -166,7 +176,9 @@ PackedMatrix pack_projection(const std::vector<TensorView>& parts, int k, Weight
     if (s != source) source += "+" + s;
   }
   bool from_blocks = false;
-  if (quantization == WeightQuantization::automatic) {
+  bool one_order = true;  // blocks in different K orders (act-order GPTQ) cannot be stacked
+  for (const TensorView& p : parts) one_order = one_order && same_input_order(parts.front(), p);
+  if (quantization == WeightQuantization::automatic && one_order) {
     format = block_repack_format(parts);
     from_blocks = format.has_value();
   }
@@ -182,6 +194,7 @@ PackedMatrix pack_projection(const std::vector<TensorView>& parts, int k, Weight
   m.buf = AlignedBuffer(m.bytes(), alloc);
   if (from_blocks) {
     pack_stacked_blocks(m.buf.as<uint8_t>(), parts, k, *format);
+    if (const int32_t* perm = parts.front().input_perm) m.input_perm.assign(perm, perm + k);
   } else {
     pack_stacked_rtn(m.buf.as<uint8_t>(), parts, k, *format);
   }
@@ -402,6 +415,10 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& stored, const Pac
   }
   m.final_norm = effective_norm(c, to_f32(ck.get(c.weight_prefix + "norm.weight", {hidden})));
   const TensorView embed = ck.get_parts({{c.weight_prefix + "embed_tokens.weight", {c.vocab_size, hidden}}}).front();
+  if (embed.input_perm != nullptr) {  // its rows are looked up, not multiplied: no K order but its own
+    throw std::runtime_error(embed.file + ": tensor '" + embed.name +
+                             "': an act-order (desc_act) quantized embedding table is not supported");
+  }
   if (!c.tie_word_embeddings && !ck.has(c.lm_head_name)) {
     try {
       (void)ck.tensor(c.lm_head_name);

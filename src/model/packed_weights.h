@@ -26,6 +26,10 @@ struct PackedMatrix {
   bool swiglu = false;     // packed by pack_swiglu_bf16: n = 2 · outputs
   bool quantized = false;  // packed for linear_quant in `quant` (never swiglu)
   kern::QuantFormat quant;
+  // Empty, or the K order of the packed weights: input k of the packed matrix is input
+  // input_perm[k] of the activations (act-order GPTQ, repacked from its blocks); packed_linear
+  // gathers the activations in this order first.
+  std::vector<int32_t> input_perm;
   kern::PackedBf16 view() const { return {buf.as<const kern::bf16_t>(), n, k}; }
   kern::PackedQuant quant_view() const { return {buf.as<const uint8_t>(), quant, n, k}; }
   size_t bytes() const {

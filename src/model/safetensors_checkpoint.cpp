@@ -38,7 +38,7 @@ bool parse_dtype(const std::string& s, DType& out) {
     out = DType::f16;
   else if (s == "BF16")
     out = DType::bf16;
-  else if (s == "I32")  // AWQ's packed codes (model/awq_checkpoint.h)
+  else if (s == "I32")  // AWQ/GPTQ packed codes and g_idx (model/prequantized_checkpoint.h)
     out = DType::i32;
   else
     return false;

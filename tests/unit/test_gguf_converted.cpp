@@ -96,6 +96,7 @@ std::vector<float> decode_blocks(BlockFormat format, const uint8_t* blocks, size
       block_elems = 256;
       break;
     case BlockFormat::awq4:  // not in GGUF files
+    case BlockFormat::gptq4:
     case BlockFormat::none: break;
   }
   REQUIRE(decode != nullptr);

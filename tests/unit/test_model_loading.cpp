@@ -328,16 +328,39 @@ TEST_CASE("config.json field errors name the file and the field", "[model]") {
   REQUIRE_THROWS_WITH(parse(with(c, "rope_parameters", {{"rope_type", "yarn"}, {"rope_theta", 1e4}})),
                       Contains("rope_parameters.rope_type") && Contains("yarn"));
   REQUIRE_THROWS_WITH(parse(with(c, "rope_scaling", {{"rope_type", "linear"}})), Contains("rope_scaling.factor"));
-  // Pre-quantized Hugging Face checkpoints other than AWQ's 4-bit GEMM layout are refused by name,
-  // not served as if unquantized.
+  // Pre-quantized Hugging Face checkpoints other than AWQ's 4-bit GEMM layout and GPTQ's 4-bit
+  // layout are refused by name, not served as if unquantized.
   REQUIRE_THROWS_WITH(
-      parse(with(c, "quantization_config", {{"quant_method", "gptq"}, {"bits", 4}})),
-      Contains("field 'quantization_config.quant_method'") && Contains("'gptq'") && Contains("--quantization"));
+      parse(with(c, "quantization_config", {{"quant_method", "fp8"}})),
+      Contains("field 'quantization_config.quant_method'") && Contains("'fp8'") && Contains("--quantization"));
   REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", "fp8")), Contains("field 'quantization_config'"));
-  CHECK(parse(with(c, "quantization_config", nullptr)).awq_group_size == 0);
+  using Method = PrequantizedConfig::Method;
+  CHECK(parse(with(c, "quantization_config", nullptr)).prequantized.method == Method::none);
   const json awq = {
       {"quant_method", "awq"}, {"bits", 4}, {"group_size", 128}, {"zero_point", true}, {"version", "gemm"}};
-  CHECK(parse(with(c, "quantization_config", awq)).awq_group_size == 128);
+  CHECK(parse(with(c, "quantization_config", awq)).prequantized.method == Method::awq);
+  CHECK(parse(with(c, "quantization_config", awq)).prequantized.group_size == 128);
+  // GPTQ as AutoGPTQ writes it (v1 zeros: stored minus one), GPTQModel's v2, and per-row groups.
+  const json gptq = {{"quant_method", "gptq"}, {"bits", 4},          {"group_size", 128},
+                     {"desc_act", true},       {"sym", true},        {"damp_percent", 0.01},
+                     {"true_sequential", true}, {"static_groups", false}};
+  const PrequantizedConfig g = parse(with(c, "quantization_config", gptq)).prequantized;
+  CHECK(g.method == Method::gptq);
+  CHECK(g.group_size == 128);
+  CHECK(g.desc_act);
+  CHECK(g.zero_offset == 1);
+  CHECK(parse(with(c, "quantization_config", with(gptq, "checkpoint_format", "gptq_v2"))).prequantized.zero_offset == 0);
+  CHECK(parse(with(c, "quantization_config", with(gptq, "group_size", -1))).prequantized.group_size == 0);
+  REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", with(gptq, "bits", 8))),
+                      Contains("field 'quantization_config.bits'") && Contains("GPTQ"));
+  REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", with(gptq, "group_size", 100))),
+                      Contains("field 'quantization_config.group_size'") && Contains("or -1"));
+  REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", with(gptq, "checkpoint_format", "marlin"))),
+                      Contains("field 'quantization_config.checkpoint_format'"));
+  REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", with(gptq, "is_marlin_format", true))),
+                      Contains("field 'quantization_config.is_marlin_format'"));
+  REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", with(gptq, "desc_act", "yes"))),
+                      Contains("field 'quantization_config.desc_act'"));
   REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", with(awq, "bits", 8))),
                       Contains("field 'quantization_config.bits'"));
   REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", with(awq, "group_size", 100))),
