@@ -10,8 +10,10 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kernels/gated_activation.h"
 #include "kernels/linear_bf16_tile.h"
 #include "kernels/linear_quant_tile.h"
+#include "kernels/rowwise_bf16.h"
 #include "kernels/work_split.h"
 
 namespace slab::kern {
@@ -173,6 +175,8 @@ QuantTile weight_tile(const QuantLinearArgs& a, int panel, int np) {
   const int kp = quant_padded_k(f, a.w.k);
   QuantTile t;
   t.panel_bytes = quant_panel_bytes(f, a.w.k);
+  t.panel_stride = t.panel_bytes;
+  t.next_tile_bytes = static_cast<size_t>(np) * t.panel_bytes;
   t.panel = a.w.data + static_cast<size_t>(panel) * t.panel_bytes;
   t.code_bytes = static_cast<size_t>(kp) * kQuantPanelCols * f.bits / 8;
   t.np = np;
@@ -191,6 +195,31 @@ void finish_tile(const QuantLinearArgs& a, const float* sums, int row, int rows,
     detail::finish_row(sums + static_cast<size_t>(r) * detail::kQuantTileCols, n_valid, a.bias ? a.bias + col : nullptr,
                        a.residual ? a.residual + static_cast<size_t>(row + r) * a.ldr + col : nullptr,
                        a.out_f32 ? a.out_f32 + o : nullptr, a.out_bf16 ? a.out_bf16 + o : nullptr);
+  }
+}
+
+// SwiGLU: gate panel p and its up panel (n_out / 16 panels on) as the tile's two panels.
+int swiglu_gate_panels(const QuantLinearArgs& a) { return a.w.n / 2 / kQuantPanelCols; }
+QuantTile pair_tile(const QuantLinearArgs& a, int gate_panel) {
+  QuantTile t = weight_tile(a, gate_panel, 2);
+  t.panel_stride = static_cast<size_t>(swiglu_gate_panels(a)) * t.panel_bytes;
+  t.next_tile_bytes = t.panel_bytes;  // the next gate (and up) panel
+  return t;
+}
+
+// act(gate)·up of `rows` rows of a pair tile's sums (gate in columns 0..15, up in 16..31) at
+// (row, 16 · gate_panel) of out_bf16.
+void finish_swiglu_tile(const QuantLinearArgs& a, const float* sums, int row, int rows, int gate_panel) {
+  const int col = gate_panel * kQuantPanelCols;
+  // The activation's ISA: the AVX-512 quant kernels imply AVX-512 BF16 (linear_quant.h).
+  for (int r = 0; r < rows; ++r) {
+    const float* gate = sums + static_cast<size_t>(r) * detail::kQuantTileCols;
+    bf16_t* out = a.out_bf16 + static_cast<size_t>(row + r) * a.ldo + col;
+    if (a.gated_act == GatedAct::gelu_tanh) {
+      gelu_tanh_mul_to_bf16(out, gate, gate + kQuantPanelCols, kQuantPanelCols, a.isa);
+    } else {
+      silu_mul_to_bf16(out, gate, gate + kQuantPanelCols, kQuantPanelCols, a.isa);
+    }
   }
 }
 
@@ -253,13 +282,16 @@ void prepare_decode_rows(const QuantLinearArgs& a, const Workspace& ws) {
   }
 }
 
-// Panels [p, p + np), rows in tiles of the batched kernel over INT8 activations; the first row
-// tile streams the panels from memory, the others find them in L1/L2.
-void int8_panels(const QuantLinearArgs& a, const Workspace& ws, int p, int np, int p_end, float* sums) {
+// The weights of tile `w`, rows in tiles of the batched kernel over INT8 activations; the first
+// row tile streams the panels from memory (prefetching up to stream_end), the others find them
+// in L1/L2. finish(sums, row, rows) stores each row tile.
+template <typename Finish>
+void int8_rows(const QuantLinearArgs& a, const Workspace& ws, const QuantTile& w, const uint8_t* stream_end,
+               float* sums, Finish&& finish) {
   const int kp = quant_padded_k(a.w.format, a.w.k);
   const int tile_rows = detail::batch_tile_rows(a.w.format.bits);
   for (int row = 0; row < a.m; row += tile_rows) {
-    QuantTile t = weight_tile(a, p, np);
+    QuantTile t = w;
     t.mr = std::min(tile_rows, a.m - row);
     t.xq = ws.xq + static_cast<size_t>(row) * kp;
     t.ldxq = static_cast<size_t>(kp);
@@ -268,10 +300,52 @@ void int8_panels(const QuantLinearArgs& a, const Workspace& ws, int p, int np, i
     t.xscale = ws.xscale + row;
     t.xqsum = ws.xqsum + row;
     t.stream = a.m <= kQuantDecodeMaxM && row == 0;
-    t.stream_end = a.w.data + static_cast<size_t>(p_end) * t.panel_bytes;
+    t.stream_end = stream_end;
     t.out = sums;
     run_batch_tile(t, a.isa);
-    finish_tile(a, sums, row, t.mr, p * kQuantPanelCols, np * kQuantPanelCols);
+    finish(sums, row, t.mr);
+  }
+}
+
+// Panels [p, p + np) over INT8 activations, stored with the epilogue.
+void int8_panels(const QuantLinearArgs& a, const Workspace& ws, int p, int np, int p_end, float* sums) {
+  const QuantTile w = weight_tile(a, p, np);
+  int8_rows(a, ws, w, a.w.data + static_cast<size_t>(p_end) * w.panel_bytes, sums, [&](const float* s, int row, int rows) {
+    finish_tile(a, s, row, rows, p * kQuantPanelCols, np * kQuantPanelCols);
+  });
+}
+
+// SwiGLU: gate panels [u0, u1) with their up panels, over INT8 activations (M > 8, W4 decode) or
+// BF16 ones (W8 decode: one tile of both panels for 1-2 rows, else one tile per panel).
+void swiglu_units(const QuantLinearArgs& a, const Workspace& ws, int u0, int u1) {
+  alignas(64) float sums[std::max(detail::kQuantDecodeTileRows, detail::kQuantBatchTileRows) * detail::kQuantTileCols];
+  const int gate_panels = swiglu_gate_panels(a);
+  const size_t pb = quant_panel_bytes(a.w.format, a.w.k);
+  const uint8_t* stream_end = a.w.data + static_cast<size_t>(gate_panels + u1) * pb;  // the end of the up run
+  const int kp = quant_padded_k(a.w.format, a.w.k);
+  for (int u = u0; u < u1; ++u) {
+    const QuantTile w = pair_tile(a, u);
+    if (quant_int8_activations(a.w.format, a.m)) {
+      int8_rows(a, ws, w, stream_end, sums,
+                [&](const float* s, int row, int rows) { finish_swiglu_tile(a, s, row, rows, u); });
+      continue;
+    }
+    QuantTile t = w;
+    t.mr = a.m;
+    t.x = ws.x;
+    t.ldx = static_cast<size_t>(kp);
+    t.xsum = ws.xsum;
+    t.out = sums;
+    if (a.m <= 2) {
+      run_decode_tile(t, a.isa);
+    } else {  // the decode tiles take two panels for 1-2 rows only
+      t.np = 1;
+      run_decode_tile(t, a.isa);
+      t.panel += t.panel_stride;
+      t.out = sums + kQuantPanelCols;
+      run_decode_tile(t, a.isa);
+    }
+    finish_swiglu_tile(a, sums, 0, a.m, u);
   }
 }
 
@@ -300,9 +374,23 @@ void decode_panels(const QuantLinearArgs& a, const Workspace& ws, int p0, int p1
   }
 }
 
-// M > 8: panel pairs [u0, u1), every row tile over the whole of K (the pair, 2 x 16 columns,
-// stays in L2 while the row tiles pass over it).
+// The thread's share of the weights as units: panels, or with SwiGLU gate panels (each with its
+// up panel); M <= 8 runs every row over them in one pass.
+void decode_units(const QuantLinearArgs& a, const Workspace& ws, int u0, int u1) {
+  if (a.swiglu) {
+    swiglu_units(a, ws, u0, u1);
+  } else {
+    decode_panels(a, ws, u0, u1);
+  }
+}
+
+// M > 8: panel pairs [u0, u1) (SwiGLU: gate panels with their up panels), every row tile over the
+// whole of K (the pair, 2 x 16 columns, stays in L2 while the row tiles pass over it).
 void batch_panels(const QuantLinearArgs& a, const Workspace& ws, int u0, int u1) {
+  if (a.swiglu) {
+    swiglu_units(a, ws, u0, u1);
+    return;
+  }
   const int panels = quant_panels(a.w.n);
   alignas(64) float sums[detail::kQuantBatchTileRows * detail::kQuantTileCols];
   for (int u = u0; u < u1; ++u) int8_panels(a, ws, 2 * u, std::min(2, panels - 2 * u), panels, sums);
@@ -312,8 +400,12 @@ void check_args(const QuantLinearArgs& a) {
   check_quant_format(a.w.format);
   if (a.m < 0 || a.w.n <= 0 || a.w.k <= 0 || !a.w.data || (a.m > 0 && (!a.x || !a.workspace)) ||
       (a.out_f32 == nullptr) == (a.out_bf16 == nullptr) || a.ldx < static_cast<size_t>(a.w.k) ||
-      a.ldo < static_cast<size_t>(a.w.n) || (a.residual && a.ldr < static_cast<size_t>(a.w.n))) {
+      a.ldo < static_cast<size_t>(a.swiglu ? a.w.n / 2 : a.w.n) ||
+      (a.residual && a.ldr < static_cast<size_t>(a.w.n))) {
     throw std::invalid_argument("quant_linear: bad arguments");
+  }
+  if (a.swiglu && (!quant_swiglu_fusable(a.w.n) || !a.out_bf16 || a.bias || a.residual)) {
+    throw std::invalid_argument("quant_linear: SwiGLU needs n a multiple of 32, BF16 output, no bias or residual");
   }
 }
 
@@ -422,13 +514,13 @@ void quant_linear_compute(const QuantLinearArgs& a, int thread, int n_threads) {
   check_args(a);
   if (a.m == 0) return;
   const Workspace ws = workspace_of(a, thread);
-  const int panels = quant_panels(a.w.n);
+  const int panels = a.swiglu ? swiglu_gate_panels(a) : quant_panels(a.w.n);  // decode units
   if (a.m <= kQuantDecodeMaxM) {
     if (!a.decode_cursor) {
       const Range r = chunk(panels, n_threads, thread);
       if (r.hi == r.lo) return;
       prepare_decode_rows(a, ws);
-      decode_panels(a, ws, r.lo, r.hi);
+      decode_units(a, ws, r.lo, r.hi);
       return;
     }
     std::atomic_ref<int> cursor(*a.decode_cursor);
@@ -438,11 +530,11 @@ void quant_linear_compute(const QuantLinearArgs& a, int thread, int n_threads) {
          lo = cursor.fetch_add(run, std::memory_order_relaxed)) {
       if (!prepared) prepare_decode_rows(a, ws);
       prepared = true;
-      decode_panels(a, ws, lo, std::min(panels, lo + run));
+      decode_units(a, ws, lo, std::min(panels, lo + run));
     }
     return;
   }
-  const Range r = chunk((panels + 1) / 2, n_threads, thread);
+  const Range r = chunk(a.swiglu ? panels : (panels + 1) / 2, n_threads, thread);
   if (r.hi > r.lo) batch_panels(a, ws, r.lo, r.hi);
 }
 
@@ -468,7 +560,7 @@ void quantize_row_scalar(int8_t* xq, float* scales, int32_t* sums, size_t stride
 namespace {
 int tile_code(const QuantTile& t, int q, int c, int kk) {
   bool high = false;
-  const uint8_t b = t.panel[static_cast<size_t>(q) * t.panel_bytes + code_offset(t.bits, c, kk, &high)];
+  const uint8_t b = t.panel[static_cast<size_t>(q) * t.panel_stride + code_offset(t.bits, c, kk, &high)];
   return t.bits == 8 ? b : (high ? b >> 4 : b & 0x0f);
 }
 float tile_zero(const QuantTile& t, int q, int g, int c) {

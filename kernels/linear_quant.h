@@ -45,6 +45,10 @@
 // Every ISA does that same arithmetic in the same order, so batched results are bit-identical
 // across ISAs.
 //
+// Fused gated MLP (swiglu below): a tile takes gate panel p and up panel p + n_out / 16 as its two
+// panels (QuantTile::panel_stride) and the epilogue writes act(gate)·up as BF16; threads then split
+// gate panels instead of panels (pairs).
+//
 // Threads: M > 8 first runs quant_linear_prepare on every thread (each quantizes a share of the
 // rows into the shared workspace), then quant_linear_compute on every thread; M <= 8 needs only
 // the second phase (each thread copies or quantizes the few activation rows it reads into its
@@ -58,6 +62,7 @@
 #include <cstdint>
 
 #include "kernels/bf16.h"
+#include "kernels/linear_bf16.h"  // GatedAct
 
 namespace slab::kern {
 
@@ -129,7 +134,16 @@ struct QuantLinearArgs {
   // M <= 8: when set (to 0 before phase 2), threads take runs of panels from this shared counter
   // instead of a fixed contiguous share, as linear_bf16 does. quant_linear() below sets it.
   int* decode_cursor = nullptr;
+  // Fused gated MLP: w holds [gate; up] stacked (n = 2 · n_out rows, n_out a multiple of 16, see
+  // quant_swiglu_fusable) and out_bf16[m][n_out] = act(x·gateᵀ)·(x·upᵀ), act SiLU or GeLU-tanh.
+  // Each tile pairs gate panel p with up panel p + n_out / 16, so the activation runs on the sums
+  // while they are in L1 and no FP32 [m][2 · n_out] ever exists. Needs out_bf16, no bias or residual.
+  bool swiglu = false;
+  GatedAct gated_act = GatedAct::silu;
 };
+
+// Whether a [gate; up] matrix of n rows can run fused (swiglu above): its halves start on panels.
+inline bool quant_swiglu_fusable(int n) { return n % (2 * kQuantPanelCols) == 0; }
 
 // Scratch a call needs: the activations in the kernels' form (decode: a K-padded BF16 copy and
 // group sums per thread; batched: INT8 rows, their block scales and block sums, shared).

@@ -56,7 +56,7 @@ SLAB_AVX2 inline __m256 broadcast_x4(const bf16_t* p) {
 // decode ran at a third of the read bandwidth on AVX2.
 SLAB_AVX2 void decode_row_panel(const QuantTile& t, int r, int q, float* out16) {
   const bf16_t* x = t.x + static_cast<size_t>(r) * t.ldx;
-  const uint8_t* codes = t.panel + static_cast<size_t>(q) * t.panel_bytes;
+  const uint8_t* codes = t.panel + static_cast<size_t>(q) * t.panel_stride;
   constexpr int kStepK = 4;
   // Lanes 0..3 of pair i: column 2i at k ≡ 0..3 (mod 4); lanes 4..7: column 2i + 1.
   alignas(32) float total[8][8] = {};
@@ -112,7 +112,7 @@ SLAB_AVX2 inline __m256i lane_dot(__m256i codes, __m256i x, __m256i ones) {
 // activation blocks, in the scalar tile's order (see linear_quant.h).
 template <int MR, int BITS>
 SLAB_AVX2 void batch_panel(const QuantTile& t, int q, float* out) {
-  const uint8_t* codes = t.panel + static_cast<size_t>(q) * t.panel_bytes;
+  const uint8_t* codes = t.panel + static_cast<size_t>(q) * t.panel_stride;
   const __m256i ones = _mm256_set1_epi16(1);
   const __m256i nibble = _mm256_set1_epi8(0x0f);
   constexpr int kStepK = BITS == 8 ? 4 : 8;

@@ -108,7 +108,7 @@ SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
       const bf16_t* xk = t.x + static_cast<size_t>(s) * kStepK;
 #pragma GCC unroll 2
       for (int q = 0; q < NP; ++q) {
-        const uint8_t* codes = t.panel + static_cast<size_t>(q) * t.panel_bytes + 64 * static_cast<size_t>(s);
+        const uint8_t* codes = t.panel + static_cast<size_t>(q) * t.panel_stride + 64 * static_cast<size_t>(s);
         _mm_prefetch(reinterpret_cast<const char*>(codes) + kDecodePrefetchBytes, _MM_HINT_T0);
         __m512 f[4];
 #pragma GCC unroll 8
@@ -197,7 +197,7 @@ SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
   const int per_group = blocks_per_group(t);
   const int groups = PER_CHANNEL ? 1 : t.groups;
   const uint8_t* panel[NP];
-  for (int q = 0; q < NP; ++q) panel[q] = t.panel + static_cast<size_t>(q) * t.panel_bytes;
+  for (int q = 0; q < NP; ++q) panel[q] = t.panel + static_cast<size_t>(q) * t.panel_stride;
   for (int g = 0; g < groups; ++g) {
 #pragma GCC unroll 2
     for (int q = 0; q < NP; ++q) {
@@ -208,7 +208,7 @@ SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
         // (the same panel of the next tile), they wait in L1/L2; without this, the first groups'
         // lines of every panel were misses that the steps waited on.
         const char* meta =
-            reinterpret_cast<const char*>(tile_scales(t, q, g)) + static_cast<size_t>(NP) * t.panel_bytes;
+            reinterpret_cast<const char*>(tile_scales(t, q, g)) + t.next_tile_bytes;
         if (reinterpret_cast<const uint8_t*>(meta) < t.stream_end) {
           _mm_prefetch(meta, _MM_HINT_T0);
           if (t.zero_point) _mm_prefetch(meta + static_cast<size_t>(t.groups) * 32, _MM_HINT_T0);
@@ -238,7 +238,7 @@ SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
         // end of a panel's codes that is the same panel of the next tile, which the stream
         // reaches next (its first lines were misses the steps waited on).
         const size_t ahead = 64 * s0 + kDecodePrefetchBytes;
-        const size_t skip = ahead < t.code_bytes ? 0 : static_cast<size_t>(NP) * t.panel_bytes - t.code_bytes;
+        const size_t skip = ahead < t.code_bytes ? 0 : t.next_tile_bytes - t.code_bytes;
 #pragma GCC unroll 2
         for (int q = 0; q < NP; ++q) {
           const uint8_t* line = panel[q] + ahead + skip;

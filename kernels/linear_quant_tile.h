@@ -18,9 +18,13 @@ inline int batch_tile_rows(int bits) { return bits == 8 ? kQuantBatchTileRows : 
 inline constexpr int kQuantTileCols = 32;  // out row stride of a tile
 
 struct QuantTile {
-  // Weights: np consecutive panels from `panel` (see linear_quant.h for the layout).
+  // Weights: np panels from `panel`, panel_stride bytes apart (panel_bytes: consecutive; SwiGLU:
+  // a gate panel and its up panel), see linear_quant.h for the layout. next_tile_bytes: from
+  // `panel` to the next tile's first panel in the thread's stream (prefetches run ahead into it).
   const uint8_t* panel = nullptr;
   size_t panel_bytes = 0;
+  size_t panel_stride = 0;
+  size_t next_tile_bytes = 0;
   size_t code_bytes = 0;  // offset of a panel's scales
   int np = 1;             // 1..2
   int bits = 8;           // 8 or 4
@@ -54,7 +58,7 @@ inline int blocks_per_group(const QuantTile& t) { return t.group_steps / block_s
 
 // Scales and zeros of panel q (of the tile) and group g, 16 BF16 values each.
 inline const bf16_t* tile_scales(const QuantTile& t, int q, int g) {
-  return reinterpret_cast<const bf16_t*>(t.panel + static_cast<size_t>(q) * t.panel_bytes + t.code_bytes) +
+  return reinterpret_cast<const bf16_t*>(t.panel + static_cast<size_t>(q) * t.panel_stride + t.code_bytes) +
          static_cast<size_t>(g) * 16;
 }
 inline const bf16_t* tile_zeros(const QuantTile& t, int q, int g) {

@@ -103,9 +103,11 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   float* qkv = ws.qkv.get(ut * qkv_dim);
   float* attn = ws.attn.get(ut * q_dim);
   kern::bf16_t* attn_b = ws.attn_b.get(ut * q_dim);
-  // FP32 gate/up sums only for models whose MLP is not fused (MLP biases).
+  // FP32 gate/up sums only for models whose MLP is not fused (MLP biases, or quantized halves
+  // that do not start on a panel).
+  auto fused = [](const PackedLayer& l) { return l.b_gate_up.empty() && fused_gate_up(l.gate_up); };
   const bool fused_mlp = std::all_of(w.layers.begin(), w.layers.end(),
-                                     [](const PackedLayer& l) { return l.is_moe() || l.gate_up.swiglu; });
+                                     [&](const PackedLayer& l) { return l.is_moe() || fused(l); });
   float* gate_up = fused_mlp ? nullptr : ws.gate_up.get(ut * 2 * inter);
   kern::bf16_t* act_b = ws.act_b.get(ut * inter);
   const int n_threads = pool.size();
@@ -249,7 +251,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
       ws.moe_last_step.per_token_bytes += stats.per_token_bytes;
       continue;
     }
-    if (lw.gate_up.swiglu) {
+    if (fused(lw)) {
       swiglu(xb, dim, lw.gate_up, T, act_b, static_cast<size_t>(inter));
     } else {
       linear(xb, dim, lw.gate_up, T, gate_up, 2 * static_cast<size_t>(inter), lw.b_gate_up, false);

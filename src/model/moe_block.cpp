@@ -44,7 +44,7 @@ template <typename RunOnAll>
 void run_expert(const PackedExpert& e, const kern::bf16_t* rows, int m, int hidden, int inter, kern::bf16_t* act,
                 float* gate_up, float* out, float* ws, const MoeBlockArgs& ka, int n_threads, RunOnAll&& run_on_all) {
   kern::LinearArgs a = rows_in(rows, hidden, m, ws, ka);
-  if (e.gate_up.swiglu) {
+  if (fused_gate_up(e.gate_up)) {
     a.out_bf16 = act;
     a.ldo = static_cast<size_t>(inter);
     a.swiglu = true;
@@ -102,7 +102,7 @@ MoeStepStats moe_block(const MoeBlockArgs& a, MoeScratch& s, ThreadPool& pool) {
   });
   kern::bf16_t* act = s.act.get(static_cast<size_t>(picks) * inter);
   float* out = s.expert_out.get(static_cast<size_t>(picks) * hidden);
-  const bool fused = l.experts.front().gate_up.swiglu;
+  const bool fused = fused_gate_up(l.experts.front().gate_up);
   float* gate_up = fused ? nullptr : s.gate_up.get(static_cast<size_t>(picks) * 2 * inter);
 
   auto rows_of = [&](int e) { return offsets[e + 1] - offsets[e]; };

@@ -21,6 +21,12 @@ size_t packed_linear_workspace_floats(const PackedMatrix& m, int rows, int n_thr
 // head for `head_rows` rows.
 size_t model_linear_workspace_floats(const PackedModel& m, int tokens, int head_rows, int n_threads);
 
+// Whether a gate+up matrix (without biases) runs as one fused gated linear, act(gate)·up straight
+// to BF16: BF16 SwiGLU-packed, or quantized [gate; up] whose halves start on panels.
+inline bool fused_gate_up(const PackedMatrix& m) {
+  return m.swiglu || (m.quantized && kern::quant_swiglu_fusable(m.n));
+}
+
 namespace detail {
 // The kernel's part of packed_linear_workspace_floats, rounded up to 16 floats (64 bytes).
 size_t kernel_workspace_floats(const PackedMatrix& m, int rows, int n_threads);
@@ -28,7 +34,7 @@ size_t kernel_workspace_floats(const PackedMatrix& m, int rows, int n_threads);
 void gather_input_rows(kern::bf16_t* xg, const kern::bf16_t* x, size_t ldx, const PackedMatrix& m, int r0, int r1);
 }  // namespace detail
 
-// a.w is ignored: the weights are `m`. a.swiglu only with m.swiglu. a.workspace holds
+// a.w is ignored: the weights are `m`. a.swiglu only where fused_gate_up(m). a.workspace holds
 // packed_linear_workspace_floats(m, a.m, n_threads) floats.
 template <typename RunOnAll>
 void packed_linear(const kern::LinearArgs& a, const PackedMatrix& m, kern::Isa quant_isa, int n_threads,
@@ -64,6 +70,8 @@ void packed_linear(const kern::LinearArgs& a, const PackedMatrix& m, kern::Isa q
   q.ldr = in.ldr;
   q.workspace = in.workspace;
   q.isa = quant_isa;
+  q.swiglu = in.swiglu;
+  q.gated_act = in.gated_act;
   kern::quant_linear(q, run_on_all);
 }
 

@@ -20,7 +20,9 @@
 #include <sstream>
 #include <vector>
 
+#include "kernels/gated_activation.h"
 #include "kernels/linear_quant.h"
+#include "kernels/rowwise_bf16.h"
 #include "runtime/cpu_features.h"
 #include "runtime/thread_pool.h"
 
@@ -135,6 +137,17 @@ Inputs make_inputs(int m, int n, int k, std::mt19937& rng) {
   in.residual.resize(static_cast<size_t>(m) * in.ldr);
   for (float& v : in.residual) v = 4.0f * dist(rng);
   return in;
+}
+
+// The arguments every call shares: q's weights and in's rows (no output, scratch or epilogue yet).
+QuantLinearArgs args_for(const QuantMatrix& q, const Inputs& in, Isa isa) {
+  QuantLinearArgs a;
+  a.x = in.x.data();
+  a.ldx = in.ldx;
+  a.w = {q.packed.data(), q.f, q.n, q.k};
+  a.m = in.m;
+  a.isa = isa;
+  return a;
 }
 
 // Runs the kernel as n_threads threads would: every thread's phase 1, then every phase 2.
@@ -550,11 +563,7 @@ TEST_CASE("quantized linear through a thread pool gives the single-thread bits",
         const Inputs in = make_inputs(m, 300, 256, rng);
         const std::vector<float> single = run(q, in, Options{true, true, false, false}, isa, 1);
         std::vector<float> out(static_cast<size_t>(m) * in.ldo, 0.0f);
-        QuantLinearArgs a;
-        a.x = in.x.data();
-        a.ldx = in.ldx;
-        a.w = {q.packed.data(), f, q.n, q.k};
-        a.m = m;
+        QuantLinearArgs a = args_for(q, in, isa);
         a.out_f32 = out.data();
         a.ldo = in.ldo;
         a.bias = in.bias.data();
@@ -577,4 +586,78 @@ TEST_CASE("quantized linear through a thread pool gives the single-thread bits",
       }
     }
   }
+}
+
+// Fused gated MLP (QuantLinearArgs::swiglu): each tile pairs gate panel p with up panel p + n_out
+// / 16, so its sums are the unfused kernel's sums of those columns and the result must be the
+// unfused output through the same activation, bit for bit: decode (W8 weight-only with one tile
+// of both panels for 1-2 rows and a tile per panel above; W4 on INT8 rows) and batched, static
+// shares and a pool's shared cursor, SiLU and GeLU-tanh.
+TEST_CASE("fused quantized SwiGLU equals the unfused linear followed by act times up, bit for bit", "[quant]") {
+  std::mt19937 rng(23);
+  ThreadPool pool({.n_threads = 3});
+  for (Isa isa : quant_isas()) {
+    for (const QuantFormat& f : {QuantFormat{8, 0, false}, QuantFormat{8, 32, true}, QuantFormat{4, 32, false},
+                                 QuantFormat{4, 128, true}}) {
+      for (int n_out : {48, 112}) {
+        const QuantMatrix q = make_matrix(f, 2 * n_out, 200, rng);  // [gate; up], K ragged
+        for (int m : {1, 2, 3, 8, 9, 21}) {
+          const Inputs in = make_inputs(m, 2 * n_out, 200, rng);
+          const std::vector<float> sums = run(q, in, Options{}, isa, 1);  // [m][2 · n_out] FP32
+          for (const GatedAct act : {GatedAct::silu, GatedAct::gelu_tanh}) {
+            std::vector<bf16_t> want(static_cast<size_t>(m) * n_out);
+            for (int r = 0; r < m; ++r) {
+              const float* gate = sums.data() + static_cast<size_t>(r) * 2 * n_out;
+              bf16_t* o = want.data() + static_cast<size_t>(r) * n_out;
+              if (act == GatedAct::silu) {
+                silu_mul_to_bf16(o, gate, gate + n_out, n_out, isa);
+              } else {
+                gelu_tanh_mul_to_bf16(o, gate, gate + n_out, n_out, isa);
+              }
+            }
+            for (int threads : {1, 3}) {
+              INFO(isa_name(isa) << " " << describe(f) << " n_out " << n_out << " m " << m << " threads " << threads
+                                 << (act == GatedAct::silu ? " silu" : " gelu_tanh"));
+              const size_t ldo = static_cast<size_t>(n_out) + 3;
+              std::vector<bf16_t> out(static_cast<size_t>(m) * ldo, 0x4242);
+              QuantLinearArgs a = args_for(q, in, isa);
+              a.out_bf16 = out.data();
+              a.ldo = ldo;
+              a.swiglu = true;
+              a.gated_act = act;
+              std::vector<uint64_t> ws(quant_linear_workspace_bytes(m, a.w, threads) / 8 + 8);
+              a.workspace = ws.data();
+              if (threads == 1) {
+                quant_linear(a, [](auto&& fn) { fn(0, 1); });
+              } else {
+                quant_linear(a, [&pool](auto&& fn) { pool.run_on_all(fn); });
+              }
+              int bad = 0;
+              for (int r = 0; r < m; ++r) {
+                for (size_t c = 0; c < ldo; ++c) {
+                  const bf16_t got = out[static_cast<size_t>(r) * ldo + c];
+                  const bf16_t expect =
+                      c < static_cast<size_t>(n_out) ? want[static_cast<size_t>(r) * n_out + c] : bf16_t{0x4242};
+                  if (got != expect && bad++ < 3) FAIL_CHECK("row " << r << " col " << c << ": " << got << " vs " << expect);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  // Halves that do not start on a panel, and epilogues the fused form has no place for, are refused.
+  const QuantMatrix q = make_matrix(QuantFormat{8, 0, false}, 2 * 40, 64, rng);
+  const Inputs in = make_inputs(2, 80, 64, rng);
+  std::vector<bf16_t> out(2 * 40);
+  std::vector<uint64_t> ws(quant_linear_workspace_bytes(2, {q.packed.data(), q.f, 80, 64}, 1) / 8 + 8);
+  QuantLinearArgs a = args_for(q, in, Isa::scalar);
+  a.out_bf16 = out.data();
+  a.ldo = 40;
+  a.workspace = ws.data();
+  a.swiglu = true;
+  CHECK_FALSE(quant_swiglu_fusable(80));
+  CHECK(quant_swiglu_fusable(96));
+  CHECK_THROWS_AS(quant_linear_compute(a, 0, 1), std::invalid_argument);
 }
