@@ -17,9 +17,9 @@ namespace {
 
 using detail::Tile;
 
-constexpr int kDecodeMaxM = 8;      // up to here every row rides along one pass over W
-constexpr int kDecodeWideM = 4;     // up to here the decode tile is 64 columns wide
-constexpr int kLargeMR = 6;         // large-M register tile: 6 rows x 64 columns
+constexpr int kDecodeMaxM = 8;       // up to here every row rides along one pass over W
+constexpr int kDecodeWideM = 4;      // up to here the decode tile is 64 columns wide
+constexpr int kLargeMR = 6;          // large-M register tile: 6 rows x 64 columns
 constexpr int kMinKBlockPairs = 32;  // smallest K block (LinearBlocking::k_block_pairs)
 constexpr int kMaxKBlockPairs = 4096;
 constexpr int kMinSplitPairs = 32;  // split-K chunks are at least this many pairs
@@ -192,8 +192,8 @@ void large_group(const LinearArgs& a, LargeTile lt, int g, int rt0, int rt1, flo
   const int pairs = packed_pairs(a.w.k);
   const bool odd_k = (a.w.k & 1) != 0;
   const bf16_t* panel0 = a.w.data + static_cast<size_t>(p) * stride;
-  const int block = a.isa == Isa::avx2 ? std::min(a.blocking.k_block_pairs, detail::kAvx2MaxBlockPairs)
-                                       : a.blocking.k_block_pairs;
+  const int block =
+      a.isa == Isa::avx2 ? std::min(a.blocking.k_block_pairs, detail::kAvx2MaxBlockPairs) : a.blocking.k_block_pairs;
   for (int kb = 0; kb < pairs; kb += block) {
     const int kb_end = std::min(pairs, kb + block);
     const bool first = kb == 0, last = kb_end == pairs;
@@ -492,8 +492,7 @@ void linear_bf16_compute(const LinearArgs& a, int thread, int n_threads) {
     amx_compute(a, thread, n_threads);
     return;
   }
-  const LargeSplit s =
-      large_split(a.m, a.w.n, n_threads, a.swiglu, large_tile(a.m, a.swiglu, a.isa, a.blocking));
+  const LargeSplit s = large_split(a.m, a.w.n, n_threads, a.swiglu, large_tile(a.m, a.swiglu, a.isa, a.blocking));
   float* scratch = nullptr;
   if (packed_pairs(a.w.k) > std::min(a.blocking.k_block_pairs, detail::kAvx2MaxBlockPairs) || a.swiglu) {
     scratch = a.workspace + static_cast<size_t>(thread) * a.m * 2 * kPanelCols;

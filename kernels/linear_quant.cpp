@@ -310,9 +310,10 @@ void int8_rows(const QuantLinearArgs& a, const Workspace& ws, const QuantTile& w
 // Panels [p, p + np) over INT8 activations, stored with the epilogue.
 void int8_panels(const QuantLinearArgs& a, const Workspace& ws, int p, int np, int p_end, float* sums) {
   const QuantTile w = weight_tile(a, p, np);
-  int8_rows(a, ws, w, a.w.data + static_cast<size_t>(p_end) * w.panel_bytes, sums, [&](const float* s, int row, int rows) {
-    finish_tile(a, s, row, rows, p * kQuantPanelCols, np * kQuantPanelCols);
-  });
+  int8_rows(a, ws, w, a.w.data + static_cast<size_t>(p_end) * w.panel_bytes, sums,
+            [&](const float* s, int row, int rows) {
+              finish_tile(a, s, row, rows, p * kQuantPanelCols, np * kQuantPanelCols);
+            });
 }
 
 // SwiGLU: gate panels [u0, u1) with their up panels, over INT8 activations (M > 8, W4 decode) or
@@ -400,8 +401,7 @@ void check_args(const QuantLinearArgs& a) {
   check_quant_format(a.w.format);
   if (a.m < 0 || a.w.n <= 0 || a.w.k <= 0 || !a.w.data || (a.m > 0 && (!a.x || !a.workspace)) ||
       (a.out_f32 == nullptr) == (a.out_bf16 == nullptr) || a.ldx < static_cast<size_t>(a.w.k) ||
-      a.ldo < static_cast<size_t>(a.swiglu ? a.w.n / 2 : a.w.n) ||
-      (a.residual && a.ldr < static_cast<size_t>(a.w.n))) {
+      a.ldo < static_cast<size_t>(a.swiglu ? a.w.n / 2 : a.w.n) || (a.residual && a.ldr < static_cast<size_t>(a.w.n))) {
     throw std::invalid_argument("quant_linear: bad arguments");
   }
   if (a.swiglu && (!quant_swiglu_fusable(a.w.n) || !a.out_bf16 || a.bias || a.residual)) {

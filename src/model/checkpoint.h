@@ -16,10 +16,10 @@ enum class DType { f32, f16, bf16, i32 };
 
 // GGUF block formats the quantized kernels take (model/packed_quant.h repacks them into W8/W4
 // g32: every format but Q6_K without requantizing); see model/gguf_blocks.h for the layouts.
-// awq4 and gptq4 are no file's format: the blocks model/prequantized_checkpoint.h makes from an AWQ
-// or GPTQ checkpoint's tensors (32 elements, 24 bytes: FP32 slope, FP32 offset, 16 bytes of
-// nibbles as in Q4_1).
-enum class BlockFormat { none, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, awq4, gptq4 };
+// awq4, gptq4 and gptq8 are no file's format: the blocks model/prequantized_checkpoint.h makes from
+// an AWQ or GPTQ checkpoint's tensors (32 elements: FP32 slope, FP32 offset, then 16 bytes of
+// nibbles as in Q4_1, 24 bytes; or 32 bytes of 8-bit codes, 40 bytes).
+enum class BlockFormat { none, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, awq4, gptq4, gptq8 };
 const char* block_format_name(BlockFormat format);
 // Bytes of one row of `cols` elements (whole blocks) in `format`.
 size_t block_format_row_bytes(BlockFormat format, int64_t cols);

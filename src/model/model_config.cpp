@@ -175,16 +175,16 @@ void parse_longrope(const json& j, const json& params, const std::string& prefix
     orig = get_int(params, "original_max_position_embeddings", source, false, config.max_position_embeddings, true);
   }
   rs.original_max_position_embeddings = orig;
-  const double factor =
-      present(params, "factor")
-          ? static_cast<double>(get_float(params, "factor", source, 1.0f, true, prefix))
-          : static_cast<double>(config.max_position_embeddings) / static_cast<double>(orig);
+  const double factor = present(params, "factor")
+                            ? static_cast<double>(get_float(params, "factor", source, 1.0f, true, prefix))
+                            : static_cast<double>(config.max_position_embeddings) / static_cast<double>(orig);
   rs.factor = static_cast<float>(factor);
   if (present(params, "attention_factor")) {
     rs.attention_factor = get_float(params, "attention_factor", source, 1.0f, true, prefix);
   } else {
     rs.attention_factor =
-        factor <= 1.0 ? 1.0f : static_cast<float>(std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(orig))));
+        factor <= 1.0 ? 1.0f
+                      : static_cast<float>(std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(orig))));
   }
 }
 
@@ -395,9 +395,9 @@ void parse_moe(const json& j, const std::string& source, ModelConfig& c) {
     if (!only.is_array()) fail(source, "mlp_only_layers", "expected a list of layer indices, found " + only.dump());
     for (const json& v : only) {
       if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() >= c.num_layers) {
-        fail(source, "mlp_only_layers",
-             "expected layer indices below num_hidden_layers (" + std::to_string(c.num_layers) + "), found " +
-                 v.dump());
+        fail(
+            source, "mlp_only_layers",
+            "expected layer indices below num_hidden_layers (" + std::to_string(c.num_layers) + "), found " + v.dump());
       }
       dense[static_cast<size_t>(v.get<long long>())] = true;
     }
@@ -451,8 +451,10 @@ PrequantizedConfig parse_prequantized_config(const json& q, const std::string& s
   const std::string name = method == "awq" ? "AWQ" : "GPTQ";
   PrequantizedConfig c;
   const json bits = q.value("bits", q.value("w_bit", json(4)));
-  if (!bits.is_number_integer() || bits.get<int>() != 4) {
-    fail(source, field("bits"), name + " with " + bits.dump() + " bits: only 4 is supported");
+  const bool bits_ok = bits.is_number_integer() && (bits.get<int>() == 4 || (method == "gptq" && bits.get<int>() == 8));
+  if (!bits_ok) {
+    fail(source, field("bits"),
+         name + " with " + bits.dump() + " bits: only " + (method == "gptq" ? "4 and 8 are" : "4 is") + " supported");
   }
   const json group = q.value("group_size", q.value("q_group_size", json()));
   const bool per_row = method == "gptq" && group == json(-1);
@@ -462,6 +464,7 @@ PrequantizedConfig parse_prequantized_config(const json& q, const std::string& s
              group.dump());
   }
   c.group_size = per_row ? 0 : group.get<int>();
+  c.bits = bits.get<int>();
   if (method == "awq") {
     c.method = PrequantizedConfig::Method::awq;
     const json zero_point = q.value("zero_point", json(true));
@@ -567,11 +570,11 @@ ModelConfig parse_model_config_fields(const json& j, const std::string& source) 
     c.head_dim = c.hidden_size / c.num_heads;
   }
   c.rms_norm_eps = get_float(j, "rms_norm_eps", source, 1e-6f, true);
-  const int default_max_pos = type == "llama"                         ? 2048
+  const int default_max_pos = type == "llama"                          ? 2048
                               : type == "mistral" || type == "mixtral" ? 131072
-                              : type == "phi3"    ? 4096
-                              : type == "gemma3_text" ? 131072
-                                                      : 32768;
+                              : type == "phi3"                         ? 4096
+                              : type == "gemma3_text"                  ? 131072
+                                                                       : 32768;
   c.max_position_embeddings = get_int(j, "max_position_embeddings", source, false, default_max_pos, true);
   const bool gemma = type == "gemma3_text";
   if (!gemma) parse_rope(j, source, c, type == "mixtral" ? 1e6f : 10000.0f);  // MixtralConfig's default base

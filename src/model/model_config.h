@@ -35,6 +35,7 @@ struct PrequantizedConfig {
   int group_size = 0;
   bool desc_act = false;  // GPTQ: g_idx may give rows their groups out of order ("act-order")
   int zero_offset = 0;    // GPTQ's v1 format ("gptq") stores zero − 1: 1; gptq_v2 and AWQ: 0
+  int bits = 4;           // 4; GPTQ also 8
 };
 
 struct ModelConfig {

@@ -34,14 +34,17 @@ void gather_input_rows(kern::bf16_t* xg, const kern::bf16_t* x, size_t ldx, cons
 
 size_t packed_linear_workspace_floats(const PackedMatrix& m, int rows, int n_threads) {
   const size_t gather =
-      m.input_perm.empty() ? 0 : (static_cast<size_t>(rows) * static_cast<size_t>(m.k) * sizeof(kern::bf16_t) + 63) / 64 * 16;
+      m.input_perm.empty()
+          ? 0
+          : (static_cast<size_t>(rows) * static_cast<size_t>(m.k) * sizeof(kern::bf16_t) + 63) / 64 * 16;
   return detail::kernel_workspace_floats(m, rows, n_threads) + gather;
 }
 
 size_t model_linear_workspace_floats(const PackedModel& model, int tokens, int head_rows, int n_threads) {
   size_t most = packed_linear_workspace_floats(model.lm_head, head_rows, n_threads);
   for (const PackedLayer& l : model.layers) {
-    for (const PackedMatrix* m : l.matrices()) most = std::max(most, packed_linear_workspace_floats(*m, tokens, n_threads));
+    for (const PackedMatrix* m : l.matrices())
+      most = std::max(most, packed_linear_workspace_floats(*m, tokens, n_threads));
   }
   return most;
 }

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "model/prequantized_checkpoint.h"
 #include "model/gguf_blocks.h"
+#include "model/prequantized_checkpoint.h"
 
 namespace slab {
 namespace {
@@ -33,6 +33,7 @@ BlockLayout layout_of(BlockFormat format) {
     case BlockFormat::q6_k: return {256, 210, 0, nullptr};
     case BlockFormat::awq4:
     case BlockFormat::gptq4: return {32, 24, 15, awq::codes_awq4};
+    case BlockFormat::gptq8: return {32, 40, 255, awq::codes_gptq8};
     case BlockFormat::none: break;
   }
   return {};
@@ -168,10 +169,11 @@ namespace {
 constexpr int kWideGroup = 128;
 
 // Whether every run of 128 elements of an AWQ or GPTQ tensor shares one slope and offset (a
-// group_size of 128, or a multiple of it, or GPTQ's one group per row): then W4 g128 holds it
+// group_size of 128, or a multiple of it, or GPTQ's one group per row): then W4 (W8) g128 holds it
 // exactly, 0.75 bits a weight fewer than g32.
-bool awq4_uniform_per_128(const TensorView& p) {
-  if ((p.block_format != BlockFormat::awq4 && p.block_format != BlockFormat::gptq4) || p.shape.size() != 2 ||
+bool uniform_per_128(const TensorView& p) {
+  const BlockFormat f = p.block_format;
+  if ((f != BlockFormat::awq4 && f != BlockFormat::gptq4 && f != BlockFormat::gptq8) || p.shape.size() != 2 ||
       p.shape[1] % kWideGroup != 0) {
     return false;
   }
@@ -194,9 +196,9 @@ std::optional<kern::QuantFormat> block_repack_format(const std::vector<TensorVie
     if (p.block_format == BlockFormat::none || p.blocks == nullptr) return std::nullopt;
     all_4bit = all_4bit && layout_of(p.block_format).max_code == 15;
     all_symmetric = all_symmetric && symmetric_blocks(p.block_format);
-    all_wide = all_wide && awq4_uniform_per_128(p);
+    all_wide = all_wide && uniform_per_128(p);
   }
-  if (all_wide) return kern::QuantFormat{4, kWideGroup, true};
+  if (all_wide) return kern::QuantFormat{all_4bit ? 4 : 8, kWideGroup, true};
   return kern::QuantFormat{all_4bit ? 4 : 8, kGroup, !all_symmetric};
 }
 

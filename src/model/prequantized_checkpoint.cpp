@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <map>
-#include <numeric>
 #include <mutex>
+#include <numeric>
 #include <set>
 #include <stdexcept>
 #include <utility>
@@ -51,6 +51,26 @@ void dequantize_awq4(const uint8_t* blocks, size_t block_count, float* out) {
   }
 }
 
+// 40-byte blocks of 8-bit codes (GPTQ 8-bit): FP32 slope, FP32 offset, 32 codes.
+void codes_gptq8(const uint8_t* blocks, size_t block_count, const gguf::BlockCodes& out) {
+  for (size_t b = 0; b < block_count; ++b) {
+    const uint8_t* blk = blocks + b * 40;
+    std::memcpy(out.slope + b, blk, sizeof(float));
+    std::memcpy(out.offset + b, blk + 4, sizeof(float));
+    std::memcpy(out.codes + b * kBlockElems, blk + 8, kBlockElems);
+  }
+}
+
+void dequantize_gptq8(const uint8_t* blocks, size_t block_count, float* out) {
+  for (size_t b = 0; b < block_count; ++b) {
+    const uint8_t* blk = blocks + b * 40;
+    float slope, offset;
+    std::memcpy(&slope, blk, sizeof(float));
+    std::memcpy(&offset, blk + 4, sizeof(float));
+    for (int j = 0; j < kBlockElems; ++j) out[b * kBlockElems + static_cast<size_t>(j)] = slope * blk[8 + j] + offset;
+  }
+}
+
 }  // namespace awq
 
 namespace {
@@ -60,7 +80,6 @@ constexpr const char* kQzeros = ".qzeros";
 constexpr const char* kScales = ".scales";
 constexpr const char* kGidx = ".g_idx";
 constexpr int kBlock = 32;
-constexpr size_t kBlockBytes = 24;
 
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
@@ -83,7 +102,12 @@ void put_block_affine(uint8_t* blk, float slope, float offset) {
   std::memcpy(blk + 4, &offset, 4);
 }
 
-void put_block_code(uint8_t* blk, int j, uint8_t code) {
+// Code j (0..31) of a block: a nibble of the 24-byte 4-bit blocks, a byte of the 40-byte 8-bit ones.
+void put_block_code(uint8_t* blk, int j, uint8_t code, int bits) {
+  if (bits == 8) {
+    blk[8 + j] = code;
+    return;
+  }
   blk[8 + (j & 15)] |= j < 16 ? code : static_cast<uint8_t>(code << 4);
 }
 
@@ -103,7 +127,9 @@ struct QuantLinear {
 class PrequantizedCheckpoint final : public Checkpoint {
  public:
   PrequantizedCheckpoint(std::unique_ptr<Checkpoint> inner, const PrequantizedConfig& q)
-      : inner_(std::move(inner)), q_(q), gptq_(q.method == PrequantizedConfig::Method::gptq) {
+      : inner_(std::move(inner)), q_(q), gptq_(q.method == PrequantizedConfig::Method::gptq), bits_(q.bits),
+        per_word_(32 / q.bits), mask_((1u << q.bits) - 1u), block_bytes_(q.bits == 8 ? 40 : 24) {
+    if (bits_ != 4 && (bits_ != 8 || !gptq_)) throw std::runtime_error("pre-quantized bits: 4 (AWQ, GPTQ) or 8 (GPTQ)");
     if (q_.method == PrequantizedConfig::Method::none) throw std::runtime_error("not a pre-quantized checkpoint");
     if (q_.group_size < 0 || q_.group_size % kBlock != 0 || (!gptq_ && q_.group_size == 0)) {
       throw std::runtime_error(std::string(gptq_ ? "GPTQ" : "AWQ") + " group_size " + std::to_string(q_.group_size) +
@@ -166,9 +192,9 @@ class PrequantizedCheckpoint final : public Checkpoint {
       } else {
         const size_t row_blocks = static_cast<size_t>(l.in / kBlock);
         std::vector<float> row(static_cast<size_t>(l.in));
+        const auto decode = bits_ == 8 ? awq::dequantize_gptq8 : awq::dequantize_awq4;
         for (int64_t o = 0; o < l.out; ++o) {
-          awq::dequantize_awq4(view.blocks + static_cast<size_t>(o) * row_blocks * kBlockBytes, row_blocks,
-                               row.data());
+          decode(view.blocks + static_cast<size_t>(o) * row_blocks * block_bytes_, row_blocks, row.data());
           for (int64_t i = 0; i < l.in; ++i) values[static_cast<size_t>(o * l.in + i)] = kern::f32_to_bf16(row[i]);
         }
       }
@@ -218,8 +244,8 @@ class PrequantizedCheckpoint final : public Checkpoint {
     }
     l.groups = l.in / q_.group_size;
     if (qz.dtype != DType::i32 || qz.shape != std::vector<int64_t>{l.groups, qw.shape[1]}) {
-      fail(prefix + kQzeros, "expected I32 " + shape_text({l.groups, qw.shape[1]}) + ", found " +
-                                 dtype_name(qz.dtype) + " " + shape_text(qz.shape));
+      fail(prefix + kQzeros, "expected I32 " + shape_text({l.groups, qw.shape[1]}) + ", found " + dtype_name(qz.dtype) +
+                                 " " + shape_text(qz.shape));
     }
     check_scales(prefix, sc, l);
     return l;
@@ -228,19 +254,20 @@ class PrequantizedCheckpoint final : public Checkpoint {
   // GPTQ: qweight, qzeros, scales and (if present) g_idx of `prefix`.
   QuantLinear check_gptq(const std::string& prefix) const {
     const auto [qw, qz, sc] = headers_of(prefix);
-    if (qw.dtype != DType::i32 || qw.shape.size() != 2) fail(prefix + kQweight, "expected I32 [in / 8, out]");
+    const std::string per = std::to_string(per_word_);
+    if (qw.dtype != DType::i32 || qw.shape.size() != 2) fail(prefix + kQweight, "expected I32 [in / " + per + ", out]");
     QuantLinear l;
     l.prefix = prefix;
-    l.in = qw.shape[0] * 8;
+    l.in = qw.shape[0] * per_word_;
     l.out = qw.shape[1];
-    if (l.in % kBlock != 0 || l.out % 8 != 0) {
+    if (l.in % kBlock != 0 || l.out % per_word_ != 0) {
       fail(prefix + kQweight, "the weight " + shape_text({l.out, l.in}) +
-                                  " needs inputs in multiples of 32 and outputs in multiples of 8");
+                                  " needs inputs in multiples of 32 and outputs in multiples of " + per);
     }
     const int64_t group = q_.group_size > 0 ? q_.group_size : l.in;
     l.groups = (l.in + group - 1) / group;
-    if (qz.dtype != DType::i32 || qz.shape != std::vector<int64_t>{l.groups, l.out / 8}) {
-      fail(prefix + kQzeros, "expected I32 " + shape_text({l.groups, l.out / 8}) + ", found " +
+    if (qz.dtype != DType::i32 || qz.shape != std::vector<int64_t>{l.groups, l.out / per_word_}) {
+      fail(prefix + kQzeros, "expected I32 " + shape_text({l.groups, l.out / per_word_}) + ", found " +
                                  dtype_name(qz.dtype) + " " + shape_text(qz.shape));
     }
     check_scales(prefix, sc, l);
@@ -249,14 +276,14 @@ class PrequantizedCheckpoint final : public Checkpoint {
     if (inner_->has(prefix + kGidx)) {
       const TensorView gi = inner_->tensor(prefix + kGidx);
       if (gi.dtype != DType::i32 || gi.shape != std::vector<int64_t>{l.in}) {
-        fail(prefix + kGidx, "expected I32 [" + std::to_string(l.in) + "], found " + dtype_name(gi.dtype) + " " +
-                                 shape_text(gi.shape));
+        fail(prefix + kGidx,
+             "expected I32 [" + std::to_string(l.in) + "], found " + dtype_name(gi.dtype) + " " + shape_text(gi.shape));
       }
       for (int64_t i = 0; i < l.in; ++i) {
         const auto g = static_cast<int32_t>(word_at(gi.data, static_cast<size_t>(i)));
         if (g < 0 || g >= l.groups) {
-          fail(prefix + kGidx, "row " + std::to_string(i) + " names group " + std::to_string(g) + " of " +
-                                   std::to_string(l.groups));
+          fail(prefix + kGidx,
+               "row " + std::to_string(i) + " names group " + std::to_string(g) + " of " + std::to_string(l.groups));
         }
         l.row_group[static_cast<size_t>(i)] = g;
       }
@@ -304,7 +331,7 @@ class PrequantizedCheckpoint final : public Checkpoint {
     view.dtype = DType::bf16;  // what tensor() decodes to
     view.shape = {l.out, l.in};
     view.file = inner_->tensor_header(l.prefix + kQweight).file;
-    view.block_format = gptq_ ? BlockFormat::gptq4 : BlockFormat::awq4;
+    view.block_format = !gptq_ ? BlockFormat::awq4 : bits_ == 8 ? BlockFormat::gptq8 : BlockFormat::gptq4;
     view.input_perm = l.perm.empty() ? nullptr : l.perm.data();
     return view;
   }
@@ -332,8 +359,14 @@ class PrequantizedCheckpoint final : public Checkpoint {
 
   // GPTQ's zero of output o in group g.
   float gptq_zero(const Raw& r, const QuantLinear& l, int64_t g, int64_t o) const {
-    const uint32_t w = word_at(r.qzeros, static_cast<size_t>(g * (l.out / 8) + o / 8));
-    return static_cast<float>(((w >> (4 * (o % 8))) & 0x0fu) + static_cast<uint32_t>(q_.zero_offset));
+    const uint32_t w = word_at(r.qzeros, static_cast<size_t>(g * (l.out / per_word_) + o / per_word_));
+    return static_cast<float>(((w >> (bits_ * (o % per_word_))) & mask_) + static_cast<uint32_t>(q_.zero_offset));
+  }
+
+  // GPTQ's code of input row i, output o: per_word_ rows per int32, bits_ each from the lowest.
+  uint32_t gptq_code(const Raw& r, const QuantLinear& l, int64_t i, int64_t o) const {
+    const uint32_t word = word_at(r.qweight, static_cast<size_t>((i / per_word_) * l.out + o));
+    return (word >> (bits_ * (i % per_word_))) & mask_;
   }
 
   // GPTQ: W[o][i] exactly, [out][in], rows in their own order.
@@ -343,8 +376,7 @@ class PrequantizedCheckpoint final : public Checkpoint {
     for (int64_t i = 0; i < l.in; ++i) {
       const int64_t g = l.row_group[static_cast<size_t>(i)];
       for (int64_t o = 0; o < l.out; ++o) {
-        const uint32_t word = word_at(r.qweight, static_cast<size_t>((i / 8) * l.out + o));
-        const auto code = static_cast<float>((word >> (4 * (i % 8))) & 0x0fu);
+        const auto code = static_cast<float>(gptq_code(r, l, i, o));
         const float scale = r.scales[static_cast<size_t>(g * l.out + o)];
         w[static_cast<size_t>(o * l.in + i)] = scale * (code - gptq_zero(r, l, g, o));
       }
@@ -363,7 +395,7 @@ class PrequantizedCheckpoint final : public Checkpoint {
     }
     if (!l.blocks_ok) return nullptr;
     const size_t row_blocks = static_cast<size_t>(l.in / kBlock);
-    std::vector<uint8_t> blocks(static_cast<size_t>(l.out) * row_blocks * kBlockBytes, 0);
+    std::vector<uint8_t> blocks(static_cast<size_t>(l.out) * row_blocks * block_bytes_, 0);
     if (gptq_) {
       fill_gptq(l, blocks.data());
     } else {
@@ -386,8 +418,8 @@ class PrequantizedCheckpoint final : public Checkpoint {
         const int j = static_cast<int>(i % kBlock);
         for (int c = 0; c < 8; ++c) {
           const size_t o = 8 * w + static_cast<size_t>(kAwqOrder[c]);
-          uint8_t* blk = blocks + (o * row_blocks + block) * kBlockBytes;
-          put_block_code(blk, j, static_cast<uint8_t>((codes >> (4 * c)) & 0x0fu));
+          uint8_t* blk = blocks + (o * row_blocks + block) * block_bytes_;
+          put_block_code(blk, j, static_cast<uint8_t>((codes >> (4 * c)) & 0x0fu), 4);
           if (j != 0) continue;
           const size_t g = static_cast<size_t>(i / q_.group_size);
           const uint32_t zword = word_at(r.qzeros, g * words + w);
@@ -411,9 +443,8 @@ class PrequantizedCheckpoint final : public Checkpoint {
       const size_t block = static_cast<size_t>(k / kBlock);
       const int j = static_cast<int>(k % kBlock);
       for (int64_t o = 0; o < l.out; ++o) {
-        const uint32_t word = word_at(r.qweight, static_cast<size_t>((i / 8) * l.out + o));
-        uint8_t* blk = blocks + (static_cast<size_t>(o) * row_blocks + block) * kBlockBytes;
-        put_block_code(blk, j, static_cast<uint8_t>((word >> (4 * (i % 8))) & 0x0fu));
+        uint8_t* blk = blocks + (static_cast<size_t>(o) * row_blocks + block) * block_bytes_;
+        put_block_code(blk, j, static_cast<uint8_t>(gptq_code(r, l, i, o)), bits_);
         if (j != 0) continue;
         const float slope = r.scales[static_cast<size_t>(g * l.out + o)];
         put_block_affine(blk, slope, -slope * gptq_zero(r, l, g, o));
@@ -435,6 +466,10 @@ class PrequantizedCheckpoint final : public Checkpoint {
   std::unique_ptr<Checkpoint> inner_;
   PrequantizedConfig q_;
   bool gptq_ = false;
+  int bits_ = 4;      // 4, or 8 (GPTQ)
+  int per_word_ = 8;  // codes per int32
+  uint32_t mask_ = 0x0f;
+  size_t block_bytes_ = 24;                     // 24-byte 4-bit blocks, 40-byte 8-bit ones
   std::map<std::string, QuantLinear> linears_;  // by the .weight name they stand for
   mutable std::mutex mutex_;
   mutable std::map<std::string, std::vector<uint8_t>> blocks_;

@@ -1,19 +1,23 @@
 #pragma once
 // Hugging Face checkpoints quantized before they were saved: AWQ (AutoAWQ's "gemm" layout) and
-// GPTQ (AutoGPTQ / GPTQModel), 4-bit with zero points. Every quantized projection X is stored as
+// GPTQ (AutoGPTQ / GPTQModel), 4-bit (GPTQ also 8-bit) with zero points. Every quantized projection
+// X is stored as
 //   AWQ:  X.qweight I32 [in, out / 8]: eight codes per int32, for output columns 8j + kAwqOrder[i]
 //                   at bits 4i (i = 0..7);
 //         X.qzeros  I32 [in / group, out / 8]: the zero points, packed the same way;
 //         X.scales  F16 (or BF16/F32) [in / group, out];
-//   GPTQ: X.qweight I32 [in / 8, out]: eight codes per int32, for input rows 8j + i at bits 4i;
-//         X.qzeros  I32 [groups, out / 8]: zeros of output columns 8j + i at bits 4i, minus one in
+//   GPTQ: X.qweight I32 [in / 8, out]: eight codes per int32, for input rows 8j + i at bits 4i
+//                   (8-bit: [in / 4, out], four codes, bits 8i);
+//         X.qzeros  I32 [groups, out / 8]: zeros of output columns 8j + i at bits 4i (8-bit: four
+//                   per int32), minus one in
 //                   the v1 format ("gptq": PrequantizedConfig::zero_offset 1);
 //         X.scales  [groups, out]; X.g_idx I32 [in]: each input row's group (optional: i / group);
 // and W[o][i] = scales[g][o] · (code[i][o] − zero[g][o]), g the row's group.
 //
 // wrap_prequantized_checkpoint presents such a checkpoint as one with plain X.weight tensors
-// [out, in] whose views carry 24-byte blocks of 32 elements (FP32 slope and offset, 16 bytes of
-// codes: BlockFormat::awq4 / gptq4), which the packer repacks for the W4 kernels without
+// [out, in] whose views carry blocks of 32 elements (FP32 slope and offset, then 16 bytes of
+// nibbles: BlockFormat::awq4 / gptq4, or 32 bytes of 8-bit codes: gptq8), which the packer repacks
+// for the W4 (W8) kernels without
 // requantizing, as it does GGUF blocks; asked for with tensor(), the values are decoded to BF16.
 // GPTQ's act-order files (desc_act: g_idx gives the rows their groups out of order) are exact
 // too: their blocks hold the inputs sorted by group (TensorView::input_perm says in which order),
@@ -45,6 +49,9 @@ namespace awq {
 // slope, offset per 32).
 void codes_awq4(const uint8_t* blocks, size_t block_count, const gguf::BlockCodes& out);
 void dequantize_awq4(const uint8_t* blocks, size_t block_count, float* out);
+// The 40-byte 8-bit blocks (GPTQ 8-bit): FP32 slope, FP32 offset, 32 codes 0..255.
+void codes_gptq8(const uint8_t* blocks, size_t block_count, const gguf::BlockCodes& out);
+void dequantize_gptq8(const uint8_t* blocks, size_t block_count, float* out);
 }  // namespace awq
 
 }  // namespace slab

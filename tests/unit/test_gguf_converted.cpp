@@ -97,6 +97,7 @@ std::vector<float> decode_blocks(BlockFormat format, const uint8_t* blocks, size
       break;
     case BlockFormat::awq4:  // not in GGUF files
     case BlockFormat::gptq4:
+    case BlockFormat::gptq8:
     case BlockFormat::none: break;
   }
   REQUIRE(decode != nullptr);

@@ -597,8 +597,8 @@ TEST_CASE("fused quantized SwiGLU equals the unfused linear followed by act time
   std::mt19937 rng(23);
   ThreadPool pool({.n_threads = 3});
   for (Isa isa : quant_isas()) {
-    for (const QuantFormat& f : {QuantFormat{8, 0, false}, QuantFormat{8, 32, true}, QuantFormat{4, 32, false},
-                                 QuantFormat{4, 128, true}}) {
+    for (const QuantFormat& f :
+         {QuantFormat{8, 0, false}, QuantFormat{8, 32, true}, QuantFormat{4, 32, false}, QuantFormat{4, 128, true}}) {
       for (int n_out : {48, 112}) {
         const QuantMatrix q = make_matrix(f, 2 * n_out, 200, rng);  // [gate; up], K ragged
         for (int m : {1, 2, 3, 8, 9, 21}) {
@@ -638,7 +638,8 @@ TEST_CASE("fused quantized SwiGLU equals the unfused linear followed by act time
                   const bf16_t got = out[static_cast<size_t>(r) * ldo + c];
                   const bf16_t expect =
                       c < static_cast<size_t>(n_out) ? want[static_cast<size_t>(r) * n_out + c] : bf16_t{0x4242};
-                  if (got != expect && bad++ < 3) FAIL_CHECK("row " << r << " col " << c << ": " << got << " vs " << expect);
+                  if (got != expect && bad++ < 3)
+                    FAIL_CHECK("row " << r << " col " << c << ": " << got << " vs " << expect);
                 }
               }
             }

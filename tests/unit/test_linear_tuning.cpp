@@ -39,10 +39,10 @@ TEST_CASE("cpuid family and model name the microarchitecture", "[runtime]") {
 }
 
 TEST_CASE("every microarchitecture's blocking is valid and names its source", "[runtime]") {
-  for (const CpuFeatures& f : {cpu("AuthenticAMD", 0x17, 0x31), cpu("AuthenticAMD", 0x19, 0x01),
-                               cpu("AuthenticAMD", 0x19, 0x11), cpu("AuthenticAMD", 0x1a, 0x02),
-                               cpu("GenuineIntel", 6, 0x8f), cpu("GenuineIntel", 6, 0xcf), cpu("GenuineIntel", 6, 0xad),
-                               cpu("GenuineIntel", 6, 0x55), cpu_features()}) {
+  for (const CpuFeatures& f :
+       {cpu("AuthenticAMD", 0x17, 0x31), cpu("AuthenticAMD", 0x19, 0x01), cpu("AuthenticAMD", 0x19, 0x11),
+        cpu("AuthenticAMD", 0x1a, 0x02), cpu("GenuineIntel", 6, 0x8f), cpu("GenuineIntel", 6, 0xcf),
+        cpu("GenuineIntel", 6, 0xad), cpu("GenuineIntel", 6, 0x55), cpu_features()}) {
     INFO(f.vendor << " family " << f.family << " model " << f.model);
     const LinearTuning t = linear_tuning_for(f);
     CHECK_NOTHROW(kern::check_linear_blocking(t.blocking));

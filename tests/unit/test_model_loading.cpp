@@ -351,8 +351,9 @@ TEST_CASE("config.json field errors name the file and the field", "[model]") {
   CHECK(g.zero_offset == 1);
   CHECK(parse(with(c, "quantization_config", with(gptq, "checkpoint_format", "gptq_v2"))).prequantized.zero_offset == 0);
   CHECK(parse(with(c, "quantization_config", with(gptq, "group_size", -1))).prequantized.group_size == 0);
-  REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", with(gptq, "bits", 8))),
-                      Contains("field 'quantization_config.bits'") && Contains("GPTQ"));
+  CHECK(parse(with(c, "quantization_config", with(gptq, "bits", 8))).prequantized.bits == 8);
+  REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", with(gptq, "bits", 3))),
+                      Contains("field 'quantization_config.bits'") && Contains("GPTQ") && Contains("4 and 8"));
   REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", with(gptq, "group_size", 100))),
                       Contains("field 'quantization_config.group_size'") && Contains("or -1"));
   REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", with(gptq, "checkpoint_format", "marlin"))),

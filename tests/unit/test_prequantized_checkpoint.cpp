@@ -21,10 +21,10 @@
 #include <nlohmann/json.hpp>
 
 #include "kv/contiguous_kv_cache.h"
-#include "model/prequantized_checkpoint.h"
 #include "model/model.h"
 #include "model/model_runner.h"
 #include "model/packed_quant.h"
+#include "model/prequantized_checkpoint.h"
 #include "model_caches.h"
 #include "safetensors_writer.h"
 
@@ -50,22 +50,25 @@ struct Quantized {
   std::vector<float> scales;
   std::vector<int> row_group;
   float weight(int o, int i) const {
-    const size_t g = static_cast<size_t>(row_group[static_cast<size_t>(i)]) * static_cast<size_t>(out) +
-                     static_cast<size_t>(o);
+    const size_t g =
+        static_cast<size_t>(row_group[static_cast<size_t>(i)]) * static_cast<size_t>(out) + static_cast<size_t>(o);
     return scales[g] * (static_cast<float>(codes[static_cast<size_t>(i) * out + o]) - static_cast<float>(zeros[g]));
   }
 };
 
-// zero_min 1: a GPTQ v1 file cannot store a zero of 0 (it stores zero − 1).
-Quantized random_quantized(int out, int in, int group, uint32_t seed, int zero_min = 0) {
+// zero_min 1: a GPTQ v1 file cannot store a zero of 0 (it stores zero − 1). bits 8: codes and
+// zeros 0..255 (GPTQ 8-bit).
+Quantized random_quantized(int out, int in, int group, uint32_t seed, int zero_min = 0, int bits = 4) {
+  const int levels = 1 << bits;
   std::mt19937 rng(seed);
   Quantized q{out, in, group, (in + group - 1) / group, {}, {}, {}, {}};
   q.row_group.resize(static_cast<size_t>(in));
   for (int i = 0; i < in; ++i) q.row_group[static_cast<size_t>(i)] = i / group;
   q.codes.resize(static_cast<size_t>(in) * out);
-  for (auto& c : q.codes) c = static_cast<uint8_t>(rng() % 16);
+  for (auto& c : q.codes) c = static_cast<uint8_t>(rng() % static_cast<uint32_t>(levels));
   q.zeros.resize(static_cast<size_t>(q.groups) * out);
-  for (auto& z : q.zeros) z = static_cast<uint8_t>(zero_min + static_cast<int>(rng() % (16 - zero_min)));
+  for (auto& z : q.zeros)
+    z = static_cast<uint8_t>(zero_min + static_cast<int>(rng() % static_cast<uint32_t>(levels - zero_min)));
   q.scales.resize(q.zeros.size());
   for (auto& s : q.scales) s = std::ldexp(static_cast<float>(8 + rng() % 8), -9);  // 2^-6 .. 2^-5.1
   return q;
@@ -106,34 +109,35 @@ std::string f16_tensor_bytes(const std::vector<float>& v) {
   return bytes;
 }
 
-// AutoGPTQ's packing: qweight [in / 8][out] (input rows 8r + c at bits 4c), qzeros [groups][out /
-// 8] (outputs 8w + c at bits 4c) holding zero − zero_offset, scales [groups][out] F16, and g_idx
-// unless left out.
+// AutoGPTQ's packing of `bits` (4 or 8) per code, p = 32 / bits codes per int32: qweight [in /
+// p][out] (input rows p·r + c at bits c·bits), qzeros [groups][out / p] (outputs p·w + c) holding
+// zero − zero_offset, scales [groups][out] F16, and g_idx unless left out.
 void add_gptq(std::vector<TestTensor>& tensors, const std::string& prefix, const Quantized& q, int zero_offset,
-              bool with_g_idx = true) {
-  std::string qweight(static_cast<size_t>(q.in / 8) * q.out * 4, '\0');
-  for (int r = 0; r < q.in / 8; ++r) {
+              bool with_g_idx = true, int bits = 4) {
+  const int p = 32 / bits;
+  std::string qweight(static_cast<size_t>(q.in / p) * q.out * 4, '\0');
+  for (int r = 0; r < q.in / p; ++r) {
     for (int o = 0; o < q.out; ++o) {
       uint32_t word = 0;
-      for (int c = 0; c < 8; ++c) {
-        word |= static_cast<uint32_t>(q.codes[static_cast<size_t>(8 * r + c) * q.out + o]) << (4 * c);
+      for (int c = 0; c < p; ++c) {
+        word |= static_cast<uint32_t>(q.codes[static_cast<size_t>(p * r + c) * q.out + o]) << (bits * c);
       }
       std::memcpy(&qweight[(static_cast<size_t>(r) * q.out + o) * 4], &word, 4);
     }
   }
-  std::string qzeros(static_cast<size_t>(q.groups) * (q.out / 8) * 4, '\0');
+  std::string qzeros(static_cast<size_t>(q.groups) * (q.out / p) * 4, '\0');
   for (int g = 0; g < q.groups; ++g) {
-    for (int w = 0; w < q.out / 8; ++w) {
+    for (int w = 0; w < q.out / p; ++w) {
       uint32_t word = 0;
-      for (int c = 0; c < 8; ++c) {
-        const int zero = q.zeros[static_cast<size_t>(g) * q.out + 8 * w + c] - zero_offset;
-        word |= static_cast<uint32_t>(zero) << (4 * c);
+      for (int c = 0; c < p; ++c) {
+        const int zero = q.zeros[static_cast<size_t>(g) * q.out + p * w + c] - zero_offset;
+        word |= static_cast<uint32_t>(zero) << (bits * c);
       }
-      std::memcpy(&qzeros[(static_cast<size_t>(g) * (q.out / 8) + w) * 4], &word, 4);
+      std::memcpy(&qzeros[(static_cast<size_t>(g) * (q.out / p) + w) * 4], &word, 4);
     }
   }
-  tensors.push_back({prefix + ".qweight", "I32", {q.in / 8, q.out}, qweight});
-  tensors.push_back({prefix + ".qzeros", "I32", {q.groups, q.out / 8}, qzeros});
+  tensors.push_back({prefix + ".qweight", "I32", {q.in / p, q.out}, qweight});
+  tensors.push_back({prefix + ".qzeros", "I32", {q.groups, q.out / p}, qzeros});
   tensors.push_back({prefix + ".scales", "F16", {q.groups, q.out}, f16_tensor_bytes(q.scales)});
   if (with_g_idx) {
     std::string g_idx(static_cast<size_t>(q.in) * 4, '\0');
@@ -149,9 +153,10 @@ PrequantizedConfig awq_config(int group) {
   return c;
 }
 
-PrequantizedConfig gptq_config(int group, int zero_offset, bool desc_act = false) {
+PrequantizedConfig gptq_config(int group, int zero_offset, bool desc_act = false, int bits = 4) {
   PrequantizedConfig c;
   c.method = PrequantizedConfig::Method::gptq;
+  c.bits = bits;
   c.group_size = group;  // 0: one group per row (-1 in config.json)
   c.zero_offset = zero_offset;
   c.desc_act = desc_act;
@@ -167,8 +172,7 @@ void shuffle_groups(Quantized& q, uint32_t seed) {
 
 // q as GPTQ projection "x" (v1 zeros, act-order groups shuffled by `seed`) in dir, wrapped with a
 // config of `group` and desc_act.
-std::unique_ptr<Checkpoint> open_act_order(const TempDir& dir, Quantized& q, uint32_t seed, int group,
-                                           bool desc_act) {
+std::unique_ptr<Checkpoint> open_act_order(const TempDir& dir, Quantized& q, uint32_t seed, int group, bool desc_act) {
   shuffle_groups(q, seed);
   std::vector<TestTensor> tensors;
   add_gptq(tensors, "x", q, 1);
@@ -196,11 +200,11 @@ void check_decoded(const Checkpoint& ck, const std::string& name, const Quantize
 }
 
 // Repacked for the W4 kernels as block_repack_format chooses: g128 where every 128 share a scale.
-void check_repacked(const Checkpoint& ck, const Quantized& q, int want_group) {
+void check_repacked(const Checkpoint& ck, const Quantized& q, int want_group, int want_bits = 4) {
   const std::vector<TensorView> parts{ck.tensor_header("x.weight")};
   const std::optional<kern::QuantFormat> f = block_repack_format(parts);
   REQUIRE(f.has_value());
-  CHECK(f->bits == 4);
+  CHECK(f->bits == want_bits);
   CHECK(f->zero_point);
   CHECK(f->group == want_group);
   std::vector<uint8_t> packed(kern::packed_quant_bytes(*f, q.out, q.in));
@@ -211,9 +215,9 @@ void check_repacked(const Checkpoint& ck, const Quantized& q, int want_group) {
   for (int o = 0; o < q.out; ++o) {
     for (int i = 0; i < q.in; ++i) {
       const float want = q.weight(o, i), got = w[static_cast<size_t>(o) * q.in + i];
-      // The scale is rounded to BF16 and the zero chosen with it: within 2^-8 of 15 steps.
+      // The scale is rounded to BF16 and the zero chosen with it: within 2^-8 of the top code's steps.
       const float step = q.scales[static_cast<size_t>(q.row_group[static_cast<size_t>(i)]) * q.out + o];
-      if (!(std::fabs(got - want) <= 16.0f * step * std::ldexp(1.0f, -8)) && bad++ < 4) {
+      if (!(std::fabs(got - want) <= static_cast<float>(1 << want_bits) * step * std::ldexp(1.0f, -8)) && bad++ < 4) {
         FAIL_CHECK("W[" << o << "][" << i << "] = " << got << ", want " << want);
       }
     }
@@ -244,7 +248,8 @@ nlohmann::json tiny_llama_config(const nlohmann::json& quantization) {
 // A one-layer llama as dir/awq (AWQ projections, group 32), dir/gptq (GPTQ v1, group 32),
 // dir/gptq_act (GPTQ v1 act-order, groups of 32 dealt to rows at random) and dir/plain (the AWQ
 // weights dequantized to F32); the rest (embedding, norms, head) identical. dir/plain_act holds the
-// act-order weights dequantized; dir/gptq_mixed and dir/plain_mixed the same with k_proj in an
+// act-order weights dequantized; dir/gptq8 and dir/plain8 GPTQ 8-bit (group 32) and its weights;
+// dir/gptq_mixed and dir/plain_mixed the same with k_proj in an
 // order of its own (its QKV then cannot be one matrix of blocks).
 void write_twins(const TempDir& dir) {
   struct Proj {
@@ -256,8 +261,9 @@ void write_twins(const TempDir& dir) {
                         {"self_attn.v_proj", 32, kHidden, 1},      {"self_attn.o_proj", kHidden, kHidden, 2},
                         {"mlp.gate_proj", kFfn, kHidden, 3},       {"mlp.up_proj", kFfn, kHidden, 3},
                         {"mlp.down_proj", kHidden, kFfn, 4}};
-  std::vector<TestTensor> awq, plain, gptq, gptq_act, plain_act, gptq_mixed, plain_mixed;
-  for (std::vector<TestTensor>* t : {&awq, &plain, &gptq, &gptq_act, &plain_act, &gptq_mixed, &plain_mixed}) {
+  std::vector<TestTensor> awq, plain, gptq, gptq_act, plain_act, gptq_mixed, plain_mixed, gptq8, plain8;
+  for (std::vector<TestTensor>* t :
+       {&awq, &plain, &gptq, &gptq_act, &plain_act, &gptq_mixed, &plain_mixed, &gptq8, &plain8}) {
     t->push_back(random_f32_tensor("model.embed_tokens.weight", {kVocab, kHidden}, 1));
     t->push_back(random_f32_tensor("lm_head.weight", {kVocab, kHidden}, 2));
     std::vector<float> ones(kHidden, 1.0f);
@@ -280,14 +286,20 @@ void write_twins(const TempDir& dir) {
     shuffle_groups(mixed, std::string(p.name) == "self_attn.k_proj" ? 9 : p.order);
     add_gptq(gptq_mixed, prefix, mixed, 1);
     plain_mixed.push_back({prefix + ".weight", "F32", {p.out, p.in}, f32_bytes(dequantized(mixed))});
+    Quantized q8 = random_quantized(p.out, p.in, 32, seed + 100, 1, 8);
+    for (float& sc : q8.scales) sc /= 16.0f;  // 8-bit codes: weights of the 4-bit ones' size
+    add_gptq(gptq8, prefix, q8, 1, true, 8);
+    plain8.push_back({prefix + ".weight", "F32", {p.out, p.in}, f32_bytes(dequantized(q8))});
   }
+  nlohmann::json gptq8_config = {{"quant_method", "gptq"}, {"bits", 8}, {"group_size", 32}, {"desc_act", false}};
   const nlohmann::json gptq_config = {{"quant_method", "gptq"}, {"bits", 4}, {"group_size", 32}, {"desc_act", false}};
   nlohmann::json gptq_act_config = gptq_config;
   gptq_act_config["desc_act"] = true;
   for (const auto& [name, config, tensors] :
        {std::tuple{"gptq", gptq_config, &gptq}, std::tuple{"gptq_act", gptq_act_config, &gptq_act},
         std::tuple{"plain_act", nlohmann::json(), &plain_act}, std::tuple{"gptq_mixed", gptq_act_config, &gptq_mixed},
-        std::tuple{"plain_mixed", nlohmann::json(), &plain_mixed}}) {
+        std::tuple{"plain_mixed", nlohmann::json(), &plain_mixed}, std::tuple{"gptq8", gptq8_config, &gptq8},
+        std::tuple{"plain8", nlohmann::json(), &plain8}}) {
     write_file(dir / name / "config.json", tiny_llama_config(config).dump());
     write_file(dir / name / "model.safetensors", safetensors_bytes(*tensors));
   }
@@ -345,9 +357,10 @@ TEST_CASE("awq: qweight/qzeros/scales read as the weights they encode", "[model]
   }
 }
 
-TEST_CASE("awq and gptq: groups of 128 (and gptq's one per row) repack as W4 g128, smaller ones as g32, exact up "
-          "to BF16 scales",
-          "[model][quant]") {
+TEST_CASE(
+    "awq and gptq: groups of 128 (and gptq's one per row) repack as W4 g128, smaller ones as g32, exact up "
+    "to BF16 scales",
+    "[model][quant]") {
   for (const bool gptq : {false, true}) {
     for (int group : {32, 64, 128, 256, 0}) {
       if (group == 0 && !gptq) continue;  // one group per row: GPTQ's group_size -1
@@ -366,30 +379,45 @@ TEST_CASE("awq and gptq: groups of 128 (and gptq's one per row) repack as W4 g12
       check_repacked(*ck, q, group % 128 == 0 ? 128 : 32);
     }
   }
+  for (int group : {32, 64, 128, 0}) {  // GPTQ 8-bit: W8 with zero points, g128 where it can
+    INFO("gptq 8-bit group " << group);
+    TempDir dir;
+    const Quantized q = random_quantized(40, 512, group > 0 ? group : 512, 13, 1, 8);
+    std::vector<TestTensor> tensors;
+    add_gptq(tensors, "x", q, 1, true, 8);
+    write_file(dir / "model.safetensors", safetensors_bytes(tensors));
+    const auto ck =
+        wrap_prequantized_checkpoint(open_safetensors_checkpoint(dir.path()), gptq_config(group, 1, false, 8));
+    CHECK(ck->tensor_header("x.weight").block_format == BlockFormat::gptq8);
+    check_repacked(*ck, q, group % 128 == 0 ? 128 : 32, 8);
+  }
 }
 
-TEST_CASE("gptq: qweight/qzeros/scales/g_idx read as the weights they encode, v1 and v2 zeros", "[model][quant]") {
-  for (const int zero_offset : {1, 0}) {  // v1 ("gptq") stores zero − 1; v2 the zero
-    for (const int group : {32, 128, 0}) {
-      for (const bool with_g_idx : {true, false}) {
-        INFO("zero_offset " << zero_offset << " group " << group << " g_idx " << with_g_idx);
-        TempDir dir;
-        const Quantized q = random_quantized(48, 256, group > 0 ? group : 256, 21, zero_offset);
-        std::vector<TestTensor> tensors;
-        add_gptq(tensors, "model.layers.0.mlp.up_proj", q, zero_offset, with_g_idx);
-        tensors.push_back(random_f32_tensor("model.layers.0.mlp.up_proj.bias", {48}, 4));
-        write_file(dir / "model.safetensors", safetensors_bytes(tensors));
-        const auto ck =
-            wrap_prequantized_checkpoint(open_safetensors_checkpoint(dir.path()), gptq_config(group, zero_offset));
-        const std::string name = "model.layers.0.mlp.up_proj.weight";
-        CHECK(ck->has(name));
-        CHECK(ck->has("model.layers.0.mlp.up_proj.bias"));
-        CHECK_FALSE(ck->has("model.layers.0.mlp.up_proj.g_idx"));
-        CHECK(ck->tensor_names().size() == 2);
-        const TensorView header = ck->tensor_header(name);
-        CHECK(header.block_format == BlockFormat::gptq4);
-        REQUIRE(header.blocks != nullptr);
-        check_decoded(*ck, name, q);
+TEST_CASE("gptq: qweight/qzeros/scales/g_idx read as the weights they encode, v1 and v2 zeros, 4 and 8 bits",
+          "[model][quant]") {
+  for (const int bits : {4, 8}) {
+    for (const int zero_offset : {1, 0}) {  // v1 ("gptq") stores zero − 1; v2 the zero
+      for (const int group : {32, 128, 0}) {
+        for (const bool with_g_idx : {true, false}) {
+          INFO("bits " << bits << " zero_offset " << zero_offset << " group " << group << " g_idx " << with_g_idx);
+          TempDir dir;
+          const Quantized q = random_quantized(48, 256, group > 0 ? group : 256, 21, zero_offset, bits);
+          std::vector<TestTensor> tensors;
+          add_gptq(tensors, "model.layers.0.mlp.up_proj", q, zero_offset, with_g_idx, bits);
+          tensors.push_back(random_f32_tensor("model.layers.0.mlp.up_proj.bias", {48}, 4));
+          write_file(dir / "model.safetensors", safetensors_bytes(tensors));
+          const auto ck = wrap_prequantized_checkpoint(open_safetensors_checkpoint(dir.path()),
+                                                       gptq_config(group, zero_offset, false, bits));
+          const std::string name = "model.layers.0.mlp.up_proj.weight";
+          CHECK(ck->has(name));
+          CHECK(ck->has("model.layers.0.mlp.up_proj.bias"));
+          CHECK_FALSE(ck->has("model.layers.0.mlp.up_proj.g_idx"));
+          CHECK(ck->tensor_names().size() == 2);
+          const TensorView header = ck->tensor_header(name);
+          CHECK(header.block_format == (bits == 8 ? BlockFormat::gptq8 : BlockFormat::gptq4));
+          REQUIRE(header.blocks != nullptr);
+          check_decoded(*ck, name, q);
+        }
       }
     }
   }
@@ -448,7 +476,10 @@ TEST_CASE("gptq: broken projections are refused naming the file and the tensor",
   const PrequantizedConfig c = gptq_config(32, 1);
   REQUIRE_THROWS_WITH(wrap_prequantized_checkpoint(open([](auto& t) { t.erase(t.begin() + 2); }), c),
                       Contains("model.safetensors") && Contains("x.qweight") && Contains("x.scales"));
-  REQUIRE_THROWS_WITH(wrap_prequantized_checkpoint(open([](auto& t) { t[1].shape = {1, 4}; }), c),
+  REQUIRE_THROWS_WITH(wrap_prequantized_checkpoint(open([](auto& t) {
+                                                     t[1].shape = {1, 4};
+                                                   }),
+                                                   c),
                       Contains("x.qzeros") && Contains("[2, 2]"));
   auto bad_g_idx = [](auto& t) {
     const int32_t g = 7;
@@ -457,9 +488,10 @@ TEST_CASE("gptq: broken projections are refused naming the file and the tensor",
   REQUIRE_THROWS_WITH(wrap_prequantized_checkpoint(open(bad_g_idx), c),
                       Contains("x.g_idx") && Contains("row 5") && Contains("group 7 of 2"));
   REQUIRE_THROWS_WITH(wrap_prequantized_checkpoint(open([](auto& t) {
-                        t[3].shape = {32};
-                        t[3].bytes.resize(128);
-                      }), c),
+                                                     t[3].shape = {32};
+                                                     t[3].bytes.resize(128);
+                                                   }),
+                                                   c),
                       Contains("x.g_idx") && Contains("[64]"));
   std::vector<TestTensor> odd;  // 8 × 40 weights: inputs not a multiple of 32
   add_gptq(odd, "y", random_quantized(8, 40, 40, 4, 1), 1);
@@ -539,10 +571,13 @@ TEST_CASE("gptq: a model computes its dequantized twin's logits, in order and ac
   write_twins(dir);
   const std::vector<int> prompt{1, 7, 33, 12, 60, 5, 5, 41, 20, 9};
   const auto n = static_cast<int>(prompt.size());
-  for (const char* variant : {"gptq", "gptq_act", "gptq_mixed"}) {
+  for (const char* variant : {"gptq", "gptq_act", "gptq_mixed", "gptq8"}) {
     INFO(variant);
     const std::string v = variant;
-    const std::string twin = v == "gptq" ? "plain" : v == "gptq_act" ? "plain_act" : "plain_mixed";
+    const std::string twin = v == "gptq"       ? "plain"
+                             : v == "gptq_act" ? "plain_act"
+                             : v == "gptq8"    ? "plain8"
+                                               : "plain_mixed";
     const Model gptq = load_model(dir / v);
     const Model plain = load_model(dir / twin);
     CHECK(gptq.config.prequantized.method == PrequantizedConfig::Method::gptq);
@@ -555,9 +590,10 @@ TEST_CASE("gptq: a model computes its dequantized twin's logits, in order and ac
     const auto checkpoint = open_model_checkpoint(dir / v);
     ModelRunner repacked(gptq, *checkpoint);
     // Mixed orders: QKV from its values (BF16), the other three from their blocks.
-    CHECK(repacked.weight_format().find(v == "gptq_mixed" ? "GPTQ 4-bit -> W4 g32 zero-point (repacked) x 3"
-                                                          : "GPTQ 4-bit -> W4 g32 zero-point (repacked) x 4") !=
-          std::string::npos);
+    const char* path = v == "gptq_mixed" ? "GPTQ 4-bit -> W4 g32 zero-point (repacked) x 3"
+                       : v == "gptq8"      ? "GPTQ 8-bit -> W8 g32 zero-point (repacked) x 4"
+                                           : "GPTQ 4-bit -> W4 g32 zero-point (repacked) x 4";
+    CHECK(repacked.weight_format().find(path) != std::string::npos);
     if (v == "gptq_mixed") CHECK(repacked.weight_format().find("GPTQ 4-bit -> BF16 x 1") != std::string::npos);
     const auto plain_checkpoint = open_model_checkpoint(dir / twin);
     ModelRunner bf16(plain, *plain_checkpoint);
