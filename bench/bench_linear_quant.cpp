@@ -10,7 +10,7 @@
 //
 // Usage: bench_linear_quant [--quick] [--threads N] [--reps N] [--m 1,4,8,64,256]
 //                           [--isa scalar|avx2] [--cycle-x N] [--ops o,up,down]
-//                           [--kinds bf16,w8,w8g128,w8g32,w8g32z,w4g32,w4g32z,w4g128,w4g128z]
+//                           [--kinds bf16,w8,w8g128,w8g32,w8g32z,w4g32,w4g32z,w4g128,w4g128z,q4k,q6k]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -53,6 +53,8 @@ const Kind kKinds[] = {
     {"w4g32z", false, {4, 32, true}},  // GGUF Q4_1 / Q4_K repacked
     {"w4g128", false, {4, 128, false}},
     {"w4g128z", false, {4, 128, true}},
+    {"q4k", false, kquant4_format()},  // GGUF Q4_K kept in its super-blocks
+    {"q6k", false, kquant6_format()},  // GGUF Q6_K kept in its super-blocks
 };
 
 struct Config {
@@ -94,6 +96,18 @@ std::vector<AlignedBuffer> make_weights(ThreadPool& pool, const Kind& kind, cons
   AlignedBuffer first(bytes);
   if (kind.bf16) {
     pack_linear_bf16(first.as<bf16_t>(), w.data(), s.n, s.k, static_cast<size_t>(s.k));
+  } else if (kind.format.k_quant) {
+    // Random fields: the kernels' speed does not depend on the values.
+    const size_t elems = static_cast<size_t>(s.n) * s.k, sbs = elems / kKQuantSuperK;
+    std::vector<uint8_t> codes(elems), mins(elems / 32);
+    std::vector<uint16_t> d(sbs, 0x2000), dmin(sbs, 0x1c00);
+    std::vector<int8_t> scales(elems / static_cast<size_t>(kind.format.group));
+    const int top = kind.format.bits == 4 ? 15 : 63;
+    for (size_t i = 0; i < elems; ++i) codes[i] = static_cast<uint8_t>((i * 2654435761u >> 7) % (top + 1));
+    for (size_t i = 0; i < scales.size(); ++i) scales[i] = static_cast<int8_t>(i * 40503u % 64);
+    for (size_t i = 0; i < mins.size(); ++i) mins[i] = static_cast<uint8_t>(i * 7919u % 64);
+    const KQuantSource src{codes.data(), static_cast<size_t>(s.k), d.data(), dmin.data(), scales.data(), mins.data()};
+    pack_kquant_linear(first.as<uint8_t>(), kind.format, src, s.n, s.k);
   } else {
     pack_quant_linear(first.as<uint8_t>(), kind.format, w.data(), s.n, s.k, static_cast<size_t>(s.k));
   }
@@ -230,10 +244,11 @@ int main(int argc, char** argv) {
     } else if (arg == "--m" && i + 1 < argc) {
       cfg.ms = parse_list(argv[++i]);
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--quick] [--threads N] [--reps N] [--m 1,4,8,64,256] [--isa scalar|avx2] [--cycle-x N]\n"
-                   "       [--ops o,up,down] [--kinds bf16,w8,w8g128,w8g32,w8g32z,w4g32,w4g32z,w4g128,w4g128z]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--quick] [--threads N] [--reps N] [--m 1,4,8,64,256] [--isa scalar|avx2] [--cycle-x N]\n"
+          "       [--ops o,up,down] [--kinds bf16,w8,w8g128,w8g32,w8g32z,w4g32,w4g32z,w4g128,w4g128z,q4k,q6k]\n",
+          argv[0]);
       return 2;
     }
   }

@@ -32,6 +32,28 @@ inline bf16_t f32_to_bf16(float f) {
   return static_cast<bf16_t>(bits >> 16);
 }
 
+// An IEEE half (FP16 bits) as FP32: exact, subnormals included.
+inline float f16_to_f32(uint16_t h) {
+  const auto bits_to_f32 = [](uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, sizeof(f));
+    return f;
+  };
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  if (exp == 0x1f) return bits_to_f32(sign | 0x7f800000u | (mant << 13));  // inf / nan
+  if (exp != 0) return bits_to_f32(sign | ((exp + 112u) << 23) | (mant << 13));
+  if (mant == 0) return bits_to_f32(sign);  // +-0
+  uint32_t e = 113;                         // a subnormal half is mant · 2^-24: normalise it
+  while ((mant & 0x400u) == 0) {
+    mant <<= 1;
+    --e;
+  }
+  mant &= 0x3ffu;
+  return bits_to_f32(sign | (e << 23) | (mant << 13));
+}
+
 // The value f takes after a round trip through BF16.
 inline float round_to_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
 

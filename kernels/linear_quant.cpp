@@ -104,6 +104,7 @@ void quantize_weight_row(const QuantFormat& f, const float* w, int k, uint8_t* c
 template <typename Src>
 void pack_rtn(uint8_t* dst, const QuantFormat& f, const Src* w, int n, int k, size_t ldw) {
   check_quant_format(f);
+  if (f.k_quant) throw std::invalid_argument("pack_quant_linear: K-quant formats pack from their fields only");
   std::memset(dst, 0, packed_quant_bytes(f, n, k));
   const int kp = quant_padded_k(f, k), groups = quant_groups(f, k);
   std::vector<float> row(static_cast<size_t>(k));
@@ -134,11 +135,12 @@ struct Workspace {
   int8_t* xq = nullptr;
   float* xscale = nullptr;
   int32_t* xqsum = nullptr;
+  int32_t* xqhalf = nullptr;
 };
 
 size_t int8_rows_bytes(int m, int kp) {
   const size_t block_values = static_cast<size_t>(m) * (kp / kQuantActBlock);
-  return round_up(static_cast<size_t>(m) * kp, 64) + 2 * round_up(block_values * 4, 64);
+  return round_up(static_cast<size_t>(m) * kp, 64) + 3 * round_up(block_values * 4, 64);
 }
 
 Workspace int8_rows_at(uint8_t* base, int m, int kp) {
@@ -149,6 +151,8 @@ Workspace int8_rows_at(uint8_t* base, int m, int kp) {
   ws.xscale = reinterpret_cast<float*>(base);
   base += round_up(block_values * 4, 64);
   ws.xqsum = reinterpret_cast<int32_t*>(base);
+  base += round_up(block_values * 4, 64);
+  ws.xqhalf = reinterpret_cast<int32_t*>(base);
   return ws;
 }
 
@@ -184,6 +188,11 @@ QuantTile weight_tile(const QuantLinearArgs& a, int panel, int np) {
   t.groups = quant_groups(f, a.w.k);
   t.group_steps = quant_group_size(f, a.w.k) / detail::quant_step_k(f.bits);
   t.zero_point = f.zero_point;
+  t.k_quant = f.k_quant;
+  if (f.k_quant) {
+    t.super_blocks = kp / kKQuantSuperK;
+    t.code_bytes = t.panel_bytes;  // one stream of records: no separate scales
+  }
   return t;
 }
 
@@ -233,6 +242,15 @@ void run_decode_tile(const QuantTile& t, Isa isa) {
 }
 
 void run_batch_tile(const QuantTile& t, Isa isa) {
+  if (t.k_quant) {
+    switch (isa) {
+      case Isa::avx512_bf16: detail::kquant_tile_avx512(t); return;
+      case Isa::avx2: detail::kquant_tile_avx2(t); return;
+      case Isa::scalar: break;
+    }
+    detail::kquant_tile_scalar(t);
+    return;
+  }
   switch (isa) {
     case Isa::avx512_bf16: detail::quant_batch_tile_avx512(t); return;
     case Isa::avx2: detail::quant_batch_tile_avx2(t); return;
@@ -241,7 +259,7 @@ void run_batch_tile(const QuantTile& t, Isa isa) {
   detail::quant_batch_tile_scalar(t);
 }
 
-using QuantizeRowFn = void (*)(int8_t*, float*, int32_t*, size_t, const bf16_t*, int, int);
+using QuantizeRowFn = void (*)(int8_t*, float*, int32_t*, int32_t*, size_t, const bf16_t*, int, int);
 QuantizeRowFn quantize_row_for(Isa isa) {
   switch (isa) {
     case Isa::avx512_bf16: return detail::quantize_row_avx512;
@@ -260,8 +278,8 @@ void prepare_decode_rows(const QuantLinearArgs& a, const Workspace& ws) {
   if (quant_int8_activations(f, a.m)) {
     const QuantizeRowFn quantize = quantize_row_for(a.isa);
     for (int r = 0; r < a.m; ++r) {
-      quantize(ws.xq + static_cast<size_t>(r) * kp, ws.xscale + r, ws.xqsum + r, static_cast<size_t>(a.m),
-               a.x + static_cast<size_t>(r) * a.ldx, a.w.k, kp);
+      quantize(ws.xq + static_cast<size_t>(r) * kp, ws.xscale + r, ws.xqsum + r, ws.xqhalf + r,
+               static_cast<size_t>(a.m), a.x + static_cast<size_t>(r) * a.ldx, a.w.k, kp);
     }
     return;
   }
@@ -299,6 +317,7 @@ void int8_rows(const QuantLinearArgs& a, const Workspace& ws, const QuantTile& w
     t.ldxs = static_cast<size_t>(a.m);
     t.xscale = ws.xscale + row;
     t.xqsum = ws.xqsum + row;
+    t.xqhalf = ws.xqhalf + row;
     t.stream = a.m <= kQuantDecodeMaxM && row == 0;
     t.stream_end = stream_end;
     t.out = sums;
@@ -412,19 +431,31 @@ void check_args(const QuantLinearArgs& a) {
 }  // namespace
 
 void check_quant_format(const QuantFormat& f) {
+  if (f.k_quant) {
+    const QuantFormat q4 = kquant4_format(), q6 = kquant6_format();
+    const auto same = [&f](const QuantFormat& o) {
+      return f.bits == o.bits && f.group == o.group && f.zero_point == o.zero_point;
+    };
+    if (!same(q4) && !same(q6))
+      throw std::invalid_argument("quant format: K-quant formats are {4, 32, mins} or {6, 16}");
+    return;
+  }
   if ((f.bits != 4 && f.bits != 8) || (f.group != 0 && f.group != 32 && f.group != 128)) {
     throw std::invalid_argument("quant format: bits must be 4 or 8, group 0, 32 or 128");
   }
 }
 
 int quant_padded_k(const QuantFormat& f, int k) {
-  const int to = f.group ? f.group : 32;
+  const int to = f.k_quant ? kKQuantSuperK : f.group ? f.group : 32;
   return (k + to - 1) / to * to;
 }
 int quant_group_size(const QuantFormat& f, int k) { return f.group ? f.group : quant_padded_k(f, k); }
 int quant_groups(const QuantFormat& f, int k) { return quant_padded_k(f, k) / quant_group_size(f, k); }
 
 size_t quant_panel_bytes(const QuantFormat& f, int k) {
+  if (f.k_quant) {
+    return static_cast<size_t>(quant_padded_k(f, k) / kKQuantSuperK) * detail::kquant_layout(f.bits).record;
+  }
   const size_t codes = static_cast<size_t>(quant_padded_k(f, k)) * kQuantPanelCols * f.bits / 8;
   const size_t meta = static_cast<size_t>(quant_groups(f, k)) * kQuantPanelCols * 2 * (f.zero_point ? 2 : 1);
   return codes + round_up(meta, 64);
@@ -440,6 +471,7 @@ void pack_quant_linear(uint8_t* dst, const QuantFormat& f, const bf16_t* w, int 
 void pack_quant_linear_codes(uint8_t* dst, const QuantFormat& f, const uint8_t* codes, size_t ldc, const float* scales,
                              const float* zeros, int n, int k) {
   check_quant_format(f);
+  if (f.k_quant) throw std::invalid_argument("pack_quant_linear_codes: K-quant formats pack with pack_kquant_linear");
   if (f.zero_point && !zeros) throw std::invalid_argument("pack_quant_linear_codes: zeros needed");
   std::memset(dst, 0, packed_quant_bytes(f, n, k));
   const int kp = quant_padded_k(f, k), groups = quant_groups(f, k), gs = quant_group_size(f, k);
@@ -471,6 +503,10 @@ void dequantize_quant_linear(float* w, size_t ldw, const uint8_t* packed, const 
 void dequantize_quant_rows(float* w, size_t ldw, const uint8_t* packed, const QuantFormat& f, int k, int first,
                            int rows) {
   check_quant_format(f);
+  if (f.k_quant) {
+    detail::dequantize_kquant_rows(w, ldw, packed, f, k, first, rows);
+    return;
+  }
   const size_t panel_bytes = quant_panel_bytes(f, k);
   const int kp = quant_padded_k(f, k), groups = quant_groups(f, k), gs = quant_group_size(f, k);
   const size_t code_bytes = static_cast<size_t>(kp) * kQuantPanelCols * f.bits / 8;
@@ -505,7 +541,7 @@ void quant_linear_prepare(const QuantLinearArgs& a, int thread, int n_threads) {
   const Range rows = chunk(a.m, n_threads, thread);
   const QuantizeRowFn quantize = quantize_row_for(a.isa);
   for (int r = rows.lo; r < rows.hi; ++r) {
-    quantize(ws.xq + static_cast<size_t>(r) * kp, ws.xscale + r, ws.xqsum + r, static_cast<size_t>(a.m),
+    quantize(ws.xq + static_cast<size_t>(r) * kp, ws.xscale + r, ws.xqsum + r, ws.xqhalf + r, static_cast<size_t>(a.m),
              a.x + static_cast<size_t>(r) * a.ldx, a.w.k, kp);
   }
 }
@@ -540,7 +576,8 @@ void quant_linear_compute(const QuantLinearArgs& a, int thread, int n_threads) {
 
 namespace detail {
 
-void quantize_row_scalar(int8_t* xq, float* scales, int32_t* sums, size_t stride, const bf16_t* x, int k, int kp) {
+void quantize_row_scalar(int8_t* xq, float* scales, int32_t* sums, int32_t* halves, size_t stride, const bf16_t* x,
+                         int k, int kp) {
   for (int b = 0; b * kQuantActBlock < kp; ++b) {
     const int lo = b * kQuantActBlock, hi = lo + kQuantActBlock;
     float amax = 0.0f;
@@ -552,6 +589,7 @@ void quantize_row_scalar(int8_t* xq, float* scales, int32_t* sums, size_t stride
       const float v = i < k ? bf16_to_f32(x[i]) * inv : 0.0f;
       xq[i] = static_cast<int8_t>(std::clamp(static_cast<int>(std::nearbyint(v)), -127, 127));
       sum += xq[i];
+      if (i == lo + kQuantActBlock / 2 - 1) halves[b * stride] = sum;
     }
     sums[b * stride] = sum;
   }

@@ -28,12 +28,6 @@
 namespace slab::kern::detail {
 namespace {
 
-inline uint32_t load_u32(const void* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
 // 8 BF16 values as FP32.
 SLAB_AVX2 inline __m256 load_bf16x8(const bf16_t* p) {
   const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -186,6 +180,13 @@ using PanelFn = void (*)(const QuantTile&, int, float*);
 constexpr PanelFn kBatchPanels[2][4] = {{batch_panel<1, 8>, batch_panel<2, 8>, batch_panel<3, 8>, batch_panel<4, 8>},
                                         {batch_panel<1, 4>, batch_panel<2, 4>, batch_panel<3, 4>, batch_panel<4, 4>}};
 
+SLAB_AVX2 inline int32_t reduce_add(__m256i v) {
+  __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+  return _mm_cvtsi128_si32(s4);
+}
+
 // 8 FP32 values of x[i..i+8), zeros past k.
 SLAB_AVX2 inline __m256 load_x8(const bf16_t* x, int i, int k) {
   if (i + 8 <= k) return load_bf16x8(x + i);
@@ -197,8 +198,8 @@ SLAB_AVX2 inline __m256 load_x8(const bf16_t* x, int i, int k) {
 }  // namespace
 
 // Same operations as quantize_row_scalar (see quantize_row_avx512): bit-identical.
-SLAB_AVX2 void quantize_row_avx2(int8_t* xq, float* scales, int32_t* sums, size_t stride, const bf16_t* x, int k,
-                                 int kp) {
+SLAB_AVX2 void quantize_row_avx2(int8_t* xq, float* scales, int32_t* sums, int32_t* halves, size_t stride,
+                                 const bf16_t* x, int k, int kp) {
   constexpr int kVecs = kQuantActBlock / 8;
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
@@ -227,10 +228,8 @@ SLAB_AVX2 void quantize_row_avx2(int8_t* xq, float* scales, int32_t* sums, size_
     const __m256i bytes =
         _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));  // in range: exact
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(xq + i), _mm256_permutevar8x32_epi32(bytes, unshuffle));
-    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
-    sums[static_cast<size_t>(i / kQuantActBlock) * stride] = _mm_cvtsi128_si32(s4);
+    sums[static_cast<size_t>(i / kQuantActBlock) * stride] = reduce_add(sum);
+    halves[static_cast<size_t>(i / kQuantActBlock) * stride] = reduce_add(_mm256_add_epi32(q[0], q[1]));
   }
 }
 
@@ -250,6 +249,7 @@ void quant_batch_tile_avx2(const QuantTile& t) {
     part.xq = t.xq + static_cast<size_t>(row) * t.ldxq;
     part.xscale = t.xscale + row;
     part.xqsum = t.xqsum + row;
+    part.xqhalf = t.xqhalf + row;
     for (int q = 0; q < t.np; ++q) {
       kBatchPanels[t.bits == 4][part.mr - 1](part, q, t.out + static_cast<size_t>(row) * kQuantTileCols + 16 * q);
     }

@@ -7,31 +7,11 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/linear_quant_avx512_ops.h"
 #include "kernels/linear_quant_tile.h"
-
-// GCC 12's unmasked shift/convert/permute intrinsics pass an undefined vector as the merge
-// source, which -W(maybe-)uninitialized reports once inlined (a false positive: all lanes are
-// written), as in rowwise_bf16_avx512.cpp.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-
-#define SLAB_AVX512_QUANT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni")))
 
 namespace slab::kern::detail {
 namespace {
-
-inline uint32_t load_u32(const void* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-inline uint64_t load_u64(const void* p) {
-  uint64_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
 
 // 16 BF16 values as FP32.
 SLAB_AVX512_QUANT inline __m512 load_bf16x16(const bf16_t* p) {
@@ -166,14 +146,6 @@ SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
 
 // ---- batched: INT8 activations, vpdpbusd (codes unsigned, activations signed) ----
 
-// acc += Σ4 u8(codes) · s8(x) per lane. In asm because GCC 12 does not tie the intrinsic's
-// accumulator to its register: it copied every accumulator in and out of each instruction (two
-// zmm moves per vpdpbusd).
-SLAB_AVX512_QUANT inline __m512i dpbusd(__m512i acc, __m512i codes, __m512i x) {
-  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(codes), "v"(x));
-  return acc;
-}
-
 // PER_CHANNEL: one weight group, its scale applied once at the end; else each block's sums are
 // scaled by weight scale · activation scale (one more multiply per block).
 //
@@ -270,21 +242,7 @@ SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
             lo[q] = _mm512_and_si512(v, nibble);
             hi[q] = _mm512_and_si512(_mm512_srli_epi32(v, 4), nibble);
           }
-#pragma GCC unroll 6
-          for (int r = 0; r < MR; ++r) {
-            const int8_t* xr = xk + static_cast<size_t>(r) * t.ldxq;
-            const __m512i x_lo = _mm512_set1_epi32(static_cast<int>(load_u32(xr)));
-            const __m512i x_hi = _mm512_set1_epi32(static_cast<int>(load_u32(xr + 4)));
-#pragma GCC unroll 2
-            for (int q = 0; q < NP; ++q) {
-              acc[r][q] = dpbusd(acc[r][q], lo[q], x_lo);
-              if constexpr (kSplitHigh) {
-                acc_high[r][q] = dpbusd(acc_high[r][q], hi[q], x_hi);
-              } else {
-                acc[r][q] = dpbusd(acc[r][q], hi[q], x_hi);
-              }
-            }
-          }
+          nibble_step<MR, NP, kSplitHigh>(acc, acc_high, lo, hi, xk, t.ldxq);
         }
       }
       // total = fma(scale, d, total): the scalar tile's order.
@@ -354,8 +312,8 @@ void quant_batch_tile_avx512(const QuantTile& t) { kBatchTiles[t.bits == 4][t.gr
 
 // Same operations as quantize_row_scalar: max|x| of each block exactly, v = x · (127 / max),
 // round to nearest even (vcvtps2dq under the default MXCSR = std::nearbyint), clamp to ±127.
-SLAB_AVX512_QUANT void quantize_row_avx512(int8_t* xq, float* scales, int32_t* sums, size_t stride, const bf16_t* x,
-                                           int k, int kp) {
+SLAB_AVX512_QUANT void quantize_row_avx512(int8_t* xq, float* scales, int32_t* sums, int32_t* halves, size_t stride,
+                                           const bf16_t* x, int k, int kp) {
   constexpr int kVecs = kQuantActBlock / 16;
   const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
   const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
@@ -374,6 +332,7 @@ SLAB_AVX512_QUANT void quantize_row_avx512(int8_t* xq, float* scales, int32_t* s
       const __m512i q = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(xv[j], vinv)), lo), hi);
       _mm_storeu_si128(reinterpret_cast<__m128i*>(xq + i + 16 * j), _mm512_cvtepi32_epi8(q));
       sum = _mm512_add_epi32(sum, q);
+      if (j == 0) halves[static_cast<size_t>(i / kQuantActBlock) * stride] = _mm512_reduce_add_epi32(sum);
     }
     sums[static_cast<size_t>(i / kQuantActBlock) * stride] = _mm512_reduce_add_epi32(sum);
   }

@@ -5,6 +5,7 @@
 // order; the driver adds bias / residual and stores (finish_row of linear_bf16_tile.h).
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/bf16.h"
 #include "kernels/linear_quant.h"
@@ -39,16 +40,59 @@ struct QuantTile {
   // Batched: INT8 rows (padded K), their scales and INT32 sums per kQuantActBlock block of K.
   const int8_t* xq = nullptr;
   size_t ldxq = 0;
-  int blocks = 0;                  // padded K / kQuantActBlock
-  size_t ldxs = 0;                 // block stride of xscale and xqsum (block-major: a tile's rows adjacent)
-  const float* xscale = nullptr;   // [blocks][ldxs], rows 0..mr-1
-  const int32_t* xqsum = nullptr;  // [blocks][ldxs]
+  int blocks = 0;                   // padded K / kQuantActBlock
+  size_t ldxs = 0;                  // block stride of xscale and xqsum (block-major: a tile's rows adjacent)
+  const float* xscale = nullptr;    // [blocks][ldxs], rows 0..mr-1
+  const int32_t* xqsum = nullptr;   // [blocks][ldxs]
+  const int32_t* xqhalf = nullptr;  // [blocks][ldxs]: Σxq over the first 16 of each block
+  // K-quant formats: the panel is super_blocks records of kquant_layout(bits).record bytes.
+  bool k_quant = false;
+  int super_blocks = 0;
   // Batched tiles that stream their panels from memory (W4 decode: each panel is read once)
   // prefetch ahead; the batched M > 8 ones read them from L2 after the first row tile.
   bool stream = false;
   const uint8_t* stream_end = nullptr;  // prefetches stop here (the end of the thread's run)
   float* out = nullptr;                 // [mr][kQuantTileCols]
 };
+
+// Byte offsets inside one K-quant super-block record of a panel (linear_quant.h).
+struct KQuantLayout {
+  size_t high = 0;    // 6-bit: 32 steps of 32 bytes after the nibbles
+  size_t d = 0;       // 16 FP16
+  size_t dmin = 0;    // 4-bit: 16 FP16
+  size_t scales = 0;  // [groups per super-block][16]
+  size_t mins = 0;    // 4-bit: [8][16]
+  size_t record = 0;  // the whole record, a multiple of 64
+};
+inline KQuantLayout kquant_layout(int bits) {
+  constexpr size_t kNibbles = 32 * 64;
+  KQuantLayout l;
+  if (bits == 4) {
+    l.d = kNibbles;
+    l.dmin = l.d + 32;
+    l.scales = l.dmin + 32;
+    l.mins = l.scales + 8 * 16;
+    l.record = l.mins + 8 * 16;  // 2368
+  } else {
+    l.high = kNibbles;
+    l.d = l.high + 32 * 32;
+    l.scales = l.d + 32;
+    l.record = (l.scales + 16 * 16 + 63) / 64 * 64;  // 3392
+  }
+  return l;
+}
+
+// Unaligned loads of activation bytes (a broadcast's 4 or 8 INT8 / 4 BF16 values).
+inline uint32_t load_u32(const void* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline uint64_t load_u64(const void* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
 
 inline int implied_zero(int bits) { return bits == 8 ? 128 : 8; }
 inline int quant_step_k(int bits) { return bits == 8 ? 4 : 8; }  // K elements per 64-byte step
@@ -72,13 +116,26 @@ void quant_decode_tile_avx512(const QuantTile& t);
 void quant_batch_tile_scalar(const QuantTile& t);
 void quant_batch_tile_avx2(const QuantTile& t);
 void quant_batch_tile_avx512(const QuantTile& t);
+// K-quant tiles (kernels/linear_kquant*.cpp): INT8 activations, any M, up to 4 rows and 2 panels.
+void kquant_tile_scalar(const QuantTile& t);
+void kquant_tile_avx2(const QuantTile& t);
+void kquant_tile_avx512(const QuantTile& t);
+// The code of column c at k of panel q (0..15 or 0..63), for the scalar tiles and dequantizing.
+int kquant_code(const uint8_t* panel, int bits, int c, int k);
+// dequantize_quant_rows for the K-quant formats.
+void dequantize_kquant_rows(float* w, size_t ldw, const uint8_t* packed, const QuantFormat& f, int k, int first,
+                            int rows);
 
 // One activation row to INT8 (phase 1 of M > 8; W4 decode on each thread), block b = elements [32b, 32b + 32) of the
 // kp (a multiple of 32; zeros past k): scales[b · stride] = max|x| / 127 over the block, xq = x ·
-// (127 / max) rounded to nearest even, clamped to ±127; sums[b · stride] = Σ xq over the block.
+// (127 / max) rounded to nearest even, clamped to ±127; sums[b · stride] = Σ xq over the block,
+// halves[b · stride] = Σ xq over its first 16 (the K-quant 6-bit tiles' sub-groups).
 // Bit-identical across ISAs.
-void quantize_row_scalar(int8_t* xq, float* scales, int32_t* sums, size_t stride, const bf16_t* x, int k, int kp);
-void quantize_row_avx2(int8_t* xq, float* scales, int32_t* sums, size_t stride, const bf16_t* x, int k, int kp);
-void quantize_row_avx512(int8_t* xq, float* scales, int32_t* sums, size_t stride, const bf16_t* x, int k, int kp);
+void quantize_row_scalar(int8_t* xq, float* scales, int32_t* sums, int32_t* halves, size_t stride, const bf16_t* x,
+                         int k, int kp);
+void quantize_row_avx2(int8_t* xq, float* scales, int32_t* sums, int32_t* halves, size_t stride, const bf16_t* x, int k,
+                       int kp);
+void quantize_row_avx512(int8_t* xq, float* scales, int32_t* sums, int32_t* halves, size_t stride, const bf16_t* x,
+                         int k, int kp);
 
 }  // namespace slab::kern::detail

@@ -81,23 +81,6 @@ float bits_to_f32(uint32_t bits) {
 
 // IEEE half -> single, exact for every input: normals, subnormals, zeros, infinities, NaNs
 // (payload kept, quiet bit as in the source).
-float f16_to_f32(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  if (exp == 0x1f) return bits_to_f32(sign | 0x7f800000u | (mant << 13));  // inf / nan
-  if (exp != 0) return bits_to_f32(sign | ((exp + 112u) << 23) | (mant << 13));
-  if (mant == 0) return bits_to_f32(sign);  // +-0
-  // Subnormal half: value = mant * 2^-24. Normalise into a single-precision normal.
-  uint32_t e = 113;  // exponent of 2^-14 in single precision is 127 - 14 = 113
-  while ((mant & 0x400u) == 0) {
-    mant <<= 1;
-    --e;
-  }
-  mant &= 0x3ffu;
-  return bits_to_f32(sign | (e << 23) | (mant << 13));
-}
-
 void convert_to_f32(const TensorView& view, float* out) {
   const size_t n = static_cast<size_t>(view.numel());
   const auto* src = static_cast<const uint8_t*>(view.data);

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/bf16.h"
+
 namespace slab {
 
 // i32 holds packed integer codes (AWQ's qweight/qzeros), never values: convert_to_f32 refuses it.
@@ -74,7 +76,7 @@ class Checkpoint {
 std::unique_ptr<Checkpoint> open_safetensors_checkpoint(const std::filesystem::path& model_dir);
 
 // IEEE half bits to single, exact for every input (subnormals, infinities, NaN payloads).
-float f16_to_f32(uint16_t half_bits);
+using kern::f16_to_f32;
 
 // Converts any supported dtype to FP32 (out must hold view.numel() floats).
 void convert_to_f32(const TensorView& view, float* out);

@@ -149,6 +149,47 @@ void codes_q5_k(const uint8_t* blocks, size_t block_count, const BlockCodes& out
   }
 }
 
+void fields_q4_k(const uint8_t* blocks, size_t block_count, const KQuantFields& out) {
+  for (size_t b = 0; b < block_count; ++b, blocks += 144) {
+    std::memcpy(out.d + b, blocks, 2);
+    std::memcpy(out.dmin + b, blocks + 2, 2);
+    for (int g = 0; g < 8; ++g) {
+      int scale = 0, min = 0;
+      k_scale_min(blocks + 4, g, scale, min);
+      out.scales[8 * b + static_cast<size_t>(g)] = static_cast<int8_t>(scale);
+      out.mins[8 * b + static_cast<size_t>(g)] = static_cast<uint8_t>(min);
+    }
+    const uint8_t* qs = blocks + 16;
+    uint8_t* codes = out.codes + 256 * b;
+    for (int run = 0; run < 4; ++run) {
+      for (int l = 0; l < 32; ++l) {
+        codes[64 * run + l] = qs[32 * run + l] & 0x0f;
+        codes[64 * run + 32 + l] = qs[32 * run + l] >> 4;
+      }
+    }
+  }
+}
+
+// Layout as dequantize_q6_k below reads it; element e of a block has scale e / 16.
+void fields_q6_k(const uint8_t* blocks, size_t block_count, const KQuantFields& out) {
+  for (size_t b = 0; b < block_count; ++b, blocks += 210) {
+    std::memcpy(out.d + b, blocks + 208, 2);
+    std::memcpy(out.scales + 16 * b, blocks + 192, 16);
+    uint8_t* codes = out.codes + 256 * b;
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* ql = blocks + 64 * half;
+      const uint8_t* qh = blocks + 128 + 32 * half;
+      uint8_t* y = codes + 128 * half;
+      for (int l = 0; l < 32; ++l) {
+        y[l] = static_cast<uint8_t>((ql[l] & 0x0f) | (((qh[l] >> 0) & 3) << 4));
+        y[l + 32] = static_cast<uint8_t>((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4));
+        y[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+        y[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+      }
+    }
+  }
+}
+
 void dequantize_q8_0(const uint8_t* blocks, size_t block_count, float* out) {
   dequantize_via_codes<32>(codes_q8_0, 34, blocks, block_count, out);
 }

@@ -14,6 +14,11 @@ kern::Isa quant_isa_for(kern::Isa isa) {
 namespace detail {
 
 size_t kernel_workspace_floats(const PackedMatrix& m, int rows, int n_threads) {
+  if (!m.segments.empty()) {
+    size_t most = 0;
+    for (const PackedMatrix& s : m.segments) most = std::max(most, kernel_workspace_floats(s, rows, n_threads));
+    return most;
+  }
   const size_t floats =
       m.quantized
           ? (kern::quant_linear_workspace_bytes(rows, m.quant_view(), n_threads) + sizeof(float) - 1) / sizeof(float)

@@ -24,7 +24,7 @@ size_t model_linear_workspace_floats(const PackedModel& m, int tokens, int head_
 // Whether a gate+up matrix (without biases) runs as one fused gated linear, act(gate)·up straight
 // to BF16: BF16 SwiGLU-packed, or quantized [gate; up] whose halves start on panels.
 inline bool fused_gate_up(const PackedMatrix& m) {
-  return m.swiglu || (m.quantized && kern::quant_swiglu_fusable(m.n));
+  return m.swiglu || (m.quantized && m.segments.empty() && kern::quant_swiglu_fusable(m.n));
 }
 
 namespace detail {
@@ -50,6 +50,21 @@ void packed_linear(const kern::LinearArgs& a, const PackedMatrix& m, kern::Isa q
     });
     in.x = xg;
     in.ldx = static_cast<size_t>(m.k);
+  }
+  if (!m.segments.empty()) {
+    // Rows [n0, n0 + s.n) of the output from each segment, in turn (a.swiglu is never set here).
+    int n0 = 0;
+    for (const PackedMatrix& s : m.segments) {
+      kern::LinearArgs b = in;
+      const auto col = static_cast<size_t>(n0);
+      if (b.out_f32) b.out_f32 += col;
+      if (b.out_bf16) b.out_bf16 += col;
+      if (b.bias) b.bias += col;
+      if (b.residual) b.residual += col;
+      packed_linear(b, s, quant_isa, n_threads, run_on_all);
+      n0 += s.n;
+    }
+    return;
   }
   if (!m.quantized) {
     kern::LinearArgs b = in;

@@ -164,6 +164,44 @@ PackedMatrix pack_swiglu(const TensorView& gate, const TensorView& up, int k, co
   return m;
 }
 
+// Parts whose blocks repack into different formats, as segments (PackedMatrix::segments): one
+// matrix per run of consecutive parts sharing a format, so that each keeps its own (a Q4_K_M
+// QKV's Q4_K q and k stay K-quant 4-bit beside its Q6_K v, where one matrix would hold all three as
+// W8 g32). nullopt when every part repacks into the same format.
+std::optional<PackedMatrix> pack_segments(const std::vector<TensorView>& parts, int k, const AllocOptions& alloc) {
+  std::vector<std::vector<TensorView>> runs;
+  std::vector<kern::QuantFormat> formats;
+  const auto same = [](const kern::QuantFormat& a, const kern::QuantFormat& b) {
+    return a.bits == b.bits && a.group == b.group && a.zero_point == b.zero_point && a.k_quant == b.k_quant;
+  };
+  for (const TensorView& p : parts) {
+    const std::optional<kern::QuantFormat> f = block_repack_format({p});
+    if (!f || p.input_perm != nullptr) return std::nullopt;  // act-order parts share one format anyway
+    if (formats.empty() || !same(formats.back(), *f)) {
+      runs.emplace_back();
+      formats.push_back(*f);
+    }
+    runs.back().push_back(p);
+  }
+  if (runs.size() < 2) return std::nullopt;
+  PackedMatrix m;
+  m.k = k;
+  m.quantized = true;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    PackedMatrix s;
+    s.k = k;
+    for (const TensorView& p : runs[i]) s.n += static_cast<int>(p.shape[0]);
+    s.quantized = true;
+    s.quant = block_repack_format(runs[i]).value_or(formats[i]);
+    s.buf = AlignedBuffer(s.bytes(), alloc);
+    pack_stacked_blocks(s.buf.as<uint8_t>(), runs[i], k, s.quant);
+    m.n += s.n;
+    m.segments.push_back(std::move(s));
+  }
+  m.quant = m.segments.front().quant;
+  return m;
+}
+
 // A projection (parts stacked along N) in the format `quantization` asks for; records the path
 // it took. Quantized matrices are never SwiGLU-fused: gate_up then is [gate; up] rows.
 PackedMatrix pack_projection(const std::vector<TensorView>& parts, int k, WeightQuantization quantization,
@@ -181,6 +219,12 @@ PackedMatrix pack_projection(const std::vector<TensorView>& parts, int k, Weight
   if (quantization == WeightQuantization::automatic && one_order) {
     format = block_repack_format(parts);
     from_blocks = format.has_value();
+    if (from_blocks && !swiglu) {
+      if (std::optional<PackedMatrix> m = pack_segments(parts, k, alloc)) {
+        ++paths[source + " -> " + m->format_name() + " (repacked)"];
+        return std::move(*m);
+      }
+    }
   }
   if (!format) {
     ++paths[source + " -> BF16"];
@@ -304,7 +348,13 @@ std::string PackedModel::describe_formats() const {
   };
   std::map<std::string, size_t> bytes;  // format -> packed bytes
   for (const PackedLayer& l : layers) {
-    for (const PackedMatrix* m : l.matrices()) bytes[m->format_name()] += m->bytes();
+    for (const PackedMatrix* m : l.matrices()) {
+      if (m->segments.empty()) {
+        bytes[m->format_name()] += m->bytes();
+        continue;
+      }
+      for (const PackedMatrix& s : m->segments) bytes[s.format_name()] += s.bytes();
+    }
   }
   std::string out = "projections ";
   bool first = true;

@@ -30,13 +30,29 @@ struct PackedMatrix {
   // input_perm[k] of the activations (act-order GPTQ, repacked from its blocks); packed_linear
   // gathers the activations in this order first.
   std::vector<int32_t> input_perm;
+  // Parts stacked along N whose blocks repack into different formats (a Q4_K_M QKV: Q4_K q and k,
+  // Q6_K v): one quantized matrix per run of parts sharing a format, rows [n0, n0 + segment.n) in
+  // order; packed_linear runs them one after another on the same input. Then `buf` is empty,
+  // `quantized` is set and `quant` is the first segment's format.
+  std::vector<PackedMatrix> segments;
   kern::PackedBf16 view() const { return {buf.as<const kern::bf16_t>(), n, k}; }
   kern::PackedQuant quant_view() const { return {buf.as<const uint8_t>(), quant, n, k}; }
   size_t bytes() const {
+    if (!segments.empty()) {
+      size_t total = 0;
+      for (const PackedMatrix& s : segments) total += s.bytes();
+      return total;
+    }
     if (quantized) return kern::packed_quant_bytes(quant, n, k);
     return (swiglu ? kern::packed_swiglu_elems(n / 2, k) : kern::packed_bf16_elems(n, k)) * sizeof(kern::bf16_t);
   }
-  std::string format_name() const { return quantized ? quant_format_name(quant) : "BF16"; }
+  // The format ("W4 g32", "BF16"); segmented: the segments' joined by " + ".
+  std::string format_name() const {
+    if (segments.empty()) return quantized ? quant_format_name(quant) : "BF16";
+    std::string name;
+    for (const PackedMatrix& s : segments) name += (name.empty() ? "" : " + ") + s.format_name();
+    return name;
+  }
 };
 
 // One expert of a sparse layer, packed as a dense MLP's projections are.

@@ -368,7 +368,8 @@ TEST_CASE("GGUF Q8_0/Q4_0 llama: repacked logits match the decode-to-BF16 path",
   }
   std::filesystem::remove(path);
   INFO(repacked->weight_format());
-  CHECK(repacked->weight_format().find("Q8_0+Q4_0 -> W8 g32 (repacked) x 1") != std::string::npos);
+  // A QKV stacking Q8_0 and Q4_0 parts keeps each in its own format (segments).
+  CHECK(repacked->weight_format().find("Q8_0+Q4_0 -> W8 g32 + W4 g32 (repacked) x 1") != std::string::npos);
   CHECK(repacked->weight_format().find("Q8_0 -> W8 g32 (repacked) x 1") != std::string::npos);
   CHECK(repacked->weight_format().find("Q4_0 -> W4 g32 (repacked) x 2") != std::string::npos);
   CHECK(decoded->weight_format().find("Q4_0 -> BF16 x 2") != std::string::npos);
@@ -617,8 +618,12 @@ TEST_CASE("llama-quantize's GGUF files: the runner matches the dequantize-then-c
     // Every projection, the head and the embedding table run quantized, none decoded to BF16.
     CHECK(format.find("(repacked)") != std::string::npos);
     CHECK(format.find("-> BF16") == std::string::npos);
-    CHECK(format.find("lm_head W") != std::string::npos);
-    CHECK(format.find("embedding W") != std::string::npos);
+    CHECK(format.find("lm_head BF16") == std::string::npos);
+    CHECK(format.find(", embedding ") != std::string::npos);
+    CHECK(format.find("embedding BF16") == std::string::npos);
+    // Q4_K_M's QKV stacks Q4_K q and k with a Q6_K v: each keeps its own format, as segments.
+    if (std::string(type) == "Q4_K_M")
+      CHECK(format.find("Q4_K+Q6_K -> K-quant 4-bit (Q4_K) + K-quant 6-bit") != std::string::npos);
     const std::vector<float> want = reference_logits(reference, tokens);
     const Logits got = run(*runner, tokens);
     // As the repacked-vs-decoded test: BF16 activations (and INT8 ones where batched).

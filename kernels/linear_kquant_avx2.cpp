@@ -1,0 +1,143 @@
+// AVX2 tile of the K-quant formats (linear_quant.h), for x86-64 CPUs without AVX-512: one panel
+// at a time as two ymm of 8 columns, vpmaddubsw + vpmaddwd as in linear_quant_avx2.cpp. Codes are
+// at most 63 and activations at most 127 in magnitude, so a step's low- and high-nibble pair sums
+// (4 · 63 · 127 = 32004) add in 16 bits before widening. The FP32 epilogue is the scalar tile's
+// (linear_kquant.cpp), operation for operation: bit-identical results.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/linear_quant_tile.h"
+
+#define SLAB_AVX2_KQUANT __attribute__((target("avx2,fma")))
+
+namespace slab::kern::detail {
+namespace {
+
+SLAB_AVX2_KQUANT inline __m256 load_u8x8(const uint8_t* p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+SLAB_AVX2_KQUANT inline __m256 load_i8x8(const uint8_t* p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+
+// MR rows × panel q; FP32 totals in `total` [MR][16] (L1) across the activation blocks.
+template <int MR, int BITS>
+SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
+  constexpr int kBlocks = kKQuantSuperK / kQuantActBlock;
+  const KQuantLayout l = kquant_layout(BITS);
+  const uint8_t* panel = t.panel + static_cast<size_t>(q) * t.panel_stride;
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i nibble = _mm256_set1_epi8(0x0f);
+  const __m256i low2 = _mm256_set1_epi8(0x03), next2 = _mm256_set1_epi8(0x0c);
+  alignas(32) float total[MR][16] = {};
+  for (int sb = 0; sb < t.super_blocks; ++sb) {
+    const uint8_t* rec = panel + static_cast<size_t>(sb) * l.record;
+    // The super-scales as FP32 (no F16C assumed: 32 scalar conversions per 4096 weights).
+    alignas(32) float d[16], dmin[16];
+    for (int c = 0; c < 16; ++c) {
+      uint16_t h;
+      std::memcpy(&h, rec + l.d + 2 * c, 2);
+      d[c] = f16_to_f32(h);
+      if constexpr (BITS == 4) {
+        std::memcpy(&h, rec + l.dmin + 2 * c, 2);
+        dmin[c] = f16_to_f32(h);
+      }
+    }
+    for (int lb = 0; lb < kBlocks; ++lb) {
+      const size_t b = static_cast<size_t>(sb * kBlocks + lb);
+      if (t.stream) {
+        for (size_t i = 0; i < l.record / kBlocks + 63; i += 64) {
+          _mm_prefetch(reinterpret_cast<const char*>(rec) + static_cast<size_t>(lb) * (l.record / kBlocks) + i + 4096,
+                       _MM_HINT_T0);
+        }
+      }
+      __m256 s0[2], s1[2], o[2];
+      for (int h = 0; h < 2; ++h) {
+        const __m256 dv = _mm256_load_ps(d + 8 * h);
+        if constexpr (BITS == 4) {
+          s0[h] = _mm256_mul_ps(dv, load_u8x8(rec + l.scales + 16 * lb + 8 * h));
+          o[h] = _mm256_mul_ps(_mm256_load_ps(dmin + 8 * h), load_u8x8(rec + l.mins + 16 * lb + 8 * h));
+        } else {
+          s0[h] = _mm256_mul_ps(dv, load_i8x8(rec + l.scales + 32 * lb + 8 * h));
+          s1[h] = _mm256_mul_ps(dv, load_i8x8(rec + l.scales + 32 * lb + 16 + 8 * h));
+        }
+      }
+      __m256i acc[MR][2];
+      for (int r = 0; r < MR; ++r) {
+        const __m256i start = _mm256_set1_epi32(BITS == 4 ? 0 : -32 * t.xqhalf[b * t.ldxs + r]);
+        acc[r][0] = acc[r][1] = start;
+      }
+      for (int i = 0; i < 4; ++i) {
+        const int s = 4 * lb + i;
+        __m256i hb = _mm256_setzero_si256();
+        if constexpr (BITS == 6) hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + l.high + 32 * s));
+        for (int h = 0; h < 2; ++h) {
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 64 * s + 32 * h));
+          __m256i lo = _mm256_and_si256(v, nibble);
+          __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+          if constexpr (BITS == 6) {
+            // Lane bytes 0..31 (h = 0) keep their top bits in bits 0-3 of hb, 32..63 in bits 4-7.
+            const __m256i top = h == 0 ? hb : _mm256_srli_epi16(hb, 4);
+            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(top, low2), 4));
+            hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(top, next2), 2));
+          }
+#pragma GCC unroll 4
+          for (int r = 0; r < MR; ++r) {
+            const int8_t* xr = t.xq + static_cast<size_t>(r) * t.ldxq + static_cast<size_t>(sb * kKQuantSuperK + 8 * s);
+            const __m256i x_lo = _mm256_set1_epi32(static_cast<int>(load_u32(xr)));
+            const __m256i x_hi = _mm256_set1_epi32(static_cast<int>(load_u32(xr + 4)));
+            const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi));
+            acc[r][h] = _mm256_add_epi32(acc[r][h], _mm256_madd_epi16(pairs, ones));
+          }
+        }
+        if constexpr (BITS == 6) {
+          if (i == 1) {  // the block's first half ends: fold it in
+            for (int r = 0; r < MR; ++r) {
+              const size_t rb = b * t.ldxs + static_cast<size_t>(r);
+              const __m256 xscale = _mm256_set1_ps(t.xscale[rb]);
+              const __m256i rest = _mm256_set1_epi32(-32 * (t.xqsum[rb] - t.xqhalf[rb]));
+              for (int h = 0; h < 2; ++h) {
+                _mm256_store_ps(total[r] + 8 * h,
+                                _mm256_fmadd_ps(_mm256_mul_ps(xscale, s0[h]), _mm256_cvtepi32_ps(acc[r][h]),
+                                                _mm256_load_ps(total[r] + 8 * h)));
+                acc[r][h] = rest;
+              }
+            }
+          }
+        }
+      }
+      for (int r = 0; r < MR; ++r) {
+        const size_t rb = b * t.ldxs + static_cast<size_t>(r);
+        const __m256 xscale = _mm256_set1_ps(t.xscale[rb]);
+        for (int h = 0; h < 2; ++h) {
+          const __m256 sum = _mm256_cvtepi32_ps(acc[r][h]);
+          __m256 v = _mm256_load_ps(total[r] + 8 * h);
+          if constexpr (BITS == 4) {
+            const __m256 inner =
+                _mm256_fnmadd_ps(o[h], _mm256_set1_ps(static_cast<float>(t.xqsum[rb])), _mm256_mul_ps(s0[h], sum));
+            v = _mm256_fmadd_ps(xscale, inner, v);
+          } else {
+            v = _mm256_fmadd_ps(_mm256_mul_ps(xscale, s1[h]), sum, v);
+          }
+          _mm256_store_ps(total[r] + 8 * h, v);
+        }
+      }
+    }
+  }
+  for (int r = 0; r < MR; ++r) std::memcpy(out + static_cast<size_t>(r) * kQuantTileCols, total[r], sizeof(total[r]));
+}
+
+using PanelFn = void (*)(const QuantTile&, int, float*);
+// [bits == 6][mr - 1]
+constexpr PanelFn kPanels[2][4] = {{kquant_panel<1, 4>, kquant_panel<2, 4>, kquant_panel<3, 4>, kquant_panel<4, 4>},
+                                   {kquant_panel<1, 6>, kquant_panel<2, 6>, kquant_panel<3, 6>, kquant_panel<4, 6>}};
+
+}  // namespace
+
+void kquant_tile_avx2(const QuantTile& t) {
+  for (int q = 0; q < t.np; ++q) kPanels[t.bits == 6][t.mr - 1](t, q, t.out + 16 * q);
+}
+
+}  // namespace slab::kern::detail

@@ -1,0 +1,57 @@
+#pragma once
+// Internal to the AVX-512 quantized tiles (linear_quant_avx512.cpp, linear_kquant_avx512.cpp):
+// their target attribute and the one instruction both are built on. Include after <immintrin.h>;
+// only code that runs after cpuid said avx512 bf16 + vnni (CpuFeatures::has_avx512_quant_kernels())
+// may call these.
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/linear_quant_tile.h"
+
+// GCC 12's unmasked shift/convert/permute intrinsics pass an undefined vector as the merge
+// source, which -W(maybe-)uninitialized reports once inlined (a false positive: all lanes are
+// written), as in rowwise_bf16_avx512.cpp.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+#define SLAB_AVX512_QUANT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni")))
+
+namespace slab::kern::detail {
+
+// acc += Σ4 u8(codes) · s8(x) per lane. In asm because GCC 12 does not tie the intrinsic's
+// accumulator to its register: it copied every accumulator in and out of each instruction (two
+// zmm moves per vpdpbusd).
+SLAB_AVX512_QUANT inline __m512i dpbusd(__m512i acc, __m512i codes, __m512i x) {
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(codes), "v"(x));
+  return acc;
+}
+
+// One 64-byte step of nibble codes (lo: k = 8s + j, hi: 8s + 4 + j, as W4's layout) against MR
+// INT8 activation rows (xk: row 0 at k = 8s, rows ldxq apart), into MR × NP accumulators; with
+// SPLIT the high nibbles go to chains of their own (1-2 rows: no single dependent chain).
+template <int MR, int NP, bool SPLIT>
+SLAB_AVX512_QUANT inline void nibble_step(__m512i (&acc)[MR][NP], __m512i (&acc_high)[SPLIT ? MR : 1][NP],
+                                          const __m512i (&lo)[NP], const __m512i (&hi)[NP], const int8_t* xk,
+                                          size_t ldxq) {
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; ++r) {
+    const int8_t* xr = xk + static_cast<size_t>(r) * ldxq;
+    const __m512i x_lo = _mm512_set1_epi32(static_cast<int>(load_u32(xr)));
+    const __m512i x_hi = _mm512_set1_epi32(static_cast<int>(load_u32(xr + 4)));
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; ++q) {
+      acc[r][q] = dpbusd(acc[r][q], lo[q], x_lo);
+      if constexpr (SPLIT) {
+        acc_high[r][q] = dpbusd(acc_high[r][q], hi[q], x_hi);
+      } else {
+        acc[r][q] = dpbusd(acc[r][q], hi[q], x_hi);
+      }
+    }
+  }
+}
+
+}  // namespace slab::kern::detail
