@@ -33,6 +33,13 @@ CodeSpot code_spot(const KQuantLayout& l, int c, int kk) {
   return s;
 }
 
+// 5-bit codes: the byte and bit of the fifth bit (the two 64-bit masks of a step).
+size_t fifth_byte(const KQuantLayout& l, int c, int kk) {
+  const int step = kk / 8, j = kk % 8, lane_byte = 4 * c + j % 4;
+  return l.high + 16 * static_cast<size_t>(step) + (j >= 4 ? 8 : 0) + static_cast<size_t>(lane_byte / 8);
+}
+int fifth_shift(int c, int kk) { return (4 * c + kk % 4) % 8; }
+
 uint16_t u16_at(const uint8_t* p) {
   uint16_t v;
   std::memcpy(&v, p, sizeof(v));
@@ -46,7 +53,7 @@ struct RecordMaps {
 RecordMaps record_maps(const uint8_t* rec, const KQuantLayout& l, int bits, int c) {
   RecordMaps m;
   m.d = f16_to_f32(u16_at(rec + l.d + 2 * static_cast<size_t>(c)));
-  if (bits == 4) m.dmin = f16_to_f32(u16_at(rec + l.dmin + 2 * static_cast<size_t>(c)));
+  if (kquant_has_mins(bits)) m.dmin = f16_to_f32(u16_at(rec + l.dmin + 2 * static_cast<size_t>(c)));
   return m;
 }
 int record_scale(const uint8_t* rec, const KQuantLayout& l, int g, int c) {
@@ -65,6 +72,8 @@ int kquant_code(const uint8_t* panel, int bits, int c, int k) {
   const uint8_t b = rec[s.nibble_byte];
   int code = s.high_nibble ? b >> 4 : b & 0x0f;
   if (bits == 6) code |= ((rec[s.high_byte] >> s.high_shift) & 3) << 4;
+  const int kk = k % kKQuantSuperK;
+  if (bits == 5) code |= ((rec[fifth_byte(l, c, kk)] >> fifth_shift(c, kk)) & 1) << 4;
   return code;
 }
 
@@ -81,7 +90,7 @@ void dequantize_kquant_rows(float* w, size_t ldw, const uint8_t* packed, const Q
       const int g = (kk % kKQuantSuperK) / f.group;
       const int code = kquant_code(panel, f.bits, c, kk);
       float v = 0.0f;
-      if (f.bits == 4) {
+      if (kquant_has_mins(f.bits)) {
         v = m.d * static_cast<float>(record_scale(rec, l, g, c)) * static_cast<float>(code) -
             m.dmin * static_cast<float>(record_min(rec, l, g, c));
       } else {
@@ -111,7 +120,7 @@ void kquant_tile_scalar(const QuantTile& t) {
             const int kk = b * kQuantActBlock + i;
             dot[i / 16] += xq[kk] * kquant_code(panel, t.bits, c, kk);
           }
-          if (t.bits == 4) {
+          if (kquant_has_mins(t.bits)) {
             const float s = m.d * static_cast<float>(record_scale(rec, l, lb, c));
             const float o = m.dmin * static_cast<float>(record_min(rec, l, lb, c));
             const float inner = std::fma(-o, static_cast<float>(t.xqsum[bi]), s * static_cast<float>(dot[0] + dot[1]));
@@ -138,15 +147,15 @@ void pack_kquant_linear(uint8_t* dst, const QuantFormat& f, const KQuantSource& 
   if (n <= 0 || k <= 0 || k % kKQuantSuperK != 0) {
     throw std::invalid_argument("pack_kquant_linear: K " + std::to_string(k) + " is not a multiple of 256");
   }
-  if (!src.codes || !src.d || !src.scales || (f.bits == 4 && (!src.dmin || !src.mins)) ||
-      src.ldc < static_cast<size_t>(k)) {
+  const bool mins = detail::kquant_has_mins(f.bits);
+  if (!src.codes || !src.d || !src.scales || (mins && (!src.dmin || !src.mins)) || src.ldc < static_cast<size_t>(k)) {
     throw std::invalid_argument("pack_kquant_linear: missing fields");
   }
   const detail::KQuantLayout l = detail::kquant_layout(f.bits);
   const size_t panel_bytes = quant_panel_bytes(f, k);
   std::memset(dst, 0, packed_quant_bytes(f, n, k));
   const int sbs = k / kKQuantSuperK, groups = k / f.group, sub = kKQuantSuperK / f.group;
-  const int top = f.bits == 4 ? 15 : 63;
+  const int top = (1 << f.bits) - 1;
   for (int r = 0; r < n; ++r) {
     uint8_t* panel = dst + static_cast<size_t>(r / kQuantPanelCols) * panel_bytes;
     const int c = r % kQuantPanelCols;
@@ -154,13 +163,13 @@ void pack_kquant_linear(uint8_t* dst, const QuantFormat& f, const KQuantSource& 
       uint8_t* rec = panel + static_cast<size_t>(sb) * l.record;
       const size_t at = static_cast<size_t>(r) * sbs + static_cast<size_t>(sb);
       std::memcpy(rec + l.d + 2 * static_cast<size_t>(c), src.d + at, 2);
-      if (f.bits == 4) std::memcpy(rec + l.dmin + 2 * static_cast<size_t>(c), src.dmin + at, 2);
+      if (mins) std::memcpy(rec + l.dmin + 2 * static_cast<size_t>(c), src.dmin + at, 2);
       for (int g = 0; g < sub; ++g) {
         const size_t gi = static_cast<size_t>(r) * groups + static_cast<size_t>(sb * sub + g);
         const int8_t sc = src.scales[gi];
-        if (f.bits == 4 && (sc < 0 || sc > 63)) throw std::invalid_argument("pack_kquant_linear: scale out of 0..63");
+        if (mins && (sc < 0 || sc > 63)) throw std::invalid_argument("pack_kquant_linear: scale out of 0..63");
         rec[l.scales + 16 * static_cast<size_t>(g) + static_cast<size_t>(c)] = static_cast<uint8_t>(sc);
-        if (f.bits == 4) {
+        if (mins) {
           const uint8_t mn = src.mins[gi];
           if (mn > 63) throw std::invalid_argument("pack_kquant_linear: min out of 0..63");
           rec[l.mins + 16 * static_cast<size_t>(g) + static_cast<size_t>(c)] = mn;
@@ -172,6 +181,9 @@ void pack_kquant_linear(uint8_t* dst, const QuantFormat& f, const KQuantSource& 
         const auto s = detail::code_spot(l, c, kk);
         rec[s.nibble_byte] |= static_cast<uint8_t>((code & 0x0f) << (s.high_nibble ? 4 : 0));
         if (f.bits == 6) rec[s.high_byte] |= static_cast<uint8_t>((code >> 4) << s.high_shift);
+        if (f.bits == 5) {
+          rec[detail::fifth_byte(l, c, kk)] |= static_cast<uint8_t>((code >> 4) << detail::fifth_shift(c, kk));
+        }
       }
     }
   }

@@ -22,10 +22,23 @@ SLAB_AVX2_KQUANT inline __m256 load_i8x8(const uint8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
 
+// Byte i of the result is 0x10 where bit i of `bits` is set.
+SLAB_AVX2_KQUANT inline __m256i spread_bits(uint32_t bits) {
+  // Byte i takes byte i / 8 of `bits` (vpshufb works within 128-bit halves: the upper half's
+  // bytes 16..31 need bytes 2 and 3), then keeps its own bit.
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(bits)),
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i select = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
 // MR rows × panel q; FP32 totals in `total` [MR][16] (L1) across the activation blocks.
 template <int MR, int BITS>
 SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
   constexpr int kBlocks = kKQuantSuperK / kQuantActBlock;
+  constexpr bool kMins = kquant_has_mins(BITS);
   const KQuantLayout l = kquant_layout(BITS);
   const uint8_t* panel = t.panel + static_cast<size_t>(q) * t.panel_stride;
   const __m256i ones = _mm256_set1_epi16(1);
@@ -40,7 +53,7 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
       uint16_t h;
       std::memcpy(&h, rec + l.d + 2 * c, 2);
       d[c] = f16_to_f32(h);
-      if constexpr (BITS == 4) {
+      if constexpr (kMins) {
         std::memcpy(&h, rec + l.dmin + 2 * c, 2);
         dmin[c] = f16_to_f32(h);
       }
@@ -56,7 +69,7 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
       __m256 s0[2], s1[2], o[2];
       for (int h = 0; h < 2; ++h) {
         const __m256 dv = _mm256_load_ps(d + 8 * h);
-        if constexpr (BITS == 4) {
+        if constexpr (kMins) {
           s0[h] = _mm256_mul_ps(dv, load_u8x8(rec + l.scales + 16 * lb + 8 * h));
           o[h] = _mm256_mul_ps(_mm256_load_ps(dmin + 8 * h), load_u8x8(rec + l.mins + 16 * lb + 8 * h));
         } else {
@@ -66,7 +79,7 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
       }
       __m256i acc[MR][2];
       for (int r = 0; r < MR; ++r) {
-        const __m256i start = _mm256_set1_epi32(BITS == 4 ? 0 : -32 * t.xqhalf[b * t.ldxs + r]);
+        const __m256i start = _mm256_set1_epi32(kMins ? 0 : -32 * t.xqhalf[b * t.ldxs + r]);
         acc[r][0] = acc[r][1] = start;
       }
       for (int i = 0; i < 4; ++i) {
@@ -82,6 +95,11 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
             const __m256i top = h == 0 ? hb : _mm256_srli_epi16(hb, 4);
             lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(top, low2), 4));
             hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(top, next2), 2));
+          }
+          if constexpr (BITS == 5) {  // lane bytes 32h..32h+31: bits 32h.. of the step's two masks
+            const uint8_t* fifth = rec + l.high + 16 * static_cast<size_t>(s) + 4 * h;
+            lo = _mm256_or_si256(lo, spread_bits(load_u32(fifth)));
+            hi = _mm256_or_si256(hi, spread_bits(load_u32(fifth + 8)));
           }
 #pragma GCC unroll 4
           for (int r = 0; r < MR; ++r) {
@@ -114,7 +132,7 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
         for (int h = 0; h < 2; ++h) {
           const __m256 sum = _mm256_cvtepi32_ps(acc[r][h]);
           __m256 v = _mm256_load_ps(total[r] + 8 * h);
-          if constexpr (BITS == 4) {
+          if constexpr (kMins) {
             const __m256 inner =
                 _mm256_fnmadd_ps(o[h], _mm256_set1_ps(static_cast<float>(t.xqsum[rb])), _mm256_mul_ps(s0[h], sum));
             v = _mm256_fmadd_ps(xscale, inner, v);
@@ -130,14 +148,15 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
 }
 
 using PanelFn = void (*)(const QuantTile&, int, float*);
-// [bits == 6][mr - 1]
-constexpr PanelFn kPanels[2][4] = {{kquant_panel<1, 4>, kquant_panel<2, 4>, kquant_panel<3, 4>, kquant_panel<4, 4>},
+// [bits - 4][mr - 1]
+constexpr PanelFn kPanels[3][4] = {{kquant_panel<1, 4>, kquant_panel<2, 4>, kquant_panel<3, 4>, kquant_panel<4, 4>},
+                                   {kquant_panel<1, 5>, kquant_panel<2, 5>, kquant_panel<3, 5>, kquant_panel<4, 5>},
                                    {kquant_panel<1, 6>, kquant_panel<2, 6>, kquant_panel<3, 6>, kquant_panel<4, 6>}};
 
 }  // namespace
 
 void kquant_tile_avx2(const QuantTile& t) {
-  for (int q = 0; q < t.np; ++q) kPanels[t.bits == 6][t.mr - 1](t, q, t.out + 16 * q);
+  for (int q = 0; q < t.np; ++q) kPanels[t.bits - 4][t.mr - 1](t, q, t.out + 16 * q);
 }
 
 }  // namespace slab::kern::detail

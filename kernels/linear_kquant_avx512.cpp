@@ -1,7 +1,7 @@
 // AVX-512 VNNI tile of the K-quant formats (linear_quant.h): a super-block record at a time,
-// nibbles (and 6-bit top bits) to u8 codes in registers, vpdpbusd against INT8 activations, the
-// scalar tile's FP32 epilogue (linear_kquant.cpp) in the same order. Only called after cpuid said
-// avx512 bf16 + vnni (CpuFeatures::has_avx512_quant_kernels()).
+// nibbles (and the top bits of 5- and 6-bit codes) to u8 codes in registers, vpdpbusd against
+// INT8 activations, the scalar tile's FP32 epilogue (linear_kquant.cpp) in the same order. Only
+// called after cpuid said avx512 bf16 + vnni (CpuFeatures::has_avx512_quant_kernels()).
 #include <immintrin.h>
 
 #include <cstdint>
@@ -31,6 +31,7 @@ template <int MR, int NP, int BITS>
 SLAB_AVX512_QUANT void kquant_tile(const QuantTile& t) {
   constexpr bool kSplitHigh = MR <= 2;  // 1-2 rows: two chains per accumulator (linear_quant_avx512)
   constexpr int kBlocks = kKQuantSuperK / kQuantActBlock;
+  constexpr bool kMins = kquant_has_mins(BITS);
   const KQuantLayout l = kquant_layout(BITS);
   // Bytes of the record each block's pass walks, for the prefetches: the record read evenly.
   const size_t block_bytes = l.record / kBlocks;
@@ -39,7 +40,7 @@ SLAB_AVX512_QUANT void kquant_tile(const QuantTile& t) {
     for (int q = 0; q < NP; ++q) total[r][q] = _mm512_setzero_ps();
   }
   const __m512i nibble = _mm512_set1_epi8(0x0f);
-  const __m512i low2 = _mm512_set1_epi8(0x03), next2 = _mm512_set1_epi8(0x0c);
+  const __m512i low2 = _mm512_set1_epi8(0x03), next2 = _mm512_set1_epi8(0x0c), bit4 = _mm512_set1_epi8(0x10);
   for (int sb = 0; sb < t.super_blocks; ++sb) {
     const uint8_t* rec[NP];
 #pragma GCC unroll 2
@@ -71,7 +72,7 @@ SLAB_AVX512_QUANT void kquant_tile(const QuantTile& t) {
 #pragma GCC unroll 2
       for (int q = 0; q < NP; ++q) {
         const __m512 dq = load_f16x16(rec[q] + l.d);
-        if constexpr (BITS == 4) {
+        if constexpr (kMins) {
           s0[q] = _mm512_mul_ps(dq, load_u8x16(rec[q] + l.scales + 16 * static_cast<size_t>(lb)));
           o[q] =
               _mm512_mul_ps(load_f16x16(rec[q] + l.dmin), load_u8x16(rec[q] + l.mins + 16 * static_cast<size_t>(lb)));
@@ -83,7 +84,7 @@ SLAB_AVX512_QUANT void kquant_tile(const QuantTile& t) {
       __m512i acc[MR][NP], acc_high[kSplitHigh ? MR : 1][NP];
 #pragma GCC unroll 4
       for (int r = 0; r < MR; ++r) {
-        const __m512i start = _mm512_set1_epi32(BITS == 4 ? 0 : -32 * xqhalf[r]);
+        const __m512i start = _mm512_set1_epi32(kMins ? 0 : -32 * xqhalf[r]);
 #pragma GCC unroll 2
         for (int q = 0; q < NP; ++q) acc[r][q] = start;
       }
@@ -106,6 +107,11 @@ SLAB_AVX512_QUANT void kquant_tile(const QuantTile& t) {
             const __m512i hh = _mm512_inserti64x4(_mm512_castsi256_si512(h), _mm256_srli_epi16(h, 4), 1);
             lo[q] = _mm512_or_si512(lo[q], _mm512_slli_epi32(_mm512_and_si512(hh, low2), 4));
             hi[q] = _mm512_or_si512(hi[q], _mm512_slli_epi32(_mm512_and_si512(hh, next2), 2));
+          }
+          if constexpr (BITS == 5) {  // bit 4 added where the step's masks say
+            const uint8_t* fifth = rec[q] + l.high + 16 * static_cast<size_t>(s);
+            lo[q] = _mm512_mask_add_epi8(lo[q], _cvtu64_mask64(load_u64(fifth)), lo[q], bit4);
+            hi[q] = _mm512_mask_add_epi8(hi[q], _cvtu64_mask64(load_u64(fifth + 8)), hi[q], bit4);
           }
         }
         nibble_step<MR, NP, kSplitHigh>(acc, acc_high, lo, hi, xk, t.ldxq);
@@ -136,7 +142,7 @@ SLAB_AVX512_QUANT void kquant_tile(const QuantTile& t) {
         for (int q = 0; q < NP; ++q) {
           __m512i sum = acc[r][q];
           if constexpr (kSplitHigh) sum = _mm512_add_epi32(sum, acc_high[r][q]);
-          if constexpr (BITS == 4) {
+          if constexpr (kMins) {
             const __m512 inner = _mm512_fnmadd_ps(o[q], _mm512_set1_ps(static_cast<float>(xqsum[r])),
                                                   _mm512_mul_ps(s0[q], _mm512_cvtepi32_ps(sum)));
             total[r][q] = _mm512_fmadd_ps(xscale, inner, total[r][q]);
@@ -154,14 +160,16 @@ SLAB_AVX512_QUANT void kquant_tile(const QuantTile& t) {
 }
 
 using TileFn = void (*)(const QuantTile&);
-// [bits == 6][np - 1][mr - 1]
+// [bits - 4][np - 1][mr - 1]
 #define SLAB_KQ_ROWS(NP, BITS) \
   { kquant_tile<1, NP, BITS>, kquant_tile<2, NP, BITS>, kquant_tile<3, NP, BITS>, kquant_tile<4, NP, BITS> }
-constexpr TileFn kTiles[2][2][4] = {{SLAB_KQ_ROWS(1, 4), SLAB_KQ_ROWS(2, 4)}, {SLAB_KQ_ROWS(1, 6), SLAB_KQ_ROWS(2, 6)}};
+constexpr TileFn kTiles[3][2][4] = {{SLAB_KQ_ROWS(1, 4), SLAB_KQ_ROWS(2, 4)},
+                                    {SLAB_KQ_ROWS(1, 5), SLAB_KQ_ROWS(2, 5)},
+                                    {SLAB_KQ_ROWS(1, 6), SLAB_KQ_ROWS(2, 6)}};
 #undef SLAB_KQ_ROWS
 
 }  // namespace
 
-void kquant_tile_avx512(const QuantTile& t) { kTiles[t.bits == 6][t.np - 1][t.mr - 1](t); }
+void kquant_tile_avx512(const QuantTile& t) { kTiles[t.bits - 4][t.np - 1][t.mr - 1](t); }
 
 }  // namespace slab::kern::detail

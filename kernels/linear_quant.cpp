@@ -432,12 +432,12 @@ void check_args(const QuantLinearArgs& a) {
 
 void check_quant_format(const QuantFormat& f) {
   if (f.k_quant) {
-    const QuantFormat q4 = kquant4_format(), q6 = kquant6_format();
     const auto same = [&f](const QuantFormat& o) {
       return f.bits == o.bits && f.group == o.group && f.zero_point == o.zero_point;
     };
-    if (!same(q4) && !same(q6))
-      throw std::invalid_argument("quant format: K-quant formats are {4, 32, mins} or {6, 16}");
+    if (!same(kquant4_format()) && !same(kquant5_format()) && !same(kquant6_format())) {
+      throw std::invalid_argument("quant format: K-quant formats are {4, 32, mins}, {5, 32, mins} or {6, 16}");
+    }
     return;
   }
   if ((f.bits != 4 && f.bits != 8) || (f.group != 0 && f.group != 32 && f.group != 128)) {

@@ -57,20 +57,24 @@
 // over the whole of K for all rows at once; M > 8 pairs of panels (32 columns) over the whole of
 // K, the row tiles (6 rows W8, 4 rows W4) passing over the pair while it stays in L2.
 //
-// K-quant formats (QuantFormat::k_quant): GGUF's Q4_K and Q6_K kept in their own structure, so a
-// file's bytes per weight stay what they are (4.625 and 6.625 packed, against 4.5 and 6.5625 in
-// the file; repacked as W4/W8 g32 they took 5 and 8.5). Codes and scales live in super-blocks of
-// kKQuantSuperK elements of K with FP16 super-scales (exact: the file's own halves):
-//   4-bit (Q4_K): w = d·sc[g]·code − dmin·m[g], sc and m 0..63 per group of 32, code 0..15;
+// K-quant formats (QuantFormat::k_quant): GGUF's Q4_K, Q5_K and Q6_K kept in their own structure,
+// so a file's bytes per weight stay what they are (4.625, 5.625 and 6.625 packed, against 4.5, 5.5
+// and 6.5625 in the file; repacked as W4/W8 g32 they took 5, 9 and 8.5). Codes and scales live in
+// super-blocks of kKQuantSuperK elements of K with FP16 super-scales (exact: the file's halves):
+//   4-bit (Q4_K), 5-bit (Q5_K): w = d·sc[g]·code − dmin·m[g], sc and m 0..63 per group of 32,
+//                               code 0..15 / 0..31;
 //   6-bit (Q6_K): w = d·sc[j]·(code − 32), sc int8 per sub-group of 16, code 0..63.
 // A panel is its super-blocks' records one after another (one stream; detail::kquant_layout):
 //   nibbles: 32 steps of 64 bytes, as W4 (low nibble k = 8s + j, high nibble 8s + 4 + j);
+//   5-bit only, fifth bits: 32 steps of 16 bytes, two 64-bit masks: bit i of the first is the top
+//     bit of lane byte i's low-nibble code, of the second its high-nibble code's;
 //   6-bit only, high bits: 32 steps of 32 bytes; byte i holds the top two bits of lane byte i
 //     (bits 0-1 its low-nibble code, 2-3 its high-nibble code) and of lane byte i + 32 (bits 4-7);
-//   d[16] FP16, 4-bit: dmin[16] FP16; sub-scales [groups][16]; 4-bit: mins [8][16]; padding to 64.
+//   d[16] FP16, 4/5-bit: dmin[16] FP16; sub-scales [groups][16]; 4/5-bit: mins [8][16]; padding
+//   to 64.
 // They always take INT8 activations (the blocks of 32 above), at every M. Per block b of 32,
 // with dot = Σ xq·code over the block (integers, exact):
-//   4-bit: total = fma(xscale, fma(−dmin·m, Σxq, (d·sc)·dot), total)
+//   4/5-bit: total = fma(xscale, fma(−dmin·m, Σxq, (d·sc)·dot), total)
 //   6-bit: per half j of the block (16 elements, dot_j − 32·Σxq_j exact):
 //          total = fma(xscale·(d·sc[j]), dot_j − 32·Σxq_j, total), first half first.
 // The products d·sc and dmin·m are exact in FP32; every ISA rounds the same operations.
@@ -90,12 +94,13 @@ inline constexpr int kQuantActBlock = 32;   // M > 8: elements of K per INT8 act
 inline constexpr int kKQuantSuperK = 256;   // K-quant formats: elements of K per super-block
 
 struct QuantFormat {
-  int bits = 8;             // 8 or 4; 4 or 6 with k_quant
+  int bits = 8;             // 8 or 4; 4, 5 or 6 with k_quant
   int group = 0;            // 32 or 128 along K; 0: one group per output channel (k_quant: 32 or 16)
   bool zero_point = false;  // a stored zero per group; else 128 (W8) / 8 (W4); k_quant: the mins
-  bool k_quant = false;     // super-block layout (above): {4, 32, true} Q4_K, {6, 16, false} Q6_K
+  bool k_quant = false;     // super-block layout (above): {4|5, 32, true} Q4_K/Q5_K, {6, 16, false} Q6_K
 };
 inline QuantFormat kquant4_format() { return {4, 32, true, true}; }
+inline QuantFormat kquant5_format() { return {5, 32, true, true}; }
 inline QuantFormat kquant6_format() { return {6, 16, false, true}; }
 
 // Shape helpers of the packed form.
@@ -131,12 +136,12 @@ void pack_quant_linear_codes(uint8_t* dst, const QuantFormat& f, const uint8_t* 
 // K-quant weights from a checkpoint's fields (GGUF Q4_K / Q6_K blocks). k a multiple of
 // kKQuantSuperK, else std::invalid_argument; so are codes or scales out of range.
 struct KQuantSource {
-  const uint8_t* codes = nullptr;  // [n][ldc]: 0..15 (4-bit) or 0..63 (6-bit)
+  const uint8_t* codes = nullptr;  // [n][ldc]: 0..15, 0..31 or 0..63 (4, 5 or 6 bits)
   size_t ldc = 0;
   const uint16_t* d = nullptr;     // [n][k / 256] FP16 bits: the super-block scale
-  const uint16_t* dmin = nullptr;  // [n][k / 256] FP16 bits (4-bit): the super-block min scale
-  const int8_t* scales = nullptr;  // [n][k / group]: 0..63 (4-bit) or any int8 (6-bit)
-  const uint8_t* mins = nullptr;   // [n][k / 32] 0..63 (4-bit)
+  const uint16_t* dmin = nullptr;  // [n][k / 256] FP16 bits (4/5-bit): the super-block min scale
+  const int8_t* scales = nullptr;  // [n][k / group]: 0..63 (4/5-bit) or any int8 (6-bit)
+  const uint8_t* mins = nullptr;   // [n][k / 32] 0..63 (4/5-bit)
 };
 void pack_kquant_linear(uint8_t* dst, const QuantFormat& f, const KQuantSource& src, int n, int k);
 

@@ -57,22 +57,23 @@ struct QuantTile {
 
 // Byte offsets inside one K-quant super-block record of a panel (linear_quant.h).
 struct KQuantLayout {
-  size_t high = 0;    // 6-bit: 32 steps of 32 bytes after the nibbles
+  size_t high = 0;    // 5-bit: 32 steps of 16 bytes, 6-bit: of 32 bytes, after the nibbles
   size_t d = 0;       // 16 FP16
-  size_t dmin = 0;    // 4-bit: 16 FP16
+  size_t dmin = 0;    // 4/5-bit: 16 FP16
   size_t scales = 0;  // [groups per super-block][16]
-  size_t mins = 0;    // 4-bit: [8][16]
+  size_t mins = 0;    // 4/5-bit: [8][16]
   size_t record = 0;  // the whole record, a multiple of 64
 };
 inline KQuantLayout kquant_layout(int bits) {
   constexpr size_t kNibbles = 32 * 64;
   KQuantLayout l;
-  if (bits == 4) {
-    l.d = kNibbles;
+  if (bits != 6) {
+    l.high = kNibbles;
+    l.d = bits == 5 ? l.high + 32 * 16 : kNibbles;
     l.dmin = l.d + 32;
     l.scales = l.dmin + 32;
     l.mins = l.scales + 8 * 16;
-    l.record = l.mins + 8 * 16;  // 2368
+    l.record = l.mins + 8 * 16;  // 2368 (4-bit), 2880 (5-bit)
   } else {
     l.high = kNibbles;
     l.d = l.high + 32 * 32;
@@ -117,6 +118,8 @@ void quant_batch_tile_scalar(const QuantTile& t);
 void quant_batch_tile_avx2(const QuantTile& t);
 void quant_batch_tile_avx512(const QuantTile& t);
 // K-quant tiles (kernels/linear_kquant*.cpp): INT8 activations, any M, up to 4 rows and 2 panels.
+// Bits 4 and 5 share the min-offset arithmetic, 6 has the sub-groups of 16.
+constexpr bool kquant_has_mins(int bits) { return bits != 6; }
 void kquant_tile_scalar(const QuantTile& t);
 void kquant_tile_avx2(const QuantTile& t);
 void kquant_tile_avx512(const QuantTile& t);

@@ -53,17 +53,7 @@ void k_scale_min(const uint8_t* packed, int group, int& scale, int& min) {
 // Q4_K and Q5_K: 256 elements in four runs of 64; each run's 32 bytes of nibbles hold group 2r
 // in the low nibbles and group 2r+1 in the high ones. `fifth_bits` (Q5_K) has one byte per
 // position in a run, bit 2r for the low group and bit 2r+1 for the high group.
-void codes_k_block(const uint8_t* block, const uint8_t* fifth_bits, const uint8_t* nibbles, uint8_t* codes,
-                   float* slope, float* offset) {
-  const float d = half_at(block);
-  const float dmin = half_at(block + 2);
-  const uint8_t* scales = block + 4;
-  for (int group = 0; group < 8; ++group) {
-    int sc, mn;
-    k_scale_min(scales, group, sc, mn);
-    slope[group] = d * static_cast<float>(sc);
-    offset[group] = -(dmin * static_cast<float>(mn));
-  }
+void k_block_codes(const uint8_t* fifth_bits, const uint8_t* nibbles, uint8_t* codes) {
   for (int run = 0; run < 4; ++run) {
     const uint8_t* q = nibbles + 32 * run;
     for (int l = 0; l < 32; ++l) {
@@ -76,6 +66,34 @@ void codes_k_block(const uint8_t* block, const uint8_t* fifth_bits, const uint8_
       codes[64 * run + l] = static_cast<uint8_t>(lo);
       codes[64 * run + 32 + l] = static_cast<uint8_t>(hi);
     }
+  }
+}
+
+void codes_k_block(const uint8_t* block, const uint8_t* fifth_bits, const uint8_t* nibbles, uint8_t* codes,
+                   float* slope, float* offset) {
+  const float d = half_at(block);
+  const float dmin = half_at(block + 2);
+  for (int group = 0; group < 8; ++group) {
+    int sc, mn;
+    k_scale_min(block + 4, group, sc, mn);
+    slope[group] = d * static_cast<float>(sc);
+    offset[group] = -(dmin * static_cast<float>(mn));
+  }
+  k_block_codes(fifth_bits, nibbles, codes);
+}
+
+// Q4_K / Q5_K field by field (fifth bits null for Q4_K).
+void fields_k(const uint8_t* blocks, size_t block_count, size_t block_bytes, bool five, const KQuantFields& out) {
+  for (size_t b = 0; b < block_count; ++b, blocks += block_bytes) {
+    std::memcpy(out.d + b, blocks, 2);
+    std::memcpy(out.dmin + b, blocks + 2, 2);
+    for (int g = 0; g < 8; ++g) {
+      int scale = 0, min = 0;
+      k_scale_min(blocks + 4, g, scale, min);
+      out.scales[8 * b + static_cast<size_t>(g)] = static_cast<int8_t>(scale);
+      out.mins[8 * b + static_cast<size_t>(g)] = static_cast<uint8_t>(min);
+    }
+    k_block_codes(five ? blocks + 16 : nullptr, blocks + (five ? 48 : 16), out.codes + 256 * b);
   }
 }
 
@@ -150,24 +168,10 @@ void codes_q5_k(const uint8_t* blocks, size_t block_count, const BlockCodes& out
 }
 
 void fields_q4_k(const uint8_t* blocks, size_t block_count, const KQuantFields& out) {
-  for (size_t b = 0; b < block_count; ++b, blocks += 144) {
-    std::memcpy(out.d + b, blocks, 2);
-    std::memcpy(out.dmin + b, blocks + 2, 2);
-    for (int g = 0; g < 8; ++g) {
-      int scale = 0, min = 0;
-      k_scale_min(blocks + 4, g, scale, min);
-      out.scales[8 * b + static_cast<size_t>(g)] = static_cast<int8_t>(scale);
-      out.mins[8 * b + static_cast<size_t>(g)] = static_cast<uint8_t>(min);
-    }
-    const uint8_t* qs = blocks + 16;
-    uint8_t* codes = out.codes + 256 * b;
-    for (int run = 0; run < 4; ++run) {
-      for (int l = 0; l < 32; ++l) {
-        codes[64 * run + l] = qs[32 * run + l] & 0x0f;
-        codes[64 * run + 32 + l] = qs[32 * run + l] >> 4;
-      }
-    }
-  }
+  fields_k(blocks, block_count, 144, false, out);
+}
+void fields_q5_k(const uint8_t* blocks, size_t block_count, const KQuantFields& out) {
+  fields_k(blocks, block_count, 176, true, out);
 }
 
 // Layout as dequantize_q6_k below reads it; element e of a block has scale e / 16.

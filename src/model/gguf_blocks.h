@@ -43,18 +43,19 @@ void codes_q5_1(const uint8_t* blocks, size_t block_count, const BlockCodes& out
 void codes_q4_k(const uint8_t* blocks, size_t block_count, const BlockCodes& out);
 void codes_q5_k(const uint8_t* blocks, size_t block_count, const BlockCodes& out);
 
-// Q4_K and Q6_K blocks field by field, for the kernels' K-quant layout (kernels/linear_quant.h)
-// which keeps them as they are. Per block: 256 codes (Q4_K 0..15, Q6_K 0..63, element order),
-// d (FP16 bits), Q4_K dmin, scales (Q4_K 8 of 0..63 per 32 elements, Q6_K 16 int8 per 16), Q4_K
-// 8 mins (0..63).
+// Q4_K, Q5_K and Q6_K blocks field by field, for the kernels' K-quant layout
+// (kernels/linear_quant.h) which keeps them as they are. Per block: 256 codes (Q4_K 0..15, Q5_K
+// 0..31, Q6_K 0..63, element order), d (FP16 bits), Q4_K/Q5_K dmin, scales (8 of 0..63 per 32
+// elements, Q6_K 16 int8 per 16), Q4_K/Q5_K 8 mins (0..63).
 struct KQuantFields {
   uint8_t* codes = nullptr;  // block_count * 256
   uint16_t* d = nullptr;     // block_count
-  uint16_t* dmin = nullptr;  // block_count (Q4_K)
-  int8_t* scales = nullptr;  // block_count * 8 (Q4_K) or 16 (Q6_K)
-  uint8_t* mins = nullptr;   // block_count * 8 (Q4_K)
+  uint16_t* dmin = nullptr;  // block_count (Q4_K, Q5_K)
+  int8_t* scales = nullptr;  // block_count * 8 (Q4_K, Q5_K) or 16 (Q6_K)
+  uint8_t* mins = nullptr;   // block_count * 8 (Q4_K, Q5_K)
 };
 void fields_q4_k(const uint8_t* blocks, size_t block_count, const KQuantFields& out);
+void fields_q5_k(const uint8_t* blocks, size_t block_count, const KQuantFields& out);
 void fields_q6_k(const uint8_t* blocks, size_t block_count, const KQuantFields& out);
 
 void dequantize_q8_0(const uint8_t* blocks, size_t block_count, float* out);

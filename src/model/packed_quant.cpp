@@ -152,7 +152,9 @@ std::optional<kern::QuantFormat> rtn_quant_format(WeightQuantization q) {
 }
 
 std::string quant_format_name(const kern::QuantFormat& f) {
-  if (f.k_quant) return f.bits == 4 ? "K-quant 4-bit (Q4_K)" : "K-quant 6-bit (Q6_K)";
+  if (f.k_quant) {
+    return "K-quant " + std::to_string(f.bits) + "-bit (Q" + std::to_string(f.bits) + "_K)";
+  }
   std::string s = "W";
   s += std::to_string(f.bits);
   if (f.group == 0) {
@@ -189,26 +191,28 @@ bool uniform_per_128(const TensorView& p) {
   return true;
 }
 
-// The K-quant layout that holds every part as it is, if they are all Q4_K or all Q6_K.
+// The K-quant layout that holds every part as it is, if they are all Q4_K, all Q5_K or all Q6_K.
 std::optional<kern::QuantFormat> kquant_format_of(const std::vector<TensorView>& parts) {
   const BlockFormat first = parts.front().block_format;
-  if (first != BlockFormat::q4_k && first != BlockFormat::q6_k) return std::nullopt;
+  if (first != BlockFormat::q4_k && first != BlockFormat::q5_k && first != BlockFormat::q6_k) return std::nullopt;
   for (const TensorView& p : parts) {
     if (p.block_format != first || p.shape.size() != 2 || p.shape[1] % kern::kKQuantSuperK != 0) return std::nullopt;
   }
-  return first == BlockFormat::q4_k ? kern::kquant4_format() : kern::kquant6_format();
+  if (first == BlockFormat::q4_k) return kern::kquant4_format();
+  return first == BlockFormat::q5_k ? kern::kquant5_format() : kern::kquant6_format();
 }
 
-// Parts all Q4_K or all Q6_K, field by field into the K-quant layout.
+// Parts all Q4_K, all Q5_K or all Q6_K, field by field into the K-quant layout.
 void pack_kquant_blocks(uint8_t* dst, const std::vector<TensorView>& parts, int k, const kern::QuantFormat& f) {
   int n = 0;
   for (const TensorView& p : parts) n += static_cast<int>(p.shape[0]);
   const size_t sbs = static_cast<size_t>(k / kern::kKQuantSuperK), rows = static_cast<size_t>(n);
-  const size_t per_block = f.bits == 4 ? 8 : 16;  // sub-scales per super-block
+  const bool mins = f.bits != 6;           // Q4_K, Q5_K
+  const size_t per_block = mins ? 8 : 16;  // sub-scales per super-block
   std::vector<uint8_t> codes(rows * static_cast<size_t>(k));
-  std::vector<uint16_t> d(rows * sbs), dmin(f.bits == 4 ? rows * sbs : 0);
+  std::vector<uint16_t> d(rows * sbs), dmin(mins ? rows * sbs : 0);
   std::vector<int8_t> scales(rows * sbs * per_block);
-  std::vector<uint8_t> mins(f.bits == 4 ? rows * sbs * 8 : 0);
+  std::vector<uint8_t> mins_of(mins ? rows * sbs * 8 : 0);
   size_t block = 0;
   for (const TensorView& p : parts) {
     const size_t count = static_cast<size_t>(p.shape[0]) * sbs;
@@ -216,10 +220,10 @@ void pack_kquant_blocks(uint8_t* dst, const std::vector<TensorView>& parts, int 
     out.codes = codes.data() + block * kern::kKQuantSuperK;
     out.d = d.data() + block;
     out.scales = scales.data() + block * per_block;
-    if (f.bits == 4) {
+    if (mins) {
       out.dmin = dmin.data() + block;
-      out.mins = mins.data() + block * 8;
-      gguf::fields_q4_k(p.blocks, count, out);
+      out.mins = mins_of.data() + block * 8;
+      (f.bits == 4 ? gguf::fields_q4_k : gguf::fields_q5_k)(p.blocks, count, out);
     } else {
       gguf::fields_q6_k(p.blocks, count, out);
     }
@@ -229,9 +233,9 @@ void pack_kquant_blocks(uint8_t* dst, const std::vector<TensorView>& parts, int 
   src.codes = codes.data();
   src.ldc = static_cast<size_t>(k);
   src.d = d.data();
-  src.dmin = f.bits == 4 ? dmin.data() : nullptr;
+  src.dmin = mins ? dmin.data() : nullptr;
   src.scales = scales.data();
-  src.mins = f.bits == 4 ? mins.data() : nullptr;
+  src.mins = mins ? mins_of.data() : nullptr;
   kern::pack_kquant_linear(dst, f, src, n, k);
 }
 

@@ -4,9 +4,10 @@
 // GGUF file's quantized blocks. Every 32 elements of a block format are codes under one affine map
 // y = d·code + offset (model/gguf_blocks.h), which is the kernels' y = scale·(code − zero) with
 // scale d and zero −offset/d: Q4_0 is W4 g32 symmetric (zero 8), Q8_0 and Q5_0 W8 g32 symmetric;
-// Q4_1 (a free minimum) W4 g32 with zero points, Q5_1 and Q5_K W8 g32 with zero points.
+// Q4_1 (a free minimum) W4 g32 with zero points, Q5_1 W8 g32 with zero points.
 // Only the FP16 block scale (and the zero) are rounded to BF16, a relative error of at most 2^-8.
-// Matrices all Q4_K or all Q6_K keep their super-blocks: the kernels' K-quant formats, exact.
+// Matrices all Q4_K, all Q5_K or all Q6_K keep their super-blocks: the kernels' K-quant formats,
+// exact.
 // Q6_K stacked with another type (a Q4_K_M QKV) is requantized to W8 g32 round-to-nearest from its
 // values (8 bits for its 6: at most 1/254 of the group's largest value), the Q4_K parts there W8
 // g32 with zero points.
@@ -39,8 +40,8 @@ std::optional<kern::QuantFormat> rtn_quant_format(WeightQuantization q);
 // "W8 per-channel", "W4 g32", "W4 g128 zero-point"...
 std::string quant_format_name(const kern::QuantFormat& f);
 
-// The format stacked block parts repack into: the K-quant 4-bit (6-bit) format when all are Q4_K
-// (Q6_K); W4 g32 when all have 4-bit codes (Q4_0, Q4_1, Q4_K), else W8 g32 (a 4- or 5-bit code is an exact W8 code); with zero points when some part
+// The format stacked block parts repack into: the K-quant 4-, 5- or 6-bit format when all are
+// Q4_K, Q5_K or Q6_K; W4 g32 when all have 4-bit codes (Q4_0, Q4_1, Q4_K), else W8 g32 (a 4- or 5-bit code is an exact W8 code); with zero points when some part
 // has a free minimum (Q4_1, Q5_1, Q4_K, Q5_K). W4 g128 with zero points when all are AWQ blocks
 // with one map per 128 elements (AWQ group_size 128). nullopt when some part has no blocks.
 std::optional<kern::QuantFormat> block_repack_format(const std::vector<TensorView>& parts);

@@ -162,7 +162,7 @@ TEST_CASE("gguf blocks of every format repack for the INT8/INT4 kernels within B
       {"Q5_0", BlockFormat::q5_0, 32, 22, 8, 32, false, false},
       {"Q5_1", BlockFormat::q5_1, 32, 24, 8, 32, true, false},
       {"Q4_K", BlockFormat::q4_k, 256, 144, 4, 32, true, true},
-      {"Q5_K", BlockFormat::q5_k, 256, 176, 8, 32, true, false},
+      {"Q5_K", BlockFormat::q5_k, 256, 176, 5, 32, true, true},
       {"Q6_K", BlockFormat::q6_k, 256, 210, 6, 16, false, true},
   };
   for (const Case& c : cases) {

@@ -1,6 +1,6 @@
-// K-quant formats of the quantized linear (GGUF Q4_K / Q6_K kept in super-blocks) against
+// K-quant formats of the quantized linear (GGUF Q4_K / Q5_K / Q6_K kept in super-blocks) against
 // references written here from the documented formulas, not from the kernel's helpers:
-//   4-bit: w = d·sc[g]·code − dmin·m[g] (groups of 32);  6-bit: w = d·sc[j]·(code − 32) (16s);
+//   4/5-bit: w = d·sc[g]·code − dmin·m[g] (groups of 32);  6-bit: w = d·sc[j]·(code − 32) (16s);
 // in double, with the activations quantized to INT8 per block of 32 by the documented rule. The
 // integer part is exact and every ISA runs the scalar tile's FP32 operations, so SIMD results
 // must equal the scalar ones bit for bit.
@@ -54,8 +54,8 @@ struct KMatrix {
 
   KQuantSource source() const {
     return {codes.data(),  static_cast<size_t>(k),
-            d.data(),      f.bits == 4 ? dmin.data() : nullptr,
-            scales.data(), f.bits == 4 ? mins.data() : nullptr};
+            d.data(),      f.bits != 6 ? dmin.data() : nullptr,
+            scales.data(), f.bits != 6 ? mins.data() : nullptr};
   }
   void pack() {
     packed.assign(packed_quant_bytes(f, n, k), 0xa5);
@@ -71,7 +71,7 @@ struct KMatrix {
         const size_t g = static_cast<size_t>(r) * groups + static_cast<size_t>(kk / f.group);
         const double code = codes[static_cast<size_t>(r) * k + kk];
         double v = 0.0;
-        if (f.bits == 4) {
+        if (f.bits != 6) {
           const size_t g32 = static_cast<size_t>(r) * (k / 32) + static_cast<size_t>(kk / 32);
           v = half_value(d[sb]) * scales[g] * code - half_value(dmin[sb]) * mins[g32];
           w_terms[static_cast<size_t>(r) * k + kk] =
@@ -91,7 +91,7 @@ KMatrix make_kmatrix(const QuantFormat& f, int n, int k, std::mt19937& rng) {
   q.f = f;
   q.n = n;
   q.k = k;
-  const int top = f.bits == 4 ? 15 : 63;
+  const int top = (1 << f.bits) - 1;
   std::uniform_int_distribution<int> code(0, top), exp(8, 12), frac(0, 1023), six(0, 63), i8(-128, 127);
   q.codes.resize(static_cast<size_t>(n) * k);
   for (auto& c : q.codes) c = static_cast<uint8_t>(code(rng));
@@ -100,7 +100,7 @@ KMatrix make_kmatrix(const QuantFormat& f, int n, int k, std::mt19937& rng) {
   for (auto& v : q.d) v = half_bits(exp(rng), frac(rng));
   for (auto& v : q.dmin) v = half_bits(exp(rng), frac(rng));
   q.scales.resize(static_cast<size_t>(n) * (k / f.group));
-  for (auto& s : q.scales) s = static_cast<int8_t>(f.bits == 4 ? six(rng) : i8(rng));
+  for (auto& s : q.scales) s = static_cast<int8_t>(f.bits != 6 ? six(rng) : i8(rng));
   q.mins.resize(static_cast<size_t>(n) * (k / 32));
   for (auto& m : q.mins) m = static_cast<uint8_t>(six(rng));
   q.compute_w();
@@ -179,7 +179,7 @@ void check_reference(const KMatrix& q, const Rows& in, const std::vector<float>&
   }
 }
 
-const QuantFormat kKFormats[] = {kquant4_format(), kquant6_format()};
+const QuantFormat kKFormats[] = {kquant4_format(), kquant5_format(), kquant6_format()};
 
 }  // namespace
 
@@ -187,7 +187,7 @@ TEST_CASE("K-quant packing keeps every code, scale and min: dequantized rows equ
   std::mt19937 rng(5);
   for (const QuantFormat& f : kKFormats) {
     const KMatrix q = make_kmatrix(f, 21, 512, rng);
-    REQUIRE(packed_quant_bytes(f, 21, 512) == 2 * 2 * (f.bits == 4 ? 2368u : 3392u));
+    REQUIRE(packed_quant_bytes(f, 21, 512) == 2 * 2 * (f.bits == 4 ? 2368u : f.bits == 5 ? 2880u : 3392u));
     std::vector<float> w(static_cast<size_t>(q.n) * q.k);
     dequantize_quant_linear(w.data(), static_cast<size_t>(q.k), q.packed.data(), f, q.n, q.k);
     for (size_t i = 0; i < w.size(); ++i) {
@@ -254,7 +254,7 @@ TEST_CASE("K-quant integer math is exact with unit scales", "[quant][kquant]") {
     KMatrix q = make_kmatrix(f, 33, 512, rng);
     std::fill(q.d.begin(), q.d.end(), half_bits(15, 0));
     std::fill(q.dmin.begin(), q.dmin.end(), half_bits(15, 0));
-    for (auto& s : q.scales) s = static_cast<int8_t>(f.bits == 4 ? 1 : (rng() % 2 ? 1 : -1));
+    for (auto& s : q.scales) s = static_cast<int8_t>(f.bits != 6 ? 1 : (rng() % 2 ? 1 : -1));
     q.compute_w();
     q.pack();
     for (int m : {1, 3, 12}) {
