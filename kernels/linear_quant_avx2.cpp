@@ -135,7 +135,9 @@ SLAB_AVX2 void batch_panel(const QuantTile& t, int q, float* out) {
     for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
     for (int s = b * kBlockSteps; s < (b + 1) * kBlockSteps; ++s) {
       const uint8_t* step = codes + 64 * static_cast<size_t>(s);
-      if (t.stream) _mm_prefetch(reinterpret_cast<const char*>(step) + 4096, _MM_HINT_T0);
+      // Into L2 (T1), as the AVX-512 tiles: the Q4_0 file at --kernels avx2 decoded 39-40 ->
+      // 45 tok/s on Zen 4 against T0 (three alternating rounds, same bandwidth).
+      if (t.stream) _mm_prefetch(reinterpret_cast<const char*>(step) + 4096, _MM_HINT_T1);
       for (int h = 0; h < 2; ++h) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(step + 32 * h));
 #pragma GCC unroll 4
