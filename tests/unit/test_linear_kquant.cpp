@@ -14,28 +14,13 @@
 
 #include "kernels/linear_quant.h"
 #include "kernels/rowwise_bf16.h"
-#include "runtime/cpu_features.h"
+#include "quant_isas.h"
 #include "runtime/thread_pool.h"
 
 using namespace slab;
 using namespace slab::kern;
 
 namespace {
-
-std::vector<Isa> kquant_isas() {
-  std::vector<Isa> v{Isa::scalar};
-  if (cpu_features().has_avx2_kernels()) {
-    v.push_back(Isa::avx2);
-  } else {
-    WARN("avx2 K-quant paths skipped: this CPU lacks avx2/fma/f16c");
-  }
-  if (cpu_features().has_avx512_quant_kernels()) {
-    v.push_back(Isa::avx512_bf16);
-  } else {
-    WARN("avx512 K-quant paths skipped: this CPU lacks avx512 bf16/vnni");
-  }
-  return v;
-}
 
 // A normal FP16 number (1 + frac / 1024) · 2^(exp − 15), as bits and as a double.
 uint16_t half_bits(int exp, int frac) { return static_cast<uint16_t>((exp << 10) | frac); }
@@ -224,7 +209,7 @@ TEST_CASE("K-quant packing refuses what it cannot hold", "[quant][kquant]") {
 
 TEST_CASE("K-quant linear matches the reference on ragged shapes, every ISA the scalar bits", "[quant][kquant]") {
   std::mt19937 rng(2026);
-  const std::vector<Isa> isas = kquant_isas();
+  const std::vector<Isa> isas = test::quant_isas();
   for (const QuantFormat& f : kKFormats) {
     for (auto [n, k] : {std::pair{1, 256}, std::pair{17, 512}, std::pair{40, 768}, std::pair{70, 256}}) {
       const KMatrix q = make_kmatrix(f, n, k, rng);
@@ -267,7 +252,7 @@ TEST_CASE("K-quant integer math is exact with unit scales", "[quant][kquant]") {
           in.x[static_cast<size_t>(r) * in.ldx + c] =
               f32_to_bf16(static_cast<float>(v[static_cast<size_t>(r) * q.k + c]));
       }
-      for (Isa isa : kquant_isas()) {
+      for (Isa isa : test::quant_isas()) {
         const std::vector<float> got = run(q, in, isa, 1);
         for (int r = 0; r < m; ++r) {
           for (int c = 0; c < q.n; ++c) {
@@ -292,7 +277,7 @@ TEST_CASE("K-quant integer math is exact with unit scales", "[quant][kquant]") {
 TEST_CASE("K-quant linear through a pool and fused as SwiGLU gives the single-thread bits", "[quant][kquant]") {
   std::mt19937 rng(31);
   ThreadPool pool({.n_threads = 3});
-  for (Isa isa : kquant_isas()) {
+  for (Isa isa : test::quant_isas()) {
     for (const QuantFormat& f : kKFormats) {
       const int n_out = 160;  // 10 gate panels: runs of 8 and a ragged end
       const KMatrix q = make_kmatrix(f, 2 * n_out, 512, rng);

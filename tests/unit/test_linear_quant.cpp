@@ -23,28 +23,13 @@
 #include "kernels/gated_activation.h"
 #include "kernels/linear_quant.h"
 #include "kernels/rowwise_bf16.h"
-#include "runtime/cpu_features.h"
+#include "quant_isas.h"
 #include "runtime/thread_pool.h"
 
 using namespace slab;
 using namespace slab::kern;
 
 namespace {
-
-std::vector<Isa> quant_isas() {
-  std::vector<Isa> v{Isa::scalar};
-  if (cpu_features().has_avx2_kernels()) {
-    v.push_back(Isa::avx2);
-  } else {
-    WARN("avx2 quantized paths skipped: this CPU lacks avx2/fma/f16c");
-  }
-  if (cpu_features().has_avx512_quant_kernels()) {
-    v.push_back(Isa::avx512_bf16);
-  } else {
-    WARN("avx512 quantized paths skipped: this CPU lacks avx512 bf16/vnni");
-  }
-  return v;
-}
 
 int top_code(const QuantFormat& f) { return (1 << f.bits) - 1; }
 // The documented rule, written out here: INT8 activations above 8 rows, and always for W4.
@@ -432,7 +417,7 @@ TEST_CASE("round-to-nearest quantization round trips within half a step", "[quan
 
 TEST_CASE("quantized linear matches the reference on ragged shapes for every format and ISA", "[quant]") {
   std::mt19937 rng(2024);
-  const std::vector<Isa> isas = quant_isas();
+  const std::vector<Isa> isas = test::quant_isas();
   for (const auto& [f, fractional] : formats_with_fractional_zeros()) {
     for (auto [n, k] : {std::pair{1, 40}, std::pair{17, 200}, std::pair{40, 333}, std::pair{70, 130}}) {
       const QuantMatrix q = make_matrix(f, n, k, rng, fractional);
@@ -461,7 +446,7 @@ TEST_CASE("quantized linear matches the reference on ragged shapes for every for
 
 TEST_CASE("quantized linear epilogues: bias, residual, in place, BF16 out, several threads", "[quant]") {
   std::mt19937 rng(99);
-  const std::vector<Isa> isas = quant_isas();
+  const std::vector<Isa> isas = test::quant_isas();
   const Options variants[] = {
       {true, false, false, false}, {false, true, false, false}, {true, true, false, false},
       {true, false, true, false},  {false, false, false, true}, {true, true, true, false},
@@ -499,7 +484,7 @@ TEST_CASE("batched integer math is exact: power-of-two block scales give the exa
   // result must be the exact Σ_b 2^e_b · d_b. A kernel that used one scale per row, mixed up
   // blocks or lost an integer product fails by at least 1.
   std::mt19937 rng(3);
-  const std::vector<Isa> isas = quant_isas();
+  const std::vector<Isa> isas = test::quant_isas();
   for (auto [f, m] : batched_cases()) {
     const int n = 33, k = 301;
     const int blocks = act_blocks(k);
@@ -556,7 +541,7 @@ TEST_CASE("batched integer math is exact: power-of-two block scales give the exa
 TEST_CASE("quantized linear through a thread pool gives the single-thread bits", "[quant]") {
   std::mt19937 rng(17);
   ThreadPool pool({.n_threads = 3});
-  for (Isa isa : quant_isas()) {
+  for (Isa isa : test::quant_isas()) {
     for (const QuantFormat& f : {QuantFormat{8, 0, false}, QuantFormat{4, 32, false}, QuantFormat{4, 128, true}}) {
       const QuantMatrix q = make_matrix(f, 300, 256, rng);  // 19 panels: runs of 8 and a ragged end
       for (int m : {1, 3, 8, 20}) {
@@ -596,7 +581,7 @@ TEST_CASE("quantized linear through a thread pool gives the single-thread bits",
 TEST_CASE("fused quantized SwiGLU equals the unfused linear followed by act times up, bit for bit", "[quant]") {
   std::mt19937 rng(23);
   ThreadPool pool({.n_threads = 3});
-  for (Isa isa : quant_isas()) {
+  for (Isa isa : test::quant_isas()) {
     for (const QuantFormat& f :
          {QuantFormat{8, 0, false}, QuantFormat{8, 32, true}, QuantFormat{4, 32, false}, QuantFormat{4, 128, true}}) {
       for (int n_out : {48, 112}) {
