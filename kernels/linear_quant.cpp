@@ -307,7 +307,7 @@ template <typename Finish>
 void int8_rows(const QuantLinearArgs& a, const Workspace& ws, const QuantTile& w, const uint8_t* stream_end,
                float* sums, Finish&& finish) {
   const int kp = quant_padded_k(a.w.format, a.w.k);
-  const int tile_rows = detail::batch_tile_rows(a.w.format.bits);
+  const int tile_rows = detail::batch_tile_rows(a.w.format, a.isa);
   for (int row = 0; row < a.m; row += tile_rows) {
     QuantTile t = w;
     t.mr = std::min(tile_rows, a.m - row);

@@ -179,8 +179,7 @@ SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
         // The scales (and zeros) are a second stream per panel, after its codes: a tile ahead
         // (the same panel of the next tile), they wait in L1/L2; without this, the first groups'
         // lines of every panel were misses that the steps waited on.
-        const char* meta =
-            reinterpret_cast<const char*>(tile_scales(t, q, g)) + t.next_tile_bytes;
+        const char* meta = reinterpret_cast<const char*>(tile_scales(t, q, g)) + t.next_tile_bytes;
         if (reinterpret_cast<const uint8_t*>(meta) < t.stream_end) {
           _mm_prefetch(meta, _MM_HINT_T0);
           if (t.zero_point) _mm_prefetch(meta + static_cast<size_t>(t.groups) * 32, _MM_HINT_T0);
@@ -278,23 +277,16 @@ constexpr TileFn kDecodeTiles[2][kQuantDecodeTileRows] = {
     {decode_tile<1, 1>, decode_tile<2, 1>, decode_tile<3, 1>, decode_tile<4, 1>, decode_tile<5, 1>, decode_tile<6, 1>,
      decode_tile<7, 1>, decode_tile<8, 1>},
     {decode_tile<1, 2>, decode_tile<2, 2>, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr}};
-// W4 tiles stop at 4 rows (batch_tile_rows): 6 x 2 spilled (12 + 12 sums, 4 nibble vectors, 2 x).
 // [bits == 4][per channel][np - 1][mr - 1]
-#define SLAB_W8_ROWS(NP, PC)                                                                                \
-  {                                                                                                         \
-    batch_tile<1, NP, 8, PC>, batch_tile<2, NP, 8, PC>, batch_tile<3, NP, 8, PC>, batch_tile<4, NP, 8, PC>, \
-        batch_tile<5, NP, 8, PC>, batch_tile<6, NP, 8, PC>                                                  \
-  }
-#define SLAB_W4_ROWS(NP, PC)                                                                                         \
-  {                                                                                                                  \
-    batch_tile<1, NP, 4, PC>, batch_tile<2, NP, 4, PC>, batch_tile<3, NP, 4, PC>, batch_tile<4, NP, 4, PC>, nullptr, \
-        nullptr                                                                                                      \
+#define SLAB_ROWS(NP, BITS, PC)                                                               \
+  {                                                                                           \
+    batch_tile<1, NP, BITS, PC>, batch_tile<2, NP, BITS, PC>, batch_tile<3, NP, BITS, PC>,    \
+        batch_tile<4, NP, BITS, PC>, batch_tile<5, NP, BITS, PC>, batch_tile<6, NP, BITS, PC> \
   }
 constexpr TileFn kBatchTiles[2][2][2][kQuantBatchTileRows] = {
-    {{SLAB_W8_ROWS(1, false), SLAB_W8_ROWS(2, false)}, {SLAB_W8_ROWS(1, true), SLAB_W8_ROWS(2, true)}},
-    {{SLAB_W4_ROWS(1, false), SLAB_W4_ROWS(2, false)}, {SLAB_W4_ROWS(1, true), SLAB_W4_ROWS(2, true)}}};
-#undef SLAB_W8_ROWS
-#undef SLAB_W4_ROWS
+    {{SLAB_ROWS(1, 8, false), SLAB_ROWS(2, 8, false)}, {SLAB_ROWS(1, 8, true), SLAB_ROWS(2, 8, true)}},
+    {{SLAB_ROWS(1, 4, false), SLAB_ROWS(2, 4, false)}, {SLAB_ROWS(1, 4, true), SLAB_ROWS(2, 4, true)}}};
+#undef SLAB_ROWS
 
 SLAB_AVX512_QUANT inline __mmask16 first_lanes(int valid) {
   if (valid <= 0) return 0;

@@ -14,8 +14,15 @@ namespace slab::kern::detail {
 
 inline constexpr int kQuantDecodeTileRows = 8;  // decode: every row of M <= 8 in one pass
 inline constexpr int kQuantBatchTileRows = 6;   // batched: 6 x 2 INT32 + 6 x 2 FP32 zmm
-// Rows of a batched tile: W4 needs 4 zmm of nibbles per step, so it stops at 4 rows.
-inline int batch_tile_rows(int bits) { return bits == 8 ? kQuantBatchTileRows : 4; }
+// Rows of a batched tile: 6, but 4 for the K-quant tiles (their sub-scale and min vectors take
+// the registers) and for W4 on AVX2 (16 ymm hold 4 rows; its tile runs taller ones 4 rows at a
+// time, so a 6-row tile would be 4 + 2). AVX-512's W4 6 x 2 tile spills a few of its FP32 totals
+// and still ran 4-7 % faster than 4 x 2 (Zen 4, one core and two, M = 16 and 128,
+// bench_linear_quant --kinds w4g32, alternating runs): the nibbles are unpacked once per 6 rows.
+inline int batch_tile_rows(const QuantFormat& f, Isa isa) {
+  if (f.k_quant || (f.bits == 4 && isa == Isa::avx2)) return 4;
+  return kQuantBatchTileRows;
+}
 inline constexpr int kQuantTileCols = 32;  // out row stride of a tile
 
 struct QuantTile {
@@ -32,7 +39,7 @@ struct QuantTile {
   int groups = 1;
   int group_steps = 0;      // 64-byte code steps per group
   bool zero_point = false;  // zeros stored after the scales; else implied_zero(bits)
-  int mr = 1;               // rows 1..kQuantDecodeTileRows (decode) or batch_tile_rows(bits)
+  int mr = 1;               // rows 1..kQuantDecodeTileRows (decode) or batch_tile_rows()
   // Decode (weight-only): BF16 rows padded with zeros to the padded K, FP32 sums per group.
   const bf16_t* x = nullptr;
   size_t ldx = 0;
