@@ -7,7 +7,8 @@ void add_quantization_flags(CLI::App& cmd, api::LoadOptions& load) {
                  "Weights of the linear projections (q/k/v/o, gate/up, down): auto (BF16, but a GGUF file's quantized "
                  "projections and output head run on the INT8/INT4 kernels, repacked from the blocks), none (BF16 "
                  "everywhere), w8 (INT8 per output "
-                 "channel), w8g32 (INT8 groups of 32, the layout of llama.cpp's Q8_0), w4 (INT4 groups of 32), "
+                 "channel; also int8, w8a8), w8g32 (INT8 groups of 32, the layout of llama.cpp's Q8_0), w4 (INT4 "
+                 "groups of 32; also int4, w4a8), "
                  "w4g128 (INT4 groups of 128); these four quantize at load with round-to-nearest. The embedding "
                  "table and the output head stay BF16 unless they are a GGUF file's quantized ones or "
                  "--quantize-lm-head is given")

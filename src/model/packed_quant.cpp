@@ -119,9 +119,11 @@ void row_codes(const uint8_t* blocks, BlockFormat format, int k, const kern::Qua
 std::optional<WeightQuantization> parse_weight_quantization(std::string_view text) {
   if (text == "auto") return WeightQuantization::automatic;
   if (text == "none") return WeightQuantization::none;
-  if (text == "w8") return WeightQuantization::w8;
+  // int8/w8a8 and int4/w4a8: the names vLLM users and the issue tracker use for the same modes
+  // (batched steps always multiply INT8 activations, so W8 is W8A8 and W4 is W4A8 there).
+  if (text == "w8" || text == "int8" || text == "w8a8") return WeightQuantization::w8;
   if (text == "w8g32") return WeightQuantization::w8g32;
-  if (text == "w4") return WeightQuantization::w4;
+  if (text == "w4" || text == "int4" || text == "w4a8") return WeightQuantization::w4;
   if (text == "w4g128") return WeightQuantization::w4g128;
   return std::nullopt;
 }
@@ -138,7 +140,7 @@ const char* weight_quantization_name(WeightQuantization q) {
   return "?";
 }
 
-const char* weight_quantization_choices() { return "auto, none, w8, w8g32, w4 or w4g128"; }
+const char* weight_quantization_choices() { return "auto, none, w8 (int8, w8a8), w8g32, w4 (int4, w4a8) or w4g128"; }
 const char* rtn_quantization_choices() { return "w8, w8g32, w4 or w4g128"; }
 
 std::optional<kern::QuantFormat> rtn_quant_format(WeightQuantization q) {

@@ -188,6 +188,19 @@ TEST_CASE("quantized runner: w8/w8g32/w4/w4g128 logits match the dequantized mod
 // its FP32 one; ours with BF16 activations 4.5 %); measured here decode vs twin <= 4.1 %, prefill
 // (INT8 activations) vs twin <= 13 %; a wrong activation (SiLU for GeLU) moves logits by tens of
 // percent (checked below).
+TEST_CASE("--quantization names: vLLM-style aliases map to the same modes, others are refused", "[quantload]") {
+  CHECK(parse_weight_quantization("int8") == WeightQuantization::w8);
+  CHECK(parse_weight_quantization("w8a8") == WeightQuantization::w8);
+  CHECK(parse_weight_quantization("int4") == WeightQuantization::w4);
+  CHECK(parse_weight_quantization("w4a8") == WeightQuantization::w4);
+  CHECK(parse_weight_quantization("w4g128") == WeightQuantization::w4g128);
+  CHECK(std::string(weight_quantization_name(*parse_weight_quantization("int4"))) == "w4");
+  for (const char* bad : {"", "INT8", "int2", "w4a4", "fp8", "awq"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(parse_weight_quantization(bad).has_value());
+  }
+}
+
 TEST_CASE("quantized runner: gemma3 w8 runs the GeLU-tanh MLP after the quantized gate/up linear", "[quantload]") {
   if (!cpu_features().has_avx2_kernels()) return;
   const Model m = load_model(test::fixtures_dir() / "models" / "gemma3_text");
