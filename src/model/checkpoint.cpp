@@ -28,6 +28,8 @@ const char* block_format_name(BlockFormat format) {
     case BlockFormat::q5_k: return "Q5_K";
     case BlockFormat::q6_k: return "Q6_K";
     case BlockFormat::awq4: return "AWQ 4-bit";
+    case BlockFormat::gptq2: return "GPTQ 2-bit";
+    case BlockFormat::gptq3: return "GPTQ 3-bit";
     case BlockFormat::gptq4: return "GPTQ 4-bit";
     case BlockFormat::gptq8: return "GPTQ 8-bit";
   }
@@ -47,6 +49,8 @@ size_t block_format_row_bytes(BlockFormat format, int64_t cols) {
     case BlockFormat::q5_k: elems = 256, bytes = 176; break;
     case BlockFormat::q6_k: elems = 256, bytes = 210; break;
     case BlockFormat::awq4:
+    case BlockFormat::gptq2:
+    case BlockFormat::gptq3:
     case BlockFormat::gptq4: elems = 32, bytes = 24; break;
     case BlockFormat::gptq8: elems = 32, bytes = 40; break;
   }

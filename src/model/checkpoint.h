@@ -18,10 +18,12 @@ enum class DType { f32, f16, bf16, i32 };
 
 // GGUF block formats the quantized kernels take (model/packed_quant.h repacks them into W8/W4
 // g32: every format but Q6_K without requantizing); see model/gguf_blocks.h for the layouts.
-// awq4, gptq4 and gptq8 are no file's format: the blocks model/prequantized_checkpoint.h makes from
-// an AWQ or GPTQ checkpoint's tensors (32 elements: FP32 slope, FP32 offset, then 16 bytes of
-// nibbles as in Q4_1, 24 bytes; or 32 bytes of 8-bit codes, 40 bytes).
-enum class BlockFormat { none, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, awq4, gptq4, gptq8 };
+// awq4, gptq2/3/4 and gptq8 are no file's format: the blocks model/prequantized_checkpoint.h makes
+// from an AWQ or GPTQ checkpoint's tensors (32 elements: FP32 slope, FP32 offset, then 16 bytes of
+// nibbles as in Q4_1, 24 bytes; or 32 bytes of 8-bit codes, 40 bytes). gptq2 and gptq3 are the
+// same 24-byte blocks as gptq4 (GPTQ's 2- and 3-bit codes held as nibbles, 4 bits a weight): only
+// their names differ, so that the weights line says which GPTQ width took the W4 path.
+enum class BlockFormat { none, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, awq4, gptq2, gptq3, gptq4, gptq8 };
 const char* block_format_name(BlockFormat format);
 // Bytes of one row of `cols` elements (whole blocks) in `format`.
 size_t block_format_row_bytes(BlockFormat format, int64_t cols);

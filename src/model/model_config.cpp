@@ -433,10 +433,10 @@ void validate(const std::string& source, const ModelConfig& c) {
 
 namespace {
 
-// quantization_config: AWQ or GPTQ (4-bit), or a refusal naming the field. A pre-quantized
-// checkpoint keeps its projections in tensors of its own (model/prequantized_checkpoint.h reads
-// AutoAWQ's GEMM layout and GPTQ's). Every other method (bitsandbytes, FP8, compressed-tensors,
-// ...) is refused by name: it used to fail on a missing tensor, or, where the .weight tensors were
+// quantization_config: AWQ (4-bit) or GPTQ (2-, 3-, 4- or 8-bit), or a refusal naming the field. A
+// pre-quantized checkpoint keeps its projections in tensors of its own
+// (model/prequantized_checkpoint.h reads AutoAWQ's GEMM layout and GPTQ's). Every other method
+// (bitsandbytes, FP8, compressed-tensors, ...) is refused by name: it used to fail on a missing tensor, or, where the .weight tensors were
 // still there, be served as if unquantized.
 PrequantizedConfig parse_prequantized_config(const json& q, const std::string& source) {
   const bool named = q.is_object() && q.contains("quant_method") && q["quant_method"].is_string();
@@ -451,10 +451,12 @@ PrequantizedConfig parse_prequantized_config(const json& q, const std::string& s
   const std::string name = method == "awq" ? "AWQ" : "GPTQ";
   PrequantizedConfig c;
   const json bits = q.value("bits", q.value("w_bit", json(4)));
-  const bool bits_ok = bits.is_number_integer() && (bits.get<int>() == 4 || (method == "gptq" && bits.get<int>() == 8));
+  const int b = bits.is_number_integer() ? bits.get<int>() : 0;
+  const bool bits_ok = b == 4 || (method == "gptq" && (b == 2 || b == 3 || b == 8));
   if (!bits_ok) {
     fail(source, field("bits"),
-         name + " with " + bits.dump() + " bits: only " + (method == "gptq" ? "4 and 8 are" : "4 is") + " supported");
+         name + " with " + bits.dump() + " bits: only " + (method == "gptq" ? "2, 3, 4 and 8 are" : "4 is") +
+             " supported");
   }
   const json group = q.value("group_size", q.value("q_group_size", json()));
   const bool per_row = method == "gptq" && group == json(-1);

@@ -35,7 +35,7 @@ struct PrequantizedConfig {
   int group_size = 0;
   bool desc_act = false;  // GPTQ: g_idx may give rows their groups out of order ("act-order")
   int zero_offset = 0;    // GPTQ's v1 format ("gptq") stores zero − 1: 1; gptq_v2 and AWQ: 0
-  int bits = 4;           // 4; GPTQ also 8
+  int bits = 4;           // 4; GPTQ also 2 and 3 (held as 4-bit) and 8
 };
 
 struct ModelConfig {
@@ -91,8 +91,8 @@ struct ModelConfig {
   std::string lm_head_name = "lm_head.weight";
   std::vector<int> eos_token_ids;  // from config.json; generation_config.json may add more
   int bos_token_id = -1;
-  // quantization_config of a pre-quantized checkpoint (AWQ or GPTQ, 4-bit); the checkpoint is
-  // read through wrap_prequantized_checkpoint (model/prequantized_checkpoint.h). Other methods
+  // quantization_config of a pre-quantized checkpoint (AWQ 4-bit; GPTQ 2-, 3-, 4- or 8-bit); the
+  // checkpoint is read through wrap_prequantized_checkpoint (model/prequantized_checkpoint.h). Other methods
   // are refused.
   PrequantizedConfig prequantized;
 };

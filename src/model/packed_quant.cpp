@@ -32,6 +32,8 @@ BlockLayout layout_of(BlockFormat format) {
     case BlockFormat::q5_k: return {256, 176, 31, gguf::codes_q5_k};
     case BlockFormat::q6_k: return {256, 210, 0, nullptr};
     case BlockFormat::awq4:
+    case BlockFormat::gptq2:  // 2- and 3-bit codes in the 4-bit blocks: repacked as 4-bit ones
+    case BlockFormat::gptq3:
     case BlockFormat::gptq4: return {32, 24, 15, awq::codes_awq4};
     case BlockFormat::gptq8: return {32, 40, 255, awq::codes_gptq8};
     case BlockFormat::none: break;
@@ -178,8 +180,9 @@ constexpr int kWideGroup = 128;
 // exactly, 0.75 bits a weight fewer than g32.
 bool uniform_per_128(const TensorView& p) {
   const BlockFormat f = p.block_format;
-  if ((f != BlockFormat::awq4 && f != BlockFormat::gptq4 && f != BlockFormat::gptq8) || p.shape.size() != 2 ||
-      p.shape[1] % kWideGroup != 0) {
+  const bool prequantized = f == BlockFormat::awq4 || f == BlockFormat::gptq2 || f == BlockFormat::gptq3 ||
+                            f == BlockFormat::gptq4 || f == BlockFormat::gptq8;
+  if (!prequantized || p.shape.size() != 2 || p.shape[1] % kWideGroup != 0) {
     return false;
   }
   const BlockLayout layout = layout_of(p.block_format);

@@ -128,8 +128,12 @@ class PrequantizedCheckpoint final : public Checkpoint {
  public:
   PrequantizedCheckpoint(std::unique_ptr<Checkpoint> inner, const PrequantizedConfig& q)
       : inner_(std::move(inner)), q_(q), gptq_(q.method == PrequantizedConfig::Method::gptq), bits_(q.bits),
-        per_word_(32 / q.bits), mask_((1u << q.bits) - 1u), block_bytes_(q.bits == 8 ? 40 : 24) {
-    if (bits_ != 4 && (bits_ != 8 || !gptq_)) throw std::runtime_error("pre-quantized bits: 4 (AWQ, GPTQ) or 8 (GPTQ)");
+        block_bytes_(q.bits == 8 ? 40 : 24) {
+    const bool gptq_bits = bits_ == 2 || bits_ == 3 || bits_ == 8;
+    if (bits_ != 4 && (!gptq_bits || !gptq_)) {
+      throw std::runtime_error("pre-quantized bits " + std::to_string(bits_) + ": 4 (AWQ, GPTQ) or 2, 3, 8 (GPTQ)");
+    }
+    mask_ = (1u << bits_) - 1u;
     if (q_.method == PrequantizedConfig::Method::none) throw std::runtime_error("not a pre-quantized checkpoint");
     if (q_.group_size < 0 || q_.group_size % kBlock != 0 || (!gptq_ && q_.group_size == 0)) {
       throw std::runtime_error(std::string(gptq_ ? "GPTQ" : "AWQ") + " group_size " + std::to_string(q_.group_size) +
@@ -254,21 +258,31 @@ class PrequantizedCheckpoint final : public Checkpoint {
   // GPTQ: qweight, qzeros, scales and (if present) g_idx of `prefix`.
   QuantLinear check_gptq(const std::string& prefix) const {
     const auto [qw, qz, sc] = headers_of(prefix);
-    const std::string per = std::to_string(per_word_);
-    if (qw.dtype != DType::i32 || qw.shape.size() != 2) fail(prefix + kQweight, "expected I32 [in / " + per + ", out]");
+    const std::string bits = std::to_string(bits_);
+    const std::string in_words = 32 % bits_ == 0 ? "in / " + std::to_string(32 / bits_) : "in * " + bits + " / 32";
+    if (qw.dtype != DType::i32 || qw.shape.size() != 2) fail(prefix + kQweight, "expected I32 [" + in_words + ", out]");
+    // 32 codes fill `bits_` words: outputs (qzeros' codes) in multiples of 32 / gcd(32, bits_).
+    const int64_t out_multiple = 32 / std::gcd(32, bits_);
+    if ((qw.shape[0] * 32) % bits_ != 0) {
+      fail(prefix + kQweight, std::to_string(qw.shape[0]) + " rows of " + bits +
+                                  "-bit codes are no whole runs of 32 inputs (" + bits +
+                                  " words each): the weight needs inputs in multiples of 32");
+    }
     QuantLinear l;
     l.prefix = prefix;
-    l.in = qw.shape[0] * per_word_;
+    l.in = qw.shape[0] * 32 / bits_;
     l.out = qw.shape[1];
-    if (l.in % kBlock != 0 || l.out % per_word_ != 0) {
+    if (l.in % kBlock != 0 || l.out % out_multiple != 0) {
       fail(prefix + kQweight, "the weight " + shape_text({l.out, l.in}) +
-                                  " needs inputs in multiples of 32 and outputs in multiples of " + per);
+                                  " needs inputs in multiples of 32 and outputs in multiples of " +
+                                  std::to_string(out_multiple) + " (" + bits + "-bit)");
     }
     const int64_t group = q_.group_size > 0 ? q_.group_size : l.in;
     l.groups = (l.in + group - 1) / group;
-    if (qz.dtype != DType::i32 || qz.shape != std::vector<int64_t>{l.groups, l.out / per_word_}) {
-      fail(prefix + kQzeros, "expected I32 " + shape_text({l.groups, l.out / per_word_}) + ", found " +
-                                 dtype_name(qz.dtype) + " " + shape_text(qz.shape));
+    const int64_t zero_words = l.out * bits_ / 32;
+    if (qz.dtype != DType::i32 || qz.shape != std::vector<int64_t>{l.groups, zero_words}) {
+      fail(prefix + kQzeros, "expected I32 " + shape_text({l.groups, zero_words}) + ", found " + dtype_name(qz.dtype) +
+                                 " " + shape_text(qz.shape));
     }
     check_scales(prefix, sc, l);
     l.row_group.resize(static_cast<size_t>(l.in));
@@ -331,7 +345,11 @@ class PrequantizedCheckpoint final : public Checkpoint {
     view.dtype = DType::bf16;  // what tensor() decodes to
     view.shape = {l.out, l.in};
     view.file = inner_->tensor_header(l.prefix + kQweight).file;
-    view.block_format = !gptq_ ? BlockFormat::awq4 : bits_ == 8 ? BlockFormat::gptq8 : BlockFormat::gptq4;
+    view.block_format = !gptq_       ? BlockFormat::awq4
+                        : bits_ == 2 ? BlockFormat::gptq2
+                        : bits_ == 3 ? BlockFormat::gptq3
+                        : bits_ == 8 ? BlockFormat::gptq8
+                                     : BlockFormat::gptq4;
     view.input_perm = l.perm.empty() ? nullptr : l.perm.data();
     return view;
   }
@@ -357,16 +375,31 @@ class PrequantizedCheckpoint final : public Checkpoint {
     inner_->release(l.prefix + kScales);
   }
 
-  // GPTQ's zero of output o in group g.
-  float gptq_zero(const Raw& r, const QuantLinear& l, int64_t g, int64_t o) const {
-    const uint32_t w = word_at(r.qzeros, static_cast<size_t>(g * (l.out / per_word_) + o / per_word_));
-    return static_cast<float>(((w >> (bits_ * (o % per_word_))) & mask_) + static_cast<uint32_t>(q_.zero_offset));
+  // Code n of a GPTQ-packed sequence whose word w is at index first + w · stride: every 32 codes
+  // fill bits_ words as one little-endian bit stream, code n at stream bits n · bits_ up (stream
+  // bit s is bit s % 32 of word s / 32). 2-, 4- and 8-bit codes lie within a word (32 / bits_ per
+  // int32, lowest first); a 3-bit code may straddle two (codes 10 and 21 of each run of 32).
+  uint32_t unpack_code(const void* words, size_t first, size_t stride, int64_t n) const {
+    const int64_t bit = n * bits_;
+    const auto w = static_cast<size_t>(bit / 32);
+    const auto shift = static_cast<unsigned>(bit % 32);
+    uint64_t v = word_at(words, first + w * stride) >> shift;
+    if (shift + static_cast<unsigned>(bits_) > 32) {
+      v |= static_cast<uint64_t>(word_at(words, first + (w + 1) * stride)) << (32 - shift);
+    }
+    return static_cast<uint32_t>(v) & mask_;
   }
 
-  // GPTQ's code of input row i, output o: per_word_ rows per int32, bits_ each from the lowest.
+  // GPTQ's zero of output o in group g: qzeros' row g packs the outputs' zeros (minus
+  // zero_offset). With v1's + 1 a zero may reach 2^bits_: the blocks keep it in the FP32 offset.
+  float gptq_zero(const Raw& r, const QuantLinear& l, int64_t g, int64_t o) const {
+    const auto row = static_cast<size_t>(g * (l.out * bits_ / 32));
+    return static_cast<float>(unpack_code(r.qzeros, row, 1, o) + static_cast<uint32_t>(q_.zero_offset));
+  }
+
+  // GPTQ's code of input row i, output o: column o of qweight packs the input rows.
   uint32_t gptq_code(const Raw& r, const QuantLinear& l, int64_t i, int64_t o) const {
-    const uint32_t word = word_at(r.qweight, static_cast<size_t>((i / per_word_) * l.out + o));
-    return (word >> (bits_ * (i % per_word_))) & mask_;
+    return unpack_code(r.qweight, static_cast<size_t>(o), static_cast<size_t>(l.out), i);
   }
 
   // GPTQ: W[o][i] exactly, [out][in], rows in their own order.
@@ -466,10 +499,9 @@ class PrequantizedCheckpoint final : public Checkpoint {
   std::unique_ptr<Checkpoint> inner_;
   PrequantizedConfig q_;
   bool gptq_ = false;
-  int bits_ = 4;      // 4, or 8 (GPTQ)
-  int per_word_ = 8;  // codes per int32
+  int bits_ = 4;  // 4; GPTQ also 2, 3 (held in the 4-bit blocks) and 8
   uint32_t mask_ = 0x0f;
-  size_t block_bytes_ = 24;                     // 24-byte 4-bit blocks, 40-byte 8-bit ones
+  size_t block_bytes_ = 24;                     // 24-byte 4-bit blocks (2-, 3-, 4-bit codes), 40-byte 8-bit ones
   std::map<std::string, QuantLinear> linears_;  // by the .weight name they stand for
   mutable std::mutex mutex_;
   mutable std::map<std::string, std::vector<uint8_t>> blocks_;

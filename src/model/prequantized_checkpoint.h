@@ -1,24 +1,28 @@
 #pragma once
 // Hugging Face checkpoints quantized before they were saved: AWQ (AutoAWQ's "gemm" layout) and
-// GPTQ (AutoGPTQ / GPTQModel), 4-bit (GPTQ also 8-bit) with zero points. Every quantized projection
-// X is stored as
+// GPTQ (AutoGPTQ / GPTQModel), 4-bit (GPTQ also 2-, 3- and 8-bit) with zero points. Every quantized
+// projection X is stored as
 //   AWQ:  X.qweight I32 [in, out / 8]: eight codes per int32, for output columns 8j + kAwqOrder[i]
 //                   at bits 4i (i = 0..7);
 //         X.qzeros  I32 [in / group, out / 8]: the zero points, packed the same way;
 //         X.scales  F16 (or BF16/F32) [in / group, out];
-//   GPTQ: X.qweight I32 [in / 8, out]: eight codes per int32, for input rows 8j + i at bits 4i
-//                   (8-bit: [in / 4, out], four codes, bits 8i);
-//         X.qzeros  I32 [groups, out / 8]: zeros of output columns 8j + i at bits 4i (8-bit: four
-//                   per int32), minus one in
-//                   the v1 format ("gptq": PrequantizedConfig::zero_offset 1);
+//   GPTQ: X.qweight I32 [in · b / 32, out] (b bits a code): each run of 32 input rows of a column
+//                   fills b consecutive int32 words as one little-endian bit stream, row 32j + i at
+//                   stream bits b·i up (stream bit s: bit s % 32 of word s / 32). For b = 2, 4, 8
+//                   that is 32 / b rows per int32, row i of the word at bits b·i; 3-bit rows 10
+//                   and 21 of each run straddle two words;
+//         X.qzeros  I32 [groups, out · b / 32]: the zeros of the output columns, packed the same
+//                   way along the outputs, minus one in the v1 format ("gptq":
+//                   PrequantizedConfig::zero_offset 1);
 //         X.scales  [groups, out]; X.g_idx I32 [in]: each input row's group (optional: i / group);
 // and W[o][i] = scales[g][o] · (code[i][o] − zero[g][o]), g the row's group.
 //
 // wrap_prequantized_checkpoint presents such a checkpoint as one with plain X.weight tensors
 // [out, in] whose views carry blocks of 32 elements (FP32 slope and offset, then 16 bytes of
-// nibbles: BlockFormat::awq4 / gptq4, or 32 bytes of 8-bit codes: gptq8), which the packer repacks
-// for the W4 (W8) kernels without
-// requantizing, as it does GGUF blocks; asked for with tensor(), the values are decoded to BF16.
+// nibbles: BlockFormat::awq4 / gptq4, and gptq2 / gptq3 for GPTQ's 2- and 3-bit codes, which are
+// valid nibbles; or 32 bytes of 8-bit codes: gptq8), which the packer repacks for the W4 (W8)
+// kernels without requantizing, as it does GGUF blocks (2- and 3-bit weights so take 4 bits a
+// weight in memory); asked for with tensor(), the values are decoded to BF16.
 // GPTQ's act-order files (desc_act: g_idx gives the rows their groups out of order) are exact
 // too: their blocks hold the inputs sorted by group (TensorView::input_perm says in which order),
 // so each run of 32 has one group, and the model gathers its activations in that order before

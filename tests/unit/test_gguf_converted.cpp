@@ -96,6 +96,8 @@ std::vector<float> decode_blocks(BlockFormat format, const uint8_t* blocks, size
       block_elems = 256;
       break;
     case BlockFormat::awq4:  // not in GGUF files
+    case BlockFormat::gptq2:
+    case BlockFormat::gptq3:
     case BlockFormat::gptq4:
     case BlockFormat::gptq8:
     case BlockFormat::none: break;

@@ -328,8 +328,8 @@ TEST_CASE("config.json field errors name the file and the field", "[model]") {
   REQUIRE_THROWS_WITH(parse(with(c, "rope_parameters", {{"rope_type", "yarn"}, {"rope_theta", 1e4}})),
                       Contains("rope_parameters.rope_type") && Contains("yarn"));
   REQUIRE_THROWS_WITH(parse(with(c, "rope_scaling", {{"rope_type", "linear"}})), Contains("rope_scaling.factor"));
-  // Pre-quantized Hugging Face checkpoints other than AWQ's 4-bit GEMM layout and GPTQ's 4-bit
-  // layout are refused by name, not served as if unquantized.
+  // Pre-quantized Hugging Face checkpoints other than AWQ's 4-bit GEMM layout and GPTQ's 2-, 3-,
+  // 4- and 8-bit layouts are refused by name, not served as if unquantized.
   REQUIRE_THROWS_WITH(
       parse(with(c, "quantization_config", {{"quant_method", "fp8"}})),
       Contains("field 'quantization_config.quant_method'") && Contains("'fp8'") && Contains("--quantization"));
@@ -351,9 +351,15 @@ TEST_CASE("config.json field errors name the file and the field", "[model]") {
   CHECK(g.zero_offset == 1);
   CHECK(parse(with(c, "quantization_config", with(gptq, "checkpoint_format", "gptq_v2"))).prequantized.zero_offset == 0);
   CHECK(parse(with(c, "quantization_config", with(gptq, "group_size", -1))).prequantized.group_size == 0);
-  CHECK(parse(with(c, "quantization_config", with(gptq, "bits", 8))).prequantized.bits == 8);
-  REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", with(gptq, "bits", 3))),
-                      Contains("field 'quantization_config.bits'") && Contains("GPTQ") && Contains("4 and 8"));
+  for (const int bits : {2, 3, 8}) {
+    CHECK(parse(with(c, "quantization_config", with(gptq, "bits", bits))).prequantized.bits == bits);
+  }
+  for (const int bits : {1, 5, 6, 7, 16}) {
+    REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", with(gptq, "bits", bits))),
+                        Contains("field 'quantization_config.bits'") && Contains("GPTQ") && Contains("2, 3, 4 and 8"));
+  }
+  REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", with(awq, "bits", 3))),
+                      Contains("field 'quantization_config.bits'") && Contains("AWQ"));
   REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", with(gptq, "group_size", 100))),
                       Contains("field 'quantization_config.group_size'") && Contains("or -1"));
   REQUIRE_THROWS_WITH(parse(with(c, "quantization_config", with(gptq, "checkpoint_format", "marlin"))),
