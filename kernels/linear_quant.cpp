@@ -131,7 +131,7 @@ struct Workspace {
   bf16_t* x = nullptr;
   float* xsum = nullptr;
   // INT8 activations (shared for M > 8, per thread for W4 decode): INT8 rows [m][kp], block
-  // scales and block sums [kp / kQuantActBlock][m].
+  // scales and block sums [kp / act block][m] (room for blocks of kQuantActBlock, the smaller).
   int8_t* xq = nullptr;
   float* xscale = nullptr;
   int32_t* xqsum = nullptr;
@@ -259,7 +259,7 @@ void run_batch_tile(const QuantTile& t, Isa isa) {
   detail::quant_batch_tile_scalar(t);
 }
 
-using QuantizeRowFn = void (*)(int8_t*, float*, int32_t*, int32_t*, size_t, const bf16_t*, int, int);
+using QuantizeRowFn = void (*)(int8_t*, float*, int32_t*, int32_t*, size_t, const bf16_t*, int, int, int);
 QuantizeRowFn quantize_row_for(Isa isa) {
   switch (isa) {
     case Isa::avx512_bf16: return detail::quantize_row_avx512;
@@ -277,9 +277,10 @@ void prepare_decode_rows(const QuantLinearArgs& a, const Workspace& ws) {
   const int gs = quant_group_size(f, a.w.k);
   if (quant_int8_activations(f, a.m)) {
     const QuantizeRowFn quantize = quantize_row_for(a.isa);
+    const int act_block = quant_act_block(f, a.w.k);
     for (int r = 0; r < a.m; ++r) {
       quantize(ws.xq + static_cast<size_t>(r) * kp, ws.xscale + r, ws.xqsum + r, ws.xqhalf + r,
-               static_cast<size_t>(a.m), a.x + static_cast<size_t>(r) * a.ldx, a.w.k, kp);
+               static_cast<size_t>(a.m), a.x + static_cast<size_t>(r) * a.ldx, a.w.k, kp, act_block);
     }
     return;
   }
@@ -313,7 +314,8 @@ void int8_rows(const QuantLinearArgs& a, const Workspace& ws, const QuantTile& w
     t.mr = std::min(tile_rows, a.m - row);
     t.xq = ws.xq + static_cast<size_t>(row) * kp;
     t.ldxq = static_cast<size_t>(kp);
-    t.blocks = kp / kQuantActBlock;
+    t.act_block = quant_act_block(a.w.format, a.w.k);
+    t.blocks = kp / t.act_block;
     t.ldxs = static_cast<size_t>(a.m);
     t.xscale = ws.xscale + row;
     t.xqsum = ws.xqsum + row;
@@ -449,6 +451,11 @@ int quant_padded_k(const QuantFormat& f, int k) {
   const int to = f.k_quant ? kKQuantSuperK : f.group ? f.group : 32;
   return (k + to - 1) / to * to;
 }
+int quant_act_block(const QuantFormat& f, int k) {
+  if (f.k_quant) return kQuantActBlock;
+  const bool wide = f.group == kQuantWideActBlock || (f.group == 0 && quant_padded_k(f, k) % kQuantWideActBlock == 0);
+  return wide ? kQuantWideActBlock : kQuantActBlock;
+}
 int quant_group_size(const QuantFormat& f, int k) { return f.group ? f.group : quant_padded_k(f, k); }
 int quant_groups(const QuantFormat& f, int k) { return quant_padded_k(f, k) / quant_group_size(f, k); }
 
@@ -540,9 +547,10 @@ void quant_linear_prepare(const QuantLinearArgs& a, int thread, int n_threads) {
   const int kp = quant_padded_k(a.w.format, a.w.k);
   const Range rows = chunk(a.m, n_threads, thread);
   const QuantizeRowFn quantize = quantize_row_for(a.isa);
+  const int act_block = quant_act_block(a.w.format, a.w.k);
   for (int r = rows.lo; r < rows.hi; ++r) {
     quantize(ws.xq + static_cast<size_t>(r) * kp, ws.xscale + r, ws.xqsum + r, ws.xqhalf + r, static_cast<size_t>(a.m),
-             a.x + static_cast<size_t>(r) * a.ldx, a.w.k, kp);
+             a.x + static_cast<size_t>(r) * a.ldx, a.w.k, kp, act_block);
   }
 }
 
@@ -577,9 +585,9 @@ void quant_linear_compute(const QuantLinearArgs& a, int thread, int n_threads) {
 namespace detail {
 
 void quantize_row_scalar(int8_t* xq, float* scales, int32_t* sums, int32_t* halves, size_t stride, const bf16_t* x,
-                         int k, int kp) {
-  for (int b = 0; b * kQuantActBlock < kp; ++b) {
-    const int lo = b * kQuantActBlock, hi = lo + kQuantActBlock;
+                         int k, int kp, int block) {
+  for (int b = 0; b * block < kp; ++b) {
+    const int lo = b * block, hi = lo + block;
     float amax = 0.0f;
     for (int i = lo; i < std::min(hi, k); ++i) amax = std::max(amax, std::fabs(bf16_to_f32(x[i])));
     const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
@@ -589,7 +597,7 @@ void quantize_row_scalar(int8_t* xq, float* scales, int32_t* sums, int32_t* halv
       const float v = i < k ? bf16_to_f32(x[i]) * inv : 0.0f;
       xq[i] = static_cast<int8_t>(std::clamp(static_cast<int>(std::nearbyint(v)), -127, 127));
       sum += xq[i];
-      if (i == lo + kQuantActBlock / 2 - 1) halves[b * stride] = sum;
+      if (i == lo + 15) halves[b * stride] = sum;
     }
     sums[b * stride] = sum;
   }
@@ -639,7 +647,7 @@ void quant_batch_tile_scalar(const QuantTile& t) {
         for (int b = 0; b < t.blocks; ++b) {
           const int g = b / per_group;
           int32_t dot = 0;
-          for (int kk = b * kQuantActBlock; kk < (b + 1) * kQuantActBlock; ++kk) dot += xq[kk] * tile_code(t, q, c, kk);
+          for (int kk = b * t.act_block; kk < (b + 1) * t.act_block; ++kk) dot += xq[kk] * tile_code(t, q, c, kk);
           const size_t bi = static_cast<size_t>(b) * t.ldxs;
           // d = Σ xq·code − zero·Σxq: exact in FP32 for integer zeros (|d| < 2^24), the one
           // rounding of the exact value for fractional ones (GGUF K-quant mins).

@@ -28,11 +28,15 @@
 // Kernels: W8 at M <= 8 (decode) is weight-only: BF16 activations, codes expanded to BF16 in
 // registers (exact, through FP32) and multiplied with vdpbf16ps, group sums scaled in FP32.
 // Everything else (M > 8, and W4 at any M: quant_int8_activations) quantizes each activation
-// row to INT8 in blocks of kQuantActBlock = 32 along K (dynamic, symmetric, one scale per block:
-// max|x| / 127 over the block, as llama.cpp's Q8_0 activations; one scale per row cost 2-3x the
-// KL divergence, bench/README), in a first phase for M > 8 and by each thread for its own use
-// at M <= 8, then multiplies with vpdpbusd (AVX-512 VNNI; vpmaddubsw/vpmaddwd on AVX2) into
-// INT32 block sums. W4 decode does so because expanding nibbles to BF16 or FP32 made it
+// row to INT8 in blocks along K (dynamic, symmetric, one scale per block: max|x| / 127 over the
+// block, as llama.cpp's Q8_0 activations; one scale per row cost 2-3x the KL divergence,
+// bench/README), in a first phase for M > 8 and by each thread for its own use at M <= 8, then
+// multiplies with vpdpbusd (AVX-512 VNNI; vpmaddubsw/vpmaddwd on AVX2) into INT32 block sums.
+// The block (quant_act_block) is 32 elements, or 128 where the weights' own scale spans 128 or
+// more (g128, and per-channel with the padded K a multiple of 128): the FP32 epilogue runs once
+// per block, and at 32 it was the tiles' main cost beside vpdpbusd. Measured on the random
+// TinyLlama (bench/README): w4g128's KL is unchanged (0.2060 vs 0.2065, within its ± 0.0008),
+// w8's rises from 0.0025 to 0.0029; prefill 512 ran 1.10x (w8) and 1.16-1.30x (w4g128) faster. W4 decode does so because expanding nibbles to BF16 or FP32 made it
 // compute-bound (AVX2: 37 % of the read bandwidth at M = 1) while its INT8 rounding is far below
 // the 4-bit weights' (KL of a Q4_0 file 0.1834 vs 0.1829 weight-only); W8 keeps BF16 activations,
 // where INT8 ones would be a visible share of its error. The integer part
@@ -89,9 +93,10 @@
 namespace slab::kern {
 
 inline constexpr int kQuantPanelCols = 16;
-inline constexpr int kQuantDecodeMaxM = 8;  // up to here: weight-only, one pass over W for all rows
-inline constexpr int kQuantActBlock = 32;   // M > 8: elements of K per INT8 activation scale
-inline constexpr int kKQuantSuperK = 256;   // K-quant formats: elements of K per super-block
+inline constexpr int kQuantDecodeMaxM = 8;      // up to here: weight-only, one pass over W for all rows
+inline constexpr int kQuantActBlock = 32;       // elements of K per INT8 activation scale (quant_act_block)
+inline constexpr int kQuantWideActBlock = 128;  // the same for per-channel and g128 weights
+inline constexpr int kKQuantSuperK = 256;       // K-quant formats: elements of K per super-block
 
 struct QuantFormat {
   int bits = 8;             // 8 or 4; 4, 5 or 6 with k_quant
@@ -105,6 +110,8 @@ inline QuantFormat kquant6_format() { return {6, 16, false, true}; }
 
 // Shape helpers of the packed form.
 int quant_padded_k(const QuantFormat& f, int k);
+// Elements of K per INT8 activation scale for weights of format f (above).
+int quant_act_block(const QuantFormat& f, int k);
 int quant_groups(const QuantFormat& f, int k);
 int quant_group_size(const QuantFormat& f, int k);  // elements of K per group (padded K if 0)
 inline int quant_panels(int n) { return (n + kQuantPanelCols - 1) / kQuantPanelCols; }

@@ -110,7 +110,7 @@ SLAB_AVX2 void batch_panel(const QuantTile& t, int q, float* out) {
   const __m256i ones = _mm256_set1_epi16(1);
   const __m256i nibble = _mm256_set1_epi8(0x0f);
   constexpr int kStepK = BITS == 8 ? 4 : 8;
-  constexpr int kBlockSteps = kQuantActBlock / kStepK;
+  const int block_steps = t.act_block / kStepK;
   // W8's lane_dot already subtracted 128 · Σxq.
   const int code_shift = BITS == 8 ? 128 : 0;
   const bool per_channel = t.groups == 1;
@@ -133,7 +133,7 @@ SLAB_AVX2 void batch_panel(const QuantTile& t, int q, float* out) {
     }
     __m256i acc[MR][2];
     for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-    for (int s = b * kBlockSteps; s < (b + 1) * kBlockSteps; ++s) {
+    for (int s = b * block_steps; s < (b + 1) * block_steps; ++s) {
       const uint8_t* step = codes + 64 * static_cast<size_t>(s);
       // Into L2 (T1), as the AVX-512 tiles: the Q4_0 file at --kernels avx2 decoded 39-40 ->
       // 45 tok/s on Zen 4 against T0 (three alternating rounds, same bandwidth).
@@ -197,41 +197,51 @@ SLAB_AVX2 inline __m256 load_x8(const bf16_t* x, int i, int k) {
   return load_bf16x8(part);
 }
 
-}  // namespace
-
-// Same operations as quantize_row_scalar (see quantize_row_avx512): bit-identical.
-SLAB_AVX2 void quantize_row_avx2(int8_t* xq, float* scales, int32_t* sums, int32_t* halves, size_t stride,
-                                 const bf16_t* x, int k, int kp) {
-  constexpr int kVecs = kQuantActBlock / 8;
+// Same operations as quantize_row_scalar (see quantize_row_avx512): bit-identical. BLOCK: 32 or 128.
+template <int BLOCK>
+SLAB_AVX2 void quantize_row_blocks(int8_t* xq, float* scales, int32_t* sums, int32_t* halves, size_t stride,
+                                   const bf16_t* x, int k, int kp) {
+  constexpr int kVecs = BLOCK / 8;
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
   // After two saturating packs, 4-byte run d holds half d / 4 of vector d % 4: this puts each
   // vector's two halves back together, in order.
   const __m256i unshuffle = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  for (int i = 0; i < kp; i += kQuantActBlock) {
-    __m256 xv[kVecs];
+  for (int i = 0; i < kp; i += BLOCK) {
+    const size_t b = static_cast<size_t>(i / BLOCK) * stride;
     __m256 amax = _mm256_setzero_ps();
-    for (int j = 0; j < kVecs; ++j) {
-      xv[j] = load_x8(x, i + 8 * j, k);
-      amax = _mm256_max_ps(amax, _mm256_and_ps(xv[j], abs_mask));
-    }
+    for (int j = 0; j < kVecs; ++j) amax = _mm256_max_ps(amax, _mm256_and_ps(load_x8(x, i + 8 * j, k), abs_mask));
     __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
     const float m = _mm_cvtss_f32(m4);
     const __m256 vinv = _mm256_set1_ps(m > 0.0f ? 127.0f / m : 0.0f);
-    scales[static_cast<size_t>(i / kQuantActBlock) * stride] = m / 127.0f;
-    __m256i q[kVecs];
+    scales[b] = m / 127.0f;
     __m256i sum = _mm256_setzero_si256();
-    for (int j = 0; j < kVecs; ++j) {
-      q[j] = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(xv[j], vinv)), lo), hi);
-      sum = _mm256_add_epi32(sum, q[j]);
+    for (int j = 0; j < kVecs; j += 4) {  // 32 elements at a time (x is read again: from L1)
+      __m256i q[4];
+      for (int v = 0; v < 4; ++v) {
+        const __m256 xv = load_x8(x, i + 8 * (j + v), k);
+        q[v] = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(xv, vinv)), lo), hi);
+        sum = _mm256_add_epi32(sum, q[v]);
+        if (j == 0 && v == 1) halves[b] = reduce_add(sum);
+      }
+      const __m256i bytes =
+          _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));  // in range: exact
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(xq + i + 8 * j), _mm256_permutevar8x32_epi32(bytes, unshuffle));
     }
-    const __m256i bytes =
-        _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));  // in range: exact
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(xq + i), _mm256_permutevar8x32_epi32(bytes, unshuffle));
-    sums[static_cast<size_t>(i / kQuantActBlock) * stride] = reduce_add(sum);
-    halves[static_cast<size_t>(i / kQuantActBlock) * stride] = reduce_add(_mm256_add_epi32(q[0], q[1]));
+    sums[b] = reduce_add(sum);
+  }
+}
+
+}  // namespace
+
+void quantize_row_avx2(int8_t* xq, float* scales, int32_t* sums, int32_t* halves, size_t stride, const bf16_t* x, int k,
+                       int kp, int block) {
+  if (block == kQuantWideActBlock) {
+    quantize_row_blocks<kQuantWideActBlock>(xq, scales, sums, halves, stride, x, k, kp);
+  } else {
+    quantize_row_blocks<kQuantActBlock>(xq, scales, sums, halves, stride, x, k, kp);
   }
 }
 

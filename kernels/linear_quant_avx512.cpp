@@ -160,7 +160,10 @@ SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
   // vpdpbusd per accumulator are not one dependent chain; integer adds join them exactly.
   constexpr bool kSplitHigh = BITS == 4 && MR <= 2;
   constexpr int kStepK = BITS == 8 ? 4 : 8;
-  constexpr int kBlockSteps = kQuantActBlock / kStepK;
+  // An activation block is 1 or 4 chunks of 32 elements (quant_act_block), each chunk's steps
+  // unrolled.
+  constexpr int kChunkSteps = kQuantActBlock / kStepK;
+  const int chunks = t.act_block / kQuantActBlock;
   __m512 total[MR][NP], wscale[NP], zero[NP];
   for (int r = 0; r < MR; ++r) {
     for (int q = 0; q < NP; ++q) total[r][q] = _mm512_setzero_ps();
@@ -203,47 +206,49 @@ SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
       for (auto& row : acc_high) {
         for (auto& a : row) a = _mm512_setzero_si512();
       }
-      const size_t s0 = static_cast<size_t>(b) * kBlockSteps;
-      if (t.stream) {
-        // A block's steps, one cache line each per panel, the prefetch distance ahead; past the
-        // end of a panel's codes that is the same panel of the next tile, which the stream
-        // reaches next (its first lines were misses the steps waited on). Into L2 (T1): against
-        // T0, the Q4_0 file's decode step ran 10-14 % faster on Zen 4 (bench_model, four
-        // alternating rounds, bench/results/2026-11-26-epyc-zen4-2c-kquant-serving/raw).
-        const size_t ahead = 64 * s0 + kDecodePrefetchBytes;
-        const size_t skip = ahead < t.code_bytes ? 0 : t.next_tile_bytes - t.code_bytes;
-#pragma GCC unroll 2
-        for (int q = 0; q < NP; ++q) {
-          const uint8_t* line = panel[q] + ahead + skip;
-#pragma GCC unroll 8
-          for (int i = 0; i < kBlockSteps; ++i) {
-            if (line + 64 * i < t.stream_end) _mm_prefetch(reinterpret_cast<const char*>(line + 64 * i), _MM_HINT_T1);
-          }
-        }
-      }
-#pragma GCC unroll 8
-      for (int i = 0; i < kBlockSteps; ++i) {
-        const size_t s = s0 + static_cast<size_t>(i);
-        const int8_t* xk = t.xq + s * kStepK;
-        if constexpr (BITS == 8) {
-          __m512i w[NP];
-#pragma GCC unroll 2
-          for (int q = 0; q < NP; ++q) w[q] = _mm512_loadu_si512(panel[q] + 64 * s);
-#pragma GCC unroll 6
-          for (int r = 0; r < MR; ++r) {
-            const __m512i xv = _mm512_set1_epi32(static_cast<int>(load_u32(xk + static_cast<size_t>(r) * t.ldxq)));
-#pragma GCC unroll 2
-            for (int q = 0; q < NP; ++q) acc[r][q] = dpbusd(acc[r][q], w[q], xv);
-          }
-        } else {
-          __m512i lo[NP], hi[NP];
+      for (int chunk = 0; chunk < chunks; ++chunk) {
+        const size_t s0 = (static_cast<size_t>(b) * chunks + static_cast<size_t>(chunk)) * kChunkSteps;
+        if (t.stream) {
+          // A chunk's steps, one cache line each per panel, the prefetch distance ahead; past the
+          // end of a panel's codes that is the same panel of the next tile, which the stream
+          // reaches next (its first lines were misses the steps waited on). Into L2 (T1): against
+          // T0, the Q4_0 file's decode step ran 10-14 % faster on Zen 4 (bench_model, four
+          // alternating rounds, bench/results/2026-11-26-epyc-zen4-2c-kquant-serving/raw).
+          const size_t ahead = 64 * s0 + kDecodePrefetchBytes;
+          const size_t skip = ahead < t.code_bytes ? 0 : t.next_tile_bytes - t.code_bytes;
 #pragma GCC unroll 2
           for (int q = 0; q < NP; ++q) {
-            const __m512i v = _mm512_loadu_si512(panel[q] + 64 * s);
-            lo[q] = _mm512_and_si512(v, nibble);
-            hi[q] = _mm512_and_si512(_mm512_srli_epi32(v, 4), nibble);
+            const uint8_t* line = panel[q] + ahead + skip;
+#pragma GCC unroll 8
+            for (int i = 0; i < kChunkSteps; ++i) {
+              if (line + 64 * i < t.stream_end) _mm_prefetch(reinterpret_cast<const char*>(line + 64 * i), _MM_HINT_T1);
+            }
           }
-          nibble_step<MR, NP, kSplitHigh>(acc, acc_high, lo, hi, xk, t.ldxq);
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < kChunkSteps; ++i) {
+          const size_t s = s0 + static_cast<size_t>(i);
+          const int8_t* xk = t.xq + s * kStepK;
+          if constexpr (BITS == 8) {
+            __m512i w[NP];
+#pragma GCC unroll 2
+            for (int q = 0; q < NP; ++q) w[q] = _mm512_loadu_si512(panel[q] + 64 * s);
+#pragma GCC unroll 6
+            for (int r = 0; r < MR; ++r) {
+              const __m512i xv = _mm512_set1_epi32(static_cast<int>(load_u32(xk + static_cast<size_t>(r) * t.ldxq)));
+#pragma GCC unroll 2
+              for (int q = 0; q < NP; ++q) acc[r][q] = dpbusd(acc[r][q], w[q], xv);
+            }
+          } else {
+            __m512i lo[NP], hi[NP];
+#pragma GCC unroll 2
+            for (int q = 0; q < NP; ++q) {
+              const __m512i v = _mm512_loadu_si512(panel[q] + 64 * s);
+              lo[q] = _mm512_and_si512(v, nibble);
+              hi[q] = _mm512_and_si512(_mm512_srli_epi32(v, 4), nibble);
+            }
+            nibble_step<MR, NP, kSplitHigh>(acc, acc_high, lo, hi, xk, t.ldxq);
+          }
         }
       }
       // total = fma(scale, d, total): the scalar tile's order.
@@ -306,12 +311,16 @@ void quant_batch_tile_avx512(const QuantTile& t) { kBatchTiles[t.bits == 4][t.gr
 
 // Same operations as quantize_row_scalar: max|x| of each block exactly, v = x · (127 / max),
 // round to nearest even (vcvtps2dq under the default MXCSR = std::nearbyint), clamp to ±127.
-SLAB_AVX512_QUANT void quantize_row_avx512(int8_t* xq, float* scales, int32_t* sums, int32_t* halves, size_t stride,
+// BLOCK: 32 or 128.
+namespace {
+template <int BLOCK>
+SLAB_AVX512_QUANT void quantize_row_blocks(int8_t* xq, float* scales, int32_t* sums, int32_t* halves, size_t stride,
                                            const bf16_t* x, int k, int kp) {
-  constexpr int kVecs = kQuantActBlock / 16;
+  constexpr int kVecs = BLOCK / 16;
   const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
   const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
-  for (int i = 0; i < kp; i += kQuantActBlock) {
+  for (int i = 0; i < kp; i += BLOCK) {
+    const size_t b = static_cast<size_t>(i / BLOCK) * stride;
     __m512 xv[kVecs];
     __m512 amax = _mm512_setzero_ps();
     for (int j = 0; j < kVecs; ++j) {
@@ -320,15 +329,26 @@ SLAB_AVX512_QUANT void quantize_row_avx512(int8_t* xq, float* scales, int32_t* s
     }
     const float m = _mm512_reduce_max_ps(amax);
     const __m512 vinv = _mm512_set1_ps(m > 0.0f ? 127.0f / m : 0.0f);
-    scales[static_cast<size_t>(i / kQuantActBlock) * stride] = m / 127.0f;
+    scales[b] = m / 127.0f;
     __m512i sum = _mm512_setzero_si512();
     for (int j = 0; j < kVecs; ++j) {
       const __m512i q = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(xv[j], vinv)), lo), hi);
       _mm_storeu_si128(reinterpret_cast<__m128i*>(xq + i + 16 * j), _mm512_cvtepi32_epi8(q));
       sum = _mm512_add_epi32(sum, q);
-      if (j == 0) halves[static_cast<size_t>(i / kQuantActBlock) * stride] = _mm512_reduce_add_epi32(sum);
+      if (j == 0) halves[b] = _mm512_reduce_add_epi32(sum);
     }
-    sums[static_cast<size_t>(i / kQuantActBlock) * stride] = _mm512_reduce_add_epi32(sum);
+    sums[b] = _mm512_reduce_add_epi32(sum);
+  }
+}
+
+}  // namespace
+
+void quantize_row_avx512(int8_t* xq, float* scales, int32_t* sums, int32_t* halves, size_t stride, const bf16_t* x,
+                         int k, int kp, int block) {
+  if (block == kQuantWideActBlock) {
+    quantize_row_blocks<kQuantWideActBlock>(xq, scales, sums, halves, stride, x, k, kp);
+  } else {
+    quantize_row_blocks<kQuantActBlock>(xq, scales, sums, halves, stride, x, k, kp);
   }
 }
 

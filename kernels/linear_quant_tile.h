@@ -44,10 +44,12 @@ struct QuantTile {
   const bf16_t* x = nullptr;
   size_t ldx = 0;
   const float* xsum = nullptr;  // [mr][groups]
-  // Batched: INT8 rows (padded K), their scales and INT32 sums per kQuantActBlock block of K.
+  // Batched: INT8 rows (padded K), their scales and INT32 sums per act_block elements of K
+  // (quant_act_block: 32, or 128 for per-channel and g128 weights; K-quant tiles: always 32).
   const int8_t* xq = nullptr;
   size_t ldxq = 0;
-  int blocks = 0;                   // padded K / kQuantActBlock
+  int act_block = kQuantActBlock;
+  int blocks = 0;                   // padded K / act_block
   size_t ldxs = 0;                  // block stride of xscale and xqsum (block-major: a tile's rows adjacent)
   const float* xscale = nullptr;    // [blocks][ldxs], rows 0..mr-1
   const int32_t* xqsum = nullptr;   // [blocks][ldxs]
@@ -105,8 +107,8 @@ inline uint64_t load_u64(const void* p) {
 inline int implied_zero(int bits) { return bits == 8 ? 128 : 8; }
 inline int quant_step_k(int bits) { return bits == 8 ? 4 : 8; }  // K elements per 64-byte step
 // Batched tiles: 64-byte code steps per activation block, and activation blocks per weight group.
-inline int block_steps(int bits) { return kQuantActBlock / quant_step_k(bits); }
-inline int blocks_per_group(const QuantTile& t) { return t.group_steps / block_steps(t.bits); }
+inline int block_steps(const QuantTile& t) { return t.act_block / quant_step_k(t.bits); }
+inline int blocks_per_group(const QuantTile& t) { return t.group_steps / block_steps(t); }
 
 // Scales and zeros of panel q (of the tile) and group g, 16 BF16 values each.
 inline const bf16_t* tile_scales(const QuantTile& t, int q, int g) {
@@ -136,16 +138,16 @@ int kquant_code(const uint8_t* panel, int bits, int c, int k);
 void dequantize_kquant_rows(float* w, size_t ldw, const uint8_t* packed, const QuantFormat& f, int k, int first,
                             int rows);
 
-// One activation row to INT8 (phase 1 of M > 8; W4 decode on each thread), block b = elements [32b, 32b + 32) of the
-// kp (a multiple of 32; zeros past k): scales[b · stride] = max|x| / 127 over the block, xq = x ·
-// (127 / max) rounded to nearest even, clamped to ±127; sums[b · stride] = Σ xq over the block,
-// halves[b · stride] = Σ xq over its first 16 (the K-quant 6-bit tiles' sub-groups).
-// Bit-identical across ISAs.
+// One activation row to INT8 (phase 1 of M > 8; W4 decode on each thread), block b = elements
+// [block·b, block·b + block) of the kp (a multiple of block, 32 or 128; zeros past k):
+// scales[b · stride] = max|x| / 127 over the block, xq = x · (127 / max) rounded to nearest even,
+// clamped to ±127; sums[b · stride] = Σ xq over the block, halves[b · stride] = Σ xq over its
+// first 16 (the K-quant 6-bit tiles' sub-groups, with blocks of 32). Bit-identical across ISAs.
 void quantize_row_scalar(int8_t* xq, float* scales, int32_t* sums, int32_t* halves, size_t stride, const bf16_t* x,
-                         int k, int kp);
+                         int k, int kp, int block);
 void quantize_row_avx2(int8_t* xq, float* scales, int32_t* sums, int32_t* halves, size_t stride, const bf16_t* x, int k,
-                       int kp);
+                       int kp, int block);
 void quantize_row_avx512(int8_t* xq, float* scales, int32_t* sums, int32_t* halves, size_t stride, const bf16_t* x,
-                         int k, int kp);
+                         int k, int kp, int block);
 
 }  // namespace slab::kern::detail

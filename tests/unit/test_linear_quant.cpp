@@ -189,13 +189,19 @@ std::vector<float> run(const QuantMatrix& q, const Inputs& in, const Options& o,
   return result;
 }
 
-// The documented activation quantization, per block of 32 along K: scale = max|x| / 127 over the
-// block, xq = round(x · 127 / max|x|). xscale is [m][ceil(k / 32)].
-constexpr int kActBlock = 32;
-static_assert(kActBlock == kQuantActBlock);
-int act_blocks(int k) { return (k + kActBlock - 1) / kActBlock; }
-void quantize_activations(const Inputs& in, int k, std::vector<int>& xq, std::vector<float>& xscale) {
-  const int blocks = act_blocks(k);
+// The documented activation quantization, per block along K: scale = max|x| / 127 over the
+// block, xq = round(x · 127 / max|x|). The block is 128 for g128 weights and for per-channel ones
+// whose K rounded up to 32 is a multiple of 128, else 32 (linear_quant.h). xscale is
+// [m][ceil(k / block)].
+int act_block(const QuantFormat& f, int k) {
+  const int k32 = (k + 31) / 32 * 32;
+  return f.group == 128 || (f.group == 0 && k32 % 128 == 0) ? 128 : 32;
+}
+int act_blocks(const QuantFormat& f, int k) { return (k + act_block(f, k) - 1) / act_block(f, k); }
+void quantize_activations(const QuantFormat& f, const Inputs& in, int k, std::vector<int>& xq,
+                          std::vector<float>& xscale) {
+  const int kActBlock = act_block(f, k);
+  const int blocks = act_blocks(f, k);
   xq.assign(static_cast<size_t>(in.m) * k, 0);
   xscale.assign(static_cast<size_t>(in.m) * blocks, 0.0f);
   for (int r = 0; r < in.m; ++r) {
@@ -221,7 +227,7 @@ void check_against_reference(const QuantMatrix& q, const Inputs& in, const Optio
   const bool batched = int8_activations(q.f, m);
   std::vector<int> xq;
   std::vector<float> xscale;
-  if (batched) quantize_activations(in, k, xq, xscale);
+  if (batched) quantize_activations(q.f, in, k, xq, xscale);
   for (int r = 0; r < m; ++r) {
     for (int c = 0; c < n; ++c) {
       double sum = 0.0, bound = 0.0;
@@ -232,7 +238,7 @@ void check_against_reference(const QuantMatrix& q, const Inputs& in, const Optio
           const double wv = q.w[static_cast<size_t>(c) * k + kk];
           const double code = q.codes[static_cast<size_t>(c) * k + kk];
           if (batched) {
-            const double xs = xscale[static_cast<size_t>(r) * act_blocks(k) + kk / kActBlock];
+            const double xs = xscale[static_cast<size_t>(r) * act_blocks(q.f, k) + kk / act_block(q.f, k)];
             group_sum += xs * xq[static_cast<size_t>(r) * k + kk] * wv;
             group_bound += std::fabs(xs * xq[static_cast<size_t>(r) * k + kk] * wv);
           } else {
@@ -478,59 +484,62 @@ static std::vector<std::pair<QuantFormat, int>> batched_cases() {
 }
 
 TEST_CASE("batched integer math is exact: power-of-two block scales give the exact dot product", "[quant]") {
-  // Weight scales 1; activations v · 2^e with v integer in [-127, 127] and every block of 32
-  // holding one |v| = 127, so each block's scale is exactly 2^e (e = 0 or 1 per block, chosen
-  // at random) and xq = v: every product and partial sum is an integer below 2^24, so the
-  // result must be the exact Σ_b 2^e_b · d_b. A kernel that used one scale per row, mixed up
-  // blocks or lost an integer product fails by at least 1.
+  // Weight scales 1; activations v · 2^e with v integer in [-127, 127] and every activation block
+  // (32, or 128 for g128 and per-channel weights when K allows) holding one |v| = 127, so each
+  // block's scale is exactly 2^e (e = 0 or 1 per block, chosen at random) and xq = v: every
+  // product and partial sum is an integer below 2^24, so the result must be the exact
+  // Σ_b 2^e_b · d_b. A kernel that used one scale per row, mixed up blocks (or their size) or lost
+  // an integer product fails by at least 1. K = 256 gives per-channel weights blocks of 128.
   std::mt19937 rng(3);
   const std::vector<Isa> isas = test::quant_isas();
   for (auto [f, m] : batched_cases()) {
-    const int n = 33, k = 301;
-    const int blocks = act_blocks(k);
-    QuantMatrix q = make_matrix(f, n, k, rng);
-    std::fill(q.scales.begin(), q.scales.end(), 1.0f);
-    pack_quant_linear_codes(q.packed.data(), f, q.codes.data(), static_cast<size_t>(k), q.scales.data(),
-                            f.zero_point ? q.zeros.data() : nullptr, n, k);
-    Inputs in = make_inputs(m, n, k, rng);
-    std::vector<int> v(static_cast<size_t>(m) * k), e(static_cast<size_t>(m) * blocks);
-    std::uniform_int_distribution<int> value(-127, 127), coin(0, 1);
-    for (int r = 0; r < m; ++r) {
-      for (int b = 0; b < blocks; ++b) {
-        const int lo = b * kActBlock, hi = std::min(k, lo + kActBlock);
-        e[static_cast<size_t>(r) * blocks + b] = coin(rng);
-        for (int c = lo; c < hi; ++c) v[static_cast<size_t>(r) * k + c] = value(rng);
-        const int peak = lo + std::uniform_int_distribution<int>(0, hi - lo - 1)(rng);
-        v[static_cast<size_t>(r) * k + peak] = coin(rng) ? 127 : -127;
-        for (int c = lo; c < hi; ++c) {
-          const float x =
-              std::ldexp(static_cast<float>(v[static_cast<size_t>(r) * k + c]), e[static_cast<size_t>(r) * blocks + b]);
-          in.x[static_cast<size_t>(r) * in.ldx + c] = f32_to_bf16(x);  // 8 significant bits: exact
+    for (const int k : {301, 256}) {
+      const int n = 33;
+      const int blocks = act_blocks(f, k), kActBlock = act_block(f, k);
+      QuantMatrix q = make_matrix(f, n, k, rng);
+      std::fill(q.scales.begin(), q.scales.end(), 1.0f);
+      pack_quant_linear_codes(q.packed.data(), f, q.codes.data(), static_cast<size_t>(k), q.scales.data(),
+                              f.zero_point ? q.zeros.data() : nullptr, n, k);
+      Inputs in = make_inputs(m, n, k, rng);
+      std::vector<int> v(static_cast<size_t>(m) * k), e(static_cast<size_t>(m) * blocks);
+      std::uniform_int_distribution<int> value(-127, 127), coin(0, 1);
+      for (int r = 0; r < m; ++r) {
+        for (int b = 0; b < blocks; ++b) {
+          const int lo = b * kActBlock, hi = std::min(k, lo + kActBlock);
+          e[static_cast<size_t>(r) * blocks + b] = coin(rng);
+          for (int c = lo; c < hi; ++c) v[static_cast<size_t>(r) * k + c] = value(rng);
+          const int peak = lo + std::uniform_int_distribution<int>(0, hi - lo - 1)(rng);
+          v[static_cast<size_t>(r) * k + peak] = coin(rng) ? 127 : -127;
+          for (int c = lo; c < hi; ++c) {
+            const float x = std::ldexp(static_cast<float>(v[static_cast<size_t>(r) * k + c]),
+                                       e[static_cast<size_t>(r) * blocks + b]);
+            in.x[static_cast<size_t>(r) * in.ldx + c] = f32_to_bf16(x);  // 8 significant bits: exact
+          }
         }
       }
-    }
-    for (Isa isa : isas) {
-      const std::vector<float> got = run(q, in, Options{}, isa, 2);
-      for (int r = 0; r < m; ++r) {
-        for (int c = 0; c < n; ++c) {
-          long want = 0, bound = 0;
-          for (int b = 0; b < blocks; ++b) {
-            long dot = 0;
-            for (int kk = b * kActBlock; kk < std::min(k, (b + 1) * kActBlock); ++kk) {
-              const size_t gi = static_cast<size_t>(c) * q.groups + static_cast<size_t>(kk / q.gs);
-              dot += long{v[static_cast<size_t>(r) * k + kk]} *
-                     (q.codes[static_cast<size_t>(c) * k + kk] - static_cast<long>(q.zeros[gi]));
+      for (Isa isa : isas) {
+        const std::vector<float> got = run(q, in, Options{}, isa, 2);
+        for (int r = 0; r < m; ++r) {
+          for (int c = 0; c < n; ++c) {
+            long want = 0, bound = 0;
+            for (int b = 0; b < blocks; ++b) {
+              long dot = 0;
+              for (int kk = b * kActBlock; kk < std::min(k, (b + 1) * kActBlock); ++kk) {
+                const size_t gi = static_cast<size_t>(c) * q.groups + static_cast<size_t>(kk / q.gs);
+                dot += long{v[static_cast<size_t>(r) * k + kk]} *
+                       (q.codes[static_cast<size_t>(c) * k + kk] - static_cast<long>(q.zeros[gi]));
+              }
+              const long scaled = dot << e[static_cast<size_t>(r) * blocks + b];
+              want += scaled;
+              bound += std::labs(scaled);
             }
-            const long scaled = dot << e[static_cast<size_t>(r) * blocks + b];
-            want += scaled;
-            bound += std::labs(scaled);
-          }
-          REQUIRE(bound < (1l << 24));  // every partial sum exact in FP32
-          if (got[static_cast<size_t>(r) * n + c] != static_cast<float>(want)) {
-            FAIL_CHECK(isa_name(isa) << " " << describe(f) << " row " << r << " col " << c << ": "
-                                     << got[static_cast<size_t>(r) * n + c] << " vs " << want);
-            r = m;
-            break;
+            REQUIRE(bound < (1l << 24));  // every partial sum exact in FP32
+            if (got[static_cast<size_t>(r) * n + c] != static_cast<float>(want)) {
+              FAIL_CHECK(isa_name(isa) << " " << describe(f) << " row " << r << " col " << c << ": "
+                                       << got[static_cast<size_t>(r) * n + c] << " vs " << want);
+              r = m;
+              break;
+            }
           }
         }
       }
