@@ -188,7 +188,7 @@ TEST_CASE("quantized runner: w8/w8g32/w4/w4g128 logits match the dequantized mod
 // its FP32 one; ours with BF16 activations 4.5 %); measured here decode vs twin <= 4.1 %, prefill
 // (INT8 activations) vs twin <= 13 %; a wrong activation (SiLU for GeLU) moves logits by tens of
 // percent (checked below).
-TEST_CASE("--quantization names: vLLM-style aliases map to the same modes, others are refused", "[quantload]") {
+TEST_CASE("quantization mode names: vLLM-style aliases map to the same modes, others are refused", "[quantload]") {
   CHECK(parse_weight_quantization("int8") == WeightQuantization::w8);
   CHECK(parse_weight_quantization("w8a8") == WeightQuantization::w8);
   CHECK(parse_weight_quantization("int4") == WeightQuantization::w4);
