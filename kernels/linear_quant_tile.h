@@ -15,7 +15,8 @@ namespace slab::kern::detail {
 inline constexpr int kQuantDecodeTileRows = 8;  // decode: every row of M <= 8 in one pass
 inline constexpr int kQuantBatchTileRows = 6;   // batched: 6 x 2 INT32 + 6 x 2 FP32 zmm
 // Rows of a batched tile: 6, but 4 for the K-quant tiles (their sub-scale and min vectors take
-// the registers) and for W4 on AVX2 (16 ymm hold 4 rows; its tile runs taller ones 4 rows at a
+// the registers: 6 rows on AVX-512 ran 4-10 % slower for Q4_K and ~25 % for Q6_K at M = 16 and
+// 128, bench_linear_quant --kinds q4k,q6k, three alternating rounds on Zen 4) and for W4 on AVX2 (16 ymm hold 4 rows; its tile runs taller ones 4 rows at a
 // time, so a 6-row tile would be 4 + 2). AVX-512's W4 6 x 2 tile spills a few of its FP32 totals
 // and still ran 4-7 % faster than 4 x 2 (Zen 4, one core and two, M = 16 and 128,
 // bench_linear_quant --kinds w4g32, alternating runs): the nibbles are unpacked once per 6 rows.
