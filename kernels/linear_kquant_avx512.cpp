@@ -128,11 +128,8 @@ SLAB_AVX512_QUANT void kquant_tile(const QuantTile& t) {
               const __m512i rest = _mm512_set1_epi32(-32 * (xqsum[r] - xqhalf[r]));
 #pragma GCC unroll 2
               for (int q = 0; q < NP; ++q) {
-                __m512i sum = acc[r][q];
-                if constexpr (kSplitHigh) {
-                  sum = _mm512_add_epi32(sum, acc_high[r][q]);
-                  acc_high[r][q] = _mm512_setzero_si512();
-                }
+                const __m512i sum = joined_sum<MR, NP, kSplitHigh>(acc, acc_high, r, q);
+                if constexpr (kSplitHigh) acc_high[r][q] = _mm512_setzero_si512();
                 total[r][q] = _mm512_fmadd_ps(_mm512_mul_ps(xscale, s0[q]), _mm512_cvtepi32_ps(sum), total[r][q]);
                 acc[r][q] = rest;
               }
@@ -145,8 +142,7 @@ SLAB_AVX512_QUANT void kquant_tile(const QuantTile& t) {
         const __m512 xscale = _mm512_set1_ps(xscales[r]);
 #pragma GCC unroll 2
         for (int q = 0; q < NP; ++q) {
-          __m512i sum = acc[r][q];
-          if constexpr (kSplitHigh) sum = _mm512_add_epi32(sum, acc_high[r][q]);
+          const __m512i sum = joined_sum<MR, NP, kSplitHigh>(acc, acc_high, r, q);
           if constexpr (kMins) {
             const __m512 inner = _mm512_fnmadd_ps(o[q], _mm512_set1_ps(static_cast<float>(xqsum[r])),
                                                   _mm512_mul_ps(s0[q], _mm512_cvtepi32_ps(sum)));

@@ -257,8 +257,7 @@ SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
         const __m512 xscale = _mm512_set1_ps(xscales[r]);
 #pragma GCC unroll 2
         for (int q = 0; q < NP; ++q) {
-          __m512i sum = acc[r][q];
-          if constexpr (kSplitHigh) sum = _mm512_add_epi32(sum, acc_high[r][q]);
+          const __m512i sum = joined_sum<MR, NP, kSplitHigh>(acc, acc_high, r, q);
           const __m512 scale = PER_CHANNEL ? xscale : _mm512_mul_ps(wscale[q], xscale);
           __m512 d = _mm512_cvtepi32_ps(sum);
           if (t.zero_point) d = _mm512_fnmadd_ps(zero[q], _mm512_set1_ps(static_cast<float>(xqsum[r])), d);

@@ -54,4 +54,12 @@ SLAB_AVX512_QUANT inline void nibble_step(__m512i (&acc)[MR][NP], __m512i (&acc_
   }
 }
 
+// Accumulator (r, q)'s INT32 block sum: with SPLIT its high-nibble chain joined in (exact).
+template <int MR, int NP, bool SPLIT>
+SLAB_AVX512_QUANT inline __m512i joined_sum(const __m512i (&acc)[MR][NP], const __m512i (&acc_high)[SPLIT ? MR : 1][NP],
+                                            int r, int q) {
+  if constexpr (SPLIT) return _mm512_add_epi32(acc[r][q], acc_high[r][q]);
+  return acc[r][q];
+}
+
 }  // namespace slab::kern::detail
