@@ -9,10 +9,13 @@
 // from DRAM. GB/s counts the K and V bytes a step must read; %bw divides by a bandwidth sample
 // taken just before each repetition (median of per-repetition ratios).
 // Prefill: one sequence of N new tokens (no prefix), causal FLOPs = 4 · n_heads · head_dim ·
-// N(N+1)/2 (Q·K and P·V); %peak is over the vdpbf16ps peak (the kernel uses FP32 FMA, whose
-// peak is half of that).
+// N(N+1)/2 (Q·K and P·V); %peak is over the vdpbf16ps peak. The AVX-512 block spends two
+// vdpbf16ps per Q·K product (Q as BF16 hi + lo) and one per P·V product (P rounded to BF16, as
+// the model runner runs it; --split-p: two, the exact path), so 2/3 of the peak is its ceiling
+// (1/2 with --split-p).
 //
-// Usage: bench_attention [--quick] [--threads N] [--reps N] [--cycle-x N] [--isa scalar]
+// Usage: bench_attention [--quick] [--threads N] [--reps N] [--cycle-x N] [--isa scalar] [--split-p]
+//                        [--only decode|prefill]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -41,6 +44,8 @@ struct Config {
   int reps = 9;
   int cycle_x = 16;
   std::string isa;
+  bool round_p_to_bf16 = true;  // as the model runner runs it; --split-p: P as BF16 hi + lo
+  std::string only;             // "", "decode" or "prefill"
 };
 
 size_t head_stride() { return static_cast<size_t>(kBlock) * kHeadDim; }
@@ -55,7 +60,7 @@ struct Result {
   size_t items = 0, merges = 0;
 };
 
-AttentionArgs base_args(const bf16_t* pool, float* q, float* out, float* ws, Isa isa) {
+AttentionArgs base_args(const bf16_t* pool, float* q, float* out, float* ws, Isa isa, bool round_p_to_bf16) {
   AttentionArgs a;
   a.q = q;
   a.ldq = static_cast<size_t>(kHeads) * kHeadDim;
@@ -65,6 +70,7 @@ AttentionArgs base_args(const bf16_t* pool, float* q, float* out, float* ws, Isa
   a.scale = 0.125f;
   a.workspace = ws;
   a.isa = isa;
+  a.round_p_to_bf16 = round_p_to_bf16;
   return a;
 }
 
@@ -97,7 +103,7 @@ Result bench_decode(ThreadPool& pool, bench::ReadBandwidthProbe& probe, int batc
   AlignedBuffer ws(std::max<size_t>(16, plan.workspace_floats) * sizeof(float));
   std::vector<float> q(static_cast<size_t>(batch) * kHeads * kHeadDim, 0.01f);
   std::vector<float> out(q.size());
-  AttentionArgs a = base_args(kvp, q.data(), out.data(), ws.as<float>(), isa);
+  AttentionArgs a = base_args(kvp, q.data(), out.data(), ws.as<float>(), isa, cfg.round_p_to_bf16);
   a.n_seqs = batch;
   std::vector<double> cpu(static_cast<size_t>(pool.size()) * 8, 0.0);
   auto run_on_all = [&pool, &cpu](auto&& f) {
@@ -162,7 +168,7 @@ Result bench_prefill(ThreadPool& pool, int n, Isa isa, const Config& cfg) {
   AlignedBuffer ws(std::max<size_t>(16, plan.workspace_floats) * sizeof(float));
   std::vector<float> q(static_cast<size_t>(n) * kHeads * kHeadDim, 0.01f);
   std::vector<float> out(q.size());
-  AttentionArgs a = base_args(kv.as<bf16_t>(), q.data(), out.data(), ws.as<float>(), isa);
+  AttentionArgs a = base_args(kv.as<bf16_t>(), q.data(), out.data(), ws.as<float>(), isa, cfg.round_p_to_bf16);
   a.seqs = &seq;
   a.n_seqs = 1;
   std::vector<double> cpu(static_cast<size_t>(pool.size()) * 8, 0.0);
@@ -211,12 +217,23 @@ int main(int argc, char** argv) {
       cfg.reps = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--cycle-x" && i + 1 < argc) {
       cfg.cycle_x = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--split-p") {
+      cfg.round_p_to_bf16 = false;
+    } else if (arg == "--only" && i + 1 < argc) {
+      cfg.only = argv[++i];
     } else if (arg == "--isa" && i + 1 < argc) {
       cfg.isa = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--threads N] [--reps N] [--cycle-x N] [--isa scalar]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--quick] [--threads N] [--reps N] [--cycle-x N] [--isa scalar] [--split-p] "
+                   "[--only decode|prefill]\n",
+                   argv[0]);
       return 2;
     }
+  }
+  if (!cfg.only.empty() && cfg.only != "decode" && cfg.only != "prefill") {
+    std::fprintf(stderr, "bench_attention: --only takes decode or prefill, not '%s'\n", cfg.only.c_str());
+    return 2;
   }
   const CpuFeatures& cpu = cpu_features();
   const TopologyInfo topo = Topology::system().process_info();
@@ -228,8 +245,9 @@ int main(int argc, char** argv) {
 
   std::printf("cpu:      %s\n", cpu.summary().c_str());
   std::printf("topology: %s\n", topo.summary().c_str());
-  std::printf("threads:  %d (pinned: %s), kernel isa: %s\n", pool.size(), pool.bindings()[0].empty() ? "no" : "yes",
-              isa_name(isa));
+  std::printf("threads:  %d (pinned: %s), kernel isa: %s, P for P·V: %s\n", pool.size(),
+              pool.bindings()[0].empty() ? "no" : "yes", isa_name(isa),
+              cfg.round_p_to_bf16 ? "rounded to BF16" : "BF16 hi + lo");
   bench::ReadBandwidthProbe probe(pool, sweep);
   const bench::Stat bw = probe.measure(cfg.quick ? 5 : 15);
   bench::Stat peak_cpu;
@@ -246,6 +264,7 @@ int main(int argc, char** argv) {
   std::printf("%5s %7s %8s %6s %7s %10s %10s %7s %6s %6s %6s  %s\n", "batch", "context", "KV MB", "items", "merges",
               "us/step", "cpu us", "GB/s", "bw", "%bw", "cpu%", "us min..max");
   for (int batch : {1, 16}) {
+    if (cfg.only == "prefill") break;
     for (int context : {128, 1024, 4096}) {
       const Result r = bench_decode(pool, probe, batch, context, sweep, isa, cfg);
       const double mb = static_cast<double>(batch) * context * kLayers * kKvHeads * kHeadDim * 4 / 1e6;
@@ -260,6 +279,7 @@ int main(int argc, char** argv) {
               "us min..max");
   for (int n : {512, 2048}) {
     if (cfg.quick && n > 512) continue;
+    if (cfg.only == "decode") break;
     const Result r = bench_prefill(pool, n, isa, cfg);
     std::printf("%6d %6zu %10.1f %10.1f %8.1f %5.0f%% %5.0f%%  %.0f..%.0f\n", n, r.items, r.us, r.cpu_us, r.gflops,
                 peak.median > 0 ? 100.0 * r.gflops / peak.median : 0.0,

@@ -221,6 +221,7 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
   blk.hi = hi;
   blk.m = vectors;
   blk.hd = hd;
+  blk.round_p_to_bf16 = a.round_p_to_bf16;
 
   for (int b = it.kv0 / bs; b * bs < it.kv1; ++b) {
     const int base = b * bs;

@@ -17,13 +17,18 @@
 //     per pass, no horizontal reductions;
 //   - online softmax in FP32 with a vectorised exp (relative error < 2e-7);
 //   - P·V by vdpbf16ps on two V rows interleaved (unpack) against broadcast P pairs.
-// Accuracy: vdpbf16ps needs BF16 operands, so Q and P are each split into BF16 hi + lo parts
+// Accuracy: vdpbf16ps needs BF16 operands, so Q is split into BF16 hi + lo parts
 // (x = hi + lo + O(2^-16 x)) and both parts are accumulated; K and V are BF16 already, products
-// are exact in FP32. The result matches FP32 attention over the BF16 cache to ~1e-5 of max|v|.
-// The split costs two vdpbf16ps per pair, i.e. the same instruction count as FP32 FMA after
-// widening K/V (measured: widening spent ~20% of decode time on the conversions; this path has
-// none). Dropping the lo part of P would halve the P·V work at a 2^-8 relative error on each
-// softmax weight (not done).
+// are exact in FP32. Scores are therefore those of FP32 Q over the BF16 cache to ~2^-16
+// relative: they matter most, since an error in a score is multiplied by exp. The softmax
+// weights P are split the same way unless AttentionArgs::round_p_to_bf16, which rounds each to
+// BF16 (relative error <= 2^-9 of the weight, so |out - exact| <= 2^-9 max|v|) and halves the
+// P·V work, as FlashAttention does; the model runner sets it. Measured on the transformers
+// fixtures: the same logit error as the split (tests/unit/test_model_runner.cpp), where
+// rounding Q as well doubled it. Without round_p_to_bf16 the result matches FP32 attention
+// over the BF16 cache to ~1e-5 of max|v|; the split costs two vdpbf16ps per pair, i.e. the same
+// instruction count as FP32 FMA after widening K/V (measured: widening spent ~20% of decode
+// time on the conversions; this path has none).
 // Isa::scalar is the same algorithm in plain C++ (K/V widened to FP32, std::exp).
 //
 // Dispatch (plan_attention) classifies each sequence by its query length:
@@ -139,6 +144,9 @@ struct AttentionArgs {
   float scale = 1.0f;
   float* workspace = nullptr;  // plan.workspace_floats floats, 64-byte aligned
   Isa isa = Isa::scalar;
+  // AVX-512: P enters P·V as BF16 instead of BF16 hi + lo (see Accuracy above). The scalar and
+  // AVX2 blocks compute P·V in FP32 either way.
+  bool round_p_to_bf16 = false;
 };
 
 // Phase 1 on every thread t in [0, plan.n_threads).

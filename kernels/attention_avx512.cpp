@@ -62,7 +62,7 @@ SLAB_AVX512 inline __m512i v_chunk(const bf16_t* v, int t, int c, int lo, int hi
 }
 
 // o[i + j] = alpha[i + j] o[i + j] + sum_{t in [lo, hi)} s[i + j][t] v[t] for j < VB.
-template <int NC, int VB>
+template <int NC, int VB, bool SplitP>
 SLAB_AVX512 void pv(const AttnBlock& b, int i, int lo, int hi, const float* alphas) {
   constexpr int hd = 16 * NC;
   constexpr int NP = (NC + 1) / 2;
@@ -76,12 +76,14 @@ SLAB_AVX512 void pv(const AttnBlock& b, int i, int lo, int hi, const float* alph
       const __m512 f0 = g >= written_lo ? _mm512_loadu_ps(s + g) : _mm512_setzero_ps();
       const __m512 f1 = g + 16 < hi ? _mm512_loadu_ps(s + g + 16) : _mm512_setzero_ps();
       const __m512i h = (__m512i)_mm512_cvtne2ps_pbh(f1, f0);
-      const __m512 h0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));
-      const __m512 h1 =
-          _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1)), 16));
-      const __m512i l = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(f1, h1), _mm512_sub_ps(f0, h0));
       _mm512_store_si512(&ph[j][g / 2], h);
-      _mm512_store_si512(&pl[j][g / 2], l);
+      if constexpr (SplitP) {
+        const __m512 h0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));
+        const __m512 h1 =
+            _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1)), 16));
+        const __m512i l = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(f1, h1), _mm512_sub_ps(f0, h0));
+        _mm512_store_si512(&pl[j][g / 2], l);
+      }
     }
   }
 
@@ -108,11 +110,13 @@ SLAB_AVX512 void pv(const AttnBlock& b, int i, int lo, int hi, const float* alph
 #pragma GCC unroll 4
       for (int j = 0; j < VB; ++j) {
         const __m512bh phj = (__m512bh)_mm512_set1_epi32(static_cast<int>(ph[j][t / 2]));
-        const __m512bh plj = (__m512bh)_mm512_set1_epi32(static_cast<int>(pl[j][t / 2]));
         acc[j][c][0] = _mm512_dpbf16_ps(acc[j][c][0], phj, il);
         acc[j][c][1] = _mm512_dpbf16_ps(acc[j][c][1], phj, ih);
-        acc[j][c][0] = _mm512_dpbf16_ps(acc[j][c][0], plj, il);
-        acc[j][c][1] = _mm512_dpbf16_ps(acc[j][c][1], plj, ih);
+        if constexpr (SplitP) {
+          const __m512bh plj = (__m512bh)_mm512_set1_epi32(static_cast<int>(pl[j][t / 2]));
+          acc[j][c][0] = _mm512_dpbf16_ps(acc[j][c][0], plj, il);
+          acc[j][c][1] = _mm512_dpbf16_ps(acc[j][c][1], plj, ih);
+        }
       }
     }
   }
@@ -252,7 +256,7 @@ SLAB_AVX512 void scores(const AttnBlock& b, int i0) {
   if (16 * gi < hi) score_groups<NC, VS, 1>(b, i0, gi);
 }
 
-template <int NC>
+template <int NC, bool SplitP>
 SLAB_AVX512 void block_impl(const AttnBlock& b) {
   constexpr int VB = NC <= 4 ? 4 : NC <= 8 ? 2 : 1;  // P·V: VB·ceil(NC/2)·2 accumulators
   float alphas[kAttnMaxVectors];
@@ -316,37 +320,43 @@ SLAB_AVX512 void block_impl(const AttnBlock& b) {
     while (n < VB && i + n < b.m && b.lo[i + n] == lo && b.hi[i + n] == hi) ++n;
     if (lo < hi) {
       if (n == VB) {
-        pv<NC, VB>(b, i, lo, hi, alphas);
+        pv<NC, VB, SplitP>(b, i, lo, hi, alphas);
       } else {
-        for (int j = 0; j < n; ++j) pv<NC, 1>(b, i + j, lo, hi, alphas);
+        for (int j = 0; j < n; ++j) pv<NC, 1, SplitP>(b, i + j, lo, hi, alphas);
       }
     }
     i += n;
   }
 }
 
+template <bool SplitP>
+void block_for_head_dim(const AttnBlock& b) {
+  switch (b.hd / 16) {
+    case 1: return block_impl<1, SplitP>(b);
+    case 2: return block_impl<2, SplitP>(b);
+    case 3: return block_impl<3, SplitP>(b);
+    case 4: return block_impl<4, SplitP>(b);
+    case 5: return block_impl<5, SplitP>(b);
+    case 6: return block_impl<6, SplitP>(b);
+    case 7: return block_impl<7, SplitP>(b);
+    case 8: return block_impl<8, SplitP>(b);
+    case 9: return block_impl<9, SplitP>(b);
+    case 10: return block_impl<10, SplitP>(b);
+    case 11: return block_impl<11, SplitP>(b);
+    case 12: return block_impl<12, SplitP>(b);
+    case 13: return block_impl<13, SplitP>(b);
+    case 14: return block_impl<14, SplitP>(b);
+    case 15: return block_impl<15, SplitP>(b);
+    case 16: return block_impl<16, SplitP>(b);
+    default: return attn_block_scalar(b);
+  }
+}
+
 }  // namespace
 
 void attn_block_avx512(const AttnBlock& b) {
-  switch (b.hd / 16) {
-    case 1: return block_impl<1>(b);
-    case 2: return block_impl<2>(b);
-    case 3: return block_impl<3>(b);
-    case 4: return block_impl<4>(b);
-    case 5: return block_impl<5>(b);
-    case 6: return block_impl<6>(b);
-    case 7: return block_impl<7>(b);
-    case 8: return block_impl<8>(b);
-    case 9: return block_impl<9>(b);
-    case 10: return block_impl<10>(b);
-    case 11: return block_impl<11>(b);
-    case 12: return block_impl<12>(b);
-    case 13: return block_impl<13>(b);
-    case 14: return block_impl<14>(b);
-    case 15: return block_impl<15>(b);
-    case 16: return block_impl<16>(b);
-    default: return attn_block_scalar(b);
-  }
+  if (b.round_p_to_bf16) return block_for_head_dim<false>(b);
+  block_for_head_dim<true>(b);
 }
 
 SLAB_AVX512 void stage_q_hilo_avx512(float* dst, const float* q, int m, int hd) {

@@ -41,6 +41,7 @@ struct AttnBlock {
   int m = 0;
   int nt = 0;
   int hd = 0;
+  bool round_p_to_bf16 = false;  // AVX-512: P as its BF16 hi part only (see attention.h)
 };
 
 void attn_block_scalar(const AttnBlock& b);
