@@ -25,23 +25,32 @@ int group_of(const AttnShape& s) { return s.n_heads / s.n_kv_heads; }
 int rows_per_tile(const AttnShape& s) { return std::max(1, kAttnMaxVectors / group_of(s)); }
 
 // Per-thread scratch, in floats, carved from the start of the workspace.
+// Vectors are counted in whole registers of 16 (the lanes block's width) where it matters.
 struct ScratchLayout {
-  size_t q, o, s, k, v, mx, l, qhl, total;
+  size_t q, o, s, k, v, mx, l, qhl, qt, pt, vi, ot, total;
+  size_t pt_lo_offset;
 };
 ScratchLayout scratch_layout(const AttnShape& sh) {
   const size_t mv = static_cast<size_t>(rows_per_tile(sh)) * group_of(sh);
+  const size_t mv16 = round16(mv);
   const size_t hd = static_cast<size_t>(sh.head_dim);
   const size_t bs = round16(static_cast<size_t>(sh.block_size));
+  const size_t hl = detail::q_hilo_floats(sh.head_dim);  // 32 per started 32 elements of head_dim
   ScratchLayout l{};
   l.q = 0;
   l.o = l.q + round16(mv * hd);
   l.s = l.o + round16(mv * hd);
-  l.k = l.s + round16(mv * bs);
+  l.k = l.s + mv16 * bs;
   l.v = l.k + round16(bs * hd);
   l.mx = l.v + round16(bs * hd);
-  l.l = l.mx + round16(mv);
-  l.qhl = l.l + round16(mv);
-  l.total = l.qhl + mv * detail::q_hilo_floats(sh.head_dim);
+  l.l = l.mx + mv16;
+  l.qhl = l.l + mv16;
+  l.qt = l.qhl + mv * hl;
+  l.pt = l.qt + mv16 * hl;
+  l.pt_lo_offset = bs / 2 * mv16;
+  l.vi = l.pt + 2 * l.pt_lo_offset;
+  l.ot = l.vi + bs / 2 * hl;
+  l.total = l.ot + mv16 * hd;
   return l;
 }
 
@@ -200,10 +209,24 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
     float* dst = qs + static_cast<size_t>(r) * group * uhd;
     for (size_t d = 0; d < static_cast<size_t>(group) * uhd; ++d) dst[d] = src[d] * a.scale;
   }
+  const bool lanes = avx && vectors >= kAttnLanesMinVectors;
+  const size_t lanes16 = round16(static_cast<size_t>(vectors));
+  detail::LanesScratch lw;
   if (avx) detail::stage_q_hilo_avx512(scratch + lay.qhl, qs, vectors, hd);
+  if (lanes) {
+    detail::stage_qt_avx512(scratch + lay.qt, scratch + lay.qhl, vectors, hd);
+    lw.qt = scratch + lay.qt;
+    lw.qt_lo_offset = detail::q_hilo_floats(hd) / 2 * lanes16;  // as stage_qt_avx512 lays it out
+    lw.s = scratch + lay.s;
+    lw.pt = scratch + lay.pt;
+    lw.pt_lo_offset = lay.pt_lo_offset;
+    lw.vi = scratch + lay.vi;
+    lw.ot = scratch + lay.ot;
+    std::fill(lw.ot, lw.ot + lanes16 * uhd, 0.0f);
+  }
   std::fill(o, o + static_cast<size_t>(vectors) * uhd, 0.0f);
-  std::fill(mx, mx + vectors, kNegInf);
-  std::fill(l, l + vectors, 0.0f);
+  std::fill(mx, mx + lanes16, kNegInf);
+  std::fill(l, l + lanes16, 0.0f);
 
   int lo[kAttnMaxVectors], hi[kAttnMaxVectors];
   detail::AttnBlock blk;
@@ -276,7 +299,9 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
       }
     }
     blk.nt = t1;
-    if (avx) {
+    if (lanes) {
+      detail::attn_block_lanes_avx512(blk, lw);
+    } else if (avx) {
       detail::attn_block_avx512(blk);
     } else if (avx2) {
       detail::attn_block_avx2(blk);
@@ -285,6 +310,11 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
     }
   }
 
+  if (lanes) {  // O^T back to a row per vector
+    for (size_t v = 0; v < static_cast<size_t>(vectors); ++v) {
+      for (size_t d = 0; d < uhd; ++d) o[v * uhd + d] = lw.ot[d * lanes16 + v];
+    }
+  }
   if (it.partial < 0) {
     for (int r = 0; r < it.row1 - it.row0; ++r) {
       float* dst =

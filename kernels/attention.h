@@ -11,12 +11,21 @@
 // item's query vectors (rows × the GQA group of query heads of that KV head, at most
 // kAttnMaxVectors) share every KV block read. Blocks outside the causal / window extent of the
 // item's rows are never touched (causal block skipping), and within a block only the rows of
-// tokens some vector can see are read (tokens past kv_len never are). Per block (AVX-512):
+// tokens some vector can see are read (tokens past kv_len never are). Per block (AVX-512),
+// items of fewer than kAttnLanesMinVectors vectors (decode, short multi-token rows):
 //   - K is transposed once (16×16 dword transposes) so that scores run with tokens in lanes:
 //     vdpbf16ps of a broadcast Q pair against 16 tokens' K pairs, 4 query vectors × 32 tokens
 //     per pass, no horizontal reductions;
 //   - online softmax in FP32 with a vectorised exp (relative error < 2e-7);
 //   - P·V by vdpbf16ps on two V rows interleaved (unpack) against broadcast P pairs.
+// Items of kAttnLanesMinVectors or more (prefill tiles) put the query vectors in the lanes
+// instead (attention_lanes_avx512.cpp): Q transposed once per item, K pairs broadcast from the
+// cache rows, the softmax vertical down the tokens (its horizontal max and sum per vector were
+// ~23 % of the tokens-in-lanes block's prefill samples; ~7 % here), O^T accumulated against
+// broadcast pairs of a per-block V interleave. Same numerics. 512-token prefill attention on 2
+// Zen 4 cores: median 1.08x the tokens-in-lanes block (eight alternating runs, 0.89-1.37x on a
+// noisy host); Q·K with Q split is now ~half the time. Decode keeps tokens in lanes: 4 or 8
+// vectors would fill 1/4 to 1/2 of the lanes.
 // Accuracy: vdpbf16ps needs BF16 operands, so Q is split into BF16 hi + lo parts
 // (x = hi + lo + O(2^-16 x)) and both parts are accumulated; K and V are BF16 already, products
 // are exact in FP32. Scores are therefore those of FP32 Q over the BF16 cache to ~2^-16
@@ -57,7 +66,8 @@
 
 namespace slab::kern {
 
-inline constexpr int kAttnMaxVectors = 64;  // query vectors sharing one KV block read
+inline constexpr int kAttnMaxVectors = 64;       // query vectors sharing one KV block read
+inline constexpr int kAttnLanesMinVectors = 32;  // AVX-512: items of this many run vectors-in-lanes
 inline constexpr int kAttnMaxHeadDim = 256;
 inline constexpr int kAttnMaxBlockSize = 128;
 inline constexpr int kAttnDecodeMaxRows = 1;

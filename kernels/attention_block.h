@@ -44,6 +44,18 @@ struct AttnBlock {
   bool round_p_to_bf16 = false;  // AVX-512: P as its BF16 hi part only (see attention.h)
 };
 
+// Scratch of the vectors-in-lanes block (attention_lanes_avx512.cpp).
+// NV = ceil(m / 16) registers of query vectors; pairs = ceil(block_size / 2).
+struct LanesScratch {
+  const float* qt = nullptr;  // Q^T from stage_qt_avx512
+  size_t qt_lo_offset = 0;    // floats from the hi columns to the lo columns: 16·ceil(hd/32)·NV·16
+  float* s = nullptr;         // S^T then P: block_size rows of NV·16 floats
+  float* pt = nullptr;        // P^T BF16 pairs: pairs rows of NV·16 dwords (then the lo parts)
+  size_t pt_lo_offset = 0;    // floats, >= pairs·NV·16
+  float* vi = nullptr;        // V two rows per dword: pairs rows of ceil(hd/32)·32 dwords
+  float* ot = nullptr;        // O^T: hd rows of NV·16 floats, carried across the item's blocks
+};
+
 void attn_block_scalar(const AttnBlock& b);
 void attn_block_avx2(const AttnBlock& b);  // the scalar block's inputs; hd % 8 == 0
 void attn_block_avx512(const AttnBlock& b);
@@ -54,5 +66,11 @@ inline size_t q_hilo_floats(int hd) { return static_cast<size_t>((hd + 31) / 32)
 // dst[v] (q_hilo_floats(hd) floats each) = BF16 hi parts of q[v] in 32-element chunks, then the
 // BF16 lo parts (q - hi), zero-padded to a multiple of 32 elements.
 void stage_q_hilo_avx512(float* dst, const float* q, int m, int hd);
+// The vectors-in-lanes block: b's q, k, v, kt, s, o are unused; mx and l hold NV·16 entries
+// (lanes past m start at -inf and 0 and stay so); o accumulates in w.ot.
+void attn_block_lanes_avx512(const AttnBlock& b, const LanesScratch& w);
+// Q^T for that block from stage_q_hilo_avx512's output: for half (hi, lo), pair column c and
+// register g, 16 dwords (vectors 16g..16g+15, zero past m) at qt + half·lo_offset + (c·NV + g)·16.
+void stage_qt_avx512(float* qt, const float* qhl, int m, int hd);
 
 }  // namespace slab::kern::detail

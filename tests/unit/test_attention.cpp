@@ -188,9 +188,11 @@ TEST_CASE("attention mixed batches match the reference over head shapes", "[atte
         INFO("head_dim " << hd << " heads " << h.n << "/" << h.kv << " block " << bs);
         const AttnShape shape{h.n, h.kv, hd, bs, 0};
         // Decode at 1, 15, 17, 100, 1000; multi-token with and without a prefix; prefill from
-        // empty and after a prefix.
-        const std::vector<SeqSpec> specs = {{1, 1},  {1, 15},   {1, 17},  {1, 100}, {1, 1000},
-                                            {2, 17}, {37, 100}, {64, 64}, {70, 70}, {66, 150}};
+        // empty and after a prefix. Row tiles of 16 to 64 query vectors run the AVX-512
+        // vectors-in-lanes block (kAttnLanesMinVectors): 36 rows leave a last tile of 32
+        // vectors (two registers) with 8 heads a group, 37 and 70 tiles of 40 and 48 (three).
+        const std::vector<SeqSpec> specs = {{1, 1},    {1, 15},   {1, 17},  {1, 100}, {1, 1000}, {2, 17},
+                                            {37, 100}, {36, 100}, {64, 64}, {70, 70}, {66, 150}};
         check_all(make_problem(shape, specs, seed++), {1, 2, 3, 7});
       }
     }
