@@ -14,8 +14,11 @@
 // the model runner runs it; --split-p: two, the exact path), so 2/3 of the peak is its ceiling
 // (1/2 with --split-p).
 //
+// Prefill tiles run the vectors-in-lanes block (kernels/attention.h); --no-lanes keeps them on
+// the tokens-in-lanes block that decode uses.
+//
 // Usage: bench_attention [--quick] [--threads N] [--reps N] [--cycle-x N] [--isa scalar] [--split-p]
-//                        [--only decode|prefill]
+//                        [--no-lanes] [--only decode|prefill]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -44,8 +47,9 @@ struct Config {
   int reps = 9;
   int cycle_x = 16;
   std::string isa;
-  bool round_p_to_bf16 = true;  // as the model runner runs it; --split-p: P as BF16 hi + lo
-  std::string only;             // "", "decode" or "prefill"
+  bool round_p_to_bf16 = true;   // as the model runner runs it; --split-p: P as BF16 hi + lo
+  bool vectors_in_lanes = true;  // --no-lanes: prefill tiles on the tokens-in-lanes block too
+  std::string only;              // "", "decode" or "prefill"
 };
 
 size_t head_stride() { return static_cast<size_t>(kBlock) * kHeadDim; }
@@ -60,7 +64,7 @@ struct Result {
   size_t items = 0, merges = 0;
 };
 
-AttentionArgs base_args(const bf16_t* pool, float* q, float* out, float* ws, Isa isa, bool round_p_to_bf16) {
+AttentionArgs base_args(const bf16_t* pool, float* q, float* out, float* ws, Isa isa, const Config& cfg) {
   AttentionArgs a;
   a.q = q;
   a.ldq = static_cast<size_t>(kHeads) * kHeadDim;
@@ -70,7 +74,8 @@ AttentionArgs base_args(const bf16_t* pool, float* q, float* out, float* ws, Isa
   a.scale = 0.125f;
   a.workspace = ws;
   a.isa = isa;
-  a.round_p_to_bf16 = round_p_to_bf16;
+  a.round_p_to_bf16 = cfg.round_p_to_bf16;
+  a.vectors_in_lanes = cfg.vectors_in_lanes;
   return a;
 }
 
@@ -103,7 +108,7 @@ Result bench_decode(ThreadPool& pool, bench::ReadBandwidthProbe& probe, int batc
   AlignedBuffer ws(std::max<size_t>(16, plan.workspace_floats) * sizeof(float));
   std::vector<float> q(static_cast<size_t>(batch) * kHeads * kHeadDim, 0.01f);
   std::vector<float> out(q.size());
-  AttentionArgs a = base_args(kvp, q.data(), out.data(), ws.as<float>(), isa, cfg.round_p_to_bf16);
+  AttentionArgs a = base_args(kvp, q.data(), out.data(), ws.as<float>(), isa, cfg);
   a.n_seqs = batch;
   std::vector<double> cpu(static_cast<size_t>(pool.size()) * 8, 0.0);
   auto run_on_all = [&pool, &cpu](auto&& f) {
@@ -168,7 +173,7 @@ Result bench_prefill(ThreadPool& pool, int n, Isa isa, const Config& cfg) {
   AlignedBuffer ws(std::max<size_t>(16, plan.workspace_floats) * sizeof(float));
   std::vector<float> q(static_cast<size_t>(n) * kHeads * kHeadDim, 0.01f);
   std::vector<float> out(q.size());
-  AttentionArgs a = base_args(kv.as<bf16_t>(), q.data(), out.data(), ws.as<float>(), isa, cfg.round_p_to_bf16);
+  AttentionArgs a = base_args(kv.as<bf16_t>(), q.data(), out.data(), ws.as<float>(), isa, cfg);
   a.seqs = &seq;
   a.n_seqs = 1;
   std::vector<double> cpu(static_cast<size_t>(pool.size()) * 8, 0.0);
@@ -219,6 +224,8 @@ int main(int argc, char** argv) {
       cfg.cycle_x = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--split-p") {
       cfg.round_p_to_bf16 = false;
+    } else if (arg == "--no-lanes") {
+      cfg.vectors_in_lanes = false;
     } else if (arg == "--only" && i + 1 < argc) {
       cfg.only = argv[++i];
     } else if (arg == "--isa" && i + 1 < argc) {
@@ -226,7 +233,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--threads N] [--reps N] [--cycle-x N] [--isa scalar] [--split-p] "
-                   "[--only decode|prefill]\n",
+                   "[--no-lanes] [--only decode|prefill]\n",
                    argv[0]);
       return 2;
     }
@@ -248,6 +255,7 @@ int main(int argc, char** argv) {
   std::printf("threads:  %d (pinned: %s), kernel isa: %s, P for P·V: %s\n", pool.size(),
               pool.bindings()[0].empty() ? "no" : "yes", isa_name(isa),
               cfg.round_p_to_bf16 ? "rounded to BF16" : "BF16 hi + lo");
+  std::printf("prefill tiles: %s block\n", cfg.vectors_in_lanes ? "vectors-in-lanes" : "tokens-in-lanes");
   bench::ReadBandwidthProbe probe(pool, sweep);
   const bench::Stat bw = probe.measure(cfg.quick ? 5 : 15);
   bench::Stat peak_cpu;

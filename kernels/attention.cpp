@@ -209,7 +209,7 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
     float* dst = qs + static_cast<size_t>(r) * group * uhd;
     for (size_t d = 0; d < static_cast<size_t>(group) * uhd; ++d) dst[d] = src[d] * a.scale;
   }
-  const bool lanes = avx && vectors >= kAttnLanesMinVectors;
+  const bool lanes = avx && a.vectors_in_lanes && vectors >= kAttnLanesMinVectors;
   const size_t lanes16 = round16(static_cast<size_t>(vectors));
   detail::LanesScratch lw;
   if (avx) detail::stage_q_hilo_avx512(scratch + lay.qhl, qs, vectors, hd);

@@ -157,6 +157,9 @@ struct AttentionArgs {
   // AVX-512: P enters P·V as BF16 instead of BF16 hi + lo (see Accuracy above). The scalar and
   // AVX2 blocks compute P·V in FP32 either way.
   bool round_p_to_bf16 = false;
+  // AVX-512: items of kAttnLanesMinVectors or more run the vectors-in-lanes block; false keeps
+  // every item on the tokens-in-lanes block (tests and bench_attention --no-lanes compare them).
+  bool vectors_in_lanes = true;
 };
 
 // Phase 1 on every thread t in [0, plan.n_threads).

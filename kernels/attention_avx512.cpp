@@ -203,14 +203,18 @@ SLAB_AVX512 void score_groups(const AttnBlock& b, int i0, int gi) {
   }
   const float* q = b.qhl + static_cast<size_t>(i0) * (32 * NP);
   const float* kt = b.kt + static_cast<size_t>(gi) * NP * 16 * 16;
+  // The prefetch cursor in registers: through b.pf_next GCC reloads and stores it (and the
+  // block's fields) on every column.
+  const int pf_lines = b.pf_lines, pf_end = 2 * pf_lines;
+  const char* const pf_k = b.pf_k;
+  const char* const pf_v = b.pf_v;
+  auto line = [&](int l) { return l < pf_lines ? pf_k + 64 * l : pf_v + 64 * (l - pf_lines); };
+  int pf = *b.pf_next;
   for (int c = 0; c < ncols; ++c) {
-    if (*b.pf_next < 2 * b.pf_lines) {
-      const int l = (*b.pf_next)++;
-      _mm_prefetch((l < b.pf_lines ? b.pf_k + 64 * l : b.pf_v + 64 * (l - b.pf_lines)), _MM_HINT_T1);
-      const int l2 = (*b.pf_next)++;
-      if (l2 < 2 * b.pf_lines) {
-        _mm_prefetch((l2 < b.pf_lines ? b.pf_k + 64 * l2 : b.pf_v + 64 * (l2 - b.pf_lines)), _MM_HINT_T1);
-      }
+    if (pf < pf_end) {
+      _mm_prefetch(line(pf), _MM_HINT_T1);
+      if (pf + 1 < pf_end) _mm_prefetch(line(pf + 1), _MM_HINT_T1);
+      pf += 2;
     }
     __m512bh k[G];
 #pragma GCC unroll 2
@@ -229,6 +233,7 @@ SLAB_AVX512 void score_groups(const AttnBlock& b, int i0, int gi) {
       }
     }
   }
+  *b.pf_next = std::min(pf, pf_end);
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
 #pragma GCC unroll 4
   for (int v = 0; v < VS; ++v) {

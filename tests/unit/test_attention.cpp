@@ -134,12 +134,14 @@ float max_error(const std::vector<float>& got, const std::vector<float>& want) {
 }
 
 // Runs the kernel with the threads one after the other (kernels know only their index).
-std::vector<float> run_sequential(const Problem& p, Isa isa, int n_threads, bool round_p_to_bf16 = false) {
+std::vector<float> run_sequential(const Problem& p, Isa isa, int n_threads, bool round_p_to_bf16 = false,
+                                  bool vectors_in_lanes = true) {
   const AttentionPlan plan = plan_attention(p.shape, p.seqs.data(), static_cast<int>(p.seqs.size()), n_threads);
   std::vector<float> ws(attention_workspace_floats(plan) + 1, std::numeric_limits<float>::quiet_NaN());
   std::vector<float> out(p.q.size(), std::numeric_limits<float>::quiet_NaN());
   AttentionArgs args = make_args(p, out.data(), ws.data(), isa);
   args.round_p_to_bf16 = round_p_to_bf16;
+  args.vectors_in_lanes = vectors_in_lanes;
   for (int t = 0; t < n_threads; ++t) attention_run(args, plan, t, n_threads);
   if (plan.needs_merge()) {
     for (int t = 0; t < n_threads; ++t) attention_merge(args, plan, t, n_threads);
@@ -167,6 +169,10 @@ void check_all(const Problem& p, const std::vector<int>& thread_counts) {
       const std::vector<float> rounded = run_sequential(p, isa, threads, /*round_p_to_bf16=*/true);
       if (isa == Isa::avx512_bf16) {
         CHECK(max_error(rounded, p.expected) <= kRoundedPTolerance);
+        // Prefill tiles on the tokens-in-lanes block as well (decode items run it anyway).
+        INFO("tokens-in-lanes block for every item");
+        CHECK(max_error(run_sequential(p, isa, threads, false, false), p.expected) <= kTolerance);
+        CHECK(max_error(run_sequential(p, isa, threads, true, false), p.expected) <= kRoundedPTolerance);
       } else {  // the FP32 blocks have no BF16 P to round
         CHECK(max_error(rounded, exact) == 0.0f);
       }
