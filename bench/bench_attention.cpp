@@ -1,6 +1,7 @@
 // SLAB attention on TinyLlama-1.1B heads (32 query heads, 4 KV heads, head_dim 64, 22 layers,
 // block 32): decode steps at contexts 128 / 1k / 4k and batch 1 / 16 against the read bandwidth,
-// and causal prefill against the BF16 peak, both limits measured in the same run.
+// and causal prefill against the BF16 peak (the FP32 FMA peak for --isa avx2), both limits
+// measured in the same run.
 //
 // Decode: one step = the attention of all 22 layers (22 calls, each at its layer's offset in
 // the blocks), so a step reads the KV of every layer of every sequence exactly once, as the
@@ -12,12 +13,13 @@
 // N(N+1)/2 (Q·K and P·V); %peak is over the vdpbf16ps peak. The AVX-512 block spends two
 // vdpbf16ps per Q·K product (Q as BF16 hi + lo) and one per P·V product (P rounded to BF16, as
 // the model runner runs it; --split-p: two, the exact path), so 2/3 of the peak is its ceiling
-// (1/2 with --split-p).
+// (1/2 with --split-p). The AVX2 blocks run FP32 FMAs on widened K/V: %peak is over the 8-lane
+// FMA peak there.
 //
 // Prefill tiles run the vectors-in-lanes block (kernels/attention.h); --no-lanes keeps them on
 // the tokens-in-lanes block that decode uses.
 //
-// Usage: bench_attention [--quick] [--threads N] [--reps N] [--cycle-x N] [--isa scalar] [--split-p]
+// Usage: bench_attention [--quick] [--threads N] [--reps N] [--cycle-x N] [--isa scalar|avx2|avx512_bf16] [--split-p]
 //                        [--no-lanes] [--only decode|prefill]
 #include <algorithm>
 #include <cstdio>
@@ -231,10 +233,11 @@ int main(int argc, char** argv) {
     } else if (arg == "--isa" && i + 1 < argc) {
       cfg.isa = argv[++i];
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--quick] [--threads N] [--reps N] [--cycle-x N] [--isa scalar] [--split-p] "
-                   "[--no-lanes] [--only decode|prefill]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--quick] [--threads N] [--reps N] [--cycle-x N] [--isa scalar|avx2|avx512_bf16] [--split-p] "
+          "[--no-lanes] [--only decode|prefill]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -245,8 +248,19 @@ int main(int argc, char** argv) {
   const CpuFeatures& cpu = cpu_features();
   const TopologyInfo topo = Topology::system().process_info();
   ThreadPool pool({.n_threads = cfg.threads});
-  Isa isa = cpu.has_avx512_bf16_kernels() ? Isa::avx512_bf16 : Isa::scalar;
-  if (cfg.isa == "scalar") isa = Isa::scalar;
+  // The best kernel set the CPU runs, or the one asked for (an AVX2-only CPU used to fall back
+  // to scalar here).
+  Isa isa = cpu.has_avx512_bf16_kernels() ? Isa::avx512_bf16 : cpu.has_avx2_kernels() ? Isa::avx2 : Isa::scalar;
+  if (!cfg.isa.empty()) {
+    const bool ok = cfg.isa == "scalar" || (cfg.isa == "avx2" && cpu.has_avx2_kernels()) ||
+                    (cfg.isa == "avx512_bf16" && cpu.has_avx512_bf16_kernels());
+    if (!ok) {
+      std::fprintf(stderr, "bench_attention: --isa %s: not one of scalar, avx2, avx512_bf16 that this CPU runs\n",
+                   cfg.isa.c_str());
+      return 2;
+    }
+    isa = cfg.isa == "scalar" ? Isa::scalar : cfg.isa == "avx2" ? Isa::avx2 : Isa::avx512_bf16;
+  }
   const size_t l3 = topo.l3_bytes ? topo.l3_bytes : (size_t{32} << 20);
   const size_t sweep = static_cast<size_t>(cfg.cycle_x) * l3;
 
@@ -259,11 +273,16 @@ int main(int argc, char** argv) {
   bench::ReadBandwidthProbe probe(pool, sweep);
   const bench::Stat bw = probe.measure(cfg.quick ? 5 : 15);
   bench::Stat peak_cpu;
-  const bench::Stat peak = bench::measure_bf16_peak(pool, cfg.quick ? 3 : 7, &peak_cpu);
+  // The limit of the instructions the kernel runs: vdpbf16ps for the AVX-512 blocks, 8-lane FP32
+  // FMA for the AVX2 and scalar ones.
+  const bool bf16_kernel = isa == Isa::avx512_bf16;
+  const bench::Stat peak = bf16_kernel ? bench::measure_bf16_peak(pool, cfg.quick ? 3 : 7, &peak_cpu)
+                                       : bench::measure_fma_peak(pool, cfg.quick ? 3 : 7, &peak_cpu);
   std::printf("read bandwidth (%zu MB, %d threads): %.1f GB/s  [min %.1f, max %.1f]\n", sweep >> 20, pool.size(),
               bw.median, bw.min, bw.max);
-  std::printf("bf16 peak (vdpbf16ps, %d threads):    %.0f GFLOP/s  [min %.0f, max %.0f]; from CPU time %.0f\n\n",
-              pool.size(), peak.median, peak.min, peak.max, peak_cpu.median);
+  std::printf("%s peak (%s, %d threads):    %.0f GFLOP/s  [min %.0f, max %.0f]; from CPU time %.0f\n\n",
+              bf16_kernel ? "bf16" : "fp32", bf16_kernel ? "vdpbf16ps" : "8-lane FMA", pool.size(), peak.median,
+              peak.min, peak.max, peak_cpu.median);
   std::printf(
       "Wall-time medians; 'cpu' columns: the same from the busiest thread's CPU time inside\n"
       "the kernel (and the probe / peak loop), robust to other processes taking the cores.\n\n");

@@ -209,12 +209,16 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
     float* dst = qs + static_cast<size_t>(r) * group * uhd;
     for (size_t d = 0; d < static_cast<size_t>(group) * uhd; ++d) dst[d] = src[d] * a.scale;
   }
-  const bool lanes = avx && a.vectors_in_lanes && vectors >= kAttnLanesMinVectors;
+  const bool lanes = (avx || avx2) && a.vectors_in_lanes && vectors >= kAttnLanesMinVectors;
   const size_t lanes16 = round16(static_cast<size_t>(vectors));
   detail::LanesScratch lw;
   if (avx) detail::stage_q_hilo_avx512(scratch + lay.qhl, qs, vectors, hd);
   if (lanes) {
-    detail::stage_qt_avx512(scratch + lay.qt, scratch + lay.qhl, vectors, hd);
+    if (avx) {
+      detail::stage_qt_avx512(scratch + lay.qt, scratch + lay.qhl, vectors, hd);
+    } else {
+      detail::stage_qt_avx2(scratch + lay.qt, qs, vectors, hd);
+    }
     lw.qt = scratch + lay.qt;
     lw.qt_lo_offset = detail::q_hilo_floats(hd) / 2 * lanes16;  // as stage_qt_avx512 lays it out
     lw.s = scratch + lay.s;
@@ -299,10 +303,12 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
       }
     }
     blk.nt = t1;
-    if (lanes) {
+    if (lanes && avx) {
       detail::attn_block_lanes_avx512(blk, lw);
     } else if (avx) {
       detail::attn_block_avx512(blk);
+    } else if (lanes) {
+      detail::attn_block_lanes_avx2(blk, lw);
     } else if (avx2) {
       detail::attn_block_avx2(blk);
     } else {

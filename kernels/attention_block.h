@@ -69,6 +69,12 @@ void stage_q_hilo_avx512(float* dst, const float* q, int m, int hd);
 // The vectors-in-lanes block: b's q, k, v, kt, s, o are unused; mx and l hold NV·16 entries
 // (lanes past m start at -inf and 0 and stay so); o accumulates in w.ot.
 void attn_block_lanes_avx512(const AttnBlock& b, const LanesScratch& w);
+// The AVX2 vectors-in-lanes block (FP32): b.k and b.v hold the widened block as for
+// attn_block_avx2; uses w.qt (from stage_qt_avx2), w.s and w.ot, with rows of round16(m) floats;
+// mx and l hold round16(m) entries.
+void attn_block_lanes_avx2(const AttnBlock& b, const LanesScratch& w);
+// qt[d · round16(m) + v] = q[v · hd + d], zero for v >= m.
+void stage_qt_avx2(float* qt, const float* q, int m, int hd);
 // Q^T for that block from stage_q_hilo_avx512's output: for half (hi, lo), pair column c and
 // register g, 16 dwords (vectors 16g..16g+15, zero past m) at qt + half·lo_offset + (c·NV + g)·16.
 void stage_qt_avx512(float* qt, const float* qhl, int m, int hd);

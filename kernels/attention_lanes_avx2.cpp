@@ -1,0 +1,171 @@
+// AVX2 block of SLAB attention for items of many query vectors (prefill tiles), FP32 on 8-lane
+// FMAs like attention_avx2.cpp (K and V widened by the driver) but with the query vectors in the
+// lanes, 16 at a time (two registers), as attention_lanes_avx512.cpp does with BF16 pairs:
+//   - Q is transposed once per item (stage_qt_avx2), so scores broadcast one K element a token
+//     against two registers of Q^T: 12 FMAs a column for 2 loads and 6 broadcasts, where the
+//     one-vector block loads q and k for every FMA (two loads an FMA: load-bound at half the
+//     FMA rate);
+//   - the online softmax runs down the tokens, 8 vectors a register, no horizontal reduction;
+//   - P·V accumulates O^T rows against broadcast V elements.
+// Same numerics as the one-vector block: FP32 products of exact values, FP32 sums.
+// Every function carries the target attribute; only called after cpuid said avx2 and fma.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "kernels/attention.h"
+#include "kernels/attention_block.h"
+#include "kernels/exp_avx2.h"
+
+#define SLAB_AVX2 __attribute__((target("avx2,fma")))
+
+namespace slab::kern::detail {
+namespace {
+
+constexpr int kGroup = 16;  // vectors a register block: two 8-lane registers
+
+// S^T rows t - t_lo of TT tokens from t0 for the vectors [16g, 16g + 16), masked to each
+// vector's [lo, hi) (-inf outside). Row stride: w floats (16 per group).
+template <int TT>
+SLAB_AVX2 void score_tokens(const AttnBlock& b, const LanesScratch& l, int w, int g, int t0, int t_lo,
+                            const __m256i* lo, const __m256i* hi) {
+  __m256 acc[TT][2];
+  for (int t = 0; t < TT; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  const float* qt = l.qt + kGroup * g;
+  const float* k0 = b.k + static_cast<size_t>(t0) * b.hd;
+  for (int d = 0; d < b.hd; ++d) {
+    const __m256 q0 = _mm256_loadu_ps(qt + static_cast<size_t>(d) * w);
+    const __m256 q1 = _mm256_loadu_ps(qt + static_cast<size_t>(d) * w + 8);
+#pragma GCC unroll 6
+    for (int t = 0; t < TT; ++t) {
+      const __m256 kb = _mm256_broadcast_ss(k0 + static_cast<size_t>(t) * b.hd + d);
+      acc[t][0] = _mm256_fmadd_ps(q0, kb, acc[t][0]);
+      acc[t][1] = _mm256_fmadd_ps(q1, kb, acc[t][1]);
+    }
+  }
+  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int t = 0; t < TT; ++t) {
+    const __m256i tv = _mm256_set1_epi32(t0 + t);
+    float* row = l.s + static_cast<size_t>(t0 + t - t_lo) * w + kGroup * g;
+    for (int r = 0; r < 2; ++r) {
+      // seen: lo <= t < hi, i.e. !(lo > t) && hi > t
+      const __m256i seen = _mm256_andnot_si256(_mm256_cmpgt_epi32(lo[r], tv), _mm256_cmpgt_epi32(hi[r], tv));
+      _mm256_storeu_ps(row + 8 * r, _mm256_blendv_ps(neg_inf, acc[t][r], _mm256_castsi256_ps(seen)));
+    }
+  }
+}
+
+// O^T rows [d0, d0 + DB) of the vectors [16g, 16g + 16) = alpha O^T + sum_t P^T[t] v[t][d].
+template <int DB>
+SLAB_AVX2 void pv_rows(const AttnBlock& b, const LanesScratch& l, int w, int g, int d0, int t_lo, int t_hi,
+                       const float* alpha) {
+  __m256 acc[DB][2];
+  const __m256 a0 = _mm256_loadu_ps(alpha + kGroup * g), a1 = _mm256_loadu_ps(alpha + kGroup * g + 8);
+  float* ot = l.ot + kGroup * g;
+  for (int d = 0; d < DB; ++d) {
+    acc[d][0] = _mm256_mul_ps(a0, _mm256_loadu_ps(ot + static_cast<size_t>(d0 + d) * w));
+    acc[d][1] = _mm256_mul_ps(a1, _mm256_loadu_ps(ot + static_cast<size_t>(d0 + d) * w + 8));
+  }
+  for (int t = t_lo; t < t_hi; ++t) {
+    const float* p = l.s + static_cast<size_t>(t - t_lo) * w + kGroup * g;
+    const __m256 p0 = _mm256_loadu_ps(p), p1 = _mm256_loadu_ps(p + 8);
+    const float* v = b.v + static_cast<size_t>(t) * b.hd + d0;
+#pragma GCC unroll 6
+    for (int d = 0; d < DB; ++d) {
+      const __m256 vb = _mm256_broadcast_ss(v + d);
+      acc[d][0] = _mm256_fmadd_ps(p0, vb, acc[d][0]);
+      acc[d][1] = _mm256_fmadd_ps(p1, vb, acc[d][1]);
+    }
+  }
+  for (int d = 0; d < DB; ++d) {
+    _mm256_storeu_ps(ot + static_cast<size_t>(d0 + d) * w, acc[d][0]);
+    _mm256_storeu_ps(ot + static_cast<size_t>(d0 + d) * w + 8, acc[d][1]);
+  }
+}
+
+}  // namespace
+
+SLAB_AVX2 void attn_block_lanes_avx2(const AttnBlock& b, const LanesScratch& l) {
+  const int groups = (b.m + kGroup - 1) / kGroup, w = kGroup * groups;
+  int t_lo = 1 << 30, t_hi = -1;
+  for (int i = 0; i < b.m; ++i) {
+    if (b.lo[i] >= b.hi[i]) continue;
+    t_lo = std::min(t_lo, b.lo[i]);
+    t_hi = std::max(t_hi, b.hi[i]);
+  }
+  if (t_hi < 0) return;
+
+  // Scores, a group of 16 vectors × 6 tokens at a time (12 accumulators of the 16 registers).
+  constexpr int TT = 6;
+  for (int g = 0; g < groups; ++g) {
+    alignas(32) int lo_a[kGroup], hi_a[kGroup];
+    for (int j = 0; j < kGroup; ++j) {  // lanes past m never see a token
+      const int i = kGroup * g + j;
+      const bool live = i < b.m && b.lo[i] < b.hi[i];
+      lo_a[j] = live ? b.lo[i] : 1 << 30;
+      hi_a[j] = live ? b.hi[i] : -1;
+    }
+    const __m256i lo[2] = {_mm256_load_si256(reinterpret_cast<const __m256i*>(lo_a)),
+                           _mm256_load_si256(reinterpret_cast<const __m256i*>(lo_a + 8))};
+    const __m256i hi[2] = {_mm256_load_si256(reinterpret_cast<const __m256i*>(hi_a)),
+                           _mm256_load_si256(reinterpret_cast<const __m256i*>(hi_a + 8))};
+    int t = t_lo;
+    for (; t + TT <= t_hi; t += TT) score_tokens<TT>(b, l, w, g, t, t_lo, lo, hi);
+    switch (t_hi - t) {
+      case 0: break;
+      case 1: score_tokens<1>(b, l, w, g, t, t_lo, lo, hi); break;
+      case 2: score_tokens<2>(b, l, w, g, t, t_lo, lo, hi); break;
+      case 3: score_tokens<3>(b, l, w, g, t, t_lo, lo, hi); break;
+      case 4: score_tokens<4>(b, l, w, g, t, t_lo, lo, hi); break;
+      default: score_tokens<5>(b, l, w, g, t, t_lo, lo, hi); break;
+    }
+  }
+
+  // Online softmax down the rows, 8 vectors a register.
+  const int n = t_hi - t_lo;
+  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  alignas(32) float alpha[kAttnMaxVectors];
+  for (int r = 0; r < w / 8; ++r) {
+    __m256 vmax = neg_inf;
+    for (int t = 0; t < n; ++t) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(l.s + static_cast<size_t>(t) * w + 8 * r));
+    const __m256 mold = _mm256_loadu_ps(b.mx + 8 * r);
+    const __m256 mnew = _mm256_max_ps(mold, vmax);
+    const __m256 had = _mm256_cmp_ps(mold, neg_inf, _CMP_NEQ_OQ);  // seen a token before
+    const __m256 has = _mm256_cmp_ps(mnew, neg_inf, _CMP_NEQ_OQ);
+    const __m256 scale =
+        _mm256_and_ps(had, exp_avx2(_mm256_sub_ps(_mm256_and_ps(had, mold), _mm256_and_ps(had, mnew))));
+    const __m256 base = _mm256_and_ps(has, mnew);
+    __m256 sum = _mm256_setzero_ps();
+    for (int t = 0; t < n; ++t) {
+      float* row = l.s + static_cast<size_t>(t) * w + 8 * r;
+      const __m256 x = _mm256_loadu_ps(row);
+      const __m256 p = _mm256_and_ps(_mm256_cmp_ps(x, neg_inf, _CMP_NEQ_OQ), exp_avx2(_mm256_sub_ps(x, base)));
+      _mm256_storeu_ps(row, p);
+      sum = _mm256_add_ps(sum, p);
+    }
+    _mm256_storeu_ps(b.l + 8 * r, _mm256_fmadd_ps(_mm256_loadu_ps(b.l + 8 * r), scale, sum));
+    _mm256_storeu_ps(b.mx + 8 * r, mnew);
+    _mm256_store_ps(alpha + 8 * r, scale);
+  }
+
+  // P·V, 6 elements of head_dim × 16 vectors at a time; head_dim is a multiple of 8, so the
+  // tail is 2 or 4.
+  constexpr int DB = 6;
+  for (int g = 0; g < groups; ++g) {
+    int d0 = 0;
+    for (; d0 + DB <= b.hd; d0 += DB) pv_rows<DB>(b, l, w, g, d0, t_lo, t_hi, alpha);
+    if (b.hd - d0 == 2) pv_rows<2>(b, l, w, g, d0, t_lo, t_hi, alpha);
+    if (b.hd - d0 == 4) pv_rows<4>(b, l, w, g, d0, t_lo, t_hi, alpha);
+  }
+}
+
+SLAB_AVX2 void stage_qt_avx2(float* qt, const float* q, int m, int hd) {
+  const int w = kGroup * ((m + kGroup - 1) / kGroup);
+  for (int d = 0; d < hd; ++d) {
+    float* row = qt + static_cast<size_t>(d) * w;
+    for (int v = 0; v < w; ++v) row[v] = v < m ? q[static_cast<size_t>(v) * hd + d] : 0.0f;
+  }
+}
+
+}  // namespace slab::kern::detail
