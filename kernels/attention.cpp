@@ -209,8 +209,11 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
     float* dst = qs + static_cast<size_t>(r) * group * uhd;
     for (size_t d = 0; d < static_cast<size_t>(group) * uhd; ++d) dst[d] = src[d] * a.scale;
   }
-  const bool lanes = (avx || avx2) && a.vectors_in_lanes && vectors >= kAttnLanesMinVectors;
-  const size_t lanes16 = round16(static_cast<size_t>(vectors));
+  const bool lanes =
+      a.vectors_in_lanes && ((avx && vectors >= kAttnLanesMinVectors) || (avx2 && vectors >= kAttnLanesMinVectorsAvx2));
+  // Lanes of the vectors-in-lanes blocks: whole registers (16 lanes) or AVX2 register groups.
+  const size_t lane_width =
+      avx ? round16(static_cast<size_t>(vectors)) : static_cast<size_t>(detail::lanes_width_avx2(vectors));
   detail::LanesScratch lw;
   if (avx) detail::stage_q_hilo_avx512(scratch + lay.qhl, qs, vectors, hd);
   if (lanes) {
@@ -219,18 +222,19 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
     } else {
       detail::stage_qt_avx2(scratch + lay.qt, qs, vectors, hd);
     }
+    lw.width = static_cast<int>(lane_width);
     lw.qt = scratch + lay.qt;
-    lw.qt_lo_offset = detail::q_hilo_floats(hd) / 2 * lanes16;  // as stage_qt_avx512 lays it out
+    lw.qt_lo_offset = detail::q_hilo_floats(hd) / 2 * lane_width;  // as stage_qt_avx512 lays it out
     lw.s = scratch + lay.s;
     lw.pt = scratch + lay.pt;
     lw.pt_lo_offset = lay.pt_lo_offset;
     lw.vi = scratch + lay.vi;
     lw.ot = scratch + lay.ot;
-    std::fill(lw.ot, lw.ot + lanes16 * uhd, 0.0f);
+    std::fill(lw.ot, lw.ot + lane_width * uhd, 0.0f);
   }
   std::fill(o, o + static_cast<size_t>(vectors) * uhd, 0.0f);
-  std::fill(mx, mx + lanes16, kNegInf);
-  std::fill(l, l + lanes16, 0.0f);
+  std::fill(mx, mx + lane_width, kNegInf);
+  std::fill(l, l + lane_width, 0.0f);
 
   int lo[kAttnMaxVectors], hi[kAttnMaxVectors];
   detail::AttnBlock blk;
@@ -318,7 +322,7 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
 
   if (lanes) {  // O^T back to a row per vector
     for (size_t v = 0; v < static_cast<size_t>(vectors); ++v) {
-      for (size_t d = 0; d < uhd; ++d) o[v * uhd + d] = lw.ot[d * lanes16 + v];
+      for (size_t d = 0; d < uhd; ++d) o[v * uhd + d] = lw.ot[d * lane_width + v];
     }
   }
   if (it.partial < 0) {

@@ -57,10 +57,11 @@
 // ISA: Isa::avx512_bf16 uses the AVX-512 path (needs head_dim % 16 == 0 and block_size % 16 == 0);
 // Isa::avx2, and AVX-512 shapes outside those, run the scalar algorithm on 8-lane FMAs
 // (attention_avx2.cpp: K/V widened to FP32, head_dim % 8 == 0), one query vector at a time for
-// items under kAttnLanesMinVectors and with the vectors in the lanes above
-// (attention_lanes_avx2.cpp: 16 vectors × 6 tokens per register block; 512-token prefill
-// attention 1.4-1.9x the one-vector block with --isa avx2 on Zen 4); Isa::scalar and any other
-// shape run it in plain C++.
+// items under kAttnLanesMinVectorsAvx2 and with the vectors in the lanes from there
+// (attention_lanes_avx2.cpp: 16 vectors × 6 tokens or 8 × 8 per register block, so a decode
+// row of a model with 8 query heads a KV head fills a register; 512-token prefill attention
+// 1.4-1.9x the one-vector block with --isa avx2 on Zen 4); Isa::scalar and any other shape run
+// it in plain C++.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -69,8 +70,9 @@
 
 namespace slab::kern {
 
-inline constexpr int kAttnMaxVectors = 64;       // query vectors sharing one KV block read
-inline constexpr int kAttnLanesMinVectors = 32;  // AVX-512: items of this many run vectors-in-lanes
+inline constexpr int kAttnMaxVectors = 64;          // query vectors sharing one KV block read
+inline constexpr int kAttnLanesMinVectors = 32;     // AVX-512: items of this many run vectors-in-lanes
+inline constexpr int kAttnLanesMinVectorsAvx2 = 8;  // AVX2: likewise (8 lanes a register)
 inline constexpr int kAttnMaxHeadDim = 256;
 inline constexpr int kAttnMaxBlockSize = 128;
 inline constexpr int kAttnDecodeMaxRows = 1;

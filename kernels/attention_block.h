@@ -47,6 +47,7 @@ struct AttnBlock {
 // Scratch of the vectors-in-lanes block (attention_lanes_avx512.cpp).
 // NV = ceil(m / 16) registers of query vectors; pairs = ceil(block_size / 2).
 struct LanesScratch {
+  int width = 0;              // floats a row of Q^T, S^T and O^T (AVX-512: 16·NV; AVX2: lanes_width_avx2)
   const float* qt = nullptr;  // Q^T from stage_qt_avx512
   size_t qt_lo_offset = 0;    // floats from the hi columns to the lo columns: 16·ceil(hd/32)·NV·16
   float* s = nullptr;         // S^T then P: block_size rows of NV·16 floats
@@ -69,11 +70,13 @@ void stage_q_hilo_avx512(float* dst, const float* q, int m, int hd);
 // The vectors-in-lanes block: b's q, k, v, kt, s, o are unused; mx and l hold NV·16 entries
 // (lanes past m start at -inf and 0 and stay so); o accumulates in w.ot.
 void attn_block_lanes_avx512(const AttnBlock& b, const LanesScratch& w);
+// The AVX2 block's row width: m rounded up to its register groups (16 from 16 vectors, else 8).
+inline int lanes_width_avx2(int m) { return m >= 16 ? (m + 15) / 16 * 16 : (m + 7) / 8 * 8; }
 // The AVX2 vectors-in-lanes block (FP32): b.k and b.v hold the widened block as for
-// attn_block_avx2; uses w.qt (from stage_qt_avx2), w.s and w.ot, with rows of round16(m) floats;
-// mx and l hold round16(m) entries.
+// attn_block_avx2; uses w.qt (from stage_qt_avx2), w.s and w.ot, rows of w.width floats; mx and
+// l hold w.width entries.
 void attn_block_lanes_avx2(const AttnBlock& b, const LanesScratch& w);
-// qt[d · round16(m) + v] = q[v · hd + d], zero for v >= m.
+// qt[d · lanes_width_avx2(m) + v] = q[v · hd + d], zero for v >= m.
 void stage_qt_avx2(float* qt, const float* q, int m, int hd);
 // Q^T for that block from stage_q_hilo_avx512's output: for half (hi, lo), pair column c and
 // register g, 16 dwords (vectors 16g..16g+15, zero past m) at qt + half·lo_offset + (c·NV + g)·16.

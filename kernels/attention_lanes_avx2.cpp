@@ -23,32 +23,36 @@
 namespace slab::kern::detail {
 namespace {
 
-constexpr int kGroup = 16;  // vectors a register block: two 8-lane registers
+// Vectors go in register groups of R 8-lane registers (R = 2 from 16 vectors, else 1: a decode
+// row of 8 query heads a KV head fills one); w (the row stride of Q^T, S^T and O^T) is the
+// vectors rounded up to a whole group, lanes_width_avx2.
 
-// S^T rows t - t_lo of TT tokens from t0 for the vectors [16g, 16g + 16), masked to each
-// vector's [lo, hi) (-inf outside). Row stride: w floats (16 per group).
-template <int TT>
-SLAB_AVX2 void score_tokens(const AttnBlock& b, const LanesScratch& l, int w, int g, int t0, int t_lo,
-                            const __m256i* lo, const __m256i* hi) {
-  __m256 acc[TT][2];
-  for (int t = 0; t < TT; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
-  const float* qt = l.qt + kGroup * g;
+// S^T rows t - t_lo of TT tokens from t0 for the vectors [8Rg, 8Rg + 8R), masked to each
+// vector's [lo, hi) (-inf outside).
+template <int R, int TT>
+SLAB_AVX2 void score_tokens(const AttnBlock& b, const LanesScratch& l, int g, int t0, int t_lo, const __m256i* lo,
+                            const __m256i* hi) {
+  const int w = l.width;
+  __m256 acc[TT][R];
+  for (int t = 0; t < TT; ++t) {
+    for (int r = 0; r < R; ++r) acc[t][r] = _mm256_setzero_ps();
+  }
+  const float* qt = l.qt + 8 * R * g;
   const float* k0 = b.k + static_cast<size_t>(t0) * b.hd;
   for (int d = 0; d < b.hd; ++d) {
-    const __m256 q0 = _mm256_loadu_ps(qt + static_cast<size_t>(d) * w);
-    const __m256 q1 = _mm256_loadu_ps(qt + static_cast<size_t>(d) * w + 8);
-#pragma GCC unroll 6
+    __m256 q[R];
+    for (int r = 0; r < R; ++r) q[r] = _mm256_loadu_ps(qt + static_cast<size_t>(d) * w + 8 * r);
+#pragma GCC unroll 8
     for (int t = 0; t < TT; ++t) {
       const __m256 kb = _mm256_broadcast_ss(k0 + static_cast<size_t>(t) * b.hd + d);
-      acc[t][0] = _mm256_fmadd_ps(q0, kb, acc[t][0]);
-      acc[t][1] = _mm256_fmadd_ps(q1, kb, acc[t][1]);
+      for (int r = 0; r < R; ++r) acc[t][r] = _mm256_fmadd_ps(q[r], kb, acc[t][r]);
     }
   }
   const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   for (int t = 0; t < TT; ++t) {
     const __m256i tv = _mm256_set1_epi32(t0 + t);
-    float* row = l.s + static_cast<size_t>(t0 + t - t_lo) * w + kGroup * g;
-    for (int r = 0; r < 2; ++r) {
+    float* row = l.s + static_cast<size_t>(t0 + t - t_lo) * w + 8 * R * g;
+    for (int r = 0; r < R; ++r) {
       // seen: lo <= t < hi, i.e. !(lo > t) && hi > t
       const __m256i seen = _mm256_andnot_si256(_mm256_cmpgt_epi32(lo[r], tv), _mm256_cmpgt_epi32(hi[r], tv));
       _mm256_storeu_ps(row + 8 * r, _mm256_blendv_ps(neg_inf, acc[t][r], _mm256_castsi256_ps(seen)));
@@ -56,38 +60,39 @@ SLAB_AVX2 void score_tokens(const AttnBlock& b, const LanesScratch& l, int w, in
   }
 }
 
-// O^T rows [d0, d0 + DB) of the vectors [16g, 16g + 16) = alpha O^T + sum_t P^T[t] v[t][d].
-template <int DB>
-SLAB_AVX2 void pv_rows(const AttnBlock& b, const LanesScratch& l, int w, int g, int d0, int t_lo, int t_hi,
+// O^T rows [d0, d0 + DB) of the vectors [8Rg, 8Rg + 8R) = alpha O^T + sum_t P^T[t] v[t][d].
+template <int R, int DB>
+SLAB_AVX2 void pv_rows(const AttnBlock& b, const LanesScratch& l, int g, int d0, int t_lo, int t_hi,
                        const float* alpha) {
-  __m256 acc[DB][2];
-  const __m256 a0 = _mm256_loadu_ps(alpha + kGroup * g), a1 = _mm256_loadu_ps(alpha + kGroup * g + 8);
-  float* ot = l.ot + kGroup * g;
+  const int w = l.width;
+  __m256 acc[DB][R], a[R];
+  float* ot = l.ot + 8 * R * g;
+  for (int r = 0; r < R; ++r) a[r] = _mm256_loadu_ps(alpha + 8 * R * g + 8 * r);
   for (int d = 0; d < DB; ++d) {
-    acc[d][0] = _mm256_mul_ps(a0, _mm256_loadu_ps(ot + static_cast<size_t>(d0 + d) * w));
-    acc[d][1] = _mm256_mul_ps(a1, _mm256_loadu_ps(ot + static_cast<size_t>(d0 + d) * w + 8));
+    for (int r = 0; r < R; ++r) {
+      acc[d][r] = _mm256_mul_ps(a[r], _mm256_loadu_ps(ot + static_cast<size_t>(d0 + d) * w + 8 * r));
+    }
   }
   for (int t = t_lo; t < t_hi; ++t) {
-    const float* p = l.s + static_cast<size_t>(t - t_lo) * w + kGroup * g;
-    const __m256 p0 = _mm256_loadu_ps(p), p1 = _mm256_loadu_ps(p + 8);
+    const float* p = l.s + static_cast<size_t>(t - t_lo) * w + 8 * R * g;
+    __m256 pr[R];
+    for (int r = 0; r < R; ++r) pr[r] = _mm256_loadu_ps(p + 8 * r);
     const float* v = b.v + static_cast<size_t>(t) * b.hd + d0;
-#pragma GCC unroll 6
+#pragma GCC unroll 8
     for (int d = 0; d < DB; ++d) {
       const __m256 vb = _mm256_broadcast_ss(v + d);
-      acc[d][0] = _mm256_fmadd_ps(p0, vb, acc[d][0]);
-      acc[d][1] = _mm256_fmadd_ps(p1, vb, acc[d][1]);
+      for (int r = 0; r < R; ++r) acc[d][r] = _mm256_fmadd_ps(pr[r], vb, acc[d][r]);
     }
   }
   for (int d = 0; d < DB; ++d) {
-    _mm256_storeu_ps(ot + static_cast<size_t>(d0 + d) * w, acc[d][0]);
-    _mm256_storeu_ps(ot + static_cast<size_t>(d0 + d) * w + 8, acc[d][1]);
+    for (int r = 0; r < R; ++r) _mm256_storeu_ps(ot + static_cast<size_t>(d0 + d) * w + 8 * r, acc[d][r]);
   }
 }
 
-}  // namespace
-
-SLAB_AVX2 void attn_block_lanes_avx2(const AttnBlock& b, const LanesScratch& l) {
-  const int groups = (b.m + kGroup - 1) / kGroup, w = kGroup * groups;
+template <int R>
+SLAB_AVX2 void block_lanes(const AttnBlock& b, const LanesScratch& l) {
+  constexpr int G = 8 * R;  // vectors a register group
+  const int groups = (b.m + G - 1) / G, w = l.width;
   int t_lo = 1 << 30, t_hi = -1;
   for (int i = 0; i < b.m; ++i) {
     if (b.lo[i] >= b.hi[i]) continue;
@@ -96,29 +101,32 @@ SLAB_AVX2 void attn_block_lanes_avx2(const AttnBlock& b, const LanesScratch& l) 
   }
   if (t_hi < 0) return;
 
-  // Scores, a group of 16 vectors × 6 tokens at a time (12 accumulators of the 16 registers).
-  constexpr int TT = 6;
+  // Scores, a group × TT tokens at a time (R·TT accumulators of the 16 registers).
+  constexpr int TT = R == 2 ? 6 : 8;
   for (int g = 0; g < groups; ++g) {
-    alignas(32) int lo_a[kGroup], hi_a[kGroup];
-    for (int j = 0; j < kGroup; ++j) {  // lanes past m never see a token
-      const int i = kGroup * g + j;
+    alignas(32) int lo_a[G], hi_a[G];
+    for (int j = 0; j < G; ++j) {  // lanes past m never see a token
+      const int i = G * g + j;
       const bool live = i < b.m && b.lo[i] < b.hi[i];
       lo_a[j] = live ? b.lo[i] : 1 << 30;
       hi_a[j] = live ? b.hi[i] : -1;
     }
-    const __m256i lo[2] = {_mm256_load_si256(reinterpret_cast<const __m256i*>(lo_a)),
-                           _mm256_load_si256(reinterpret_cast<const __m256i*>(lo_a + 8))};
-    const __m256i hi[2] = {_mm256_load_si256(reinterpret_cast<const __m256i*>(hi_a)),
-                           _mm256_load_si256(reinterpret_cast<const __m256i*>(hi_a + 8))};
+    __m256i lo[R], hi[R];
+    for (int r = 0; r < R; ++r) {
+      lo[r] = _mm256_load_si256(reinterpret_cast<const __m256i*>(lo_a + 8 * r));
+      hi[r] = _mm256_load_si256(reinterpret_cast<const __m256i*>(hi_a + 8 * r));
+    }
     int t = t_lo;
-    for (; t + TT <= t_hi; t += TT) score_tokens<TT>(b, l, w, g, t, t_lo, lo, hi);
+    for (; t + TT <= t_hi; t += TT) score_tokens<R, TT>(b, l, g, t, t_lo, lo, hi);
     switch (t_hi - t) {
       case 0: break;
-      case 1: score_tokens<1>(b, l, w, g, t, t_lo, lo, hi); break;
-      case 2: score_tokens<2>(b, l, w, g, t, t_lo, lo, hi); break;
-      case 3: score_tokens<3>(b, l, w, g, t, t_lo, lo, hi); break;
-      case 4: score_tokens<4>(b, l, w, g, t, t_lo, lo, hi); break;
-      default: score_tokens<5>(b, l, w, g, t, t_lo, lo, hi); break;
+      case 1: score_tokens<R, 1>(b, l, g, t, t_lo, lo, hi); break;
+      case 2: score_tokens<R, 2>(b, l, g, t, t_lo, lo, hi); break;
+      case 3: score_tokens<R, 3>(b, l, g, t, t_lo, lo, hi); break;
+      case 4: score_tokens<R, 4>(b, l, g, t, t_lo, lo, hi); break;
+      case 5: score_tokens<R, 5>(b, l, g, t, t_lo, lo, hi); break;
+      case 6: score_tokens<R, 6>(b, l, g, t, t_lo, lo, hi); break;
+      default: score_tokens<R, 7>(b, l, g, t, t_lo, lo, hi); break;
     }
   }
 
@@ -149,19 +157,26 @@ SLAB_AVX2 void attn_block_lanes_avx2(const AttnBlock& b, const LanesScratch& l) 
     _mm256_store_ps(alpha + 8 * r, scale);
   }
 
-  // P·V, 6 elements of head_dim × 16 vectors at a time; head_dim is a multiple of 8, so the
-  // tail is 2 or 4.
-  constexpr int DB = 6;
+  // P·V, DB elements of head_dim × a group at a time; head_dim is a multiple of 8, so after
+  // rows of 6 the tail is 2 or 4.
+  constexpr int DB = R == 2 ? 6 : 8;
   for (int g = 0; g < groups; ++g) {
     int d0 = 0;
-    for (; d0 + DB <= b.hd; d0 += DB) pv_rows<DB>(b, l, w, g, d0, t_lo, t_hi, alpha);
-    if (b.hd - d0 == 2) pv_rows<2>(b, l, w, g, d0, t_lo, t_hi, alpha);
-    if (b.hd - d0 == 4) pv_rows<4>(b, l, w, g, d0, t_lo, t_hi, alpha);
+    for (; d0 + DB <= b.hd; d0 += DB) pv_rows<R, DB>(b, l, g, d0, t_lo, t_hi, alpha);
+    if (b.hd - d0 == 2) pv_rows<R, 2>(b, l, g, d0, t_lo, t_hi, alpha);
+    if (b.hd - d0 == 4) pv_rows<R, 4>(b, l, g, d0, t_lo, t_hi, alpha);
   }
 }
 
+}  // namespace
+
+void attn_block_lanes_avx2(const AttnBlock& b, const LanesScratch& l) {
+  if (b.m >= 16) return block_lanes<2>(b, l);
+  block_lanes<1>(b, l);
+}
+
 SLAB_AVX2 void stage_qt_avx2(float* qt, const float* q, int m, int hd) {
-  const int w = kGroup * ((m + kGroup - 1) / kGroup);
+  const int w = lanes_width_avx2(m);
   for (int d = 0; d < hd; ++d) {
     float* row = qt + static_cast<size_t>(d) * w;
     for (int v = 0; v < w; ++v) row[v] = v < m ? q[static_cast<size_t>(v) * hd + d] : 0.0f;
