@@ -22,10 +22,10 @@
 // instead (attention_lanes_avx512.cpp): Q transposed once per item, K pairs broadcast from the
 // cache rows, the softmax vertical down the tokens (its horizontal max and sum per vector were
 // ~23 % of the tokens-in-lanes block's prefill samples; ~7 % here), O^T accumulated against
-// broadcast pairs of a per-block V interleave. Same numerics. 512-token prefill attention on 2
-// Zen 4 cores: median 1.08x the tokens-in-lanes block (eight alternating runs, 0.89-1.37x on a
-// noisy host); Q·K with Q split is now ~half the time. Decode keeps tokens in lanes: 4 or 8
-// vectors would fill 1/4 to 1/2 of the lanes.
+// broadcast pairs of a per-block V interleave. Same numerics. Prefill attention on 2 Zen 4
+// cores (bench/results/2026-11-27-epyc-zen4-2c-attention): 1.06-1.07x the tokens-in-lanes
+// block at 512 and 2048 tokens; Q·K with Q split is now ~half the time. Decode keeps tokens in
+// lanes: 4 or 8 vectors would fill 1/4 to 1/2 of the lanes.
 // Accuracy: vdpbf16ps needs BF16 operands, so Q is split into BF16 hi + lo parts
 // (x = hi + lo + O(2^-16 x)) and both parts are accumulated; K and V are BF16 already, products
 // are exact in FP32. Scores are therefore those of FP32 Q over the BF16 cache to ~2^-16
@@ -59,9 +59,9 @@
 // (attention_avx2.cpp: K/V widened to FP32, head_dim % 8 == 0), one query vector at a time for
 // items under kAttnLanesMinVectorsAvx2 and with the vectors in the lanes from there
 // (attention_lanes_avx2.cpp: 16 vectors × 6 tokens or 8 × 8 per register block, so a decode
-// row of a model with 8 query heads a KV head fills a register; 512-token prefill attention
-// 1.4-1.9x the one-vector block with --isa avx2 on Zen 4); Isa::scalar and any other shape run
-// it in plain C++.
+// row of a model with 8 query heads a KV head fills a register; with --isa avx2 on Zen 4,
+// prefill attention 1.03-1.07x the one-vector block, batch-16 decode 1.13-1.5x); Isa::scalar
+// and any other shape run it in plain C++.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
