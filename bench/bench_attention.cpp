@@ -16,8 +16,8 @@
 // (1/2 with --split-p). The AVX2 blocks run FP32 FMAs on widened K/V: %peak is over the 8-lane
 // FMA peak there.
 //
-// Prefill tiles run the vectors-in-lanes block (kernels/attention.h); --no-lanes keeps them on
-// the tokens-in-lanes block that decode uses.
+// With --isa avx2 these heads (8 query heads a KV head) run the vectors-in-lanes AVX2 block
+// (kernels/attention.h); --no-lanes runs the one-vector block instead.
 //
 // Usage: bench_attention [--quick] [--threads N] [--reps N] [--cycle-x N] [--isa scalar|avx2|avx512_bf16] [--split-p]
 //                        [--no-lanes] [--only decode|prefill]
@@ -50,7 +50,7 @@ struct Config {
   int cycle_x = 16;
   std::string isa;
   bool round_p_to_bf16 = true;   // as the model runner runs it; --split-p: P as BF16 hi + lo
-  bool vectors_in_lanes = true;  // --no-lanes: prefill tiles on the tokens-in-lanes block too
+  bool vectors_in_lanes = true;  // --no-lanes: the AVX2 one-vector block for these heads
   std::string only;              // "", "decode" or "prefill"
 };
 
@@ -269,7 +269,9 @@ int main(int argc, char** argv) {
   std::printf("threads:  %d (pinned: %s), kernel isa: %s, P for P·V: %s\n", pool.size(),
               pool.bindings()[0].empty() ? "no" : "yes", isa_name(isa),
               cfg.round_p_to_bf16 ? "rounded to BF16" : "BF16 hi + lo");
-  std::printf("prefill tiles: %s block\n", cfg.vectors_in_lanes ? "vectors-in-lanes" : "tokens-in-lanes");
+  if (isa == Isa::avx2) {
+    std::printf("avx2 block: %s\n", cfg.vectors_in_lanes ? "vectors in lanes" : "one vector at a time");
+  }
   bench::ReadBandwidthProbe probe(pool, sweep);
   const bench::Stat bw = probe.measure(cfg.quick ? 5 : 15);
   bench::Stat peak_cpu;

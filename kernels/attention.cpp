@@ -24,18 +24,16 @@ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 int group_of(const AttnShape& s) { return s.n_heads / s.n_kv_heads; }
 int rows_per_tile(const AttnShape& s) { return std::max(1, kAttnMaxVectors / group_of(s)); }
 
-// Per-thread scratch, in floats, carved from the start of the workspace.
-// Vectors are counted in whole registers of 16 (the lanes block's width) where it matters.
+// Per-thread scratch, in floats, carved from the start of the workspace. Vectors are counted in
+// whole registers of 16 where the AVX2 vectors-in-lanes block needs them (mx, l, s, qt, ot).
 struct ScratchLayout {
-  size_t q, o, s, k, v, mx, l, qhl, qt, pt, vi, ot, total;
-  size_t pt_lo_offset;
+  size_t q, o, s, k, v, mx, l, qhl, qt, ot, total;
 };
 ScratchLayout scratch_layout(const AttnShape& sh) {
   const size_t mv = static_cast<size_t>(rows_per_tile(sh)) * group_of(sh);
   const size_t mv16 = round16(mv);
   const size_t hd = static_cast<size_t>(sh.head_dim);
   const size_t bs = round16(static_cast<size_t>(sh.block_size));
-  const size_t hl = detail::q_hilo_floats(sh.head_dim);  // 32 per started 32 elements of head_dim
   ScratchLayout l{};
   l.q = 0;
   l.o = l.q + round16(mv * hd);
@@ -45,11 +43,8 @@ ScratchLayout scratch_layout(const AttnShape& sh) {
   l.mx = l.v + round16(bs * hd);
   l.l = l.mx + mv16;
   l.qhl = l.l + mv16;
-  l.qt = l.qhl + mv * hl;
-  l.pt = l.qt + mv16 * hl;
-  l.pt_lo_offset = bs / 2 * mv16;
-  l.vi = l.pt + 2 * l.pt_lo_offset;
-  l.ot = l.vi + bs / 2 * hl;
+  l.qt = l.qhl + mv * detail::q_hilo_floats(sh.head_dim);
+  l.ot = l.qt + mv16 * hd;
   l.total = l.ot + mv16 * hd;
   return l;
 }
@@ -65,6 +60,14 @@ bool use_avx512(const AttnShape& sh, Isa isa) {
 // The FP32 block on 8-lane FMAs: Isa::avx2, and AVX-512 shapes its block does not take.
 bool use_avx2(const AttnShape& sh, Isa isa) {
   return (isa == Isa::avx2 || isa == Isa::avx512_bf16) && !use_avx512(sh, isa) && sh.head_dim % 8 == 0;
+}
+// The AVX2 block with the vectors in the lanes, chosen per shape and never per item: a row's
+// result must not depend on how many rows share its item (speculative decoding's verification
+// rows must equal, bit for bit, the decode rows they stand for; each block computes every
+// vector the same way whatever the item holds, but the two blocks sum in different orders).
+// A shape qualifies when its decode row, the GQA group, fills an 8-lane register.
+bool use_avx2_lanes(const AttnShape& sh, Isa isa) {
+  return use_avx2(sh, isa) && group_of(sh) >= kAttnLanesMinGroupAvx2;
 }
 
 }  // namespace
@@ -209,26 +212,15 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
     float* dst = qs + static_cast<size_t>(r) * group * uhd;
     for (size_t d = 0; d < static_cast<size_t>(group) * uhd; ++d) dst[d] = src[d] * a.scale;
   }
-  const bool lanes =
-      a.vectors_in_lanes && ((avx && vectors >= kAttnLanesMinVectors) || (avx2 && vectors >= kAttnLanesMinVectorsAvx2));
-  // Lanes of the vectors-in-lanes blocks: whole registers (16 lanes) or AVX2 register groups.
-  const size_t lane_width =
-      avx ? round16(static_cast<size_t>(vectors)) : static_cast<size_t>(detail::lanes_width_avx2(vectors));
+  const bool lanes = a.vectors_in_lanes && use_avx2_lanes(sh, a.isa);
+  const size_t lane_width = static_cast<size_t>(detail::lanes_width_avx2(vectors));
   detail::LanesScratch lw;
   if (avx) detail::stage_q_hilo_avx512(scratch + lay.qhl, qs, vectors, hd);
   if (lanes) {
-    if (avx) {
-      detail::stage_qt_avx512(scratch + lay.qt, scratch + lay.qhl, vectors, hd);
-    } else {
-      detail::stage_qt_avx2(scratch + lay.qt, qs, vectors, hd);
-    }
+    detail::stage_qt_avx2(scratch + lay.qt, qs, vectors, hd);
     lw.width = static_cast<int>(lane_width);
     lw.qt = scratch + lay.qt;
-    lw.qt_lo_offset = detail::q_hilo_floats(hd) / 2 * lane_width;  // as stage_qt_avx512 lays it out
     lw.s = scratch + lay.s;
-    lw.pt = scratch + lay.pt;
-    lw.pt_lo_offset = lay.pt_lo_offset;
-    lw.vi = scratch + lay.vi;
     lw.ot = scratch + lay.ot;
     std::fill(lw.ot, lw.ot + lane_width * uhd, 0.0f);
   }
@@ -307,9 +299,7 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
       }
     }
     blk.nt = t1;
-    if (lanes && avx) {
-      detail::attn_block_lanes_avx512(blk, lw);
-    } else if (avx) {
+    if (avx) {
       detail::attn_block_avx512(blk);
     } else if (lanes) {
       detail::attn_block_lanes_avx2(blk, lw);

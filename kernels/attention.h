@@ -11,21 +11,18 @@
 // item's query vectors (rows × the GQA group of query heads of that KV head, at most
 // kAttnMaxVectors) share every KV block read. Blocks outside the causal / window extent of the
 // item's rows are never touched (causal block skipping), and within a block only the rows of
-// tokens some vector can see are read (tokens past kv_len never are). Per block (AVX-512),
-// items of fewer than kAttnLanesMinVectors vectors (decode, short multi-token rows):
+// tokens some vector can see are read (tokens past kv_len never are). Per block (AVX-512):
 //   - K is transposed once (16×16 dword transposes) so that scores run with tokens in lanes:
 //     vdpbf16ps of a broadcast Q pair against 16 tokens' K pairs, 4 query vectors × 32 tokens
 //     per pass, no horizontal reductions;
 //   - online softmax in FP32 with a vectorised exp (relative error < 2e-7);
 //   - P·V by vdpbf16ps on two V rows interleaved (unpack) against broadcast P pairs.
-// Items of kAttnLanesMinVectors or more (prefill tiles) put the query vectors in the lanes
-// instead (attention_lanes_avx512.cpp): Q transposed once per item, K pairs broadcast from the
-// cache rows, the softmax vertical down the tokens (its horizontal max and sum per vector were
-// ~23 % of the tokens-in-lanes block's prefill samples; ~7 % here), O^T accumulated against
-// broadcast pairs of a per-block V interleave. Same numerics. Prefill attention on 2 Zen 4
-// cores (bench/results/2026-11-27-epyc-zen4-2c-attention): 1.06-1.07x the tokens-in-lanes
-// block at 512 and 2048 tokens; Q·K with Q split is now ~half the time. Decode keeps tokens in
-// lanes: 4 or 8 vectors would fill 1/4 to 1/2 of the lanes.
+// Every vector is computed the same way whatever else its item holds, so a row's output does
+// not depend on how many rows share its item: speculative decoding's verification rows equal
+// the decode rows they stand for, bit for bit. A vectors-in-lanes AVX-512 block for prefill
+// tiles (Q transposed per item, vertical softmax) measured 1.06-1.07x on 512-2048-token prefill
+// attention (bench/results/2026-11-27-epyc-zen4-2c-attention) but sums in another order than
+// this block, which decode rows need: a batch-dependent result for 6 %. It was removed.
 // Accuracy: vdpbf16ps needs BF16 operands, so Q is split into BF16 hi + lo parts
 // (x = hi + lo + O(2^-16 x)) and both parts are accumulated; K and V are BF16 already, products
 // are exact in FP32. Scores are therefore those of FP32 Q over the BF16 cache to ~2^-16
@@ -56,12 +53,12 @@
 //
 // ISA: Isa::avx512_bf16 uses the AVX-512 path (needs head_dim % 16 == 0 and block_size % 16 == 0);
 // Isa::avx2, and AVX-512 shapes outside those, run the scalar algorithm on 8-lane FMAs
-// (attention_avx2.cpp: K/V widened to FP32, head_dim % 8 == 0), one query vector at a time for
-// items under kAttnLanesMinVectorsAvx2 and with the vectors in the lanes from there
-// (attention_lanes_avx2.cpp: 16 vectors × 6 tokens or 8 × 8 per register block, so a decode
-// row of a model with 8 query heads a KV head fills a register; with --isa avx2 on Zen 4,
-// prefill attention 1.03-1.07x the one-vector block, batch-16 decode 1.13-1.5x); Isa::scalar
-// and any other shape run it in plain C++.
+// (attention_avx2.cpp: K/V widened to FP32, head_dim % 8 == 0), one query vector at a time, or,
+// for shapes of kAttnLanesMinGroupAvx2 or more query heads a KV head, with the vectors in the
+// lanes (attention_lanes_avx2.cpp: 16 vectors × 6 tokens or 8 × 8 per register block; with
+// --isa avx2 on Zen 4, batch-16 decode attention 1.1-1.5x the one-vector block, prefill
+// 1.03-1.07x). Chosen per shape, never per item, for the reason above. Isa::scalar and any
+// other shape run it in plain C++.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -70,9 +67,8 @@
 
 namespace slab::kern {
 
-inline constexpr int kAttnMaxVectors = 64;          // query vectors sharing one KV block read
-inline constexpr int kAttnLanesMinVectors = 32;     // AVX-512: items of this many run vectors-in-lanes
-inline constexpr int kAttnLanesMinVectorsAvx2 = 8;  // AVX2: likewise (8 lanes a register)
+inline constexpr int kAttnMaxVectors = 64;        // query vectors sharing one KV block read
+inline constexpr int kAttnLanesMinGroupAvx2 = 8;  // AVX2: vectors in the lanes from this GQA group
 inline constexpr int kAttnMaxHeadDim = 256;
 inline constexpr int kAttnMaxBlockSize = 128;
 inline constexpr int kAttnDecodeMaxRows = 1;
@@ -162,8 +158,8 @@ struct AttentionArgs {
   // AVX-512: P enters P·V as BF16 instead of BF16 hi + lo (see Accuracy above). The scalar and
   // AVX2 blocks compute P·V in FP32 either way.
   bool round_p_to_bf16 = false;
-  // AVX-512: items of kAttnLanesMinVectors or more run the vectors-in-lanes block; false keeps
-  // every item on the tokens-in-lanes block (tests and bench_attention --no-lanes compare them).
+  // AVX2: shapes of kAttnLanesMinGroupAvx2 or more run the vectors-in-lanes block; false keeps
+  // them on the one-vector block (tests and bench_attention --no-lanes compare the two).
   bool vectors_in_lanes = true;
 };
 

@@ -44,17 +44,12 @@ struct AttnBlock {
   bool round_p_to_bf16 = false;  // AVX-512: P as its BF16 hi part only (see attention.h)
 };
 
-// Scratch of the vectors-in-lanes block (attention_lanes_avx512.cpp).
-// NV = ceil(m / 16) registers of query vectors; pairs = ceil(block_size / 2).
+// Scratch of the AVX2 vectors-in-lanes block (attention_lanes_avx2.cpp).
 struct LanesScratch {
-  int width = 0;              // floats a row of Q^T, S^T and O^T (AVX-512: 16·NV; AVX2: lanes_width_avx2)
-  const float* qt = nullptr;  // Q^T from stage_qt_avx512
-  size_t qt_lo_offset = 0;    // floats from the hi columns to the lo columns: 16·ceil(hd/32)·NV·16
-  float* s = nullptr;         // S^T then P: block_size rows of NV·16 floats
-  float* pt = nullptr;        // P^T BF16 pairs: pairs rows of NV·16 dwords (then the lo parts)
-  size_t pt_lo_offset = 0;    // floats, >= pairs·NV·16
-  float* vi = nullptr;        // V two rows per dword: pairs rows of ceil(hd/32)·32 dwords
-  float* ot = nullptr;        // O^T: hd rows of NV·16 floats, carried across the item's blocks
+  int width = 0;              // floats a row of Q^T, S^T and O^T: lanes_width_avx2(m)
+  const float* qt = nullptr;  // Q^T from stage_qt_avx2
+  float* s = nullptr;         // S^T then P: block_size rows
+  float* ot = nullptr;        // O^T: hd rows, carried across the item's blocks
 };
 
 void attn_block_scalar(const AttnBlock& b);
@@ -67,9 +62,6 @@ inline size_t q_hilo_floats(int hd) { return static_cast<size_t>((hd + 31) / 32)
 // dst[v] (q_hilo_floats(hd) floats each) = BF16 hi parts of q[v] in 32-element chunks, then the
 // BF16 lo parts (q - hi), zero-padded to a multiple of 32 elements.
 void stage_q_hilo_avx512(float* dst, const float* q, int m, int hd);
-// The vectors-in-lanes block: b's q, k, v, kt, s, o are unused; mx and l hold NV·16 entries
-// (lanes past m start at -inf and 0 and stay so); o accumulates in w.ot.
-void attn_block_lanes_avx512(const AttnBlock& b, const LanesScratch& w);
 // The AVX2 block's row width: m rounded up to its register groups (16 from 16 vectors, else 8).
 inline int lanes_width_avx2(int m) { return m >= 16 ? (m + 15) / 16 * 16 : (m + 7) / 8 * 8; }
 // The AVX2 vectors-in-lanes block (FP32): b.k and b.v hold the widened block as for
@@ -78,8 +70,5 @@ inline int lanes_width_avx2(int m) { return m >= 16 ? (m + 15) / 16 * 16 : (m + 
 void attn_block_lanes_avx2(const AttnBlock& b, const LanesScratch& w);
 // qt[d · lanes_width_avx2(m) + v] = q[v · hd + d], zero for v >= m.
 void stage_qt_avx2(float* qt, const float* q, int m, int hd);
-// Q^T for that block from stage_q_hilo_avx512's output: for half (hi, lo), pair column c and
-// register g, 16 dwords (vectors 16g..16g+15, zero past m) at qt + half·lo_offset + (c·NV + g)·16.
-void stage_qt_avx512(float* qt, const float* qhl, int m, int hd);
 
 }  // namespace slab::kern::detail

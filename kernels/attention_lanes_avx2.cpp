@@ -1,13 +1,15 @@
-// AVX2 block of SLAB attention for items of many query vectors (prefill tiles), FP32 on 8-lane
-// FMAs like attention_avx2.cpp (K and V widened by the driver) but with the query vectors in the
-// lanes, 16 at a time (two registers), as attention_lanes_avx512.cpp does with BF16 pairs:
+// AVX2 block of SLAB attention with the query vectors in the lanes, for shapes whose GQA group
+// fills an 8-lane register (kernels/attention.h: chosen per shape, so decode rows run it too).
+// FP32 on 8-lane FMAs like attention_avx2.cpp (K and V widened by the driver), 8 or 16 vectors a
+// register group:
 //   - Q is transposed once per item (stage_qt_avx2), so scores broadcast one K element a token
-//     against two registers of Q^T: 12 FMAs a column for 2 loads and 6 broadcasts, where the
-//     one-vector block loads q and k for every FMA (two loads an FMA: load-bound at half the
-//     FMA rate);
+//     against the group's Q^T registers: with 16 vectors, 12 FMAs a column for 2 loads and 6
+//     broadcasts, where the one-vector block loads q and k for every FMA (two loads an FMA:
+//     load-bound at half the FMA rate);
 //   - the online softmax runs down the tokens, 8 vectors a register, no horizontal reduction;
 //   - P·V accumulates O^T rows against broadcast V elements.
-// Same numerics as the one-vector block: FP32 products of exact values, FP32 sums.
+// FP32 products of exact values and FP32 sums like the one-vector block, in another order; each
+// vector is computed the same way whatever the item holds (lanes do not interact).
 // Every function carries the target attribute; only called after cpuid said avx2 and fma.
 #include <immintrin.h>
 

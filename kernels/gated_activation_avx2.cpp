@@ -21,9 +21,10 @@ SLAB_AVX2 inline __m256 tanh8(__m256 u) {
 
 SLAB_AVX2 inline __m256 gelu_mul8(__m256 g, __m256 u) {
   const __m256 k = _mm256_set1_ps(0.7978845608028654f);  // sqrt(2 / pi)
-  const __m256 inner = _mm256_mul_ps(k, _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(0.044715f), g),
-                                                        _mm256_mul_ps(g, g), g));
-  const __m256 gelu = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), g), _mm256_add_ps(_mm256_set1_ps(1.0f), tanh8(inner)));
+  const __m256 inner =
+      _mm256_mul_ps(k, _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(0.044715f), g), _mm256_mul_ps(g, g), g));
+  const __m256 gelu =
+      _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), g), _mm256_add_ps(_mm256_set1_ps(1.0f), tanh8(inner)));
   return _mm256_mul_ps(gelu, u);
 }
 
