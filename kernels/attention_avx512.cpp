@@ -267,12 +267,7 @@ SLAB_AVX512 void block_impl(const AttnBlock& b) {
   float alphas[kAttnMaxVectors];
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
 
-  int t_lo = 1 << 30, t_hi = -1;
-  for (int i = 0; i < b.m; ++i) {
-    if (b.lo[i] >= b.hi[i]) continue;
-    t_lo = std::min(t_lo, b.lo[i]);
-    t_hi = std::max(t_hi, b.hi[i]);
-  }
+  const auto [t_lo, t_hi] = visible_tokens(b);
   if (t_hi < 0) return;
   transpose_k<NC>(b, t_lo, t_hi);
   for (int i = 0; i < b.m; i += 4) {

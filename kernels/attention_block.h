@@ -52,6 +52,20 @@ struct LanesScratch {
   float* ot = nullptr;        // O^T: hd rows, carried across the item's blocks
 };
 
+// The tokens some vector of the block sees: [lo, hi) over its vectors' ranges, hi = -1 if none.
+struct TokenRange {
+  int lo = 1 << 30, hi = -1;
+};
+inline TokenRange visible_tokens(const AttnBlock& b) {
+  TokenRange r;
+  for (int i = 0; i < b.m; ++i) {
+    if (b.lo[i] >= b.hi[i]) continue;
+    r.lo = r.lo < b.lo[i] ? r.lo : b.lo[i];
+    r.hi = r.hi > b.hi[i] ? r.hi : b.hi[i];
+  }
+  return r;
+}
+
 void attn_block_scalar(const AttnBlock& b);
 void attn_block_avx2(const AttnBlock& b);  // the scalar block's inputs; hd % 8 == 0
 void attn_block_avx512(const AttnBlock& b);

@@ -95,12 +95,7 @@ template <int R>
 SLAB_AVX2 void block_lanes(const AttnBlock& b, const LanesScratch& l) {
   constexpr int G = 8 * R;  // vectors a register group
   const int groups = (b.m + G - 1) / G, w = l.width;
-  int t_lo = 1 << 30, t_hi = -1;
-  for (int i = 0; i < b.m; ++i) {
-    if (b.lo[i] >= b.hi[i]) continue;
-    t_lo = std::min(t_lo, b.lo[i]);
-    t_hi = std::max(t_hi, b.hi[i]);
-  }
+  const auto [t_lo, t_hi] = visible_tokens(b);
   if (t_hi < 0) return;
 
   // Scores, a group × TT tokens at a time (R·TT accumulators of the 16 registers).
