@@ -6,10 +6,12 @@
 // through distinct copies totalling 16x the L3 so every call reads them from DRAM. Batched rows
 // (M >= 64): GOP/s (2·M·N·K) against the vpdpbusd peak measured here (the BF16 kernel against
 // the vdpbf16ps peak). Medians over repetitions; 'cpu' columns repeat the ratios from the busiest
-// thread's CPU time, which stays meaningful while other processes share the cores.
+// thread's CPU time, which stays meaningful while other processes share the cores. Where the CPU
+// has AMX-INT8, each quantized row of M >= 16 is followed by a "+amx" row: the same call on the AMX
+// tiles, against the tdpbsud peak measured here (--no-amx leaves them out).
 //
 // Usage: bench_linear_quant [--quick] [--threads N] [--reps N] [--m 1,4,8,64,256]
-//                           [--isa scalar|avx2] [--cycle-x N] [--ops o,up,down]
+//                           [--isa scalar|avx2] [--cycle-x N] [--ops o,up,down] [--no-amx]
 //                           [--kinds bf16,w8,w8g128,w8g32,w8g32z,w4g32,w4g32z,w4g128,w4g128z,q4k,q6k]
 #include <algorithm>
 #include <cstdio>
@@ -59,6 +61,7 @@ const Kind kKinds[] = {
 
 struct Config {
   bool quick = false;
+  bool no_amx = false;
   int threads = 0;
   int reps = 11;
   int cycle_x = 16;
@@ -129,7 +132,7 @@ struct Result {
 };
 
 Result bench_one(ThreadPool& pool, bench::ReadBandwidthProbe& probe, const Kind& kind, const Shape& s, int m, Isa isa,
-                 const std::vector<AlignedBuffer>& weights, const Config& cfg) {
+                 bool amx, const std::vector<AlignedBuffer>& weights, const Config& cfg) {
   const bool memory_bound = m <= kQuantDecodeMaxM;
   const int copies = memory_bound ? static_cast<int>(weights.size()) : 1;
   AlignedBuffer x(static_cast<size_t>(m) * s.k * sizeof(bf16_t));
@@ -164,9 +167,10 @@ Result bench_one(ThreadPool& pool, bench::ReadBandwidthProbe& probe, const Kind&
     aq.m = m;
     aq.out_f32 = out.as<float>();
     aq.ldo = static_cast<size_t>(s.n);
-    ws = AlignedBuffer(std::max<size_t>(quant_linear_workspace_bytes(m, aq.w, pool.size()), 64));
+    ws = AlignedBuffer(std::max<size_t>(quant_linear_workspace_bytes(m, aq.w, pool.size(), amx), 64));
     aq.workspace = ws.as<void>();
     aq.isa = isa;
+    aq.amx = amx;
   }
   auto call = [&](int copy) {
     if (kind.bf16) {
@@ -229,6 +233,8 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg == "--quick") {
       cfg.quick = true;
+    } else if (arg == "--no-amx") {
+      cfg.no_amx = true;
     } else if (arg == "--threads" && i + 1 < argc) {
       cfg.threads = std::atoi(argv[++i]);
     } else if (arg == "--reps" && i + 1 < argc) {
@@ -247,7 +253,7 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: %s [--quick] [--threads N] [--reps N] [--m 1,4,8,64,256] [--isa scalar|avx2] [--cycle-x N]\n"
-          "       [--ops o,up,down] [--kinds bf16,w8,w8g128,w8g32,w8g32z,w4g32,w4g32z,w4g128,w4g128z,q4k,q6k]\n",
+          "       [--no-amx] [--ops o,up,down] [--kinds bf16,w8,w8g128,w8g32,w8g32z,w4g32,w4g32z,w4g128,w4g128z,q4k,q6k]\n",
           argv[0]);
       return 2;
     }
@@ -272,11 +278,21 @@ int main(int argc, char** argv) {
   std::printf("read bandwidth (%zu MB sweep): %.1f GB/s [%.1f..%.1f]\n", sweep >> 20, bw.median, bw.min, bw.max);
   std::printf("int8 peak (vpdpbusd):  %.0f GOP/s [%.0f..%.0f]; from CPU time %.0f\n", int8_peak.median, int8_peak.min,
               int8_peak.max, int8_cpu.median);
-  std::printf("bf16 peak (vdpbf16ps): %.0f GFLOP/s [%.0f..%.0f]; from CPU time %.0f\n\n", bf16_peak.median,
+  std::printf("bf16 peak (vdpbf16ps): %.0f GFLOP/s [%.0f..%.0f]; from CPU time %.0f\n", bf16_peak.median,
               bf16_peak.min, bf16_peak.max, bf16_cpu.median);
+  const bool amx = !cfg.no_amx && isa == Isa::avx512_bf16 && amx_int8_usable();
+  bench::Stat amx_cpu;
+  const bench::Stat amx_peak = amx ? bench::measure_amx_int8_peak(pool, cfg.quick ? 3 : 7, &amx_cpu) : bench::Stat{};
+  if (amx) {
+    std::printf("amx int8 peak (tdpbsud): %.0f GOP/s [%.0f..%.0f]; from CPU time %.0f\n", amx_peak.median,
+                amx_peak.min, amx_peak.max, amx_cpu.median);
+  } else {
+    std::printf("amx int8: not run (%s)\n", cfg.no_amx ? "--no-amx" : "no AMX-INT8 tiles on this CPU or kernel set");
+  }
+  std::printf("\n");
   std::printf(
       "M <= 8: %%bw = GB/s of packed weight bytes (+ x, out) over the adjacent bandwidth sample.\n"
-      "M >= 64: %%peak = GOP/s over the int8 peak (bf16 rows: over the bf16 peak).\n"
+      "M >= 64: %%peak = GOP/s over the int8 peak (bf16 rows: over the bf16 peak; +amx rows: the tdpbsud peak).\n"
       "vs bf16 = the BF16 kernel's CPU time on the same shape and M over this kernel's.\n\n");
   std::printf("%-5s %-8s %3s %5s %5s %7s %9s %9s %6s %5s %5s %7s %6s %5s %7s\n", "op", "weights", "M", "N", "K", "W MB",
               "us/call", "cpu us", "GB/s", "%bw", "cpu%", "GOP/s", "%peak", "cpu%", "vs bf16");
@@ -290,28 +306,33 @@ int main(int argc, char** argv) {
           make_weights(pool, kind, s, static_cast<int>(std::max<size_t>(2, (sweep + bytes - 1) / bytes)));
       for (size_t mi = 0; mi < cfg.ms.size(); ++mi) {
         const int m = cfg.ms[mi];
-        const Result r = bench_one(pool, probe, kind, s, m, isa, weights, cfg);
-        if (kind.bf16) bf16_us[mi] = r.cpu_us;
-        const double moved = static_cast<double>(bytes) + m * s.k * 2.0 + m * s.n * 4.0;
-        const double gop = 2.0 * m * s.n * static_cast<double>(s.k) / (r.us * 1e3);
-        const double cpu_gop = 2.0 * m * s.n * static_cast<double>(s.k) / (r.cpu_us * 1e3);
-        char bw_s[16] = "", cpu_bw_s[16] = "", peak_s[16] = "", cpu_peak_s[16] = "", ratio_s[16] = "";
-        if (m <= kQuantDecodeMaxM) {
-          std::snprintf(bw_s, sizeof bw_s, "%.0f%%", 100.0 * r.bw_ratio);
-          std::snprintf(cpu_bw_s, sizeof cpu_bw_s, "%.0f%%", 100.0 * r.cpu_bw_ratio);
-        } else {
-          const bench::Stat& peak = kind.bf16 ? bf16_peak : int8_peak;
-          const bench::Stat& peak_cpu = kind.bf16 ? bf16_cpu : int8_cpu;
-          if (peak.median > 0) {
-            std::snprintf(peak_s, sizeof peak_s, "%.0f%%", 100.0 * gop / peak.median);
-            std::snprintf(cpu_peak_s, sizeof cpu_peak_s, "%.0f%%", 100.0 * cpu_gop / peak_cpu.median);
+        const bool amx_row = amx && !kind.bf16 && m >= kQuantAmxMinM;
+        for (const bool on_amx : {false, true}) {
+          if (on_amx && !amx_row) continue;
+          const Result r = bench_one(pool, probe, kind, s, m, isa, on_amx, weights, cfg);
+          if (kind.bf16) bf16_us[mi] = r.cpu_us;
+          const double moved = static_cast<double>(bytes) + m * s.k * 2.0 + m * s.n * 4.0;
+          const double gop = 2.0 * m * s.n * static_cast<double>(s.k) / (r.us * 1e3);
+          const double cpu_gop = 2.0 * m * s.n * static_cast<double>(s.k) / (r.cpu_us * 1e3);
+          char bw_s[16] = "", cpu_bw_s[16] = "", peak_s[16] = "", cpu_peak_s[16] = "", ratio_s[16] = "";
+          if (m <= kQuantDecodeMaxM) {
+            std::snprintf(bw_s, sizeof bw_s, "%.0f%%", 100.0 * r.bw_ratio);
+            std::snprintf(cpu_bw_s, sizeof cpu_bw_s, "%.0f%%", 100.0 * r.cpu_bw_ratio);
+          } else {
+            const bench::Stat& peak = on_amx ? amx_peak : kind.bf16 ? bf16_peak : int8_peak;
+            const bench::Stat& peak_cpu = on_amx ? amx_cpu : kind.bf16 ? bf16_cpu : int8_cpu;
+            if (peak.median > 0) {
+              std::snprintf(peak_s, sizeof peak_s, "%.0f%%", 100.0 * gop / peak.median);
+              std::snprintf(cpu_peak_s, sizeof cpu_peak_s, "%.0f%%", 100.0 * cpu_gop / peak_cpu.median);
+            }
           }
+          if (!kind.bf16 && bf16_us[mi] > 0) std::snprintf(ratio_s, sizeof ratio_s, "%.2fx", bf16_us[mi] / r.cpu_us);
+          const std::string name = std::string(kind.name) + (on_amx ? "+amx" : "");
+          std::printf("%-5s %-8s %3d %5d %5d %7.2f %9.1f %9.1f %6.1f %5s %5s %7.0f %6s %5s %7s\n", s.op, name.c_str(), m,
+                      s.n, s.k, static_cast<double>(bytes) / 1e6, r.us, r.cpu_us, moved / (r.us * 1e3), bw_s, cpu_bw_s,
+                      gop, peak_s, cpu_peak_s, ratio_s);
+          std::fflush(stdout);
         }
-        if (!kind.bf16 && bf16_us[mi] > 0) std::snprintf(ratio_s, sizeof ratio_s, "%.2fx", bf16_us[mi] / r.cpu_us);
-        std::printf("%-5s %-8s %3d %5d %5d %7.2f %9.1f %9.1f %6.1f %5s %5s %7.0f %6s %5s %7s\n", s.op, kind.name, m,
-                    s.n, s.k, static_cast<double>(bytes) / 1e6, r.us, r.cpu_us, moved / (r.us * 1e3), bw_s, cpu_bw_s,
-                    gop, peak_s, cpu_peak_s, ratio_s);
-        std::fflush(stdout);
       }
     }
   }

@@ -98,9 +98,10 @@ __attribute__((target("avx2,fma"))) long fma_loop(long iters) {
   return iters + left;
 }
 
-// The AMX twin: 4 independent C tiles, each tdpbf16ps 16 x 16 x 32 multiply-adds on A and B
-// tiles loaded once (zeros: the sums stay zero). The tile data permission is the caller's.
-__attribute__((target("amx-tile,amx-bf16"))) long amx_dp_loop(long iters) {
+// The AMX twin: 4 independent C tiles, each tdpbf16ps 16 x 16 x 32 multiply-adds (int8:
+// tdpbsud, 16 x 16 x 64) on A and B tiles loaded once (zeros: the sums stay zero). The tile data
+// permission is the caller's.
+__attribute__((target("amx-tile,amx-bf16,amx-int8"))) long amx_dp_loop(long iters, bool int8) {
   struct alignas(64) Config {
     uint8_t palette = 1, start_row = 0, reserved[14] = {};
     uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
@@ -116,11 +117,20 @@ __attribute__((target("amx-tile,amx-bf16"))) long amx_dp_loop(long iters) {
   _tile_loadd(5, zeros, 64);
   _tile_loadd(6, zeros, 64);
   _tile_loadd(7, zeros, 64);
-  for (long i = 0; i < iters; ++i) {
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
+  if (int8) {
+    for (long i = 0; i < iters; ++i) {
+      _tile_dpbsud(0, 4, 6);
+      _tile_dpbsud(1, 4, 7);
+      _tile_dpbsud(2, 5, 6);
+      _tile_dpbsud(3, 5, 7);
+    }
+  } else {
+    for (long i = 0; i < iters; ++i) {
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
   }
   _tile_release();
   return iters;
@@ -205,7 +215,14 @@ Stat measure_fma_peak(ThreadPool& pool, int reps, Stat* cpu_based) {
 
 Stat measure_amx_bf16_peak(ThreadPool& pool, int reps, Stat* cpu_based) {
   if (!amx_bf16_usable()) return {};
-  return measure_peak(pool, reps, cpu_based, 4'000'000, 4.0 * 16 * 16 * 32 * 2, amx_dp_loop);
+  return measure_peak(pool, reps, cpu_based, 4'000'000, 4.0 * 16 * 16 * 32 * 2,
+                      [](long iters) { return amx_dp_loop(iters, false); });
+}
+
+Stat measure_amx_int8_peak(ThreadPool& pool, int reps, Stat* cpu_based) {
+  if (!amx_int8_usable()) return {};
+  return measure_peak(pool, reps, cpu_based, 4'000'000, 4.0 * 16 * 16 * 64 * 2,
+                      [](long iters) { return amx_dp_loop(iters, true); });
 }
 
 Stat measure_dispatch_us(ThreadPool& pool, int reps, int calls_per_rep) {

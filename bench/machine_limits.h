@@ -61,6 +61,9 @@ Stat measure_int8_peak(ThreadPool& pool, int reps, Stat* cpu_based = nullptr);
 Stat measure_fma_peak(ThreadPool& pool, int reps, Stat* cpu_based = nullptr);
 // The same for AMX-BF16 (tdpbf16ps on 4 C tiles); all zero where amx_bf16_usable() is false.
 Stat measure_amx_bf16_peak(ThreadPool& pool, int reps, Stat* cpu_based = nullptr);
+// GOP/s of AMX-INT8 (tdpbsud on 4 C tiles, 16 x 16 x 64 products each); all zero where
+// amx_int8_usable() is false.
+Stat measure_amx_int8_peak(ThreadPool& pool, int reps, Stat* cpu_based = nullptr);
 // Microseconds per empty parallel_for(size(), ...) dispatch.
 Stat measure_dispatch_us(ThreadPool& pool, int reps, int calls_per_rep);
 

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/amx_tiles.h"
 #include "kernels/linear_bf16_tile.h"
 
 #define SLAB_AMX_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")))
@@ -26,24 +27,11 @@
 namespace slab::kern::detail {
 namespace {
 
-// LDTILECFG's 64-byte operand (palette 1).
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-static_assert(sizeof(TileConfig) == 64);
-
 SLAB_AMX_BF16 void load_config(int rows) {
   const int r0 = rows < 16 ? rows : 16;
   const int r1 = rows - r0;
-  TileConfig cfg;
-  auto set = [&cfg](int tile, int r) {
-    cfg.rows[tile] = static_cast<uint8_t>(r);
-    cfg.colsb[tile] = r > 0 ? 64 : 0;
-  };
+  AmxTileConfig cfg;
+  auto set = [&cfg](int tile, int r) { cfg.set(tile, r, 64); };
   set(0, r0);  // C[0][0], C[0][1]: rows of A tile 0
   set(1, r0);
   set(2, r1);  // C[1][0], C[1][1]: rows of A tile 1 (unused when rows <= 16)

@@ -13,17 +13,6 @@
 namespace slab::kern::detail {
 namespace {
 
-// 16 FP16 / u8 / i8 values of a record as FP32.
-SLAB_AVX512_QUANT inline __m512 load_f16x16(const uint8_t* p) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
-SLAB_AVX512_QUANT inline __m512 load_u8x16(const uint8_t* p) {
-  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-}
-SLAB_AVX512_QUANT inline __m512 load_i8x16(const uint8_t* p) {
-  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-}
-
 // Prefetch distance of the streaming (first row tile) pass, as the other quantized tiles.
 constexpr size_t kPrefetchBytes = 4096;
 

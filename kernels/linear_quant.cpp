@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -33,14 +34,6 @@ using detail::Range;
 
 int max_code(const QuantFormat& f) { return (1 << f.bits) - 1; }
 
-// Byte offset of (column c of a panel, k) in the panel's codes, and whether it is a high nibble.
-size_t code_offset(int bits, int c, int k, bool* high) {
-  const int step_k = detail::quant_step_k(bits);
-  const int j = k % step_k;
-  *high = bits == 4 && j >= 4;
-  return static_cast<size_t>(k / step_k) * 64 + 4 * static_cast<size_t>(c) + static_cast<size_t>(j % 4);
-}
-
 // Writes row n of W as codes (kp of them) with its scales and zeros (groups of them).
 void put_row(uint8_t* dst, const QuantFormat& f, int k, int n, const uint8_t* codes, const float* scales,
              const float* zeros) {
@@ -50,7 +43,7 @@ void put_row(uint8_t* dst, const QuantFormat& f, int k, int n, const uint8_t* co
   const int c = n % kQuantPanelCols;
   for (int kk = 0; kk < kp; ++kk) {
     bool high = false;
-    uint8_t& b = panel[code_offset(f.bits, c, kk, &high)];
+    uint8_t& b = panel[detail::code_offset(f.bits, c, kk, &high)];
     b = high ? static_cast<uint8_t>((b & 0x0f) | (codes[kk] << 4))
              : static_cast<uint8_t>(f.bits == 4 ? ((b & 0xf0) | codes[kk]) : codes[kk]);
   }
@@ -136,6 +129,10 @@ struct Workspace {
   float* xscale = nullptr;
   int32_t* xqsum = nullptr;
   int32_t* xqhalf = nullptr;
+  // The AMX path (M >= kQuantAmxMinM): the thread's tile state, and (but for W8) its room for a
+  // panel pair's codes as bytes (amx_unpacked_bytes).
+  detail::AmxQuantTiles* amx = nullptr;
+  uint8_t* amx_codes = nullptr;
 };
 
 size_t int8_rows_bytes(int m, int kp) {
@@ -161,11 +158,23 @@ size_t decode_region_bytes(const QuantFormat& f, int m, int kp, int groups) {
   return round_up(static_cast<size_t>(m) * kp * 2, 64) + round_up(static_cast<size_t>(m) * groups * 4, 64);
 }
 
+bool amx_shape(int m, Isa isa) { return m >= kQuantAmxMinM && isa == Isa::avx512_bf16; }
+// Per thread on the AMX path: the codes of a panel pair unpacked to bytes (all but W8).
+size_t amx_unpacked_bytes(const QuantFormat& f, int kp) {
+  return f.bits == 8 && !f.k_quant ? 0 : 2 * static_cast<size_t>(kQuantPanelCols) * kp;
+}
+
 Workspace workspace_of(const QuantLinearArgs& a, int thread) {
   const QuantFormat& f = a.w.format;
   const int kp = quant_padded_k(f, a.w.k), groups = quant_groups(f, a.w.k);
   auto* base = static_cast<uint8_t*>(a.workspace);
-  if (a.m > kQuantDecodeMaxM) return int8_rows_at(base, a.m, kp);
+  if (a.m > kQuantDecodeMaxM) {
+    Workspace ws = int8_rows_at(base, a.m, kp);
+    if (amx_unpacked_bytes(f, kp) > 0 && quant_linear_uses_amx(a)) {
+      ws.amx_codes = base + int8_rows_bytes(a.m, kp) + static_cast<size_t>(thread) * amx_unpacked_bytes(f, kp);
+    }
+    return ws;
+  }
   uint8_t* mine = base + static_cast<size_t>(thread) * decode_region_bytes(f, a.m, kp, groups);
   if (quant_int8_activations(f, a.m)) return int8_rows_at(mine, a.m, kp);
   Workspace ws;
@@ -308,9 +317,27 @@ template <typename Finish>
 void int8_rows(const QuantLinearArgs& a, const Workspace& ws, const QuantTile& w, const uint8_t* stream_end,
                float* sums, Finish&& finish) {
   const int kp = quant_padded_k(a.w.format, a.w.k);
-  const int tile_rows = detail::batch_tile_rows(a.w.format, a.isa);
+  const int tile_rows = ws.amx ? detail::kQuantAmxRows : detail::batch_tile_rows(a.w.format, a.isa);
+  QuantTile amx_w = w;
+  if (ws.amx) {
+    // The tiles read codes as bytes: a W8 panel's own, others unpacked once for every row tile.
+    for (int q = 0; q < w.np; ++q) {
+      const uint8_t* codes = w.panel + static_cast<size_t>(q) * w.panel_stride;
+      if (w.bits == 8 && !w.k_quant) {
+        amx_w.byte_codes[q] = codes;
+        continue;
+      }
+      uint8_t* bytes = ws.amx_codes + static_cast<size_t>(q) * kQuantPanelCols * kp;
+      if (w.k_quant) {
+        detail::unpack_kquant_codes(bytes, codes, w.bits, w.super_blocks);
+      } else {
+        detail::unpack_w4_codes(bytes, codes, kp);
+      }
+      amx_w.byte_codes[q] = bytes;
+    }
+  }
   for (int row = 0; row < a.m; row += tile_rows) {
-    QuantTile t = w;
+    QuantTile t = amx_w;
     t.mr = std::min(tile_rows, a.m - row);
     t.xq = ws.xq + static_cast<size_t>(row) * kp;
     t.ldxq = static_cast<size_t>(kp);
@@ -323,7 +350,11 @@ void int8_rows(const QuantLinearArgs& a, const Workspace& ws, const QuantTile& w
     t.stream = a.m <= kQuantDecodeMaxM && row == 0;
     t.stream_end = stream_end;
     t.out = sums;
-    run_batch_tile(t, a.isa);
+    if (ws.amx) {
+      detail::quant_batch_tile_amx(t, *ws.amx);
+    } else {
+      run_batch_tile(t, a.isa);
+    }
     finish(sums, row, t.mr);
   }
 }
@@ -337,10 +368,14 @@ void int8_panels(const QuantLinearArgs& a, const Workspace& ws, int p, int np, i
             });
 }
 
+// Rows of the per-thread sums of a tile: decode, batched register or AMX tiles.
+constexpr int kSumsRows =
+    std::max({detail::kQuantDecodeTileRows, detail::kQuantBatchTileRows, detail::kQuantAmxRows});
+
 // SwiGLU: gate panels [u0, u1) with their up panels, over INT8 activations (M > 8, W4 decode) or
 // BF16 ones (W8 decode: one tile of both panels for 1-2 rows, else one tile per panel).
 void swiglu_units(const QuantLinearArgs& a, const Workspace& ws, int u0, int u1) {
-  alignas(64) float sums[std::max(detail::kQuantDecodeTileRows, detail::kQuantBatchTileRows) * detail::kQuantTileCols];
+  alignas(64) float sums[kSumsRows * detail::kQuantTileCols];
   const int gate_panels = swiglu_gate_panels(a);
   const size_t pb = quant_panel_bytes(a.w.format, a.w.k);
   const uint8_t* stream_end = a.w.data + static_cast<size_t>(gate_panels + u1) * pb;  // the end of the up run
@@ -414,7 +449,7 @@ void batch_panels(const QuantLinearArgs& a, const Workspace& ws, int u0, int u1)
     return;
   }
   const int panels = quant_panels(a.w.n);
-  alignas(64) float sums[detail::kQuantBatchTileRows * detail::kQuantTileCols];
+  alignas(64) float sums[kSumsRows * detail::kQuantTileCols];
   for (int u = u0; u < u1; ++u) int8_panels(a, ws, 2 * u, std::min(2, panels - 2 * u), panels, sums);
 }
 
@@ -523,7 +558,7 @@ void dequantize_quant_rows(float* w, size_t ldw, const uint8_t* packed, const Qu
     const auto* meta = reinterpret_cast<const bf16_t*>(panel + code_bytes);
     for (int kk = 0; kk < k; ++kk) {
       bool high = false;
-      const uint8_t b = panel[code_offset(f.bits, c, kk, &high)];
+      const uint8_t b = panel[detail::code_offset(f.bits, c, kk, &high)];
       const int code = f.bits == 8 ? b : (high ? b >> 4 : b & 0x0f);
       const size_t g = static_cast<size_t>(kk / gs);
       const float scale = bf16_to_f32(meta[g * kQuantPanelCols + c]);
@@ -534,10 +569,15 @@ void dequantize_quant_rows(float* w, size_t ldw, const uint8_t* packed, const Qu
   }
 }
 
-size_t quant_linear_workspace_bytes(int m, const PackedQuant& w, int n_threads) {
+size_t quant_linear_workspace_bytes(int m, const PackedQuant& w, int n_threads, bool amx) {
   const int kp = quant_padded_k(w.format, w.k), groups = quant_groups(w.format, w.k);
   if (m <= kQuantDecodeMaxM) return static_cast<size_t>(n_threads) * decode_region_bytes(w.format, m, kp, groups);
-  return int8_rows_bytes(m, kp);
+  const size_t amx_bytes = amx && amx_shape(m, Isa::avx512_bf16) ? amx_unpacked_bytes(w.format, kp) : 0;
+  return int8_rows_bytes(m, kp) + static_cast<size_t>(n_threads) * amx_bytes;
+}
+
+bool quant_linear_uses_amx(const QuantLinearArgs& a) {
+  return (a.amx || a.amx_emulated) && amx_shape(a.m, a.isa);
 }
 
 void quant_linear_prepare(const QuantLinearArgs& a, int thread, int n_threads) {
@@ -579,88 +619,18 @@ void quant_linear_compute(const QuantLinearArgs& a, int thread, int n_threads) {
     return;
   }
   const Range r = chunk(a.swiglu ? panels : (panels + 1) / 2, n_threads, thread);
-  if (r.hi > r.lo) batch_panels(a, ws, r.lo, r.hi);
-}
-
-namespace detail {
-
-void quantize_row_scalar(int8_t* xq, float* scales, int32_t* sums, int32_t* halves, size_t stride, const bf16_t* x,
-                         int k, int kp, int block) {
-  for (int b = 0; b * block < kp; ++b) {
-    const int lo = b * block, hi = lo + block;
-    float amax = 0.0f;
-    for (int i = lo; i < std::min(hi, k); ++i) amax = std::max(amax, std::fabs(bf16_to_f32(x[i])));
-    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-    scales[b * stride] = amax / 127.0f;
-    int32_t sum = 0;
-    for (int i = lo; i < hi; ++i) {
-      const float v = i < k ? bf16_to_f32(x[i]) * inv : 0.0f;
-      xq[i] = static_cast<int8_t>(std::clamp(static_cast<int>(std::nearbyint(v)), -127, 127));
-      sum += xq[i];
-      if (i == lo + 15) halves[b * stride] = sum;
-    }
-    sums[b * stride] = sum;
+  if (r.hi == r.lo) return;
+  if (!quant_linear_uses_amx(a)) {
+    batch_panels(a, ws, r.lo, r.hi);
+    return;
   }
+  std::optional<AmxEmulator> emulator;
+  detail::AmxQuantTiles tiles;
+  if (a.amx_emulated) tiles.emulator = &emulator.emplace();
+  Workspace amx_ws = ws;
+  amx_ws.amx = &tiles;
+  batch_panels(a, amx_ws, r.lo, r.hi);
+  detail::quant_amx_release(tiles);  // so that context switches stop saving the tile state
 }
 
-namespace {
-int tile_code(const QuantTile& t, int q, int c, int kk) {
-  bool high = false;
-  const uint8_t b = t.panel[static_cast<size_t>(q) * t.panel_stride + code_offset(t.bits, c, kk, &high)];
-  return t.bits == 8 ? b : (high ? b >> 4 : b & 0x0f);
-}
-float tile_zero(const QuantTile& t, int q, int g, int c) {
-  return t.zero_point ? bf16_to_f32(tile_zeros(t, q, g)[c]) : static_cast<float>(implied_zero(t.bits));
-}
-}  // namespace
-
-void quant_decode_tile_scalar(const QuantTile& t) {
-  const int gk = t.group_steps * quant_step_k(t.bits);
-  for (int r = 0; r < t.mr; ++r) {
-    const bf16_t* x = t.x + static_cast<size_t>(r) * t.ldx;
-    for (int q = 0; q < t.np; ++q) {
-      for (int c = 0; c < kQuantPanelCols; ++c) {
-        float total = 0.0f;
-        for (int g = 0; g < t.groups; ++g) {
-          float dot = 0.0f;
-          for (int kk = g * gk; kk < (g + 1) * gk; ++kk)
-            dot += bf16_to_f32(x[kk]) * static_cast<float>(tile_code(t, q, c, kk));
-          const float scale = bf16_to_f32(tile_scales(t, q, g)[c]);
-          total += scale * (dot - tile_zero(t, q, g, c) * t.xsum[static_cast<size_t>(r) * t.groups + g]);
-        }
-        t.out[static_cast<size_t>(r) * kQuantTileCols + q * kQuantPanelCols + c] = total;
-      }
-    }
-  }
-}
-
-void quant_batch_tile_scalar(const QuantTile& t) {
-  const int per_group = blocks_per_group(t);
-  const bool per_channel = t.groups == 1;
-  for (int r = 0; r < t.mr; ++r) {
-    const int8_t* xq = t.xq + static_cast<size_t>(r) * t.ldxq;
-    const float* xscale = t.xscale + r;
-    const int32_t* xqsum = t.xqsum + r;
-    for (int q = 0; q < t.np; ++q) {
-      for (int c = 0; c < kQuantPanelCols; ++c) {
-        float total = 0.0f;
-        for (int b = 0; b < t.blocks; ++b) {
-          const int g = b / per_group;
-          int32_t dot = 0;
-          for (int kk = b * t.act_block; kk < (b + 1) * t.act_block; ++kk) dot += xq[kk] * tile_code(t, q, c, kk);
-          const size_t bi = static_cast<size_t>(b) * t.ldxs;
-          // d = Σ xq·code − zero·Σxq: exact in FP32 for integer zeros (|d| < 2^24), the one
-          // rounding of the exact value for fractional ones (GGUF K-quant mins).
-          const float d = std::fma(-tile_zero(t, q, g, c), static_cast<float>(xqsum[bi]), static_cast<float>(dot));
-          const float scale = per_channel ? xscale[bi] : bf16_to_f32(tile_scales(t, q, g)[c]) * xscale[bi];
-          total = std::fma(scale, d, total);
-        }
-        if (per_channel) total *= bf16_to_f32(tile_scales(t, q, 0)[c]);
-        t.out[static_cast<size_t>(r) * kQuantTileCols + q * kQuantPanelCols + c] = total;
-      }
-    }
-  }
-}
-
-}  // namespace detail
 }  // namespace slab::kern

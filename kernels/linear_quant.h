@@ -83,6 +83,9 @@
 //          total = fma(xscale·(d·sc[j]), dot_j − 32·Σxq_j, total), first half first.
 // The products d·sc and dmin·m are exact in FP32; every ISA rounds the same operations.
 //
+// AMX (QuantLinearArgs::amx, M >= kQuantAmxMinM, every format): the same integer sums on the
+// AMX INT8 tiles in 32-row tiles and the same FP32 epilogue (linear_quant_amx.cpp).
+//
 // Isa::avx512_bf16 here needs AVX-512 VNNI as well (CpuFeatures::has_avx512_quant_kernels()).
 #include <cstddef>
 #include <cstdint>
@@ -187,14 +190,29 @@ struct QuantLinearArgs {
   // while they are in L1 and no FP32 [m][2 · n_out] ever exists. Needs out_bf16, no bias or residual.
   bool swiglu = false;
   GatedAct gated_act = GatedAct::silu;
+  // M >= kQuantAmxMinM and isa avx512_bf16, any format: the INT8 activations multiply on the AMX
+  // tiles (TDPBSUD, 32-row tiles) instead of the AVX-512 register tiles, with identical results
+  // (linear_quant_amx.cpp). Set only where amx_int8_usable() (runtime/cpu_features.h); other
+  // shapes ignore it.
+  bool amx = false;
+  // Tests: the AMX path with its tile instructions run on kern::AmxEmulator (kernels/amx_tiles.h),
+  // on any CPU with the AVX-512 quantized kernels; takes precedence over amx. With either set, the
+  // workspace must come from quant_linear_workspace_bytes(..., amx = true).
+  bool amx_emulated = false;
 };
+
+inline constexpr int kQuantAmxMinM = 16;  // fewer rows: one pass of the register tiles keeps up
+// Whether a call with these arguments runs on the AMX tiles (args.amx or amx_emulated, and an
+// AMX shape and format).
+bool quant_linear_uses_amx(const QuantLinearArgs& args);
 
 // Whether a [gate; up] matrix of n rows can run fused (swiglu above): its halves start on panels.
 inline bool quant_swiglu_fusable(int n) { return n % (2 * kQuantPanelCols) == 0; }
 
 // Scratch a call needs: the activations in the kernels' form (decode: a K-padded BF16 copy and
-// group sums per thread; batched: INT8 rows, their block scales and block sums, shared).
-size_t quant_linear_workspace_bytes(int m, const PackedQuant& w, int n_threads);
+// group sums per thread; batched: INT8 rows, their block scales and block sums, shared); with
+// amx, room per thread for a panel pair's codes unpacked to bytes (32 × padded K; not for W8).
+size_t quant_linear_workspace_bytes(int m, const PackedQuant& w, int n_threads, bool amx = false);
 // M > 8 quantizes the activations in a first phase.
 inline bool quant_linear_needs_prepare(int m) { return m > kQuantDecodeMaxM; }
 // Whether a call multiplies INT8 activations (else BF16 ones: W8 decode).

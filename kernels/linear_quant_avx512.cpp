@@ -13,12 +13,6 @@
 namespace slab::kern::detail {
 namespace {
 
-// 16 BF16 values as FP32.
-SLAB_AVX512_QUANT inline __m512 load_bf16x16(const bf16_t* p) {
-  const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
-}
-
 // ---- W8 decode: weight-only, vdpbf16ps ----
 //
 // A step's codes become two BF16 vectors of 16 lanes, each lane one column's pair of

@@ -1,5 +1,6 @@
 #pragma once
-// Internal to the AVX-512 quantized tiles (linear_quant_avx512.cpp, linear_kquant_avx512.cpp):
+// Internal to the AVX-512 quantized tiles (linear_quant_avx512.cpp, linear_kquant_avx512.cpp,
+// and the AMX tile's epilogue, linear_quant_amx.cpp):
 // their target attribute and the one instruction both are built on. Include after <immintrin.h>;
 // only code that runs after cpuid said avx512 bf16 + vnni (CpuFeatures::has_avx512_quant_kernels())
 // may call these.
@@ -21,6 +22,23 @@
 #define SLAB_AVX512_QUANT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni")))
 
 namespace slab::kern::detail {
+
+// 16 BF16 values as FP32.
+SLAB_AVX512_QUANT inline __m512 load_bf16x16(const bf16_t* p) {
+  const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+
+// 16 FP16 / u8 / i8 values of a K-quant record as FP32.
+SLAB_AVX512_QUANT inline __m512 load_f16x16(const uint8_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+SLAB_AVX512_QUANT inline __m512 load_u8x16(const uint8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+SLAB_AVX512_QUANT inline __m512 load_i8x16(const uint8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
 
 // acc += Σ4 u8(codes) · s8(x) per lane. In asm because GCC 12 does not tie the intrinsic's
 // accumulator to its register: it copied every accumulator in and out of each instruction (two

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/amx_tiles.h"
 #include "kernels/bf16.h"
 #include "kernels/linear_quant.h"
 
@@ -63,6 +64,9 @@ struct QuantTile {
   bool stream = false;
   const uint8_t* stream_end = nullptr;  // prefetches stop here (the end of the thread's run)
   float* out = nullptr;                 // [mr][kQuantTileCols]
+  // AMX tiles: each panel's codes one byte per code in W8's step layout (64-byte steps of 4 k per
+  // 32-bit lane): W8 the panel's own codes, W4 and K-quant ones unpacked (unpack_*_codes).
+  const uint8_t* byte_codes[2] = {};
 };
 
 // Byte offsets inside one K-quant super-block record of a panel (linear_quant.h).
@@ -107,6 +111,13 @@ inline uint64_t load_u64(const void* p) {
 
 inline int implied_zero(int bits) { return bits == 8 ? 128 : 8; }
 inline int quant_step_k(int bits) { return bits == 8 ? 4 : 8; }  // K elements per 64-byte step
+// Byte offset of (column c of a panel, k) in the panel's codes, and whether it is a high nibble.
+inline size_t code_offset(int bits, int c, int k, bool* high) {
+  const int step_k = quant_step_k(bits);
+  const int j = k % step_k;
+  *high = bits == 4 && j >= 4;
+  return static_cast<size_t>(k / step_k) * 64 + 4 * static_cast<size_t>(c) + static_cast<size_t>(j % 4);
+}
 // Batched tiles: 64-byte code steps per activation block, and activation blocks per weight group.
 inline int block_steps(const QuantTile& t) { return t.act_block / quant_step_k(t.bits); }
 inline int blocks_per_group(const QuantTile& t) { return t.group_steps / block_steps(t); }
@@ -138,6 +149,25 @@ int kquant_code(const uint8_t* panel, int bits, int c, int k);
 // dequantize_quant_rows for the K-quant formats.
 void dequantize_kquant_rows(float* w, size_t ldw, const uint8_t* packed, const QuantFormat& f, int k, int first,
                             int rows);
+
+// AMX INT8 tiles (linear_quant_amx.cpp), every format: up to
+// kQuantAmxRows rows × np panels over the whole of K, TDPBSUD of the INT8 rows (signed) against
+// byte_codes (unsigned) per activation block, then the batched tiles' FP32 epilogue in the same
+// order, so the results equal the other ISAs' bit for bit. A thread's tile configuration lives in
+// AmxQuantTiles; with `emulator` set the tile instructions run on it (kernels/amx_tiles.h) instead
+// of the hardware.
+inline constexpr int kQuantAmxRows = 32;  // two 16-row A tiles
+struct AmxQuantTiles {
+  int rows = 0;   // the loaded configuration's rows (0: none loaded)
+  int chunk = 0;  // and its K bytes per TDPBSUD (32 or 64)
+  AmxEmulator* emulator = nullptr;
+};
+void quant_batch_tile_amx(const QuantTile& t, AmxQuantTiles& tiles);
+void quant_amx_release(AmxQuantTiles& tiles);
+// W4 panel codes (kp / 8 steps of 64 bytes) as bytes: kp / 4 steps of W8's layout, 16 · kp bytes.
+void unpack_w4_codes(uint8_t* dst, const uint8_t* codes, int kp);
+// The same for a K-quant panel (super_blocks records of `bits`): codes 0..15, 0..31 or 0..63.
+void unpack_kquant_codes(uint8_t* dst, const uint8_t* panel, int bits, int super_blocks);
 
 // One activation row to INT8 (phase 1 of M > 8; W4 decode on each thread), block b = elements
 // [block·b, block·b + block) of the kp (a multiple of block, 32 or 128; zeros past k):

@@ -41,8 +41,9 @@ struct RunnerOptions {
   // Projections as BF16 or W8/W4 (model/packed_quant.h); the reference path ignores it (FP32).
   WeightQuantization quantization = WeightQuantization::automatic;
   bool quantize_lm_head = false;  // with w8/w8g32/w4/w4g128: the output head and the embedding table as well
-  // BF16 linears of 16 rows and more on the AMX tiles where the CPU has AMX-BF16 and Linux grants
-  // the tile state (with the AVX-512 BF16 kernels only); false keeps them on AVX-512.
+  // Linears of 16 rows and more on the AMX tiles where the CPU has AMX-BF16 and Linux grants the
+  // tile state (with the AVX-512 BF16 kernels only): BF16 weights on TDPBF16PS, and W8/W4 ones on
+  // TDPBSUD where it has AMX-INT8 as well; false keeps them on AVX-512.
   bool amx = true;
   // The BF16 linears' cache blocking; unset: model/linear_tuning.h's entry for this CPU.
   std::optional<kern::LinearBlocking> blocking;
@@ -71,7 +72,7 @@ class ModelRunner {
   // (the SLAB attention kernels read BF16 K/V). Caches passed to forward() must be allocated so.
   KvDtype kv_dtype() const { return reference_ ? KvDtype::f32 : KvDtype::bf16; }
   kern::Isa isa() const { return isa_; }
-  bool amx() const { return amx_; }  // BF16 prefill linears on the AMX tiles
+  bool amx() const { return amx_; }  // prefill linears on the AMX tiles (BF16; W8/W4 with AMX-INT8)
   const kern::LinearBlocking& blocking() const { return blocking_; }
   // e.g. "bf16 avx512_bf16 kernels, 2 threads" or "float32 scalar reference kernels, 1 thread".
   std::string describe() const;

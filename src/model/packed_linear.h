@@ -6,6 +6,7 @@
 #include "kernels/linear_bf16.h"
 #include "kernels/linear_quant.h"
 #include "model/packed_weights.h"
+#include "runtime/cpu_features.h"
 
 namespace slab {
 
@@ -87,6 +88,7 @@ void packed_linear(const kern::LinearArgs& a, const PackedMatrix& m, kern::Isa q
   q.isa = quant_isa;
   q.swiglu = in.swiglu;
   q.gated_act = in.gated_act;
+  q.amx = in.amx && amx_int8_usable();  // the runner's AMX switch; INT8 tiles where the CPU has them
   kern::quant_linear(q, run_on_all);
 }
 

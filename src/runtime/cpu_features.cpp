@@ -127,6 +127,11 @@ bool amx_bf16_usable() {
   return f.amx_bf16 && f.has_avx512_bf16_kernels() && enable_amx_tiles();
 }
 
+bool amx_int8_usable() {
+  const CpuFeatures& f = cpu_features();
+  return f.amx_int8 && f.has_avx512_quant_kernels() && enable_amx_tiles();
+}
+
 std::string CpuFeatures::microarch() const {
   if (vendor == "AuthenticAMD") {
     if (family == 0x17 && model >= 0x30) return "zen2";  // below: Zen and Zen+

@@ -56,6 +56,9 @@ bool enable_amx_tiles();
 // The AMX-BF16 linear path may run: amx_bf16, the AVX-512 BF16 kernels (its epilogue) and
 // enable_amx_tiles().
 bool amx_bf16_usable();
+// The AMX-INT8 quantized linear path may run: amx_int8, the AVX-512 quantized kernels (its
+// epilogue and activation rows) and enable_amx_tiles().
+bool amx_int8_usable();
 
 // Runs cpuid/xgetbv (cheap); use cpu_features() for the cached copy.
 CpuFeatures detect_cpu_features();

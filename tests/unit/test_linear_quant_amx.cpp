@@ -1,0 +1,252 @@
+// The quantized linear on AMX INT8 tiles (kernels/linear_quant_amx.cpp).
+//
+// The AMX path computes the same integers (Σ xq · code per activation block, exact) and then the
+// register tiles' FP32 epilogue in the same order, so its output must equal theirs (and the
+// scalar tile's) bit for bit; test_linear_quant.cpp holds the scalar path to the documented reference. Two ways
+// to run it: on the tile instructions of an AMX CPU, and on kern::AmxEmulator, a scalar model of
+// those instructions that checks the tiling's configuration and operand shapes, on any CPU with
+// the AVX-512 quantized kernels (the tile's epilogue is AVX-512). Each skipped way is named.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "kernels/amx_tiles.h"
+#include "kernels/linear_quant.h"
+#include "runtime/cpu_features.h"
+
+using namespace slab;
+using namespace slab::kern;
+
+// C[m][n] += Σ_k s8(A[m][k]) · u8(B'[k][n]) with B given in the tile's 4-k-per-lane layout,
+// written out from the instruction's definition.
+TEST_CASE("AMX emulator: TDPBSUD multiplies signed A bytes by unsigned B bytes into INT32", "[kernels][quant]") {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (const int rows : {1, 5, 16}) {
+    for (const int a_bytes : {16, 32, 64}) {
+      INFO("rows " << rows << " A bytes per row " << a_bytes);
+      const int k4 = a_bytes / 4, cols = 12;  // B: k4 rows × 12 columns × 4 bytes
+      AmxTileConfig cfg;
+      cfg.set(0, rows, 4 * cols);
+      cfg.set(1, rows, a_bytes);
+      cfg.set(2, k4, 4 * cols);
+      std::vector<uint8_t> a(static_cast<size_t>(rows) * 80), b(static_cast<size_t>(k4) * 64);
+      std::vector<int32_t> c0(static_cast<size_t>(rows) * 20);
+      for (auto& v : a) v = static_cast<uint8_t>(byte(rng));
+      for (auto& v : b) v = static_cast<uint8_t>(byte(rng));
+      for (auto& v : c0) v = byte(rng) * 1000 - 128000;
+      AmxEmulator e;
+      e.load_config(cfg);
+      e.load(0, c0.data(), 20 * sizeof(int32_t));
+      e.load(1, a.data(), 80);
+      e.load(2, b.data(), 64);
+      e.dpbsud(0, 1, 2);
+      std::vector<int32_t> got(static_cast<size_t>(rows) * 20, 77);
+      e.store(0, got.data(), 20 * sizeof(int32_t));
+      for (int m = 0; m < rows; ++m) {
+        for (int n = 0; n < 20; ++n) {
+          int64_t want = c0[static_cast<size_t>(m) * 20 + n];
+          if (n >= cols) {
+            REQUIRE(got[static_cast<size_t>(m) * 20 + n] == 77);  // past colsb: not written
+            continue;
+          }
+          for (int k = 0; k < a_bytes; ++k) {
+            want += static_cast<int8_t>(a[static_cast<size_t>(m) * 80 + k]) *
+                    static_cast<int64_t>(b[static_cast<size_t>(k / 4) * 64 + 4 * n + k % 4]);
+          }
+          REQUIRE(got[static_cast<size_t>(m) * 20 + n] == want);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("AMX emulator faults where the hardware would", "[kernels][quant]") {
+  AmxEmulator e;
+  std::vector<uint8_t> buf(4096);
+  CHECK_THROWS_WITH(e.zero(0), Catch::Contains("without a loaded configuration"));
+  AmxTileConfig bad;
+  bad.set(0, 17, 64);
+  CHECK_THROWS_WITH(e.load_config(bad), Catch::Contains("17 rows"));
+  AmxTileConfig wide;
+  wide.set(0, 16, 68);
+  CHECK_THROWS_WITH(e.load_config(wide), Catch::Contains("68 bytes"));
+  AmxTileConfig palette;
+  palette.palette = 0;
+  CHECK_THROWS_WITH(e.load_config(palette), Catch::Contains("palette"));
+  AmxTileConfig cfg;
+  cfg.set(0, 16, 64);
+  cfg.set(1, 16, 32);  // A: K = 32 bytes
+  cfg.set(2, 16, 64);  // B: 16 rows = K 64: does not chain with A
+  e.load_config(cfg);
+  CHECK_THROWS_WITH(e.load(3, buf.data(), 64), Catch::Contains("not configured"));
+  CHECK_THROWS_WITH(e.dpbsud(0, 1, 2), Catch::Contains("do not chain"));
+  CHECK_THROWS_WITH(e.dpbsud(0, 0, 2), Catch::Contains("three different tiles"));
+  e.release();
+  CHECK_THROWS_WITH(e.store(0, buf.data(), 64), Catch::Contains("without a loaded configuration"));
+}
+
+namespace {
+
+struct AmxCase {
+  QuantFormat f;
+  int m, n, k;
+  bool swiglu = false;
+  bool epilogue = false;  // bias + residual, BF16 out
+};
+
+// out of quant_linear over n_threads threads run one after another (prepare on all, then
+// compute), as FP32 (BF16 outputs widened).
+std::vector<float> run(const AmxCase& c, const std::vector<uint8_t>& packed, const std::vector<bf16_t>& x,
+                       const std::vector<float>& bias, const std::vector<float>& residual, Isa isa, bool amx,
+                       bool emulated, int n_threads) {
+  const int n_out = c.swiglu ? c.n / 2 : c.n;
+  QuantLinearArgs a;
+  a.x = x.data();
+  a.ldx = static_cast<size_t>(c.k) + 3;
+  a.w = {packed.data(), c.f, c.n, c.k};
+  a.m = c.m;
+  std::vector<float> out_f(static_cast<size_t>(c.m) * n_out, -1.0f);
+  std::vector<bf16_t> out_b(out_f.size(), 0);
+  if (c.swiglu || c.epilogue) {
+    a.out_bf16 = out_b.data();
+  } else {
+    a.out_f32 = out_f.data();
+  }
+  a.ldo = static_cast<size_t>(n_out);
+  if (c.epilogue) {
+    a.bias = bias.data();
+    a.residual = residual.data();
+    a.ldr = static_cast<size_t>(c.n);
+  }
+  a.swiglu = c.swiglu;
+  a.isa = isa;
+  a.amx = amx;
+  a.amx_emulated = emulated;
+  if (amx || emulated) REQUIRE(quant_linear_uses_amx(a));
+  std::vector<uint64_t> ws(quant_linear_workspace_bytes(c.m, a.w, n_threads, amx || emulated) / 8 + 8);
+  a.workspace = ws.data();
+  for (int t = 0; t < n_threads; ++t) quant_linear_prepare(a, t, n_threads);
+  for (int t = 0; t < n_threads; ++t) quant_linear_compute(a, t, n_threads);
+  if (a.out_f32) return out_f;
+  std::vector<float> widened(out_b.size());
+  for (size_t i = 0; i < out_b.size(); ++i) widened[i] = bf16_to_f32(out_b[i]);
+  return widened;
+}
+
+void check_amx_case(const AmxCase& c, bool hardware) {
+  std::mt19937 rng(static_cast<unsigned>(c.m * 7919 + c.n * 31 + c.k));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> w(static_cast<size_t>(c.n) * c.k);
+  for (auto& v : w) v = normal(rng) * 0.05f;
+  std::vector<uint8_t> packed(packed_quant_bytes(c.f, c.n, c.k));
+  if (c.f.k_quant) {
+    // Random fields over their whole ranges (codes 0..2^bits − 1, 6-bit sub-scales any int8).
+    const size_t elems = static_cast<size_t>(c.n) * c.k, sbs = elems / kKQuantSuperK;
+    std::uniform_int_distribution<int> code(0, (1 << c.f.bits) - 1), six(0, 63), i8(-128, 127), half(0x1800, 0x2400);
+    std::vector<uint8_t> codes(elems), mins(elems / 32);
+    std::vector<uint16_t> d(sbs), dmin(sbs);
+    std::vector<int8_t> scales(elems / static_cast<size_t>(c.f.group));
+    for (auto& v : codes) v = static_cast<uint8_t>(code(rng));
+    for (auto& v : mins) v = static_cast<uint8_t>(six(rng));
+    for (auto& v : d) v = static_cast<uint16_t>(half(rng));
+    for (auto& v : dmin) v = static_cast<uint16_t>(half(rng));
+    for (auto& v : scales) v = static_cast<int8_t>(c.f.bits == 6 ? i8(rng) : six(rng));
+    const KQuantSource src{codes.data(), static_cast<size_t>(c.k), d.data(), dmin.data(), scales.data(), mins.data()};
+    pack_kquant_linear(packed.data(), c.f, src, c.n, c.k);
+  } else {
+    pack_quant_linear(packed.data(), c.f, w.data(), c.n, c.k, static_cast<size_t>(c.k));
+  }
+  std::vector<bf16_t> x(static_cast<size_t>(c.m) * (c.k + 3));
+  for (auto& v : x) v = f32_to_bf16(normal(rng));
+  std::vector<float> bias(static_cast<size_t>(c.n)), residual(static_cast<size_t>(c.m) * c.n);
+  for (auto& v : bias) v = normal(rng);
+  for (auto& v : residual) v = normal(rng);
+  // The register tiles equal the scalar tile (the SwiGLU activation's exp differs per ISA, so
+  // there the AVX-512 register tiles alone are the reference).
+  const std::vector<float> want = run(c, packed, x, bias, residual, Isa::avx512_bf16, false, false, 1);
+  if (!c.swiglu) REQUIRE(run(c, packed, x, bias, residual, Isa::scalar, false, false, 1) == want);
+  for (const int threads : {1, 3}) {
+    INFO("threads " << threads);
+    const std::vector<float> got = run(c, packed, x, bias, residual, Isa::avx512_bf16, hardware, !hardware, threads);
+    for (size_t i = 0; i < want.size(); ++i) {
+      INFO("row " << i / (want.size() / static_cast<size_t>(c.m)) << " column " << i % (want.size() / c.m));
+      REQUIRE(got[i] == want[i]);
+    }
+  }
+}
+
+void check_amx_cases(bool hardware) {
+  const QuantFormat formats[] = {{8, 0, false},   {8, 32, false},   {8, 128, false},  {8, 32, true},
+                                 {4, 0, false},   {4, 32, false},   {4, 128, false},  {4, 32, true},
+                                 {4, 128, true},  kquant4_format(), kquant5_format(), kquant6_format()};
+  for (const QuantFormat& f : formats) {
+    // K: 256 (per-channel activation blocks of 128), 200 (padded to 224 or 256: blocks of 32
+    // per channel), 384, 512 (two K-quant super-blocks); M: one A tile, two, a partial second,
+    // and several row tiles.
+    for (const int k : {200, 256, 384, 512}) {
+      if (f.group == 128 && k == 200) continue;  // padded to 256: covered by 256
+      if (f.k_quant && k % kKQuantSuperK != 0) continue;
+      for (const int m : {16, 17, 32, 45, 70}) {
+        AmxCase c{f, m, m == 45 ? 48 : 80, k};
+        INFO((f.k_quant ? "K-quant " : "") << "W" << f.bits << " group " << f.group
+                                            << (f.zero_point ? " zero-point" : "") << " m " << m << " n " << c.n << " k "
+                                            << k);
+        check_amx_case(c, hardware);
+      }
+    }
+    INFO((f.k_quant ? "K-quant " : "") << "W" << f.bits << " group " << f.group
+                                        << (f.zero_point ? " zero-point" : "") << ": SwiGLU, epilogue");
+    check_amx_case(AmxCase{f, 40, 64, 256, true, false}, hardware);
+    check_amx_case(AmxCase{f, 33, 48, 256, false, true}, hardware);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("quantized linear on emulated AMX tiles equals the register tiles bit for bit", "[kernels][quant]") {
+  if (!cpu_features().has_avx512_quant_kernels()) {
+    WARN("emulated AMX INT8 path not tested: its epilogue needs the AVX-512 quantized kernels ("
+         << cpu_features().summary() << ")");
+    return;
+  }
+  check_amx_cases(false);
+}
+
+TEST_CASE("quantized linear on AMX INT8 tiles equals the register tiles bit for bit", "[kernels][quant]") {
+  if (!amx_int8_usable()) {
+    WARN("no AMX-INT8 tiles on this CPU (or no tile permission from the kernel): the hardware AMX INT8 path was not "
+         "tested ("
+         << cpu_features().summary() << ")");
+    return;
+  }
+  check_amx_cases(true);
+}
+
+TEST_CASE("the AMX INT8 path takes 16 rows and more on the AVX-512 kernels only", "[kernels][quant]") {
+  QuantLinearArgs a;
+  a.w = {nullptr, {8, 32, false}, 64, 256};
+  a.isa = Isa::avx512_bf16;
+  a.m = 16;
+  CHECK_FALSE(quant_linear_uses_amx(a));  // neither flag
+  a.amx = true;
+  CHECK(quant_linear_uses_amx(a));
+  a.m = 15;
+  CHECK_FALSE(quant_linear_uses_amx(a));
+  a.m = 64;
+  a.isa = Isa::avx2;
+  CHECK_FALSE(quant_linear_uses_amx(a));
+  a.isa = Isa::avx512_bf16;
+  a.w.format = kquant6_format();
+  CHECK(quant_linear_uses_amx(a));
+  // W4 and K-quant weights on AMX need room for a panel pair's unpacked codes per thread.
+  const PackedQuant w4{nullptr, {4, 32, false}, 64, 256};
+  CHECK(quant_linear_workspace_bytes(64, w4, 4, true) == quant_linear_workspace_bytes(64, w4, 4) + 4 * 32 * 256);
+  const PackedQuant q4k{nullptr, kquant4_format(), 64, 512};
+  CHECK(quant_linear_workspace_bytes(64, q4k, 2, true) == quant_linear_workspace_bytes(64, q4k, 2) + 2 * 32 * 512);
+  const PackedQuant w8{nullptr, {8, 32, false}, 64, 256};
+  CHECK(quant_linear_workspace_bytes(64, w8, 4, true) == quant_linear_workspace_bytes(64, w8, 4));
+}
