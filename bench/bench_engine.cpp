@@ -2,10 +2,12 @@
 // prompt/output lengths, and the prefix-cache speed-up for requests that share a long prefix.
 //
 //   bench_engine --model DIR [--concurrency 1,4,16,64] [--prompt-len 128] [--output-len 128]
-//                [--prefix-len 1024] [--suffix-len 32]
+//                [--prefix-len 1024] [--suffix-len 32] [--temperature 0] [--top-p 1]
 //
 // Prompts are random token ids and generation ignores EOS, so every request produces exactly
-// --output-len tokens (vLLM's `bench serve --random-*` convention).
+// --output-len tokens (vLLM's `bench serve --random-*` convention); greedy unless --temperature.
+// "serial %" is the share of the engine's step time outside the thread pool's parallel regions
+// (EngineStats): the part more cores do not shorten, which bounds the speed-up on many cores.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -29,6 +31,8 @@ struct Options {
   int output_len = 128;
   int prefix_len = 1024;
   int suffix_len = 32;
+  float temperature = 0.0f;
+  float top_p = 1.0f;
 };
 
 std::vector<int> parse_list(const std::string& s) {
@@ -86,11 +90,12 @@ RunResult run(slab::Engine& engine, const std::vector<slab::Request>& requests) 
 }
 
 slab::Request random_request(std::mt19937& rng, int vocab, const std::vector<int32_t>& prefix, int len,
-                             int output_len) {
+                             int output_len, const Options& o) {
   slab::Request r;
   r.prompt = prefix;
   while (static_cast<int>(r.prompt.size()) < len) r.prompt.push_back(static_cast<int32_t>(3 + rng() % (vocab - 3)));
-  r.sampling.temperature = 0.0f;
+  r.sampling.temperature = o.temperature;
+  r.sampling.top_p = o.top_p;
   r.stop.max_tokens = output_len;
   r.stop.ignore_eos = true;
   return r;
@@ -114,6 +119,10 @@ int main(int argc, char** argv) {
       o.prefix_len = std::stoi(value);
     else if (flag == "--suffix-len")
       o.suffix_len = std::stoi(value);
+    else if (flag == "--temperature")
+      o.temperature = std::stof(value);
+    else if (flag == "--top-p")
+      o.top_p = std::stof(value);
     else {
       std::fprintf(stderr, "bench_engine: unknown flag %s\n", flag.c_str());
       return 2;
@@ -121,7 +130,8 @@ int main(int argc, char** argv) {
   }
   if (o.model.empty()) {
     std::fprintf(stderr,
-                 "usage: bench_engine --model DIR [--concurrency 1,4,16,64] [--prompt-len N] [--output-len N]\n");
+                 "usage: bench_engine --model DIR [--concurrency 1,4,16,64] [--prompt-len N] [--output-len N]\n"
+                 "                    [--prefix-len N] [--suffix-len N] [--temperature T] [--top-p P]\n");
     return 2;
   }
   const slab::Model model = slab::load_model(o.model);
@@ -134,17 +144,28 @@ int main(int argc, char** argv) {
   config.kv_cache_bytes = size_t{4} << 30;
   std::printf("model %s: %d layers, hidden %d, vocab %d\n", o.model.c_str(), model.config.num_layers,
               model.config.hidden_size, vocab);
-  std::printf("%-12s %10s %12s %14s %12s %12s\n", "concurrency", "requests", "seconds", "output tok/s", "TTFT p50 s",
-              "TPOT p50 ms");
+  std::printf("sampling: %s\n", o.temperature > 0 ? ("temperature " + std::to_string(o.temperature) + ", top_p " +
+                                                        std::to_string(o.top_p))
+                                                           .c_str()
+                                                     : "greedy");
+  std::printf("%-12s %10s %12s %14s %12s %12s %10s %9s\n", "concurrency", "requests", "seconds", "output tok/s",
+              "TTFT p50 s", "TPOT p50 ms", "serial ms", "serial %");
   {
     slab::Engine engine(model, nullptr, config);
-    run(engine, {random_request(rng, vocab, {}, o.prompt_len, 4)});  // warm-up: pages in the weights
+    run(engine, {random_request(rng, vocab, {}, o.prompt_len, 4, o)});  // warm-up: pages in the weights
     for (int c : o.concurrency) {
       std::vector<slab::Request> requests;
-      for (int i = 0; i < c; ++i) requests.push_back(random_request(rng, vocab, {}, o.prompt_len, o.output_len));
+      for (int i = 0; i < c; ++i) requests.push_back(random_request(rng, vocab, {}, o.prompt_len, o.output_len, o));
+      const slab::EngineStats before = engine.stats();
       const RunResult r = run(engine, requests);
-      std::printf("%-12d %10d %12.2f %14.1f %12.3f %12.1f\n", c, c, r.seconds, r.output_tokens / r.seconds,
-                  median(r.ttft), 1000 * median(r.tpot));
+      const slab::EngineStats after = engine.stats();
+      const double step_s = after.step_seconds - before.step_seconds;
+      const double serial_s = step_s - (after.parallel_seconds - before.parallel_seconds);
+      const int64_t steps = after.steps - before.steps;
+      std::printf("%-12d %10d %12.2f %14.1f %12.3f %12.1f %10.3f %8.1f%%\n", c, c, r.seconds,
+                  r.output_tokens / r.seconds, median(r.ttft), 1000 * median(r.tpot),
+                  steps > 0 ? 1000 * serial_s / static_cast<double>(steps) : 0.0,
+                  step_s > 0 ? 100 * serial_s / step_s : 0.0);
       std::fflush(stdout);
     }
   }
@@ -153,13 +174,13 @@ int main(int argc, char** argv) {
   std::vector<int32_t> prefix;
   for (int i = 0; i < o.prefix_len; ++i) prefix.push_back(static_cast<int32_t>(3 + rng() % (vocab - 3)));
   std::vector<slab::Request> shared;
-  for (int i = 0; i < 8; ++i) shared.push_back(random_request(rng, vocab, prefix, o.prefix_len + o.suffix_len, 16));
+  for (int i = 0; i < 8; ++i) shared.push_back(random_request(rng, vocab, prefix, o.prefix_len + o.suffix_len, 16, o));
   double seconds[2] = {0, 0};
   for (bool caching : {false, true}) {
     slab::EngineConfig c = config;
     c.enable_prefix_caching = caching;
     slab::Engine engine(model, nullptr, c);
-    run(engine, {random_request(rng, vocab, prefix, o.prefix_len + o.suffix_len, 1)});
+    run(engine, {random_request(rng, vocab, prefix, o.prefix_len + o.suffix_len, 1, o)});
     seconds[caching] = run(engine, shared).seconds;
   }
   std::printf(

@@ -45,6 +45,11 @@ struct EngineStats {
   int64_t prompt_tokens = 0;  // whole prompts of requests that got their first token
   int64_t generation_tokens = 0;
   int64_t steps = 0;
+  // Wall time of the engine loop's steps, and of the parallel regions of the thread pool in them
+  // (ThreadPoolStats): step_seconds − parallel_seconds is the serial part, which more cores do
+  // not shorten (scheduling, batch assembly, emitting tokens, dispatch).
+  double step_seconds = 0;
+  double parallel_seconds = 0;
   // Speculative decoding, as vLLM counts it: sequences that went into a step with a draft, the
   // draft tokens, those the verification accepted (in all, and by their position in the draft),
   // and the tokens those steps emitted (accepted + the one each verification samples itself,
@@ -146,6 +151,7 @@ class Engine {
 
   mutable std::mutex stats_mutex_;
   EngineStats stats_;
+  double pool_seconds_ = 0;  // the pool's parallel_seconds after the last step (loop thread only)
 
   std::thread thread_;
 };

@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <climits>
 #include <stdexcept>
 
@@ -31,6 +32,25 @@ inline void cpu_relax() {
 }
 
 // Marks the current thread as thread `index` of `pool` for the lifetime of the guard.
+// Counts a parallel region and adds its wall time, however it ends (an exception included).
+class RegionTimer {
+ public:
+  RegionTimer(std::atomic<uint64_t>& regions, std::atomic<uint64_t>& ns)
+      : regions_(regions), ns_(ns), start_(std::chrono::steady_clock::now()) {}
+  ~RegionTimer() {
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_);
+    regions_.fetch_add(1, std::memory_order_relaxed);
+    ns_.fetch_add(static_cast<uint64_t>(ns.count()), std::memory_order_relaxed);
+  }
+  RegionTimer(const RegionTimer&) = delete;
+  RegionTimer& operator=(const RegionTimer&) = delete;
+
+ private:
+  std::atomic<uint64_t>& regions_;
+  std::atomic<uint64_t>& ns_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 struct ThreadMark {
   const ThreadPool* prev_pool;
   int prev_thread;
@@ -123,6 +143,10 @@ void ThreadPool::run_chunk(int thread) {
   }
 }
 
+ThreadPoolStats ThreadPool::stats() const {
+  return {regions_.load(std::memory_order_relaxed), 1e-9 * static_cast<double>(parallel_ns_.load(std::memory_order_relaxed))};
+}
+
 void ThreadPool::dispatch(int n_tasks, TaskFn fn, void* ctx) {
   if (n_tasks <= 0) return;
   if (tls_pool == this) {  // nested call from one of our tasks: run inline
@@ -132,6 +156,7 @@ void ThreadPool::dispatch(int n_tasks, TaskFn fn, void* ctx) {
   }
   std::lock_guard<std::mutex> lock(dispatch_mutex_);
   ThreadMark mark(this, 0);
+  RegionTimer timer(regions_, parallel_ns_);
   if (n_threads_ == 1 || n_tasks == 1) {
     for (int task = 0; task < n_tasks; ++task) fn(ctx, task, 0);
     return;

@@ -32,6 +32,15 @@ struct ThreadPoolOptions {
   const char* cpu_list = nullptr;  // null or "": the process's current cpuset; else e.g. "0-3,8"
 };
 
+// What the pool has run since it started: parallel regions dispatched (parallel_for and
+// run_on_all, nested ones not counted) and the wall time the dispatching thread spent inside
+// them. A caller's wall time minus parallel_seconds is its serial share: the work that more
+// cores do not shorten.
+struct ThreadPoolStats {
+  uint64_t regions = 0;
+  double parallel_seconds = 0;
+};
+
 class ThreadPool {
  public:
   explicit ThreadPool(const ThreadPoolOptions& options = {});
@@ -59,6 +68,9 @@ class ThreadPool {
     const int n = n_threads_;
     parallel_for(n, [&fn, n](int task, int) { fn(task, n); });
   }
+
+  // Readable from any thread (relaxed counters).
+  ThreadPoolStats stats() const;
 
   // Index of the calling thread inside the pool currently dispatching on it, or -1.
   static int current_thread_index();
@@ -95,6 +107,8 @@ class ThreadPool {
   alignas(64) std::atomic<int> sleepers_{0};         // workers parked on generation_
   alignas(64) std::atomic<uint32_t> pending_{0};     // futex word: workers yet to finish
   alignas(64) std::atomic<int> caller_parked_{0};
+  std::atomic<uint64_t> regions_{0};
+  std::atomic<uint64_t> parallel_ns_{0};
 };
 
 }  // namespace slab

@@ -132,6 +132,25 @@ TEST_CASE("the same seed samples the same tokens whatever the batch", "[engine]"
   CHECK(together[0].tokens == alone[0].tokens);
   probe.sampling.seed = 778;
   CHECK(run_all(engine, {probe})[0].tokens != alone[0].tokens);
+
+  // The batch's rows are sampled on the pool: 1 or 3 threads give every request the same tokens.
+  for (const int threads : {1, 3}) {
+    INFO("threads " << threads);
+    RunnerOptions options;
+    options.pin_threads = false;
+    options.n_threads = threads;
+    ModelRunner runner(model, options);
+    Engine other(runner, nullptr, config(8, 2048, 64));
+    const auto got = run_all(other, batch);
+    for (size_t i = 0; i < batch.size(); ++i) CHECK(got[i].tokens == together[i].tokens);
+    // The engine's time accounting: steps ran, partly inside the pool's parallel regions.
+    const EngineStats st = other.stats();
+    CHECK(st.step_seconds > 0.0);
+    if (!runner.uses_reference()) {
+      CHECK(st.parallel_seconds > 0.0);
+      CHECK(st.parallel_seconds <= st.step_seconds * 1.01 + 1e-3);
+    }
+  }
 }
 
 TEST_CASE("stop tokens, min_tokens and max_tokens end requests with the right reason", "[engine]") {

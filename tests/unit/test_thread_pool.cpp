@@ -5,10 +5,12 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "runtime/aligned_buffer.h"
@@ -214,6 +216,26 @@ TEST_CASE("exceptions in tasks reach the caller and the pool stays usable", "[ru
   std::atomic<int> count{0};
   pool.parallel_for(8, [&](int, int) { ++count; });
   CHECK(count == 8);
+}
+
+TEST_CASE("pool stats count each parallel region once and its wall time", "[runtime]") {
+  AffinityGuard guard;
+  ThreadPool pool({.n_threads = 2, .pin = false});
+  CHECK(pool.stats().regions == 0);
+  CHECK(pool.stats().parallel_seconds == 0.0);
+  // Three regions (one of a single task, one with nested regions, one that throws); the nested
+  // ones run inline and are not regions of their own.
+  pool.parallel_for(1, [](int, int) {});
+  pool.parallel_for(4, [&](int, int) {
+    pool.parallel_for(3, [](int, int) {});
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  });
+  CHECK_THROWS(pool.run_on_all([](int, int) { throw std::runtime_error("boom"); }));
+  const ThreadPoolStats s = pool.stats();
+  CHECK(s.regions == 3);
+  // Four sleeps of 10 ms over two threads: at least 20 ms inside the regions.
+  CHECK(s.parallel_seconds >= 0.02);
+  CHECK(s.parallel_seconds < 5.0);
 }
 
 TEST_CASE("100k dispatches give correct results and parking and waking", "[runtime]") {
