@@ -103,11 +103,16 @@ int run_bench(const BenchOptions& o) {
                          {{0, 0, std::min(P, 16), cache.block_table(0)}},
                          false},
                         cache);
-  std::vector<double> prefill_s;
+  // Serial share: the forward's wall time outside the pool's parallel regions, the part more
+  // threads do not shorten (a share s on T threads bounds the speed-up on T' by
+  // 1 / (s + (1 - s) T / T')).
+  std::vector<double> prefill_s, prefill_serial;
   for (int r = 0; r < o.reps; ++r) {
+    const double par0 = pool.stats().parallel_seconds;
     t0 = std::chrono::steady_clock::now();
     (void)runner->forward(prefill, cache);
     prefill_s.push_back(seconds_since(t0));
+    prefill_serial.push_back(prefill_s.back() - (pool.stats().parallel_seconds - par0));
   }
   std::sort(prefill_s.begin(), prefill_s.end());
   const double prefill_med = prefill_s[prefill_s.size() / 2];
@@ -126,6 +131,9 @@ int run_bench(const BenchOptions& o) {
   const double prefill_flops = 2.0 * B * P * layer_weights_sum + 2.0 * B * c.vocab_size * c.hidden_size;
   std::printf("prefill: %d x %d tokens: %.1f tokens/s (median of %d; best %.1f), %.0f GFLOP/s in the linears\n", B, P,
               B * P / prefill_med, o.reps, B * P / prefill_s.front(), prefill_flops / prefill_med / 1e9);
+  const double prefill_serial_med = summarize(prefill_serial).median;
+  std::printf("prefill serial: %.2f ms outside the pool's parallel regions (%.1f %% of the median prefill)\n",
+              prefill_serial_med * 1e3, 100.0 * prefill_serial_med / prefill_med);
 
   // Decode: D steps of B tokens each after the prompt, each step right after a read-bandwidth
   // sample on the same threads. The shared machine's bandwidth drifts by tens of percent within
@@ -135,17 +143,19 @@ int run_bench(const BenchOptions& o) {
   (void)probe.once();
   std::vector<int> next(static_cast<size_t>(B));
   for (int& t : next) t = static_cast<int>(rng() % static_cast<unsigned>(c.vocab_size));
-  std::vector<double> step_s, step_cpu, bw_wall, bw_cpu, ratio_wall, ratio_cpu;
+  std::vector<double> step_s, step_cpu, step_serial, bw_wall, bw_cpu, ratio_wall, ratio_cpu;
   double step_bytes_sum = 0;
   for (int i = 0; i < D; ++i) {
     const Rate bw_sample = probe.once();
     ForwardBatch step;
     step.tokens = next;
     for (int s = 0; s < B; ++s) step.sequences.push_back({s, P + i, 1, cache.block_table(s), 1});
+    const double par0 = pool.stats().parallel_seconds;
     t0 = std::chrono::steady_clock::now();
     const double c0 = thread_cpu_seconds();
     const auto logits = runner->forward(step, cache);
     step_s.push_back(seconds_since(t0));
+    step_serial.push_back(step_s.back() - (pool.stats().parallel_seconds - par0));
     step_cpu.push_back(thread_cpu_seconds() - c0);
     bw_wall.push_back(bw_sample.wall);
     bw_cpu.push_back(bw_sample.cpu);
@@ -169,6 +179,9 @@ int run_bench(const BenchOptions& o) {
   const Stat ratio = summarize(ratio_wall);
   std::printf("decode: batch %d, %d steps: %.1f tokens/s (median step %.2f ms; mean %.1f tokens/s)\n", B, D,
               B / step_med, step_med * 1e3, B * D / decode_total);
+  const double step_serial_med = summarize(step_serial).median;
+  std::printf("decode serial: %.3f ms per step outside the pool's parallel regions (%.1f %% of the median step)\n",
+              step_serial_med * 1e3, 100.0 * step_serial_med / step_med);
   std::printf(
       "roofline: %.1f MB of packed weights per step (mean); read bandwidth %.1f GB/s (median of %zu samples, min %.1f, "
       "max %.1f) = %.1f tokens/s\n",

@@ -374,6 +374,7 @@ void Engine::run_step() {
     emit_token(seq, sampled[r]);  // may finish and destroy `seq`
   }
 
+  runner_.recycle_logits(std::move(logits));  // the next step's logits fill this memory
   std::lock_guard lock(stats_mutex_);
   stats_.prompt_tokens += prompt_tokens;
   stats_.generation_tokens += generated;

@@ -282,7 +282,11 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
                           x + static_cast<size_t>(rows[static_cast<size_t>(r)]) * dim, w.final_norm.data(), dim,
                           c.rms_norm_eps, isa);
   });
-  std::vector<float> logits(static_cast<size_t>(R) * c.vocab_size);
+  // The head writes every element: a recycled vector (recycle_logits) is resized without a fill
+  // where it is already large enough.
+  std::vector<float> logits = std::move(spare_logits_);
+  spare_logits_ = {};
+  logits.resize(static_cast<size_t>(R) * c.vocab_size);
   linear(xb, dim, w.lm_head, R, logits.data(), static_cast<size_t>(c.vocab_size), {}, false);
   if (c.final_logit_softcap > 0.0f) {
     const size_t vocab = static_cast<size_t>(c.vocab_size);

@@ -162,6 +162,10 @@ std::vector<float> ModelRunner::forward(const ForwardBatch& batch, KvCache& cach
   return forward_fast(batch, cache);
 }
 
+void ModelRunner::recycle_logits(std::vector<float>&& logits) {
+  if (logits.capacity() > spare_logits_.capacity()) spare_logits_ = std::move(logits);
+}
+
 }  // namespace slab
 
 namespace slab {
