@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -249,6 +250,33 @@ TEST_CASE("runner fast path agrees with the FP32 reference forward on the same c
   }
   g_atol_frac = kAtolFrac;
   WARN("runner vs reference forward: worst |diff| / max|logit| of a row = " << g_worst_frac);
+}
+
+// recycle_logits: the next forward fills the handed-back vector, larger or smaller than it needs
+// and full of NaNs, and returns exactly the logits a fresh vector gets.
+TEST_CASE("runner logits are the same in a recycled vector as in a fresh one", "[model][runner]") {
+  const auto sets = fast_kernel_sets();
+  if (sets.empty()) return;
+  const Model m = load_model(test::fixtures_dir() / "models" / "llama_gqa");
+  ModelRunner runner(m, with(sets.front().second));
+  std::vector<int> tokens;
+  for (int i = 0; i < 12; ++i) tokens.push_back((i * 37 + 5) % m.config.vocab_size);
+  const auto run = [&](int n) {
+    ContiguousKvCache cache = make_cache(m.config, 1, 64);
+    return runner.forward({std::vector<int>(tokens.begin(), tokens.begin() + n), {{0, 0, n, cache.block_table(0)}}, true},
+                          cache);
+  };
+  const std::vector<float> fresh8 = run(8), fresh12 = run(12);
+  for (const size_t spare_rows : {3, 8, 20}) {
+    INFO("recycled vector of " << spare_rows << " rows");
+    for (const int n : {8, 12}) {
+      std::vector<float> spare(spare_rows * static_cast<size_t>(m.config.vocab_size), std::nanf(""));
+      runner.recycle_logits(std::move(spare));
+      const std::vector<float> got = run(n);
+      REQUIRE(got.size() == (n == 8 ? fresh8 : fresh12).size());
+      CHECK(std::memcmp(got.data(), (n == 8 ? fresh8 : fresh12).data(), got.size() * sizeof(float)) == 0);
+    }
+  }
 }
 
 TEST_CASE("runner: stories260K greedy tokens equal transformers' for at least the first 32", "[model][runner]") {
