@@ -52,6 +52,7 @@ int run_generate(const GenerateOptions& o) {
   load.placement = o.placement;
   load.quantization = o.quantization.quantization;
   load.quantize_lm_head = o.quantization.quantize_lm_head;
+  load.amx = o.quantization.amx;
   load.engine.speculative_model = o.speculative.speculative_model;
   load.engine.num_speculative_tokens = o.speculative.num_speculative_tokens;
   load.engine.ngram_prompt_lookup_max = o.speculative.ngram_prompt_lookup_max;

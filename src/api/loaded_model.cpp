@@ -238,6 +238,7 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const LoadOptions& options) {
   runner_options.on_load_progress = options.on_load_progress;
   runner_options.quantization = *parse_weight_quantization(options.quantization);  // checked above
   runner_options.quantize_lm_head = options.quantize_lm_head;
+  runner_options.amx = options.amx;
   {
     const std::unique_ptr<Checkpoint> checkpoint = open_model_checkpoint(path);
     parts->runner = std::make_unique<ModelRunner>(parts->model, *checkpoint, runner_options);
