@@ -121,6 +121,13 @@ std::string Metrics::render(const api::EngineStats& s) const {
   sample(out, "vllm:prefix_cache_queries_total", labels_, static_cast<double>(s.prefix_query_tokens));
   header(out, "vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.");
   sample(out, "vllm:prefix_cache_hits_total", labels_, static_cast<double>(s.prefix_hit_tokens));
+  // slabserve's own: how much of each engine step ran in parallel on the compute pool.
+  header(out, "slabserve:engine_step_seconds_total", "counter", "Wall time of the engine's steps.");
+  sample(out, "slabserve:engine_step_seconds_total", labels_, s.step_seconds);
+  header(out, "slabserve:engine_parallel_seconds_total", "counter",
+         "Wall time of the compute pool's parallel regions within the engine's steps; the rest of the step "
+         "time is serial.");
+  sample(out, "slabserve:engine_parallel_seconds_total", labels_, s.parallel_seconds);
   if (!s.spec_accepted_per_position.empty()) render_spec_decode(out, s);
 
   std::lock_guard lock(mutex_);

@@ -35,6 +35,10 @@ struct EngineStats {
   int64_t prompt_tokens = 0;  // whole prompts of requests that got their first token
   int64_t generation_tokens = 0;
   int64_t steps = 0;
+  // Wall seconds of the engine's steps, and of the thread pool's parallel regions in them: the
+  // difference is serial work, which more cores do not shorten.
+  double step_seconds = 0;
+  double parallel_seconds = 0;
   // Speculative decoding (zero without it): decode steps that carried a draft, its tokens, those
   // accepted (also by position in the draft), and the tokens those steps emitted.
   int64_t spec_num_drafts = 0;

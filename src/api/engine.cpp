@@ -25,6 +25,8 @@ EngineStats Engine::stats() const {
   out.prompt_tokens = s.prompt_tokens;
   out.generation_tokens = s.generation_tokens;
   out.steps = s.steps;
+  out.step_seconds = s.step_seconds;
+  out.parallel_seconds = s.parallel_seconds;
   out.spec_num_drafts = s.spec_num_drafts;
   out.spec_num_draft_tokens = s.spec_num_draft_tokens;
   out.spec_num_accepted_tokens = s.spec_num_accepted_tokens;

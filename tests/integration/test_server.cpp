@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "integration/server_process.h"
+#include "runtime/cpu_features.h"
 #include "test_paths.h"
 
 using nlohmann::json;
@@ -353,6 +354,13 @@ TEST_CASE("metrics move as requests complete", "[server][metrics]") {
   CHECK(metric(after, "vllm:e2e_request_latency_seconds_count" + labels) == 1);
   CHECK(metric(after, "vllm:num_requests_running" + labels) == 0);
   CHECK(metric(after, "vllm:kv_cache_usage_perc" + labels) == 0);
+  // The steps' time, and the compute pool's share of it.
+  const double step_s = metric(after, "slabserve:engine_step_seconds_total" + labels);
+  const double parallel_s = metric(after, "slabserve:engine_parallel_seconds_total" + labels);
+  CHECK(step_s > metric(before, "slabserve:engine_step_seconds_total" + labels));
+  // No pool on the scalar reference path (CPUs without AVX2).
+  CHECK((parallel_s > 0 || !slab::cpu_features().has_avx2_kernels()));
+  CHECK(parallel_s <= step_s * 1.01 + 1e-3);
   // The same prompt again is a prefix-cache query; its hits are counted in tokens.
   post_json(c, "/v1/completions", {{"prompt", std::string(200, 'a')}, {"max_tokens", 1}});
   json again = post_json(c, "/v1/completions", {{"prompt", std::string(200, 'a')}, {"max_tokens", 1}});
