@@ -74,12 +74,15 @@ struct Config {
 // The candidates of --sweep: around the defaults, one knob at a time.
 std::vector<LinearBlocking> sweep_candidates(const LinearBlocking& base, bool amx) {
   std::vector<LinearBlocking> out;
+  LinearBlocking flipped_split = base;
+  flipped_split.dynamic_split = !base.dynamic_split;
   if (amx) {
     for (int kb : {0, 128, 256, 512, 1024}) {
       LinearBlocking b = base;
       b.amx_k_block = kb;
       out.push_back(b);
     }
+    out.push_back(flipped_split);
     return out;
   }
   for (int pairs : {128, 256, 512, 1024}) {
@@ -96,6 +99,7 @@ std::vector<LinearBlocking> sweep_candidates(const LinearBlocking& base, bool am
   LinearBlocking b = base;
   b.prefetch = !base.prefetch;
   out.push_back(b);
+  out.push_back(flipped_split);
   return out;
 }
 

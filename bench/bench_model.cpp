@@ -47,6 +47,57 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Where a prefill pass's wall time goes, phase by phase (means over the timed passes), with the
+// linears' rate from their shapes: at many threads, whether the GEMMs or the steps between them
+// fall behind. A mixture of experts' MLP phase gets no rate (its work depends on the routing).
+void print_prefill_phases(const ForwardPhaseSeconds& phases, int passes, const ModelConfig& c, int tokens,
+                          int head_rows) {
+  const double dim = c.hidden_size, q_dim = double{1} * c.num_heads * c.head_dim;
+  const double kv_dim = double{1} * c.num_kv_heads * c.head_dim;
+  int dense_layers = 0;
+  for (int l = 0; l < c.num_layers; ++l) dense_layers += layer_is_moe(c, l) ? 0 : 1;
+  const double per_token_layers = 2.0 * tokens * c.num_layers;
+  const double mlp = 2.0 * tokens * dense_layers * dim * c.intermediate_size;
+  const auto flops = [&](ForwardPhase p) -> double {
+    switch (p) {
+      case ForwardPhase::qkv: return per_token_layers * dim * (q_dim + 2 * kv_dim);
+      case ForwardPhase::o_proj: return per_token_layers * q_dim * dim;
+      case ForwardPhase::mlp_up: return dense_layers == c.num_layers ? 2 * mlp : 0;
+      case ForwardPhase::down: return dense_layers == c.num_layers ? mlp : 0;
+      case ForwardPhase::head: return 2.0 * head_rows * c.vocab_size * dim;
+      default: return 0;
+    }
+  };
+  const double total = phases.total();
+  std::printf("prefill phases (mean ms per pass, share, linears' GFLOP/s):");
+  for (int i = 0; i < static_cast<int>(ForwardPhase::count); ++i) {
+    const auto p = static_cast<ForwardPhase>(i);
+    const double s = phases[p] / passes;
+    std::printf(" | %s %.1f ms %.0f%%", forward_phase_name(p), s * 1e3, total > 0 ? 100.0 * phases[p] / total : 0.0);
+    if (flops(p) > 0 && s > 0) std::printf(" %.0f", flops(p) / s / 1e9);
+  }
+  std::printf("\n");
+}
+
+// The dot-product peaks of the kernels this runner uses, measured on its own threads: the
+// ceiling for the prefill linears' rate above (it moves between leases of a shared machine,
+// so it is measured in the same run).
+void print_peaks(ThreadPool& pool, const ModelRunner& runner) {
+  std::printf("peaks on these %d threads:", pool.size());
+  if (runner.isa() == kern::Isa::avx512_bf16) {
+    std::printf(" vdpbf16ps %.0f GFLOP/s", measure_bf16_peak(pool, 3).median);
+    if (runner.has_quantized_weights()) std::printf(", vpdpbusd %.0f GOP/s", measure_int8_peak(pool, 3).median);
+    if (runner.amx()) {
+      std::printf(", tdpbf16ps %.0f GFLOP/s", measure_amx_bf16_peak(pool, 3).median);
+      if (runner.has_quantized_weights() && amx_int8_usable())
+        std::printf(", tdpbsud %.0f GOP/s", measure_amx_int8_peak(pool, 3).median);
+    }
+  } else {
+    std::printf(" 256-bit FMA %.0f GFLOP/s", measure_fma_peak(pool, 3).median);
+  }
+  std::printf("\n");
+}
+
 int run_bench(const BenchOptions& o) {
   const std::filesystem::path dir = o.model;
   Placement placement;
@@ -107,6 +158,7 @@ int run_bench(const BenchOptions& o) {
   // threads do not shorten (a share s on T threads bounds the speed-up on T' by
   // 1 / (s + (1 - s) T / T')).
   std::vector<double> prefill_s, prefill_serial;
+  const ForwardPhaseSeconds phases0 = runner->phase_seconds();
   for (int r = 0; r < o.reps; ++r) {
     const double par0 = pool.stats().parallel_seconds;
     t0 = std::chrono::steady_clock::now();
@@ -114,6 +166,7 @@ int run_bench(const BenchOptions& o) {
     prefill_s.push_back(seconds_since(t0));
     prefill_serial.push_back(prefill_s.back() - (pool.stats().parallel_seconds - par0));
   }
+  const ForwardPhaseSeconds prefill_phases = runner->phase_seconds() - phases0;
   std::sort(prefill_s.begin(), prefill_s.end());
   const double prefill_med = prefill_s[prefill_s.size() / 2];
   const double weight_bytes = static_cast<double>(runner->decode_weight_bytes());
@@ -134,6 +187,8 @@ int run_bench(const BenchOptions& o) {
   const double prefill_serial_med = summarize(prefill_serial).median;
   std::printf("prefill serial: %.2f ms outside the pool's parallel regions (%.1f %% of the median prefill)\n",
               prefill_serial_med * 1e3, 100.0 * prefill_serial_med / prefill_med);
+  print_prefill_phases(prefill_phases, o.reps, c, B * P, B);
+  print_peaks(pool, *runner);
 
   // Decode: D steps of B tokens each after the prompt, each step right after a read-bandwidth
   // sample on the same threads. The shared machine's bandwidth drifts by tens of percent within

@@ -1,56 +1,140 @@
 #!/bin/sh
-# The checks a session lent the 16-core device machine runs first, in one call: the kernel tests
-# on its ISA (AMX-BF16 and AMX-INT8 tiles on the hardware, where this machine only emulates them),
-# the quantized linears with their +amx rows against the tdpbsud peak, and the whole model's
-# prefill with W8 and W4 weights, AMX on and off, on all cores.
+# What a session lent the 16-core device machine runs there, in one call. Parts, each on unless
+# its variable is 0 (SCALING is off unless 1):
+#   TESTS    the kernel tests on its ISA (AMX-BF16 and AMX-INT8 tiles on the hardware, where the
+#            build machine only emulates them)
+#   MODEL    slabserve against llama.cpp on the same GGUF files (BF16, Q8_0, Q4_K_M, made there)
+#            on all cores, AMX off and on; each bench_model run prints its per-phase prefill
+#            times and the dot-product peaks measured on its own threads
+#   AB       rounds of llama.cpp, then slabserve with fixed work shares and with the shared work
+#            counter (--blocking split=static|dynamic), AMX off and on, alternating, on BF16:
+#            this host's vector throughput moves by 2x within minutes, so only adjacent runs
+#            compare
+#   LINEARS  the linears alone (BF16 with --sweep on gate_up, which includes the split flip;
+#            the quantized ones)
+#   SERVED   slabserve serve at c = 64 (128 in / 64 out), all threads and 2
+#   SCALING  the 1/2/4/8/16-thread table (bench/scaling.py)
 #
-# Here (the device has no package registry: build, then pack the programs and their libraries;
-# compressed, as the tree and the carried paths travel within 64 MiB and ICU's data alone is 31 MB):
+# Here (the device has no package registry: build, then pack the programs, their libraries,
+# llama.cpp's llama-bench (one build with AMX, one without: the AMX build's quantized matmul
+# stops with SIGILL there) and llama-quantize, gguf-py and the llama2 tokenizer; compressed, as
+# the tree and the carried paths travel within 64 MiB):
 #   cmake -S . -B build-bench -DSLAB_BUILD_BENCH=ON -DCMAKE_BUILD_TYPE=Release
-#   cmake --build build-bench -j2 --target slab_unit_tests bench_linear_quant bench_model
-#   ../shared/tools/device-pack.sh build-bench/tests/slab_unit_tests \
-#       build-bench/bench/bench_linear_quant build-bench/bench/bench_model
+#   cmake --build build-bench -j2 --target slab_unit_tests slabserve bench_linear_quant \
+#       bench_linear_bf16 bench_model
+#   ../shared/tools/device-pack.sh build-bench/tests/slab_unit_tests build-bench/slabserve \
+#       build-bench/bench/bench_linear_quant build-bench/bench/bench_linear_bf16 build-bench/bench/bench_model
+#   cp LLAMA_CPP/build/bin/llama-bench LLAMA_CPP/build/bin/llama-quantize .device-pack/bin/  # static
+#   cp LLAMA_CPP/build-noamx/bin/llama-bench .device-pack/bin/llama-bench-noamx  # GGML_AMX_*=OFF
+#   (then copy the libraries `ldd .device-pack/bin/llama-*` names into .device-pack/lib)
+#   cp -r LLAMA_CPP/gguf-py .device-pack/ && cp -r ../shared/testdata/tokenizers/llama2 .device-pack/tokenizer
 #   tar cJf .device-pack.tar.xz .device-pack && echo /.device-pack.tar.xz >> .git/info/exclude
-# There (the device tool's run: carry [".device-pack.tar.xz"], timeout_s 420; about 3 minutes):
+# There (the device tool's run: carry [".device-pack.tar.xz"]):
 #   sh bench/device_check.sh
-# Logs go to $OUT (the tool brings them back), else /tmp/device-check.
+# Logs go to $OUT (the tool brings back 8 files at most), else /tmp/device-check.
 set -u
 pack=${PACK:-$PWD/.device-pack}
 out=${OUT:-/tmp/device-check}
-model=${MODEL:-/tmp/tinyllama-random}
+work=${WORK:-/tmp/device-models}
 [ -d "$pack" ] || tar xJf "$pack.tar.xz" || exit 1
 export LD_LIBRARY_PATH="$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-mkdir -p "$out"
-step() { echo "== $*" >&2; }
+mkdir -p "$out" "$work"
+bin=$pack/bin
+step() { echo "== $* ($(date +%T))" >&2; }
+on() { [ "$(eval echo "\${$1:-1}")" = 1 ]; }
+all=$(nproc)
+bf16=$work/tl-bf16.gguf
 
-step machine
+step machine and GGUF files
 {
-  lscpu | grep -E "Model name|^CPU\(s\)|Thread|NUMA node\(s\)|L2|L3"
+  lscpu
   grep -m1 -o -E "amx[a-z0-9_]*( amx[a-z0-9_]*)*" /proc/cpuinfo || echo "no amx flags"
-  grep -m2 -E "^(cpu family|model)\s" /proc/cpuinfo
-} > "$out/machine.txt" 2>&1
-
-step unit tests: kernels and quantized linears on this ISA
-"$pack/bin/slab_unit_tests" "[kernels],[quant]" > "$out/unit-tests.log" 2>&1
-echo "rc=$?" >> "$out/unit-tests.log"
-tail -3 "$out/unit-tests.log" >&2
-
-step quantized linears, 16 threads and 1
-# --cycle-x 1: the batched rows read their weights from cache anyway (no 16x-L3 copies to make).
-"$pack/bin/bench_linear_quant" --quick --cycle-x 1 --m 64,256 --ops up,down \
-  --kinds bf16,w8,w8g32,w4g32,q4k,q6k > "$out/linear-quant.log" 2>&1
-"$pack/bin/bench_linear_quant" --quick --cycle-x 1 --threads 1 --m 64 --ops down --kinds w8,w4g32,q4k \
-  >> "$out/linear-quant.log" 2>&1
-
-step random TinyLlama checkpoint
-[ -f "$model/config.json" ] || python3 bench/make_random_checkpoint.py --shape tinyllama "$model" > /dev/null
-
-step model prefill: W8 and W4, AMX on and off
-for q in w8 w4 none; do
-  for amx in "" --no-amx; do
-    echo "\$ bench_model --quantization $q $amx" >> "$out/model.log"
-    "$pack/bin/bench_model" --model "$model" --quantization "$q" $amx --prompt-len 512 --decode-tokens 8 --reps 3 \
-      2>&1 | grep -E "kernels|prefill|decode:|roofline:" >> "$out/model.log"
+  uname -a; free -g | head -2
+  # BF16 random TinyLlama, then Q8_0 and Q4_K_M from it.
+  [ -f "$bf16" ] || PYTHONPATH=$pack/gguf-py python3 bench/make_random_checkpoint.py --shape tinyllama \
+    --tokenizer-from "$pack/tokenizer" --gguf "$bf16"
+  for q in Q8_0 Q4_K_M; do
+    [ -f "$work/tl-$q.gguf" ] || "$bin/llama-quantize" "$bf16" "$work/tl-$q.gguf" "$q" "$all" | tail -2
   done
-done
-echo "done: $out" >&2
+  ls -la "$work"
+} > "$out/setup.log" 2>&1
+
+if on TESTS; then
+  step unit tests: kernels, quantized linears, attention on this ISA
+  # The emulated AMX cases (slow, and the same on every AVX-512 CPU) stay on the build machine.
+  "$bin/slab_unit_tests" "[kernels]~*emulated*,[quant]~*emulated*,[attention]" > "$out/unit-tests.log" 2>&1
+  echo "rc=$?" >> "$out/unit-tests.log"
+  tail -3 "$out/unit-tests.log" >&2
+fi
+
+# llama.cpp's pp512 (and tg16 unless a third argument says 0) on FILE with T threads: the AMX
+# build, else the one without AMX.
+peer() {  # FILE T [N]
+  for b in llama-bench llama-bench-noamx; do
+    r=$(taskset -c "0-$(($2 - 1))" "$bin/$b" -m "$1" -t "$2" -p 512 -n "${3:-16}" -r 3 -o md 2>&1 | grep -E "^\| llama")
+    [ -n "$r" ] && { echo "$r" | sed "s/^/$b /"; return; }
+  done
+  echo "llama-bench failed on $1"
+}
+ours() {  # FILE T [ARGS]
+  f=$1; t=$2; shift 2
+  echo "\$ bench_model $(basename "$f") --threads $t $*"
+  taskset -c "0-$((t - 1))" "$bin/bench_model" --model "$f" --threads "$t" --prompt-len 512 "$@" 2>&1 |
+    grep -E "kernels|^prefill|peaks|^decode:|decode at"
+}
+
+if on AB; then
+  step "A/B: fixed shares against the work counter, beside llama.cpp, ${ROUNDS:-3} rounds"
+  for round in $(seq "${ROUNDS:-3}"); do
+    echo "### round $round"
+    peer "$bf16" "$all" 0
+    for amx in --no-amx ""; do
+      for split in static dynamic; do
+        ours "$bf16" "$all" --decode-tokens 4 --reps 2 --blocking "split=$split" $amx
+      done
+    done
+  done > "$out/ab.log" 2>&1
+fi
+
+if on MODEL; then
+  step model: slabserve and llama.cpp on the same files, all $all threads
+  for f in "$bf16" "$work/tl-Q8_0.gguf" "$work/tl-Q4_K_M.gguf"; do
+    echo "### $(basename "$f"), $all threads"
+    peer "$f" "$all"
+    ours "$f" "$all" --decode-tokens 16 --reps 3 --no-amx
+    ours "$f" "$all" --decode-tokens 16 --reps 3
+  done > "$out/model.log" 2>&1
+fi
+
+if on SERVED; then
+  step served c = 64 at $all threads and 2
+  for t in "$all" 2; do
+    "$bin/slabserve" serve --model "$bf16" --threads "$t" --port 8011 > "$work/serve-$t.log" 2>&1 &
+    pid=$!
+    python3 -c "import time, urllib.request as u
+for _ in range(120):
+    try: u.urlopen('http://127.0.0.1:8011/health', timeout=2); break
+    except Exception: time.sleep(1)"
+    echo "### slabserve serve --threads $t"
+    python3 bench/bench_serve.py --base-url http://127.0.0.1:8011 --random-input-len 128 --random-output-len 64 \
+      --num-prompts 64 --max-concurrency 64 --label "c64-${t}t"
+    kill "$pid"; wait "$pid"
+  done > "$out/served.log" 2>&1
+fi
+
+if on LINEARS; then
+  step linears alone, all threads
+  {
+    "$bin/bench_linear_bf16" --quick --model tinyllama --op gate_up --m 512 --cycle-x 1 --sweep
+    "$bin/bench_linear_bf16" --quick --model tinyllama --op down --m 512 --cycle-x 1 --sweep --isa amx
+    "$bin/bench_linear_quant" --quick --cycle-x 1 --m 512 --ops up,down --kinds w8,q4k
+  } > "$out/linear.log" 2>&1
+fi
+
+if [ "${SCALING:-0}" = 1 ]; then
+  step scaling 1-16 threads
+  mkdir -p "$out/scaling"
+  python3 bench/scaling.py --model "$bf16" --threads 1,2,4,8,16 --decode 32 --bench-model "$bin/bench_model" \
+    --llama-bench "$bin/llama-bench" --out "$out/scaling" > /dev/null 2>&1
+fi
+step "done: $out"

@@ -4,6 +4,7 @@
 #include "kernels/attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -154,7 +155,8 @@ AttentionPlan plan_attention(const AttnShape& shape, const AttnSeq* seqs, int n_
   }
 
   // Longest first onto the least loaded thread.
-  std::vector<int> by_cost(plan.items.size());
+  std::vector<int>& by_cost = plan.by_cost;
+  by_cost.resize(plan.items.size());
   std::iota(by_cost.begin(), by_cost.end(), 0);
   std::stable_sort(by_cost.begin(), by_cost.end(), [&](int a, int b) { return cost[a] > cost[b]; });
   std::vector<double> load(static_cast<size_t>(n_threads), 0.0);
@@ -343,9 +345,17 @@ void attention_run(const AttentionArgs& args, const AttentionPlan& plan, int thr
   float* scratch = args.workspace + plan.scratch_floats * static_cast<size_t>(thread);
   const bool avx = use_avx512(plan.shape, args.isa);
   const bool avx2 = use_avx2(plan.shape, args.isa);
+  if (args.item_cursor) {
+    const int n = static_cast<int>(plan.by_cost.size());
+    std::atomic_ref<int> next(*args.item_cursor);
+    for (int i = next.fetch_add(1, std::memory_order_relaxed); i < n; i = next.fetch_add(1, std::memory_order_relaxed)) {
+      run_item(args, plan, plan.items[static_cast<size_t>(plan.by_cost[static_cast<size_t>(i)])], scratch, lay, avx,
+               avx2);
+    }
+    return;
+  }
   const int b = plan.thread_begin[static_cast<size_t>(thread)];
   const int e = plan.thread_begin[static_cast<size_t>(thread) + 1];
-  if (b == e) return;
   for (int i = b; i < e; ++i) {
     run_item(args, plan, plan.items[static_cast<size_t>(plan.order[static_cast<size_t>(i)])], scratch, lay, avx, avx2);
   }

@@ -132,6 +132,8 @@ struct AttentionPlan {
   std::vector<AttnWorkItem> items;
   std::vector<int> order;         // item indices grouped by thread
   std::vector<int> thread_begin;  // thread t runs order[thread_begin[t] .. thread_begin[t + 1])
+  std::vector<int> by_cost;       // every item, longest first: the order threads take items from
+                                  // AttentionArgs::item_cursor in
   std::vector<AttnMergeItem> merges;
   size_t scratch_floats = 0;                     // per thread, at the start of the workspace
   size_t workspace_floats = 0;                   // total; the caller provides this many, 64-byte aligned
@@ -161,6 +163,11 @@ struct AttentionArgs {
   // AVX2: shapes of kAttnLanesMinGroupAvx2 or more run the vectors-in-lanes block; false keeps
   // them on the one-vector block (tests and bench_attention --no-lanes compare the two).
   bool vectors_in_lanes = true;
+  // Threads take items, longest first, from a shared counter (the template below points
+  // item_cursor at one) instead of running the plan's fixed per-thread lists: a thread slowed by
+  // a co-tenant or the OS then costs the others at most one item (kernels/work_split.h).
+  bool dynamic_split = true;
+  int* item_cursor = nullptr;  // 0 before phase 1; null: the plan's per-thread lists
 };
 
 // Phase 1 on every thread t in [0, plan.n_threads).
@@ -172,7 +179,10 @@ void attention_merge(const AttentionArgs& args, const AttentionPlan& plan, int t
 // thread and returns when all have (ThreadPool::run_on_all does).
 template <typename RunOnAll>
 void attention(const AttentionArgs& args, const AttentionPlan& plan, RunOnAll&& run_on_all) {
-  run_on_all([&](int thread, int threads) { attention_run(args, plan, thread, threads); });
+  int cursor = 0;
+  AttentionArgs a = args;
+  if (args.dynamic_split) a.item_cursor = &cursor;
+  run_on_all([&](int thread, int threads) { attention_run(a, plan, thread, threads); });
   if (plan.needs_merge()) {
     run_on_all([&](int thread, int threads) { attention_merge(args, plan, thread, threads); });
   }

@@ -32,6 +32,7 @@ constexpr int kDecodeRunPanels = 8;  // dynamic decode share: at most 8 panels (
 
 using detail::chunk;
 using detail::decode_run;
+using detail::for_each_share;
 using detail::Range;
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
@@ -114,21 +115,10 @@ void decode_swiglu_pairs(const LinearArgs& a, int q0, int q1) {
   }
 }
 
-// Calls fn(lo, hi) on this thread's ranges of [0, units): its static share, or runs of up to
-// `run` units (decode_run) taken from the shared cursor until none are left.
+// M <= 8: this thread's panel ranges, runs of up to `run` units (decode_run) from the cursor.
 template <typename Fn>
-void for_each_share(const LinearArgs& a, int thread, int n_threads, int units, int run, Fn&& fn) {
-  if (!a.decode_cursor) {
-    const Range r = chunk(units, n_threads, thread);
-    if (r.hi > r.lo) fn(r.lo, r.hi);
-    return;
-  }
-  std::atomic_ref<int> cursor(*a.decode_cursor);
-  run = decode_run(units, n_threads, run);
-  for (int lo = cursor.fetch_add(run, std::memory_order_relaxed); lo < units;
-       lo = cursor.fetch_add(run, std::memory_order_relaxed)) {
-    fn(lo, std::min(units, lo + run));
-  }
+void for_each_decode_share(const LinearArgs& a, int thread, int n_threads, int units, int run, Fn&& fn) {
+  for_each_share(a.work_cursor, thread, n_threads, units, decode_run(units, n_threads, run), fn);
 }
 
 // M <= 8: panels [p0, p1) over the whole of K, all rows at once.
@@ -242,19 +232,23 @@ void large_group(const LinearArgs& a, LargeTile lt, int g, int rt0, int rt1, flo
 }
 
 // Large-M work units: column groups, each cut into `row_parts` row ranges. Rows are split only
-// when there are few column groups, since each row part reads the group's weights again.
+// when there are few column groups, since each row part reads the group's weights again: to ~4
+// tasks per thread for static shares, ~8 when threads take tasks from the counter (finer tasks
+// let the others absorb a slow thread's share).
 struct LargeSplit {
   LargeTile tile;
   int groups, row_tiles, row_parts;
+  int tasks() const { return groups * row_parts; }
 };
-LargeSplit large_split(int m, int n, int n_threads, bool swiglu, LargeTile tile) {
+LargeSplit large_split(int m, int n, int n_threads, bool swiglu, LargeTile tile, bool dynamic) {
   LargeSplit s;
   s.tile = tile;
   s.groups = ceil_div(weight_panels(n, swiglu), s.tile.np);
   s.row_tiles = ceil_div(m, s.tile.mr);
   s.row_parts = 1;
-  if (s.groups < n_threads || (s.groups < 4 * n_threads && m >= 64)) {
-    s.row_parts = std::min(s.row_tiles, ceil_div(4 * n_threads, s.groups));
+  const int want = (dynamic ? 8 : 4) * n_threads;
+  if (s.groups < n_threads || (s.groups < want && m >= 64)) {
+    s.row_parts = std::min(s.row_tiles, ceil_div(want, s.groups));
   }
   return s;
 }
@@ -336,20 +330,22 @@ void amx_group_blocked(const LinearArgs& a, int g, int rt0, int rt1, detail::Amx
 }
 
 void amx_compute(const LinearArgs& a, int thread, int n_threads) {
-  const LargeSplit s = large_split(a.m, a.w.n, n_threads, a.swiglu, LargeTile{kAmxRows, 2});
+  const LargeSplit s =
+      large_split(a.m, a.w.n, n_threads, a.swiglu, LargeTile{kAmxRows, 2}, a.work_cursor != nullptr);
   detail::AmxTiles tiles;
   const bool blocked = a.blocking.amx_k_block > 0 && a.w.k > a.blocking.amx_k_block && a.workspace;
   float* acc = blocked ? a.workspace + static_cast<size_t>(thread) * a.m * 2 * kPanelCols : nullptr;
-  const Range tasks = chunk(s.groups * s.row_parts, n_threads, thread);
-  for (int task = tasks.lo; task < tasks.hi; ++task) {
-    const Range rows = chunk(s.row_tiles, s.row_parts, task % s.row_parts);
-    if (rows.hi <= rows.lo) continue;
-    if (blocked) {
-      amx_group_blocked(a, task / s.row_parts, rows.lo, rows.hi, tiles, acc);
-    } else {
-      amx_group(a, task / s.row_parts, rows.lo, rows.hi, tiles);
+  for_each_share(a.work_cursor, thread, n_threads, s.tasks(), 1, [&](int lo, int hi) {
+    for (int task = lo; task < hi; ++task) {
+      const Range rows = chunk(s.row_tiles, s.row_parts, task % s.row_parts);
+      if (rows.hi <= rows.lo) continue;
+      if (blocked) {
+        amx_group_blocked(a, task / s.row_parts, rows.lo, rows.hi, tiles, acc);
+      } else {
+        amx_group(a, task / s.row_parts, rows.lo, rows.hi, tiles);
+      }
     }
-  }
+  });
   detail::amx_release(tiles);
 }
 
@@ -474,14 +470,14 @@ void linear_bf16_compute(const LinearArgs& a, int thread, int n_threads) {
   if (a.m == 0) return;
   const int panels = packed_panels(a.w.n);
   if (a.m <= kDecodeMaxM && a.swiglu) {
-    for_each_share(a, thread, n_threads, weight_panels(a) / 2, kDecodeRunPanels / 2,
+    for_each_decode_share(a, thread, n_threads, weight_panels(a) / 2, kDecodeRunPanels / 2,
                    [&a](int lo, int hi) { decode_swiglu_pairs(a, lo, hi); });
     return;
   }
   if (a.m <= kDecodeMaxM) {
     const int splits = decode_splits(a.m, a.w.n, a.w.k, n_threads, false);
     if (splits == 1) {
-      for_each_share(a, thread, n_threads, panels, kDecodeRunPanels,
+      for_each_decode_share(a, thread, n_threads, panels, kDecodeRunPanels,
                      [&a](int lo, int hi) { decode_panels(a, lo, hi); });
     } else if (thread < panels * splits) {
       decode_split_unit(a, thread, splits);
@@ -492,17 +488,19 @@ void linear_bf16_compute(const LinearArgs& a, int thread, int n_threads) {
     amx_compute(a, thread, n_threads);
     return;
   }
-  const LargeSplit s = large_split(a.m, a.w.n, n_threads, a.swiglu, large_tile(a.m, a.swiglu, a.isa, a.blocking));
+  const LargeSplit s = large_split(a.m, a.w.n, n_threads, a.swiglu, large_tile(a.m, a.swiglu, a.isa, a.blocking),
+                                   a.work_cursor != nullptr);
   float* scratch = nullptr;
   if (packed_pairs(a.w.k) > std::min(a.blocking.k_block_pairs, detail::kAvx2MaxBlockPairs) || a.swiglu) {
     scratch = a.workspace + static_cast<size_t>(thread) * a.m * 2 * kPanelCols;
   }
-  const Range tasks = chunk(s.groups * s.row_parts, n_threads, thread);
-  for (int task = tasks.lo; task < tasks.hi; ++task) {
-    const int g = task / s.row_parts;
-    const Range rows = chunk(s.row_tiles, s.row_parts, task % s.row_parts);
-    if (rows.hi > rows.lo) large_group(a, s.tile, g, rows.lo, rows.hi, scratch);
-  }
+  for_each_share(a.work_cursor, thread, n_threads, s.tasks(), 1, [&](int lo, int hi) {
+    for (int task = lo; task < hi; ++task) {
+      const int g = task / s.row_parts;
+      const Range rows = chunk(s.row_tiles, s.row_parts, task % s.row_parts);
+      if (rows.hi > rows.lo) large_group(a, s.tile, g, rows.lo, rows.hi, scratch);
+    }
+  });
 }
 
 void linear_bf16_reduce(const LinearArgs& a, int thread, int n_threads) {

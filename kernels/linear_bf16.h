@@ -18,14 +18,14 @@
 // template linear_bf16(args, n_threads, run_on_all) below does both.
 //
 // Work split: M ≤ 8 (decode) streams every weight byte once for all M rows: threads take runs
-// of 8 panels from a shared counter (see decode_cursor; or fixed contiguous shares), each panel
+// of 8 panels from a shared counter (see work_cursor; or fixed contiguous shares), each panel
 // over the whole of K with M×32 or M×64 accumulators in
 // registers; with fewer panels than threads K is split and the partial sums are reduced in the
 // second phase. M > 8: K blocked (args.blocking; 512 elements by default) so the block of
 // weights (32 KB per panel) stays in L1/L2 while every row tile passes over it, and the row
 // tiles prefetch the next block into L2 between them; 8×32 register tiles up to M = 16, 6×64
-// (by default) beyond; threads take column groups (and row ranges when there are fewer groups
-// than threads).
+// (by default) beyond; threads take tasks of a column group × a row range (rows cut so that
+// there are ~8 tasks per thread) one at a time from the counter, or fixed contiguous shares.
 //
 // AMX (args.amx, M >= 16, K % 32 == 0): the same split over column groups of 2 panels and row
 // tiles of 32 rows; each (row tile, panel) is one pass of tdpbf16ps over the whole of K with the
@@ -81,6 +81,9 @@ struct LinearBlocking {
   // (one 2 KB A-tile pair per 32 elements: rows of x 4 KB apart all fall in one L1 set), and the
   // C tiles go to the per-thread workspace between blocks.
   int amx_k_block = 0;
+  // Threads take their work from a shared counter (work_cursor; kernels/work_split.h says why),
+  // or, false, fixed contiguous shares: the baseline the dynamic split is measured against.
+  bool dynamic_split = true;
 };
 // Throws std::invalid_argument naming the field that is out of range.
 void check_linear_blocking(const LinearBlocking& b);
@@ -112,11 +115,12 @@ struct LinearArgs {
   // and no bias or residual. Never split over K; M > 8 uses the 6×64 tile for every M.
   bool swiglu = false;
   GatedAct gated_act = GatedAct::silu;  // with swiglu: the activation applied to gate
-  // M <= 8 without split K: when set (to 0 before the call), threads take runs of panels from
-  // this shared counter instead of a fixed contiguous share, so a thread that the OS or the
-  // memory system slows down costs at most one run of waiting at the end. linear_bf16() below
-  // sets it; a caller running the phases itself may leave it null (static shares).
-  int* decode_cursor = nullptr;
+  // When set (to 0 before the call), threads take runs of panels (M <= 8 without split K) or
+  // tasks (M > 8) from this shared counter instead of a fixed contiguous share, so a thread that
+  // the OS, a co-tenant or the memory system slows down costs at most one run of waiting at the
+  // end. linear_bf16() below sets it when blocking.dynamic_split; a caller running the phases
+  // itself may leave it null (static shares).
+  int* work_cursor = nullptr;
   // M >= 16 with K a multiple of 32 and isa avx512_bf16: run on the AMX tiles (tdpbf16ps) instead
   // of the AVX-512 register tiles. Set only where cpu_features() has amx_bf16 and
   // enable_amx_tiles() (runtime/cpu_features.h) returned true; other shapes ignore it.
@@ -143,7 +147,7 @@ template <typename RunOnAll>
 void linear_bf16(const LinearArgs& args, int n_threads, RunOnAll&& run_on_all) {
   int cursor = 0;
   LinearArgs a = args;
-  a.decode_cursor = &cursor;
+  if (args.blocking.dynamic_split) a.work_cursor = &cursor;
   run_on_all([&a](int thread, int threads) { linear_bf16_compute(a, thread, threads); });
   if (linear_bf16_needs_reduce(args.m, args.w.n, args.w.k, n_threads, args.swiglu)) {
     run_on_all([&args](int thread, int threads) { linear_bf16_reduce(args, thread, threads); });

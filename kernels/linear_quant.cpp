@@ -30,6 +30,7 @@ size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 
 using detail::chunk;
 using detail::decode_run;
+using detail::for_each_share;
 using detail::Range;
 
 int max_code(const QuantFormat& f) { return (1 << f.bits) - 1; }
@@ -600,14 +601,14 @@ void quant_linear_compute(const QuantLinearArgs& a, int thread, int n_threads) {
   const Workspace ws = workspace_of(a, thread);
   const int panels = a.swiglu ? swiglu_gate_panels(a) : quant_panels(a.w.n);  // decode units
   if (a.m <= kQuantDecodeMaxM) {
-    if (!a.decode_cursor) {
+    if (!a.work_cursor) {
       const Range r = chunk(panels, n_threads, thread);
       if (r.hi == r.lo) return;
       prepare_decode_rows(a, ws);
       decode_units(a, ws, r.lo, r.hi);
       return;
     }
-    std::atomic_ref<int> cursor(*a.decode_cursor);
+    std::atomic_ref<int> cursor(*a.work_cursor);
     bool prepared = false;
     const int run = decode_run(panels, n_threads, kDecodeRunPanels);
     for (int lo = cursor.fetch_add(run, std::memory_order_relaxed); lo < panels;
@@ -618,10 +619,11 @@ void quant_linear_compute(const QuantLinearArgs& a, int thread, int n_threads) {
     }
     return;
   }
-  const Range r = chunk(a.swiglu ? panels : (panels + 1) / 2, n_threads, thread);
-  if (r.hi == r.lo) return;
+  // M > 8: units of a panel pair (or a gate/up pair) over every row, one at a time from the
+  // counter (a unit is M × 32 columns × K of work), or this thread's contiguous share.
+  const int units = a.swiglu ? panels : (panels + 1) / 2;
   if (!quant_linear_uses_amx(a)) {
-    batch_panels(a, ws, r.lo, r.hi);
+    for_each_share(a.work_cursor, thread, n_threads, units, 1, [&](int lo, int hi) { batch_panels(a, ws, lo, hi); });
     return;
   }
   std::optional<AmxEmulator> emulator;
@@ -629,7 +631,7 @@ void quant_linear_compute(const QuantLinearArgs& a, int thread, int n_threads) {
   if (a.amx_emulated) tiles.emulator = &emulator.emplace();
   Workspace amx_ws = ws;
   amx_ws.amx = &tiles;
-  batch_panels(a, amx_ws, r.lo, r.hi);
+  for_each_share(a.work_cursor, thread, n_threads, units, 1, [&](int lo, int hi) { batch_panels(a, amx_ws, lo, hi); });
   detail::quant_amx_release(tiles);  // so that context switches stop saving the tile state
 }
 

@@ -181,9 +181,11 @@ struct QuantLinearArgs {
   size_t ldr = 0;
   void* workspace = nullptr;  // quant_linear_workspace_bytes(...) bytes, 64-byte aligned
   Isa isa = Isa::scalar;
-  // M <= 8: when set (to 0 before phase 2), threads take runs of panels from this shared counter
-  // instead of a fixed contiguous share, as linear_bf16 does. quant_linear() below sets it.
-  int* decode_cursor = nullptr;
+  // When set (to 0 before phase 2), threads take runs of panels from this shared counter instead
+  // of a fixed contiguous share, as linear_bf16 does. quant_linear() below sets it when
+  // dynamic_split (packed_linear copies LinearBlocking::dynamic_split).
+  int* work_cursor = nullptr;
+  bool dynamic_split = true;
   // Fused gated MLP: w holds [gate; up] stacked (n = 2 · n_out rows, n_out a multiple of 16, see
   // quant_swiglu_fusable) and out_bf16[m][n_out] = act(x·gateᵀ)·(x·upᵀ), act SiLU or GeLU-tanh.
   // Each tile pairs gate panel p with up panel p + n_out / 16, so the activation runs on the sums
@@ -231,7 +233,7 @@ void quant_linear(const QuantLinearArgs& args, RunOnAll&& run_on_all) {
   }
   int cursor = 0;
   QuantLinearArgs a = args;
-  a.decode_cursor = &cursor;
+  if (args.dynamic_split) a.work_cursor = &cursor;
   run_on_all([&a](int thread, int threads) { quant_linear_compute(a, thread, threads); });
 }
 

@@ -162,6 +162,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     });
   };
 
+  PhaseClock clock(phase_seconds_);
   pool.parallel_for(T, [&](int t, int) {
     float* xt = x + static_cast<size_t>(t) * dim;
     w.embed(xt, batch.tokens[static_cast<size_t>(t)], dim);
@@ -171,6 +172,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   });
 
   ws.moe_last_step = {};
+  clock.lap(ForwardPhase::embed);
   for (int l = 0; l < c.num_layers; ++l) {
     const PackedLayer& lw = w.layers[static_cast<size_t>(l)];
     const kern::KvBlockLayout kv_layout = g.layer_layout(l);
@@ -181,7 +183,9 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
       kern::rmsnorm_to_bf16(xb + static_cast<size_t>(t) * dim, x + static_cast<size_t>(t) * dim, lw.attn_norm.data(),
                             dim, c.rms_norm_eps, isa);
     });
+    clock.lap(ForwardPhase::norm);
     linear(xb, dim, lw.qkv, T, qkv, qkv_dim, lw.b_qkv, false);
+    clock.lap(ForwardPhase::qkv);
     pool.parallel_for(T, [&](int t, int) {
       float* qt = qkv + static_cast<size_t>(t) * qkv_dim;
       float* kt = qt + q_dim;
@@ -202,6 +206,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
       const BatchSequence& seq = batch.sequences[s];
       kern::kv_write(kv_pool, kv_layout, seq.block_table.data(), pos, kt, vt, c.num_kv_heads, isa);
     });
+    clock.lap(ForwardPhase::rope_kv);
     // Every new K/V of the layer is in the cache before any token attends (causal within a
     // sequence of the batch): the write above finished on all threads.
     kern::AttentionArgs aa;
@@ -218,16 +223,21 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     // The softmax weights enter P·V as BF16, as FlashAttention does: each weight off by at most
     // 2^-9 of itself, no change against transformers on the fixtures (kernels/attention.h).
     aa.round_p_to_bf16 = true;
+    aa.dynamic_split = blocking_.dynamic_split;  // bench_model --blocking split=static: the fixed lists
     kern::attention(aa, layer_window(c, l) > 0 ? window_plan : full_plan, run_on_all);
     pool.parallel_for(T, [&](int t, int) {
       kern::convert_f32_to_bf16(attn_b + static_cast<size_t>(t) * q_dim, attn + static_cast<size_t>(t) * q_dim,
                                 static_cast<size_t>(q_dim), isa);
     });
+    clock.lap(ForwardPhase::attention);
     if (c.sandwich_norms) {
       linear(attn_b, q_dim, lw.o, T, delta, dim, lw.b_o, false);
+      clock.lap(ForwardPhase::o_proj);
       add_post_norm(lw.post_attn_norm);
+      clock.lap(ForwardPhase::norm);
     } else {
       linear(attn_b, q_dim, lw.o, T, x, dim, lw.b_o, true);
+      clock.lap(ForwardPhase::o_proj);
     }
 
     // MLP block: one pass over [gate; up], then act(gate)·up as BF16 (SiLU or GeLU-tanh), then down;
@@ -236,6 +246,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
       kern::rmsnorm_to_bf16(xb + static_cast<size_t>(t) * dim, x + static_cast<size_t>(t) * dim, lw.mlp_norm.data(),
                             dim, c.rms_norm_eps, isa);
     });
+    clock.lap(ForwardPhase::norm);
     if (lw.is_moe()) {
       MoeBlockArgs moe;
       moe.config = &c;
@@ -252,6 +263,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
       ws.moe_last_step.active_experts += stats.active_experts;
       ws.moe_last_step.expert_bytes += stats.expert_bytes;
       ws.moe_last_step.per_token_bytes += stats.per_token_bytes;
+      clock.lap(ForwardPhase::mlp_up);
       continue;
     }
     if (fused(lw)) {
@@ -268,11 +280,15 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
         }
       });
     }
+    clock.lap(ForwardPhase::mlp_up);
     if (c.sandwich_norms) {
       linear(act_b, inter, lw.down, T, delta, dim, lw.b_down, false);
+      clock.lap(ForwardPhase::down);
       add_post_norm(lw.post_mlp_norm);
+      clock.lap(ForwardPhase::norm);
     } else {
       linear(act_b, inter, lw.down, T, x, dim, lw.b_down, true);
+      clock.lap(ForwardPhase::down);
     }
   }
 
@@ -294,6 +310,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
       kern::softcap(logits.data() + static_cast<size_t>(r) * vocab, vocab, c.final_logit_softcap, isa);
     });
   }
+  clock.lap(ForwardPhase::head);
   return logits;
 }
 

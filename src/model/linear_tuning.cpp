@@ -33,7 +33,7 @@ LinearTuning linear_tuning_for(const CpuFeatures& cpu) {
 std::string describe_linear_blocking(const kern::LinearBlocking& b) {
   return "k=" + std::to_string(2 * b.k_block_pairs) + ",tile=" + std::to_string(b.tile_rows) + "x" +
          std::to_string(32 * b.tile_panels) + ",prefetch=" + (b.prefetch ? "on" : "off") +
-         ",amx=" + std::to_string(b.amx_k_block);
+         ",amx=" + std::to_string(b.amx_k_block) + ",split=" + (b.dynamic_split ? "dynamic" : "static");
 }
 
 kern::LinearBlocking parse_linear_blocking(const std::string& spec) {
@@ -77,6 +77,9 @@ kern::LinearBlocking parse_linear_blocking(const std::string& spec) {
       b.prefetch = value == "on";
     } else if (key == "amx") {
       b.amx_k_block = number(key, value);
+    } else if (key == "split") {
+      if (value != "dynamic" && value != "static") fail("split must be dynamic or static");
+      b.dynamic_split = value == "dynamic";
     } else {
       fail("unknown key '" + key + "' (k, tile, prefetch, amx)");
     }

@@ -43,6 +43,34 @@ kern::Isa choose_isa(KernelChoice choice, const CpuFeatures& f) {
 
 }  // namespace
 
+const char* forward_phase_name(ForwardPhase phase) {
+  switch (phase) {
+    case ForwardPhase::embed: return "embed";
+    case ForwardPhase::norm: return "norms";
+    case ForwardPhase::qkv: return "qkv";
+    case ForwardPhase::rope_kv: return "rope+kv";
+    case ForwardPhase::attention: return "attention";
+    case ForwardPhase::o_proj: return "o";
+    case ForwardPhase::mlp_up: return "gate_up";
+    case ForwardPhase::down: return "down";
+    case ForwardPhase::head: return "head";
+    case ForwardPhase::count: break;
+  }
+  return "?";
+}
+
+double ForwardPhaseSeconds::total() const {
+  double sum = 0;
+  for (double s : seconds) sum += s;
+  return sum;
+}
+
+ForwardPhaseSeconds ForwardPhaseSeconds::operator-(const ForwardPhaseSeconds& earlier) const {
+  ForwardPhaseSeconds d;
+  for (size_t i = 0; i < seconds.size(); ++i) d.seconds[i] = seconds[i] - earlier.seconds[i];
+  return d;
+}
+
 ModelRunner::ModelRunner(const Model& model, const Checkpoint& checkpoint, const RunnerOptions& options) {
   meta_.config = model.config;
   meta_.generation = model.generation;

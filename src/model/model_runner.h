@@ -11,6 +11,7 @@
 // caller pinned as worker 0. The engine calls forward() on its loop thread, so the loop thread
 // is the one pinned; constructing the pool in the constructor would pin the main thread instead,
 // and every thread main creates later (HTTP workers, the engine loop) would inherit core 0.
+#include <array>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -27,6 +28,31 @@
 namespace slab {
 
 class ThreadPool;
+
+// The kinds of step a fast forward pass is made of, for timing where its wall time goes.
+enum class ForwardPhase {
+  embed,      // token embeddings
+  norm,       // the RMSNorms into the linears' BF16 input (and post-norms)
+  qkv,        // fused QKV projection
+  rope_kv,    // q/k norms, RoPE, the K/V cache write
+  attention,  // attention over the cache, its output to BF16
+  o_proj,     // output projection + residual
+  mlp_up,     // gate+up (+ activation), or a mixture-of-experts block whole
+  down,       // down projection + residual
+  head,       // final norm, output head, softcap
+  count
+};
+const char* forward_phase_name(ForwardPhase phase);
+
+// Wall seconds the fast forward passes spent in each phase, summed over calls (zeros on the
+// reference path). Timed on the dispatching thread around each phase's parallel region(s):
+// at many threads it shows whether the linears or the steps around them hold a pass back.
+struct ForwardPhaseSeconds {
+  std::array<double, static_cast<size_t>(ForwardPhase::count)> seconds{};
+  double operator[](ForwardPhase p) const { return seconds[static_cast<size_t>(p)]; }
+  double total() const;
+  ForwardPhaseSeconds operator-(const ForwardPhaseSeconds& earlier) const;
+};
 
 enum class KernelChoice { automatic, avx512_bf16, avx2, reference };
 
@@ -97,6 +123,8 @@ class ModelRunner {
     size_t expert_bytes = 0, per_token_bytes = 0;
   };
   MoeStepBytes last_moe_step() const;
+  // Per-phase wall time of every fast forward pass so far (take differences around a span).
+  const ForwardPhaseSeconds& phase_seconds() const { return phase_seconds_; }
   // The NUMA node weights are bound to and the KV cache should be (-1: none).
   int numa_node() const { return options_.numa_node; }
   // Bytes of weights the runner holds: packed matrices, embedding and norms (FP32 on the reference path).
@@ -128,8 +156,9 @@ class ModelRunner {
   RunnerOptions options_;
   std::unique_ptr<Packed> packed_;
   std::unique_ptr<Workspace> ws_;
-  std::shared_ptr<ThreadPool> pool_;
-  std::vector<float> spare_logits_;  // recycle_logits(): reused by the next forward_fast  // shared with a draft model's runner (share_thread_pool)
+  std::shared_ptr<ThreadPool> pool_;  // shared with a draft model's runner (share_thread_pool)
+  std::vector<float> spare_logits_;  // recycle_logits(): reused by the next forward_fast
+  ForwardPhaseSeconds phase_seconds_;
 };
 
 // A Hugging Face folder to a runner without the FP32 copy of the weights: config and

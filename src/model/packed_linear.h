@@ -78,6 +78,7 @@ void packed_linear(const kern::LinearArgs& a, const PackedMatrix& m, kern::Isa q
   q.ldx = in.ldx;
   q.w = m.quant_view();
   q.m = in.m;
+  q.dynamic_split = in.blocking.dynamic_split;
   q.out_f32 = in.out_f32;
   q.out_bf16 = in.out_bf16;
   q.ldo = in.ldo;

@@ -303,6 +303,31 @@ TEST_CASE("attention plan classifies sequences and skips masked blocks", "[atten
   CHECK(plan.thread_begin.size() == 3u);
 }
 
+// Items taken longest first from the shared counter compute what the plan's per-thread lists do:
+// each item writes its own rows (or its own partial), whichever thread runs it. One thread can
+// take every item (the others never start), and the merge still finds every partial.
+TEST_CASE("attention items from the shared counter give the plan lists' bits", "[attention]") {
+  const AttnShape shape{32, 4, 64, 32, 0};
+  const Problem p = make_problem(shape, {{1, 1500}, {1, 33}, {20, 50}, {100, 300}}, 7);
+  for (Isa isa : isas()) {
+    INFO("isa " << isa_name(isa));
+    const int n_threads = 5;
+    const std::vector<float> lists = run_sequential(p, isa, n_threads);
+    CHECK(max_error(lists, p.expected) <= kTolerance);
+    const AttentionPlan plan = plan_attention(shape, p.seqs.data(), static_cast<int>(p.seqs.size()), n_threads);
+    REQUIRE(plan.needs_merge());  // the 1500-token decode is split
+    REQUIRE(plan.by_cost.size() == plan.items.size());
+    std::vector<float> ws(attention_workspace_floats(plan) + 1, std::numeric_limits<float>::quiet_NaN());
+    std::vector<float> out(p.q.size(), std::numeric_limits<float>::quiet_NaN());
+    AttentionArgs args = make_args(p, out.data(), ws.data(), isa);
+    int cursor = 0;
+    args.item_cursor = &cursor;
+    attention_run(args, plan, 0, n_threads);
+    for (int t = 0; t < n_threads; ++t) attention_merge(args, plan, t, n_threads);
+    CHECK(out == lists);
+  }
+}
+
 TEST_CASE("attention runs on a thread pool", "[attention]") {
   ThreadPoolOptions opts;
   opts.n_threads = 3;

@@ -64,6 +64,9 @@ struct Options {
   bool in_place = false;  // residual == out_f32
   bool amx = false;       // LinearArgs::amx (with Isa::avx512_bf16; checked to take the AMX path)
   LinearBlocking blocking;
+  // With a work cursor, only thread 0 of the n_threads runs phase 1 (the others never start):
+  // it must take every task from the counter.
+  bool cursor_thread0_only = false;
 };
 
 // Runs the kernel as n_threads threads would (each thread index in turn, then the reduction),
@@ -106,6 +109,11 @@ std::vector<float> run(const Problem& p, const Options& o, Isa isa, int n_thread
   if (pool) {
     REQUIRE(pool->size() == n_threads);
     linear_bf16(a, n_threads, [pool](auto&& f) { pool->run_on_all(f); });
+  } else if (o.cursor_thread0_only) {
+    REQUIRE_FALSE(linear_bf16_needs_reduce(p.m, p.n, p.k, n_threads));
+    int cursor = 0;
+    a.work_cursor = &cursor;
+    linear_bf16_compute(a, 0, n_threads);
   } else {
     for (int t = 0; t < n_threads; ++t) linear_bf16_compute(a, t, n_threads);
     if (linear_bf16_needs_reduce(p.m, p.n, p.k, n_threads)) {
@@ -311,6 +319,42 @@ TEST_CASE("scalar, avx2 and avx512 paths agree", "[kernels]") {
       INFO("isa " << isa_name(isa) << " m " << m);
       const std::vector<float> b = run(p, o, isa, 2);
       for (size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(a[i] - b[i]) <= 1e-4f);
+    }
+  }
+}
+
+// Threads taking work from the shared counter (LinearBlocking::dynamic_split, the default) compute
+// the same bits as fixed shares: tasks are whole output blocks over the whole K, whichever thread
+// runs them. One thread can take all of them (a pool whose other threads are slow), and a real
+// pool splits them at run time; decode, small and large M, K blocked, AMX where the CPU has it.
+TEST_CASE("linear_bf16 work from the shared counter gives the static split's bits", "[kernels]") {
+  std::mt19937 rng(77);
+  ThreadPool pool({.n_threads = 4, .pin = false});
+  struct Shape {
+    int m, n, k;
+  };
+  for (const Shape s : {Shape{1, 600, 512}, Shape{8, 520, 777}, Shape{16, 40, 400}, Shape{20, 70, 1537},
+                        Shape{64, 130, 515}, Shape{200, 256, 256}, Shape{130, 97, 2048}}) {
+    const Problem p = make_problem(s.m, s.n, s.k, rng, s.m % 2 == 0);
+    for (Isa isa : isas()) {
+      for (const bool amx : {false, true}) {
+        if (amx && (isa != Isa::avx512_bf16 || !amx_bf16_usable() || s.m < 16 || s.k % 32 != 0)) continue;
+        INFO("isa " << isa_name(isa) << (amx ? " + amx" : "") << " m " << s.m << " n " << s.n << " k " << s.k);
+        Options o;
+        o.bias = true;
+        o.residual = true;
+        o.amx = amx;
+        o.blocking.k_block_pairs = 128;  // K blocked above 256 elements
+        o.blocking.dynamic_split = false;
+        const std::vector<float> fixed = run(p, o, isa, 4);
+        check_against_reference(p, o, fixed);
+        CHECK(run(p, o, isa, 4, &pool) == fixed);
+        o.blocking.dynamic_split = true;
+        CHECK(run(p, o, isa, 4, &pool) == fixed);
+        o.cursor_thread0_only = true;
+        CHECK(run(p, o, isa, 4) == fixed);
+        CHECK(run(p, o, isa, 16) == fixed);
+      }
     }
   }
 }

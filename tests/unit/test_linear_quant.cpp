@@ -553,7 +553,7 @@ TEST_CASE("quantized linear through a thread pool gives the single-thread bits",
   for (Isa isa : test::quant_isas()) {
     for (const QuantFormat& f : {QuantFormat{8, 0, false}, QuantFormat{4, 32, false}, QuantFormat{4, 128, true}}) {
       const QuantMatrix q = make_matrix(f, 300, 256, rng);  // 19 panels: runs of 8 and a ragged end
-      for (int m : {1, 3, 8, 20}) {
+      for (int m : {1, 3, 8, 20, 64}) {
         const Inputs in = make_inputs(m, 300, 256, rng);
         const std::vector<float> single = run(q, in, Options{true, true, false, false}, isa, 1);
         std::vector<float> out(static_cast<size_t>(m) * in.ldo, 0.0f);
@@ -567,6 +567,17 @@ TEST_CASE("quantized linear through a thread pool gives the single-thread bits",
         a.workspace = ws.data();
         a.isa = isa;
         quant_linear(a, [&pool](auto&& fn) { pool.run_on_all(fn); });
+        // With the shared counter one thread can take every unit (the others never start).
+        std::vector<float> solo(out.size(), 0.0f);
+        QuantLinearArgs b = a;
+        b.out_f32 = solo.data();
+        int cursor = 0;
+        b.work_cursor = &cursor;
+        if (quant_linear_needs_prepare(m)) {
+          for (int t = 0; t < pool.size(); ++t) quant_linear_prepare(b, t, pool.size());
+        }
+        quant_linear_compute(b, 0, pool.size());
+        CHECK(solo == out);
         for (int r = 0; r < m; ++r) {
           for (int c = 0; c < q.n; ++c) {
             if (out[static_cast<size_t>(r) * in.ldo + c] != single[static_cast<size_t>(r) * q.n + c]) {

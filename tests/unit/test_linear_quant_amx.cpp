@@ -102,7 +102,7 @@ struct AmxCase {
 // compute), as FP32 (BF16 outputs widened).
 std::vector<float> run(const AmxCase& c, const std::vector<uint8_t>& packed, const std::vector<bf16_t>& x,
                        const std::vector<float>& bias, const std::vector<float>& residual, Isa isa, bool amx,
-                       bool emulated, int n_threads) {
+                       bool emulated, int n_threads, bool cursor_thread0_only = false) {
   const int n_out = c.swiglu ? c.n / 2 : c.n;
   QuantLinearArgs a;
   a.x = x.data();
@@ -130,7 +130,14 @@ std::vector<float> run(const AmxCase& c, const std::vector<uint8_t>& packed, con
   std::vector<uint64_t> ws(quant_linear_workspace_bytes(c.m, a.w, n_threads, amx || emulated) / 8 + 8);
   a.workspace = ws.data();
   for (int t = 0; t < n_threads; ++t) quant_linear_prepare(a, t, n_threads);
-  for (int t = 0; t < n_threads; ++t) quant_linear_compute(a, t, n_threads);
+  if (cursor_thread0_only) {
+    // The shared counter: thread 0 takes every unit, the others never start.
+    int cursor = 0;
+    a.work_cursor = &cursor;
+    quant_linear_compute(a, 0, n_threads);
+  } else {
+    for (int t = 0; t < n_threads; ++t) quant_linear_compute(a, t, n_threads);
+  }
   if (a.out_f32) return out_f;
   std::vector<float> widened(out_b.size());
   for (size_t i = 0; i < out_b.size(); ++i) widened[i] = bf16_to_f32(out_b[i]);
@@ -170,11 +177,14 @@ void check_amx_case(const AmxCase& c, bool hardware) {
   const std::vector<float> want = run(c, packed, x, bias, residual, Isa::avx512_bf16, false, false, 1);
   if (!c.swiglu) REQUIRE(run(c, packed, x, bias, residual, Isa::scalar, false, false, 1) == want);
   for (const int threads : {1, 3}) {
-    INFO("threads " << threads);
-    const std::vector<float> got = run(c, packed, x, bias, residual, Isa::avx512_bf16, hardware, !hardware, threads);
-    for (size_t i = 0; i < want.size(); ++i) {
-      INFO("row " << i / (want.size() / static_cast<size_t>(c.m)) << " column " << i % (want.size() / c.m));
-      REQUIRE(got[i] == want[i]);
+    for (const bool cursor : {false, true}) {
+      INFO("threads " << threads << (cursor ? ", thread 0 takes every unit from the counter" : ""));
+      const std::vector<float> got =
+          run(c, packed, x, bias, residual, Isa::avx512_bf16, hardware, !hardware, threads, cursor);
+      for (size_t i = 0; i < want.size(); ++i) {
+        INFO("row " << i / (want.size() / static_cast<size_t>(c.m)) << " column " << i % (want.size() / c.m));
+        REQUIRE(got[i] == want[i]);
+      }
     }
   }
 }
