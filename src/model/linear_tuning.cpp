@@ -20,9 +20,9 @@ LinearTuning linear_tuning_for(const CpuFeatures& cpu) {
     return t;
   }
   if (arch == "emerald_rapids") {
-    // 16 threads: no AVX-512 candidate beyond the run-to-run spread (the GEMM ran at 94-99 % of
-    // the vdpbf16ps peak measured in the same run), and the AMX K blocks ran 0.64-1.06x the
-    // whole-K default.
+    // 16 threads: no AVX-512 candidate beyond the run-to-run spread (2026-11-26, and again with
+    // the shared work counter on 2026-11-27: gate_up 0.95-1.05x), and the AMX K blocks ran
+    // 0.64-1.06x the whole-K default (0.73-0.85x on down with the counter).
     t.source = "emerald_rapids (measured: defaults best)";
     return t;
   }
