@@ -1,5 +1,5 @@
 // The fast forward pass (ModelRunner on the BF16 kernels). Same steps and cache protocol as
-// forward.cpp; every per-token or per-head step is split over the pool with parallel_for, every
+// forward.cpp; every per-token step is split over the pool (runs from a shared counter), every
 // linear runs on all pool threads. K/V go into the cache as BF16 and attention is the SLAB kernel
 // (kernels/attention.h) over the whole batch, one call per layer on all pool threads.
 #include <algorithm>
@@ -120,6 +120,11 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
       c.mlp_activation == MlpActivation::gelu_tanh ? kern::GatedAct::gelu_tanh : kern::GatedAct::silu;
 
   auto run_on_all = [&pool](auto&& fn) { pool.run_on_all(fn); };
+  // Per-token steps (norms, RoPE and the cache write, conversions): runs of tokens taken from a
+  // shared counter, ~8 runs per thread, as the kernels take their work (kernels/work_split.h).
+  auto per_token = [&pool](int n, auto&& fn) {
+    pool.parallel_for_dynamic(n, std::max(1, n / (8 * pool.size())), fn);
+  };
   // The fields every projection shares: input rows, packed weights, scratch, kernel set.
   auto linear_args = [&](const kern::bf16_t* in, size_t ldx, int rows_m) {
     kern::LinearArgs a;
@@ -154,7 +159,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   };
   // x += RMSNorm(delta) over every token: a projection's output through its post-norm.
   auto add_post_norm = [&](const std::vector<float>& norm) {
-    pool.parallel_for(T, [&](int t, int) {
+    per_token(T, [&](int t, int) {
       float* d = delta + static_cast<size_t>(t) * dim;
       float* xt = x + static_cast<size_t>(t) * dim;
       ref::rmsnorm(d, d, norm.data(), dim, c.rms_norm_eps);
@@ -163,7 +168,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   };
 
   PhaseClock clock(phase_seconds_);
-  pool.parallel_for(T, [&](int t, int) {
+  per_token(T, [&](int t, int) {
     float* xt = x + static_cast<size_t>(t) * dim;
     w.embed(xt, batch.tokens[static_cast<size_t>(t)], dim);
     if (c.embed_scale != 1.0f) {
@@ -179,14 +184,14 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     const bool local_rope = layer_uses_local_rope(c, l);
 
     // Attention block.
-    pool.parallel_for(T, [&](int t, int) {
+    per_token(T, [&](int t, int) {
       kern::rmsnorm_to_bf16(xb + static_cast<size_t>(t) * dim, x + static_cast<size_t>(t) * dim, lw.attn_norm.data(),
                             dim, c.rms_norm_eps, isa);
     });
     clock.lap(ForwardPhase::norm);
     linear(xb, dim, lw.qkv, T, qkv, qkv_dim, lw.b_qkv, false);
     clock.lap(ForwardPhase::qkv);
-    pool.parallel_for(T, [&](int t, int) {
+    per_token(T, [&](int t, int) {
       float* qt = qkv + static_cast<size_t>(t) * qkv_dim;
       float* kt = qt + q_dim;
       const float* vt = kt + kv_dim;
@@ -225,7 +230,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     aa.round_p_to_bf16 = true;
     aa.dynamic_split = blocking_.dynamic_split;  // bench_model --blocking split=static: the fixed lists
     kern::attention(aa, layer_window(c, l) > 0 ? window_plan : full_plan, run_on_all);
-    pool.parallel_for(T, [&](int t, int) {
+    per_token(T, [&](int t, int) {
       kern::convert_f32_to_bf16(attn_b + static_cast<size_t>(t) * q_dim, attn + static_cast<size_t>(t) * q_dim,
                                 static_cast<size_t>(q_dim), isa);
     });
@@ -242,7 +247,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
 
     // MLP block: one pass over [gate; up], then act(gate)·up as BF16 (SiLU or GeLU-tanh), then down;
     // or the experts the router picks (model/moe_block.h), added into x.
-    pool.parallel_for(T, [&](int t, int) {
+    per_token(T, [&](int t, int) {
       kern::rmsnorm_to_bf16(xb + static_cast<size_t>(t) * dim, x + static_cast<size_t>(t) * dim, lw.mlp_norm.data(),
                             dim, c.rms_norm_eps, isa);
     });
@@ -270,7 +275,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
       swiglu(xb, dim, lw.gate_up, T, act_b, static_cast<size_t>(inter));
     } else {
       linear(xb, dim, lw.gate_up, T, gate_up, 2 * static_cast<size_t>(inter), lw.b_gate_up, false);
-      pool.parallel_for(T, [&](int t, int) {
+      per_token(T, [&](int t, int) {
         const float* gu = gate_up + static_cast<size_t>(t) * 2 * inter;
         kern::bf16_t* out = act_b + static_cast<size_t>(t) * inter;
         if (gated_act == kern::GatedAct::gelu_tanh) {
@@ -293,7 +298,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   }
 
   // Output head over the rows that want logits only.
-  pool.parallel_for(R, [&](int r, int) {
+  per_token(R, [&](int r, int) {
     kern::rmsnorm_to_bf16(xb + static_cast<size_t>(r) * dim,
                           x + static_cast<size_t>(rows[static_cast<size_t>(r)]) * dim, w.final_norm.data(), dim,
                           c.rms_norm_eps, isa);
@@ -306,7 +311,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   linear(xb, dim, w.lm_head, R, logits.data(), static_cast<size_t>(c.vocab_size), {}, false);
   if (c.final_logit_softcap > 0.0f) {
     const size_t vocab = static_cast<size_t>(c.vocab_size);
-    pool.parallel_for(R, [&](int r, int) {
+    per_token(R, [&](int r, int) {
       kern::softcap(logits.data() + static_cast<size_t>(r) * vocab, vocab, c.final_logit_softcap, isa);
     });
   }

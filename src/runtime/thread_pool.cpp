@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <stdexcept>
@@ -134,8 +135,16 @@ void ThreadPool::worker_main(int thread) {
 }
 
 void ThreadPool::run_chunk(int thread) {
-  const auto [lo, hi] = chunk(job_n_, n_threads_, thread);
   try {
+    if (job_grain_ > 0) {
+      for (int lo = job_next_.fetch_add(job_grain_, std::memory_order_relaxed); lo < job_n_;
+           lo = job_next_.fetch_add(job_grain_, std::memory_order_relaxed)) {
+        const int hi = std::min(job_n_, lo + job_grain_);
+        for (int task = lo; task < hi; ++task) job_fn_(job_ctx_, task, thread);
+      }
+      return;
+    }
+    const auto [lo, hi] = chunk(job_n_, n_threads_, thread);
     for (int task = lo; task < hi; ++task) job_fn_(job_ctx_, task, thread);
   } catch (...) {
     bool expected = false;
@@ -147,7 +156,7 @@ ThreadPoolStats ThreadPool::stats() const {
   return {regions_.load(std::memory_order_relaxed), 1e-9 * static_cast<double>(parallel_ns_.load(std::memory_order_relaxed))};
 }
 
-void ThreadPool::dispatch(int n_tasks, TaskFn fn, void* ctx) {
+void ThreadPool::dispatch(int n_tasks, TaskFn fn, void* ctx, int grain) {
   if (n_tasks <= 0) return;
   if (tls_pool == this) {  // nested call from one of our tasks: run inline
     const int thread = tls_thread;
@@ -164,6 +173,8 @@ void ThreadPool::dispatch(int n_tasks, TaskFn fn, void* ctx) {
   job_fn_ = fn;
   job_ctx_ = ctx;
   job_n_ = n_tasks;
+  job_grain_ = grain;
+  job_next_.store(0, std::memory_order_relaxed);  // published with the job by the bump below
   has_error_.store(false, std::memory_order_relaxed);
   error_ = nullptr;
   pending_.store(static_cast<uint32_t>(n_threads_ - 1), std::memory_order_relaxed);

@@ -3,8 +3,9 @@
 // its core. The thread that calls parallel_for takes part as worker 0, so a pool of N threads
 // owns N-1 std::threads. Dispatch is a generation counter that idle workers spin on for a bounded
 // time and then park on (futex); completion is a counter the caller spins then parks on. Work is
-// split statically: with T threads, thread t runs the t-th of T contiguous chunks of near-equal
-// size (see chunk()), in order.
+// split statically by parallel_for: with T threads, thread t runs the t-th of T contiguous
+// chunks of near-equal size (see chunk()), in order; parallel_for_dynamic instead lets threads
+// take runs of tasks from a shared counter (kernels/work_split.h says why).
 //
 // One dispatcher at a time: concurrent parallel_for calls from different threads are serialised
 // by a mutex. A parallel_for called from inside a task (nested) runs all its tasks inline on the
@@ -62,6 +63,18 @@ class ThreadPool {
         const_cast<void*>(static_cast<const void*>(&fn)));
   }
 
+  // Runs fn(task, thread) for every task in [0, n_tasks); threads take runs of `grain` tasks from
+  // a shared counter, so a thread that runs slow for a while (a co-tenant on its core) holds the
+  // region up by at most one run. For tasks that keep no per-thread state from one task to the
+  // next; which thread runs a task is not fixed.
+  template <typename F>
+  void parallel_for_dynamic(int n_tasks, int grain, F&& fn) {
+    using Fn = std::remove_reference_t<F>;
+    dispatch(
+        n_tasks, [](void* ctx, int task, int thread) { (*static_cast<Fn*>(ctx))(task, thread); },
+        const_cast<void*>(static_cast<const void*>(&fn)), grain < 1 ? 1 : grain);
+  }
+
   // Runs fn(thread, n_threads) once on every thread: the form the kernels take.
   template <typename F>
   void run_on_all(F&& fn) {
@@ -85,7 +98,7 @@ class ThreadPool {
 
  private:
   using TaskFn = void (*)(void* ctx, int task, int thread);
-  void dispatch(int n_tasks, TaskFn fn, void* ctx);
+  void dispatch(int n_tasks, TaskFn fn, void* ctx, int grain = 0);  // grain 0: static chunks
   void run_chunk(int thread);
   void worker_main(int thread);
 
@@ -99,6 +112,8 @@ class ThreadPool {
   TaskFn job_fn_ = nullptr;
   void* job_ctx_ = nullptr;
   int job_n_ = 0;
+  int job_grain_ = 0;                  // 0: static chunks; else runs taken from job_next_
+  alignas(64) std::atomic<int> job_next_{0};
   std::exception_ptr error_;
   std::atomic<bool> has_error_{false};
   bool stop_ = false;

@@ -159,6 +159,56 @@ TEST_CASE("parallel_for runs every task exactly once", "[runtime]") {
   CHECK(ThreadPool::current_thread_index() == -1);
 }
 
+// The dynamic form: every task once, in runs of `grain` (consecutive tasks of a run on one
+// thread), and a thread held up inside a task does not hold the other tasks: while thread 0 sits
+// in task 0 the others take every remaining run (a static split would leave thread 0 its chunk).
+TEST_CASE("parallel_for_dynamic runs every task once and routes work around a slow thread", "[runtime]") {
+  AffinityGuard guard;
+  for (int threads : {1, 2, 4}) {
+    ThreadPool pool({.n_threads = threads, .pin = false, .pin_caller = false});
+    for (int n : {0, 1, 5, 64, 1000}) {
+      for (int grain : {0, 1, 3, 16}) {
+        INFO("threads " << threads << " tasks " << n << " grain " << grain);
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+        std::vector<std::atomic<int>> thread_of(static_cast<size_t>(n));
+        pool.parallel_for_dynamic(n, grain, [&](int task, int thread) {
+          hits[static_cast<size_t>(task)].fetch_add(1);
+          thread_of[static_cast<size_t>(task)].store(thread);
+        });
+        const int run = grain < 1 ? 1 : grain;
+        for (int t = 0; t < n; ++t) {
+          REQUIRE(hits[static_cast<size_t>(t)].load() == 1);
+          if (t % run != 0) CHECK(thread_of[static_cast<size_t>(t)].load() == thread_of[static_cast<size_t>(t - 1)].load());
+        }
+      }
+    }
+  }
+  // Whichever thread takes task 0 waits there until every other task has finished (bounded):
+  // with fixed chunks its chunk's other tasks could never finish, so the wait would time out.
+  ThreadPool pool({.n_threads = 3, .pin = false, .pin_caller = false});
+  const int n = 60;
+  std::atomic<int> finished{0};
+  std::atomic<bool> others_done{false};
+  pool.parallel_for_dynamic(n, 1, [&](int task, int) {
+    if (task == 0) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (finished.load() < n - 1 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+      others_done = finished.load() == n - 1;
+    }
+    ++finished;
+  });
+  CHECK(finished == n);
+  CHECK(others_done);
+  CHECK_THROWS_AS(pool.parallel_for_dynamic(8, 2,
+                                            [](int task, int) {
+                                              if (task == 5) throw std::runtime_error("boom");
+                                            }),
+                  std::runtime_error);
+  std::atomic<int> count{0};
+  pool.parallel_for_dynamic(9, 2, [&](int, int) { ++count; });
+  CHECK(count == 9);
+}
+
 TEST_CASE("parallel_for accepts std::function and run_on_all visits each thread", "[runtime]") {
   AffinityGuard guard;
   ThreadPool pool({.n_threads = 2});
