@@ -128,6 +128,13 @@ std::string Metrics::render(const api::EngineStats& s) const {
          "Wall time of the compute pool's parallel regions within the engine's steps; the rest of the step "
          "time is serial.");
   sample(out, "slabserve:engine_parallel_seconds_total", labels_, s.parallel_seconds);
+  if (!s.forward_phase_seconds.empty()) {
+    header(out, "slabserve:forward_phase_seconds_total", "counter",
+           "Wall time of the model's forward passes by phase (linears, attention, norms, ...).");
+    for (const auto& [phase, seconds] : s.forward_phase_seconds) {
+      sample(out, "slabserve:forward_phase_seconds_total", labels_ + ",phase=\"" + escape_label(phase) + "\"", seconds);
+    }
+  }
   if (!s.spec_accepted_per_position.empty()) render_spec_decode(out, s);
 
   std::lock_guard lock(mutex_);

@@ -5,6 +5,8 @@
 // re-exported here; nothing of the runner or the KV cache is visible.
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/request.h"
@@ -39,6 +41,9 @@ struct EngineStats {
   // difference is serial work, which more cores do not shorten.
   double step_seconds = 0;
   double parallel_seconds = 0;
+  // The forward passes' wall time by phase ("norms", "qkv", "rope+kv", "attention", "o",
+  // "gate_up", "down", "head", "embed"), in that fixed order; empty on the scalar reference path.
+  std::vector<std::pair<std::string, double>> forward_phase_seconds;
   // Speculative decoding (zero without it): decode steps that carried a draft, its tokens, those
   // accepted (also by position in the draft), and the tokens those steps emitted.
   int64_t spec_num_drafts = 0;

@@ -27,6 +27,12 @@ EngineStats Engine::stats() const {
   out.steps = s.steps;
   out.step_seconds = s.step_seconds;
   out.parallel_seconds = s.parallel_seconds;
+  if (s.forward_phase_seconds.total() > 0) {
+    for (int i = 0; i < static_cast<int>(slab::ForwardPhase::count); ++i) {
+      const auto phase = static_cast<slab::ForwardPhase>(i);
+      out.forward_phase_seconds.emplace_back(slab::forward_phase_name(phase), s.forward_phase_seconds[phase]);
+    }
+  }
   out.spec_num_drafts = s.spec_num_drafts;
   out.spec_num_draft_tokens = s.spec_num_draft_tokens;
   out.spec_num_accepted_tokens = s.spec_num_accepted_tokens;

@@ -256,6 +256,7 @@ void Engine::loop() {
       std::lock_guard lock(stats_mutex_);
       stats_.step_seconds += seconds;
       stats_.parallel_seconds += in_pool - pool_seconds_;
+      stats_.forward_phase_seconds = runner_.phase_seconds();
     }
     pool_seconds_ = in_pool;
     publish_stats();

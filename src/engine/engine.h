@@ -50,6 +50,9 @@ struct EngineStats {
   // not shorten (scheduling, batch assembly, emitting tokens, dispatch).
   double step_seconds = 0;
   double parallel_seconds = 0;
+  // The target model's forward passes by phase (ModelRunner::phase_seconds; zeros on the
+  // reference path): where the parallel time goes, e.g. attention against the linears.
+  ForwardPhaseSeconds forward_phase_seconds;
   // Speculative decoding, as vLLM counts it: sequences that went into a step with a draft, the
   // draft tokens, those the verification accepted (in all, and by their position in the draft),
   // and the tokens those steps emitted (accepted + the one each verification samples itself,

@@ -361,6 +361,20 @@ TEST_CASE("metrics move as requests complete", "[server][metrics]") {
   // No pool on the scalar reference path (CPUs without AVX2).
   CHECK((parallel_s > 0 || !slab::cpu_features().has_avx2_kernels()));
   CHECK(parallel_s <= step_s * 1.01 + 1e-3);
+  // ... and by forward phase: every phase has its series (metric() requires it), the linears and
+  // attention ran, and the phases add up to no more than the steps' wall time.
+  if (slab::cpu_features().has_avx2_kernels()) {
+    auto phase_s = [&](const std::string& phase) {
+      return metric(after, "slabserve:forward_phase_seconds_total{model_name=\"stories260K\",phase=\"" + phase + "\"}");
+    };
+    double phases = 0;
+    for (const char* phase : {"embed", "norms", "qkv", "rope+kv", "attention", "o", "gate_up", "down", "head"}) {
+      phases += phase_s(phase);
+    }
+    CHECK(phase_s("qkv") > 0);
+    CHECK(phase_s("attention") > 0);
+    CHECK(phases <= step_s * 1.01 + 1e-3);
+  }
   // The same prompt again is a prefix-cache query; its hits are counted in tokens.
   post_json(c, "/v1/completions", {{"prompt", std::string(200, 'a')}, {"max_tokens", 1}});
   json again = post_json(c, "/v1/completions", {{"prompt", std::string(200, 'a')}, {"max_tokens", 1}});
