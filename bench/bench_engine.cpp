@@ -8,6 +8,7 @@
 // --output-len tokens (vLLM's `bench serve --random-*` convention); greedy unless --temperature.
 // "serial %" is the share of the engine's step time outside the thread pool's parallel regions
 // (EngineStats): the part more cores do not shorten, which bounds the speed-up on many cores.
+// Below each row: the forward passes' time by phase (linears, attention, norms, ...).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -166,6 +167,16 @@ int main(int argc, char** argv) {
                   r.output_tokens / r.seconds, median(r.ttft), 1000 * median(r.tpot),
                   steps > 0 ? 1000 * serial_s / static_cast<double>(steps) : 0.0,
                   step_s > 0 ? 100 * serial_s / step_s : 0.0);
+      // Where the forward passes' time went at this concurrency (prefill and decode steps alike).
+      const slab::ForwardPhaseSeconds phases = after.forward_phase_seconds - before.forward_phase_seconds;
+      if (phases.total() > 0) {
+        std::printf("%-12s forward phases, share of %.2f s:", "", phases.total());
+        for (int i = 0; i < static_cast<int>(slab::ForwardPhase::count); ++i) {
+          const auto p = static_cast<slab::ForwardPhase>(i);
+          std::printf(" %s %.0f%%", slab::forward_phase_name(p), 100 * phases[p] / phases.total());
+        }
+        std::printf("\n");
+      }
       std::fflush(stdout);
     }
   }

@@ -14,6 +14,10 @@
 #            the quantized ones)
 #   SERVED   slabserve serve at c = 64 (128 in / 64 out), all threads and 2
 #   SCALING  the 1/2/4/8/16-thread table (bench/scaling.py)
+#   PAIRS    the vdpbf16ps and tdpbf16ps peaks on cpu 0 alone, on cpus 0,1 and on cpus 0,8: the
+#            guest reports one thread per core, but if 0,1 gives about cpu 0's rate and 0,8
+#            twice it, vCPUs 0 and 1 share a physical core (the 2-thread baselines then run on
+#            one core)
 #
 # Here (the device has no package registry: build, then pack the programs, their libraries,
 # llama.cpp's llama-bench (one build with AMX, one without: the AMX build's quantized matmul
@@ -29,8 +33,11 @@
 #   (then copy the libraries `ldd .device-pack/bin/llama-*` names into .device-pack/lib)
 #   cp -r LLAMA_CPP/gguf-py .device-pack/ && cp -r ../shared/testdata/tokenizers/llama2 .device-pack/tokenizer
 #   tar cJf .device-pack.tar.xz .device-pack && echo /.device-pack.tar.xz >> .git/info/exclude
-# There (the device tool's run: carry [".device-pack.tar.xz"]):
+# There (the device tool's run: carry [".device-pack.tar.xz"]; ~4 minutes; the machine stays
+# warm for 30 s after a call, and the GGUF files with it):
 #   sh bench/device_check.sh
+#   TESTS=0 AB=0 MODEL=0 SERVED=0 PAIRS=0 LINEARS=0 SCALING=1 sh bench/device_check.sh  # ~3.5 min
+# (the tool brings back 8 files at most: the scaling table's four go in a call of their own).
 # Logs go to $OUT (the tool brings back 8 files at most), else /tmp/device-check.
 set -u
 pack=${PACK:-$PWD/.device-pack}
@@ -120,6 +127,15 @@ for _ in range(120):
       --num-prompts 64 --max-concurrency 64 --label "c64-${t}t"
     kill "$pid"; wait "$pid"
   done > "$out/served.log" 2>&1
+fi
+
+if on PAIRS; then
+  step "peaks on cpu 0, cpus 0,1 and cpus 0,8"
+  for cpus in 0 0,1 0,$((all / 2)); do
+    echo "### taskset -c $cpus"
+    n=$(echo "$cpus" | tr ',' '\n' | wc -l)
+    taskset -c "$cpus" "$bin/bench_linear_bf16" --quick --threads "$n" --op o --m 16 --cycle-x 1 2>&1 | grep -E "peak \("
+  done > "$out/pairs.log" 2>&1
 fi
 
 if on LINEARS; then
