@@ -351,7 +351,8 @@ void Engine::run_step() {
     sampled[r] = seq.sampler.sample(std::span<float>(row, vocab), seq.prompt(), seq.output(), banned, masks[r].allowed);
   };
   if (to_sample.size() > 1 && !runner_.uses_reference()) {
-    runner_.thread_pool().parallel_for(static_cast<int>(to_sample.size()), sample_row);
+    // One row at a time from the pool's counter: a row's cost varies (top-p sorts what it keeps).
+    runner_.thread_pool().parallel_for_dynamic(static_cast<int>(to_sample.size()), 1, sample_row);
   } else {
     for (size_t task = 0; task < to_sample.size(); ++task) sample_row(static_cast<int>(task), 0);
   }
@@ -404,7 +405,7 @@ std::vector<Engine::ConstraintMask> Engine::constraint_masks(const SchedulerStep
   // On the pool, whose threads wait between forward passes: a grammar's first visit to a
   // position walks the vocabulary (milliseconds), and sequences visit theirs in parallel.
   if (constrained.size() > 1 && !runner_.uses_reference()) {
-    runner_.thread_pool().parallel_for(static_cast<int>(constrained.size()), fill);
+    runner_.thread_pool().parallel_for_dynamic(static_cast<int>(constrained.size()), 1, fill);
   } else {
     for (size_t task = 0; task < constrained.size(); ++task) fill(static_cast<int>(task), 0);
   }

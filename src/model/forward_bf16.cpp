@@ -122,9 +122,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   auto run_on_all = [&pool](auto&& fn) { pool.run_on_all(fn); };
   // Per-token steps (norms, RoPE and the cache write, conversions): runs of tokens taken from a
   // shared counter, ~8 runs per thread, as the kernels take their work (kernels/work_split.h).
-  auto per_token = [&pool](int n, auto&& fn) {
-    pool.parallel_for_dynamic(n, std::max(1, n / (8 * pool.size())), fn);
-  };
+  auto per_token = [&pool](int n, auto&& fn) { pool.parallel_for_dynamic(n, pool.dynamic_grain(n), fn); };
   // The fields every projection shares: input rows, packed weights, scratch, kernel set.
   auto linear_args = [&](const kern::bf16_t* in, size_t ldx, int rows_m) {
     kern::LinearArgs a;

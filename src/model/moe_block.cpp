@@ -86,7 +86,7 @@ MoeStepStats moe_block(const MoeBlockArgs& a, MoeScratch& s, ThreadPool& pool) {
   }
   int32_t* experts = s.experts.get(static_cast<size_t>(picks));
   float* weights = s.weights.get(static_cast<size_t>(picks));
-  pool.parallel_for(T, [&](int t, int) {
+  pool.parallel_for_dynamic(T, pool.dynamic_grain(T), [&](int t, int) {
     kern::moe_route(logits + static_cast<size_t>(t) * n_experts, 1, n_experts, k, c.moe_renormalize,
                     experts + static_cast<size_t>(t) * k, weights + static_cast<size_t>(t) * k);
   });
@@ -97,7 +97,7 @@ MoeStepStats moe_block(const MoeBlockArgs& a, MoeScratch& s, ThreadPool& pool) {
 
   // Gather: each expert's rows contiguous.
   kern::bf16_t* rows = s.rows.get(static_cast<size_t>(picks) * hidden);
-  pool.parallel_for(picks, [&](int r, int) {
+  pool.parallel_for_dynamic(picks, pool.dynamic_grain(picks), [&](int r, int) {
     std::copy_n(a.xb + static_cast<size_t>(row_token[r]) * hidden, hidden, rows + static_cast<size_t>(r) * hidden);
   });
   kern::bf16_t* act = s.act.get(static_cast<size_t>(picks) * inter);
@@ -148,7 +148,7 @@ MoeStepStats moe_block(const MoeBlockArgs& a, MoeScratch& s, ThreadPool& pool) {
   }
 
   // Combine: x[t] += sum over its picks of weight · out, summed first as transformers does.
-  pool.parallel_for(T, [&](int t, int) {
+  pool.parallel_for_dynamic(T, pool.dynamic_grain(T), [&](int t, int) {
     float* xt = a.x + static_cast<size_t>(t) * hidden;
     for (int i = 0; i < hidden; ++i) {
       float sum = 0.0f;

@@ -75,6 +75,10 @@ class ThreadPool {
         const_cast<void*>(static_cast<const void*>(&fn)), grain < 1 ? 1 : grain);
   }
 
+  // A run length for parallel_for_dynamic over n tasks: about `runs` runs per thread (at least 1
+  // task a run).
+  int dynamic_grain(int n, int runs = 8) const { return n / (runs * n_threads_) > 1 ? n / (runs * n_threads_) : 1; }
+
   // Runs fn(thread, n_threads) once on every thread: the form the kernels take.
   template <typename F>
   void run_on_all(F&& fn) {
