@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "integration/server_process.h"
+#include "runtime/cpu_features.h"
 #include "runtime/file_io.h"
 #include "test_paths.h"
 
@@ -70,6 +71,42 @@ TEST_CASE("serve --threads 1 --cpuset CPU serves with one pool thread pinned to 
   // Not a terminal: no progress bar drawn into the log.
   CHECK_THAT(text, !Contains("loading weights ["));
   std::filesystem::remove(log);
+}
+
+// The start-up log names the kernels ("bf16 avx512_bf16 + amx_bf16 (M >= 16) kernels" where the
+// tiles run): --no-amx, given on the command line or as `no-amx = true` in the --config file,
+// takes them out. On a CPU without AMX the flag is accepted and changes nothing.
+TEST_CASE("serve --no-amx, on the command line or in the --config file, keeps the linears off the AMX tiles",
+          "[server][placement]") {
+  const std::string model = slab::test::stories260k_or_skip();
+  if (model.empty()) return;
+  const auto config = temp_path("no-amx.toml");
+  std::ofstream(config) << "[serve]\nmodel = \"" << model << "\"\nno-amx = true\n";
+  const auto startup_log = [&](std::vector<std::string> args) {
+    const auto log = temp_path("amx.log");
+    args.insert(args.end(), {"--threads", "1", "--kv-cache-tokens", "4096"});
+    {
+      ServerProcess server(std::move(args), log.string());
+      REQUIRE(server.wait_ready());
+      CHECK(server.terminate() == 0);
+    }
+    std::string text = slab::read_file(log);
+    std::filesystem::remove(log);
+    return text;
+  };
+  for (const auto& args : {std::vector<std::string>{"--model", model, "--no-amx"},
+                           std::vector<std::string>{"--config", config.string()}}) {
+    const std::string text = startup_log(args);
+    INFO(text);
+    CHECK_THAT(text, Contains(" kernels, 1 thread"));
+    CHECK_THAT(text, !Contains("amx_bf16"));
+  }
+  if (slab::amx_bf16_usable()) {
+    CHECK_THAT(startup_log({"--model", model}), Contains("amx_bf16"));
+  } else {
+    WARN("no AMX tiles on this CPU: --no-amx accepted, its effect not observable here");
+  }
+  std::filesystem::remove(config);
 }
 
 TEST_CASE("serve refuses a cpuset outside the process's cpus, an unknown NUMA node and bad thread counts",
