@@ -54,16 +54,23 @@ void AmxEmulator::store(int t, void* dst, size_t stride) const {
   for (int r = 0; r < tile.rows; ++r) std::memcpy(p + static_cast<size_t>(r) * stride, tile.data[r], tile.colsb);
 }
 
-void AmxEmulator::dpbsud(int c, int a, int b) {
-  if (c == a || c == b || a == b) fault("TDPBSUD needs three different tiles");
-  Tile& tc = used(c);
+void AmxEmulator::check_chain(const char* op, int c, int a, int b) const {
+  if (c == a || c == b || a == b) fault(std::string(op) + " needs three different tiles");
+  const Tile& tc = used(c);
   const Tile& ta = used(a);
   const Tile& tb = used(b);
   if (ta.colsb != 4 * tb.rows || tc.rows != ta.rows || tc.colsb != tb.colsb) {
-    fault("TDPBSUD shapes do not chain: C " + std::to_string(tc.rows) + "x" + std::to_string(tc.colsb) + ", A " +
-          std::to_string(ta.rows) + "x" + std::to_string(ta.colsb) + ", B " + std::to_string(tb.rows) + "x" +
+    fault(std::string(op) + " shapes do not chain: C " + std::to_string(tc.rows) + "x" + std::to_string(tc.colsb) +
+          ", A " + std::to_string(ta.rows) + "x" + std::to_string(ta.colsb) + ", B " + std::to_string(tb.rows) + "x" +
           std::to_string(tb.colsb));
   }
+}
+
+void AmxEmulator::dpbsud(int c, int a, int b) {
+  check_chain("TDPBSUD", c, a, b);
+  Tile& tc = used(c);
+  const Tile& ta = used(a);
+  const Tile& tb = used(b);
   for (int m = 0; m < tc.rows; ++m) {
     for (int n = 0; n < tc.colsb / 4; ++n) {
       int32_t acc;
@@ -77,6 +84,46 @@ void AmxEmulator::dpbsud(int c, int a, int b) {
         }
       }
       acc = static_cast<int32_t>(sum);
+      std::memcpy(tc.data[m] + 4 * n, &acc, 4);
+    }
+  }
+}
+
+namespace {
+// A BF16 (the high half of an FP32) or FP32 value with a denormal flushed to a signed zero.
+float flushed(uint32_t bits) {
+  if ((bits & 0x7f800000u) == 0) bits &= 0x80000000u;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+float bf16_at(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return flushed(static_cast<uint32_t>(h) << 16);
+}
+float flush(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return flushed(bits);
+}
+}  // namespace
+
+void AmxEmulator::dpbf16ps(int c, int a, int b) {
+  check_chain("TDPBF16PS", c, a, b);
+  Tile& tc = used(c);
+  const Tile& ta = used(a);
+  const Tile& tb = used(b);
+  for (int m = 0; m < tc.rows; ++m) {
+    for (int n = 0; n < tc.colsb / 4; ++n) {
+      float acc;
+      std::memcpy(&acc, tc.data[m] + 4 * n, 4);
+      acc = flush(acc);
+      for (int k = 0; k < tb.rows; ++k) {
+        // BF16 × BF16 needs 16 significant bits: exact in FP32, so one rounding per add.
+        acc = flush(acc + bf16_at(ta.data[m] + 4 * k) * bf16_at(tb.data[k] + 4 * n));
+        acc = flush(acc + bf16_at(ta.data[m] + 4 * k + 2) * bf16_at(tb.data[k] + 4 * n + 2));
+      }
       std::memcpy(tc.data[m] + 4 * n, &acc, 4);
     }
   }

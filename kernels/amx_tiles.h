@@ -1,15 +1,18 @@
 #pragma once
 // What the AMX kernels (linear_bf16_amx.cpp, linear_quant_amx.cpp) share about the tile
-// registers: LDTILECFG's operand, and a scalar model of the tile instructions the INT8 kernel
-// uses, so that its tiling, configuration and epilogue run in tests on CPUs without AMX.
+// registers: LDTILECFG's operand, and a scalar model of the tile instructions the kernels use, so
+// that their tiling, configuration and epilogue run in tests on CPUs without AMX.
 //
-// The model (AmxEmulator) does what the hardware does for TILEZERO, TILELOADD, TILESTORED and
-// TDPBSUD (C[m][n] += Σ_{k, i<4} s8(A[m][4k+i]) · u8(B[k][4n+i]), INT32, wrapping), and throws
-// std::logic_error where the hardware would fault or compute with a misconfigured shape: a tile
-// used before LDTILECFG or after TILERELEASE, a palette other than 1, rows over 16 or bytes per
-// row over 64, a tile of zero rows used, and TDPBSUD operands that do not chain (A's bytes per
-// row = 4 × B's rows, C's rows = A's rows, C's bytes per row = B's). Loads and stores touch
-// exactly rows × colsb bytes, as the hardware does, so address sanitizers see the same accesses.
+// The model (AmxEmulator) does what the hardware does for TILEZERO, TILELOADD, TILESTORED,
+// TDPBSUD (C[m][n] += Σ_{k, i<4} s8(A[m][4k+i]) · u8(B[k][4n+i]), INT32, wrapping) and TDPBF16PS
+// (per k: C[m][n] += a0·b0, then += a1·b1, the BF16 pairs A[m][2k..2k+1] and B[k][2n..2n+1]
+// widened to FP32; each product is exact in FP32 and each add rounds to nearest even; denormal
+// inputs and results are zero, as the instruction's DAZ/FTZ), and throws std::logic_error where
+// the hardware would fault or compute with a misconfigured shape: a tile used before LDTILECFG or
+// after TILERELEASE, a palette other than 1, rows over 16 or bytes per row over 64, a tile of zero
+// rows used, and operands that do not chain (A's bytes per row = 4 × B's rows, C's rows = A's
+// rows, C's bytes per row = B's). Loads and stores touch exactly rows × colsb bytes, as the
+// hardware does, so address sanitizers see the same accesses.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -44,6 +47,7 @@ class AmxEmulator {
   void load(int t, const void* src, size_t stride);
   void store(int t, void* dst, size_t stride) const;
   void dpbsud(int c, int a, int b);
+  void dpbf16ps(int c, int a, int b);
 
  private:
   struct Tile {
@@ -53,6 +57,7 @@ class AmxEmulator {
   };
   const Tile& used(int t) const;
   Tile& used(int t);
+  void check_chain(const char* op, int c, int a, int b) const;
 
   std::array<Tile, kAmxTiles> tiles_{};
   bool configured_ = false;

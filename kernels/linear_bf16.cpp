@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -254,7 +255,7 @@ LargeSplit large_split(int m, int n, int n_threads, bool swiglu, LargeTile tile,
 }
 
 bool use_amx(const LinearArgs& a) {
-  return a.amx && a.isa == Isa::avx512_bf16 && a.m >= kAmxMinM && a.w.k % kAmxK == 0;
+  return (a.amx || a.amx_emulated) && a.isa == Isa::avx512_bf16 && a.m >= kAmxMinM && a.w.k % kAmxK == 0;
 }
 
 // The end of an AMX row tile: from the FP32 sums c [rows][ldc] of group g (panels 2g, 2g + 1),
@@ -332,7 +333,9 @@ void amx_group_blocked(const LinearArgs& a, int g, int rt0, int rt1, detail::Amx
 void amx_compute(const LinearArgs& a, int thread, int n_threads) {
   const LargeSplit s =
       large_split(a.m, a.w.n, n_threads, a.swiglu, LargeTile{kAmxRows, 2}, a.work_cursor != nullptr);
+  std::optional<AmxEmulator> emulator;
   detail::AmxTiles tiles;
+  if (a.amx_emulated) tiles.emulator = &emulator.emplace();
   const bool blocked = a.blocking.amx_k_block > 0 && a.w.k > a.blocking.amx_k_block && a.workspace;
   float* acc = blocked ? a.workspace + static_cast<size_t>(thread) * a.m * 2 * kPanelCols : nullptr;
   for_each_share(a.work_cursor, thread, n_threads, s.tasks(), 1, [&](int lo, int hi) {

@@ -125,6 +125,9 @@ struct LinearArgs {
   // of the AVX-512 register tiles. Set only where cpu_features() has amx_bf16 and
   // enable_amx_tiles() (runtime/cpu_features.h) returned true; other shapes ignore it.
   bool amx = false;
+  // Tests: the AMX path with its tile instructions run on kern::AmxEmulator (kernels/amx_tiles.h),
+  // on any CPU with the AVX-512 BF16 kernels (the epilogue is AVX-512); takes precedence over amx.
+  bool amx_emulated = false;
   LinearBlocking blocking;
 };
 

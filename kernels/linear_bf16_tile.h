@@ -3,6 +3,7 @@
 // pointers so that the scalar and AVX-512 implementations share the driver.
 #include <cstddef>
 
+#include "kernels/amx_tiles.h"
 #include "kernels/bf16.h"
 
 namespace slab::kern::detail {
@@ -54,9 +55,11 @@ void finish_row(const float* acc, int n_valid, const float* bias, const float* r
 void convert_f32_to_bf16_avx512(bf16_t* dst, const float* src, size_t n);
 
 // The AMX block (linear_bf16_amx.cpp). A thread's tile configuration: the row count it was
-// loaded for (0: none; the tiles are released).
+// loaded for (0: none; the tiles are released); with `emulator` set the tile instructions run on
+// it (kernels/amx_tiles.h, tests on CPUs without AMX) instead of the hardware.
 struct AmxTiles {
   int rows = 0;
+  AmxEmulator* emulator = nullptr;
 };
 // c[r][0..32) = x[r][0..k) · panel for r < rows (1..32): one 32-column panel at pair 0, k a
 // multiple of 32, FP32 sums to c (row stride ldc floats). Reconfigures the tiles when rows

@@ -30,101 +30,16 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/amx_backend.h"
 #include "kernels/amx_tiles.h"
 #include "kernels/linear_quant_avx512_ops.h"
 #include "kernels/linear_quant_tile.h"
 
-#define SLAB_AMX_INT8 \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni,amx-tile,amx-int8")))
 
 namespace slab::kern::detail {
 namespace {
 
 constexpr int kAmxTileRows = 16;
-
-// GCC's tile intrinsics are macros that paste the tile number into the asm text, so each tile
-// needs its literal: SLAB_EACH_TILE expands `op` for the template's T.
-#define SLAB_EACH_TILE(op)                \
-  if constexpr (T == 0) {                 \
-    op(0);                                \
-  } else if constexpr (T == 1) {          \
-    op(1);                                \
-  } else if constexpr (T == 2) {          \
-    op(2);                                \
-  } else if constexpr (T == 3) {          \
-    op(3);                                \
-  } else if constexpr (T == 4) {          \
-    op(4);                                \
-  } else if constexpr (T == 5) {          \
-    op(5);                                \
-  } else if constexpr (T == 6) {          \
-    op(6);                                \
-  } else {                                \
-    static_assert(T == 7, "tiles 0..7"); \
-    op(7);                                \
-  }
-
-struct HardwareTiles {
-  // LDTILECFG through asm with the struct as a memory operand (see linear_bf16_amx.cpp: GCC 12's
-  // _tile_loadconfig let the optimiser drop the stores that fill it).
-  SLAB_AMX_INT8 static void load_config(const AmxTileConfig& cfg) { __asm__ volatile("ldtilecfg %0" : : "m"(cfg)); }
-  SLAB_AMX_INT8 static void release() { _tile_release(); }
-  template <int T>
-  SLAB_AMX_INT8 static void zero() {
-#define SLAB_OP(t) _tile_zero(t)
-    SLAB_EACH_TILE(SLAB_OP)
-#undef SLAB_OP
-  }
-  template <int T>
-  SLAB_AMX_INT8 static void load(const void* p, size_t stride) {
-#define SLAB_OP(t) _tile_loadd(t, p, static_cast<long>(stride))
-    SLAB_EACH_TILE(SLAB_OP)
-#undef SLAB_OP
-  }
-  template <int T>
-  SLAB_AMX_INT8 static void store(void* p, size_t stride) {
-#define SLAB_OP(t) _tile_stored(t, p, static_cast<long>(stride))
-    SLAB_EACH_TILE(SLAB_OP)
-#undef SLAB_OP
-  }
-  // The four products of the 2 × 2 block: C[i][j] = tmm 2i + j, A i = tmm 4 + i, B j = tmm 6 + j.
-  template <int C, int A, int B>
-  SLAB_AMX_INT8 static void dpbsud() {
-    static_assert(C == 2 * (A - 4) + (B - 6) && A >= 4 && A <= 5 && B >= 6 && B <= 7, "a C tile of the 2 x 2 block");
-    if constexpr (C == 0) {
-      _tile_dpbsud(0, 4, 6);
-    } else if constexpr (C == 1) {
-      _tile_dpbsud(1, 4, 7);
-    } else if constexpr (C == 2) {
-      _tile_dpbsud(2, 5, 6);
-    } else {
-      _tile_dpbsud(3, 5, 7);
-    }
-  }
-};
-#undef SLAB_EACH_TILE
-
-struct EmulatedTiles {
-  AmxEmulator& e;
-  void load_config(const AmxTileConfig& cfg) const { e.load_config(cfg); }
-  void release() const { e.release(); }
-  template <int T>
-  void zero() const {
-    e.zero(T);
-  }
-  template <int T>
-  void load(const void* p, size_t stride) const {
-    e.load(T, p, stride);
-  }
-  template <int T>
-  void store(void* p, size_t stride) const {
-    e.store(T, p, stride);
-  }
-  template <int C, int A, int B>
-  void dpbsud() const {
-    e.dpbsud(C, A, B);
-  }
-};
 
 // rows (1..32) activation rows, chunk K bytes (16, 32 or 64) per TDPBSUD.
 AmxTileConfig tile_config(int rows, int chunk) {
@@ -151,7 +66,7 @@ struct Pass {
 };
 
 template <typename Tiles>
-SLAB_AMX_INT8 void configure(const QuantTile& t, AmxQuantTiles& state, const Tiles& tiles, int chunk) {
+SLAB_AMX_KERNEL void configure(const QuantTile& t, AmxQuantTiles& state, const Tiles& tiles, int chunk) {
   if (state.rows == t.mr && state.chunk == chunk) return;
   tiles.load_config(tile_config(t.mr, chunk));
   state.rows = t.mr;
@@ -160,7 +75,7 @@ SLAB_AMX_INT8 void configure(const QuantTile& t, AmxQuantTiles& state, const Til
 
 // c = the rows' INT8 activations [k0, k0 + chunks · chunk) · the panels' byte codes there.
 template <typename Tiles>
-SLAB_AMX_INT8 void block_sums(Pass& p, const Tiles& tiles, size_t k0, int chunk, int chunks) {
+SLAB_AMX_KERNEL void block_sums(Pass& p, const Tiles& tiles, size_t k0, int chunk, int chunks) {
   constexpr size_t kBStride = 64;  // one 4-k step of 16 columns
   constexpr size_t kCStride = kQuantTileCols * sizeof(int32_t);
   const QuantTile& t = p.t;
@@ -194,16 +109,16 @@ SLAB_AMX_INT8 void block_sums(Pass& p, const Tiles& tiles, size_t k0, int chunk,
   }
 }
 
-SLAB_AMX_INT8 inline __m512i sums_of(const Pass& p, int r, int q, int32_t start) {
+SLAB_AMX_KERNEL inline __m512i sums_of(const Pass& p, int r, int q, int32_t start) {
   return _mm512_add_epi32(_mm512_set1_epi32(start), _mm512_load_si512(&p.c[r][16 * q]));
 }
-SLAB_AMX_INT8 inline void add_total(Pass& p, int r, int q, __m512 scale, __m512 d) {
+SLAB_AMX_KERNEL inline void add_total(Pass& p, int r, int q, __m512 scale, __m512 d) {
   _mm512_store_ps(&p.total[r][16 * q], _mm512_fmadd_ps(scale, d, _mm512_load_ps(&p.total[r][16 * q])));
 }
 
 // W8 / W4: per weight group, per activation block; the batched register tile's epilogue.
 template <typename Tiles>
-SLAB_AMX_INT8 void plain_tile(Pass& p, AmxQuantTiles& state, const Tiles& tiles) {
+SLAB_AMX_KERNEL void plain_tile(Pass& p, AmxQuantTiles& state, const Tiles& tiles) {
   const QuantTile& t = p.t;
   const int chunk = t.act_block == kQuantActBlock ? 32 : 64;
   configure(t, state, tiles, chunk);
@@ -245,7 +160,7 @@ SLAB_AMX_INT8 void plain_tile(Pass& p, AmxQuantTiles& state, const Tiles& tiles)
 // (linear_kquant_avx512.cpp). 4/5-bit: one TDPBSUD of K = 32 per block; 6-bit: one of K = 16
 // per half block (its sub-groups of 16 have scales of their own).
 template <typename Tiles>
-SLAB_AMX_INT8 void kquant_tile(Pass& p, AmxQuantTiles& state, const Tiles& tiles) {
+SLAB_AMX_KERNEL void kquant_tile(Pass& p, AmxQuantTiles& state, const Tiles& tiles) {
   const QuantTile& t = p.t;
   constexpr int kBlocks = kKQuantSuperK / kQuantActBlock;
   const bool mins = kquant_has_mins(t.bits);
@@ -301,7 +216,7 @@ SLAB_AMX_INT8 void kquant_tile(Pass& p, AmxQuantTiles& state, const Tiles& tiles
 }
 
 template <typename Tiles>
-SLAB_AMX_INT8 void amx_tile(const QuantTile& t, AmxQuantTiles& state, const Tiles& tiles) {
+SLAB_AMX_KERNEL void amx_tile(const QuantTile& t, AmxQuantTiles& state, const Tiles& tiles) {
   Pass p{t, t.mr > kAmxTileRows, t.np == 2, {}, {}};  // totals from zero
   if (t.k_quant) {
     kquant_tile(p, state, tiles);
@@ -317,7 +232,7 @@ SLAB_AMX_INT8 void amx_tile(const QuantTile& t, AmxQuantTiles& state, const Tile
 
 }  // namespace
 
-SLAB_AMX_INT8 void quant_batch_tile_amx(const QuantTile& t, AmxQuantTiles& tiles) {
+SLAB_AMX_KERNEL void quant_batch_tile_amx(const QuantTile& t, AmxQuantTiles& tiles) {
   if (tiles.emulator) {
     amx_tile(t, tiles, EmulatedTiles{*tiles.emulator});
   } else {
@@ -325,7 +240,7 @@ SLAB_AMX_INT8 void quant_batch_tile_amx(const QuantTile& t, AmxQuantTiles& tiles
   }
 }
 
-SLAB_AMX_INT8 void quant_amx_release(AmxQuantTiles& tiles) {
+SLAB_AMX_KERNEL void quant_amx_release(AmxQuantTiles& tiles) {
   if (tiles.rows == 0) return;
   if (tiles.emulator) {
     tiles.emulator->release();
@@ -336,7 +251,7 @@ SLAB_AMX_INT8 void quant_amx_release(AmxQuantTiles& tiles) {
   tiles.chunk = 0;
 }
 
-SLAB_AMX_INT8 void unpack_w4_codes(uint8_t* dst, const uint8_t* codes, int kp) {
+SLAB_AMX_KERNEL void unpack_w4_codes(uint8_t* dst, const uint8_t* codes, int kp) {
   // W4 step s: low nibbles k = 8s + j, high nibbles 8s + 4 + j (j = 0..3) per 32-bit lane; as
   // bytes they are W8 steps 2s and 2s + 1.
   const __m512i nibble = _mm512_set1_epi8(0x0f);
@@ -347,7 +262,7 @@ SLAB_AMX_INT8 void unpack_w4_codes(uint8_t* dst, const uint8_t* codes, int kp) {
   }
 }
 
-SLAB_AMX_INT8 void unpack_kquant_codes(uint8_t* dst, const uint8_t* panel, int bits, int super_blocks) {
+SLAB_AMX_KERNEL void unpack_kquant_codes(uint8_t* dst, const uint8_t* panel, int bits, int super_blocks) {
   // Each record's 32 nibble steps as W4's, with the top bits of 5- and 6-bit codes added as the
   // K-quant register tile does (linear_kquant_avx512.cpp).
   const KQuantLayout l = kquant_layout(bits);

@@ -63,6 +63,7 @@ struct Options {
   bool bf16_out = false;
   bool in_place = false;  // residual == out_f32
   bool amx = false;       // LinearArgs::amx (with Isa::avx512_bf16; checked to take the AMX path)
+  bool amx_emulated = false;  // LinearArgs::amx_emulated: the AMX path on kern::AmxEmulator
   LinearBlocking blocking;
   // With a work cursor, only thread 0 of the n_threads runs phase 1 (the others never start):
   // it must take every task from the counter.
@@ -104,8 +105,9 @@ std::vector<float> run(const Problem& p, const Options& o, Isa isa, int n_thread
   a.workspace = ws.data();
   a.isa = isa;
   a.amx = o.amx;
+  a.amx_emulated = o.amx_emulated;
   a.blocking = o.blocking;
-  if (o.amx) REQUIRE(linear_bf16_uses_amx(a));
+  if (o.amx || o.amx_emulated) REQUIRE(linear_bf16_uses_amx(a));
   if (pool) {
     REQUIRE(pool->size() == n_threads);
     linear_bf16(a, n_threads, [pool](auto&& f) { pool->run_on_all(f); });
@@ -323,6 +325,57 @@ TEST_CASE("scalar, avx2 and avx512 paths agree", "[kernels]") {
   }
 }
 
+// The AMX path (on the hardware, or emulated) with the epilogue the combination number picks:
+// bias or not, residual, in place, BF16 out.
+namespace {
+Options amx_options(int combo, bool emulated) {
+  Options o;
+  o.amx = !emulated;
+  o.amx_emulated = emulated;
+  o.bias = combo % 3 != 0;
+  o.residual = combo % 4 == 1;
+  o.in_place = !o.residual && combo % 5 == 2;
+  o.bf16_out = !o.in_place && !o.residual && combo % 3 == 0;
+  return o;
+}
+}  // namespace
+
+// The AMX path on the tile emulator (kernels/amx_tiles.h), so that CPUs without AMX (CI) run its
+// tiling, tile configuration, K blocking and epilogue: ragged rows (one A tile, two, a partial
+// second), ragged columns, K from one step to several K blocks, every epilogue; against the
+// reference, and bit for bit across thread counts and the shared counter. On an AMX CPU the next
+// test runs the same on the hardware.
+TEST_CASE("linear_bf16 on emulated AMX tiles matches the reference", "[kernels]") {
+  if (!cpu_features().has_avx512_bf16_kernels()) {
+    WARN("emulated AMX-BF16 path not tested: its epilogue needs the AVX-512 BF16 kernels (" << cpu_features().summary()
+                                                                                            << ")");
+    return;
+  }
+  std::mt19937 rng(2468);
+  int combo = 0;
+  for (int m : {16, 17, 33, 48}) {
+    for (int n : {32, 97}) {
+      for (int k : {32, 544}) {
+        for (int amx_k : {0, 64, 256}) {
+          if (amx_k >= k) continue;
+          ++combo;
+          const Problem p = make_problem(m, n, k, rng, combo % 2 == 0);
+          Options o = amx_options(combo, true);
+          o.blocking.amx_k_block = amx_k;
+          INFO("m " << m << " n " << n << " k " << k << " amx k-block " << amx_k);
+          o.blocking.dynamic_split = false;
+          const std::vector<float> one = run(p, o, Isa::avx512_bf16, 1);
+          check_against_reference(p, o, one);
+          CHECK(run(p, o, Isa::avx512_bf16, 3) == one);
+          o.cursor_thread0_only = true;
+          o.blocking.dynamic_split = true;
+          CHECK(run(p, o, Isa::avx512_bf16, 3) == one);
+        }
+      }
+    }
+  }
+}
+
 // Threads taking work from the shared counter (LinearBlocking::dynamic_split, the default) compute
 // the same bits as fixed shares: tasks are whole output blocks over the whole K, whichever thread
 // runs them. One thread can take all of them (a pool whose other threads are slow), and a real
@@ -379,12 +432,7 @@ TEST_CASE("linear_bf16 on AMX tiles matches the reference", "[kernels]") {
       for (int k : ks) {
         ++combo;
         const Problem p = make_problem(m, n, k, rng, combo % 2 == 0);
-        Options o;
-        o.amx = true;
-        o.bias = combo % 3 != 0;
-        o.residual = combo % 4 == 1;
-        o.in_place = !o.residual && combo % 5 == 2;
-        o.bf16_out = !o.in_place && !o.residual && combo % 3 == 0;
+        const Options o = amx_options(combo, false);
         INFO("m " << m << " n " << n << " k " << k);
         const std::vector<float> one = run(p, o, Isa::avx512_bf16, 1);
         check_against_reference(p, o, one);

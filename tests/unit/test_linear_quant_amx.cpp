@@ -8,6 +8,7 @@
 // the AVX-512 quantized kernels (the tile's epilogue is AVX-512). Each skipped way is named.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -62,6 +63,83 @@ TEST_CASE("AMX emulator: TDPBSUD multiplies signed A bytes by unsigned B bytes i
       }
     }
   }
+}
+
+namespace {
+uint16_t bf16_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return static_cast<uint16_t>(u >> 16);  // exact for the values below (low half zero)
+}
+float f32_of(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+}  // namespace
+
+// TDPBF16PS per the SDM: for each k, C += a0·b0 then C += a1·b1 (FP32, round to nearest even),
+// denormal inputs and results as zero. Exact cases that tell the order and the flushing apart,
+// then random tiles against a double-precision sum.
+TEST_CASE("AMX emulator: TDPBF16PS adds BF16 pair products into FP32 in order, denormals as zero",
+          "[kernels][quant]") {
+  AmxTileConfig cfg;
+  cfg.set(0, 1, 4);  // C: 1 × 1 FP32
+  cfg.set(1, 1, 4);  // A: 1 row, one BF16 pair
+  cfg.set(2, 1, 4);  // B: one k-pair row, one column
+  const auto run1 = [&](float c, float a0, float a1, float b0, float b1) {
+    AmxEmulator e;
+    e.load_config(cfg);
+    const uint16_t a[2] = {bf16_bits(a0), bf16_bits(a1)}, b[2] = {bf16_bits(b0), bf16_bits(b1)};
+    e.load(0, &c, 4);
+    e.load(1, a, 4);
+    e.load(2, b, 4);
+    e.dpbf16ps(0, 1, 2);
+    float out = 0;
+    e.store(0, &out, 4);
+    return out;
+  };
+  const float half_ulp = std::ldexp(1.0f, -24);  // of 1.0: 1 + 2^-24 rounds back to 1 (even)
+  CHECK(run1(1.0f, half_ulp, half_ulp, 1.0f, 1.0f) == 1.0f);   // two roundings, not one
+  CHECK(run1(0.0f, 3.0f, -2.0f, 0.5f, 4.0f) == -6.5f);
+  const float denormal = f32_of(0x00400000u);  // 2^-127, a BF16 denormal
+  CHECK(run1(0.0f, denormal, 0.0f, std::ldexp(1.0f, 100), 0.0f) == 0.0f);  // DAZ: not 2^-27
+  // FTZ: 1.5 · 2^-126 − 2^-126 = 2^-127, a denormal result, is stored as zero.
+  CHECK(run1(1.5f * std::ldexp(1.0f, -126), -std::ldexp(1.0f, -126), 0.0f, 1.0f, 0.0f) == 0.0f);
+  CHECK(run1(2.0f * std::ldexp(1.0f, -126), -std::ldexp(1.0f, -126), 0.0f, 1.0f, 0.0f) == std::ldexp(1.0f, -126));
+
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  AmxTileConfig big;
+  big.set(0, 16, 64);
+  big.set(1, 16, 64);
+  big.set(2, 16, 64);
+  std::vector<uint16_t> a(16 * 32), b(16 * 32);
+  std::vector<float> c(16 * 16), got(16 * 16);
+  for (auto& v : a) v = bf16_bits(f32_of(static_cast<uint32_t>(bf16_bits(dist(rng))) << 16));
+  for (auto& v : b) v = bf16_bits(f32_of(static_cast<uint32_t>(bf16_bits(dist(rng))) << 16));
+  for (auto& v : c) v = dist(rng);
+  AmxEmulator e;
+  e.load_config(big);
+  e.load(0, c.data(), 64);
+  e.load(1, a.data(), 64);
+  e.load(2, b.data(), 64);
+  e.dpbf16ps(0, 1, 2);
+  e.store(0, got.data(), 64);
+  for (int m = 0; m < 16; ++m) {
+    for (int n = 0; n < 16; ++n) {
+      double want = c[static_cast<size_t>(m) * 16 + n], mag = std::fabs(want);
+      for (int k = 0; k < 32; ++k) {
+        const double p = static_cast<double>(f32_of(static_cast<uint32_t>(a[static_cast<size_t>(m) * 32 + k]) << 16)) *
+                         f32_of(static_cast<uint32_t>(b[static_cast<size_t>(k / 2) * 32 + 2 * n + k % 2]) << 16);
+        want += p;
+        mag += std::fabs(p);
+      }
+      INFO("m " << m << " n " << n);
+      CHECK(std::fabs(got[static_cast<size_t>(m) * 16 + n] - want) <= 33 * std::ldexp(mag, -24));
+    }
+  }
+  CHECK_THROWS_WITH(e.dpbf16ps(0, 0, 2), Catch::Contains("TDPBF16PS needs three different tiles"));
 }
 
 TEST_CASE("AMX emulator faults where the hardware would", "[kernels][quant]") {
