@@ -47,11 +47,12 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Where a prefill pass's wall time goes, phase by phase (means over the timed passes), with the
-// linears' rate from their shapes: at many threads, whether the GEMMs or the steps between them
-// fall behind. A mixture of experts' MLP phase gets no rate (its work depends on the routing).
-void print_prefill_phases(const ForwardPhaseSeconds& phases, int passes, const ModelConfig& c, int tokens,
-                          int head_rows) {
+// Where a pass's wall time goes (prefill passes, or decode steps), phase by phase (means over the
+// timed passes), with the linears' rate from their shapes: at many threads, whether the GEMMs or
+// the steps between them fall behind. A mixture of experts' MLP phase gets no rate (its work
+// depends on the routing).
+void print_phases(const char* what, const ForwardPhaseSeconds& phases, int passes, const ModelConfig& c, int tokens,
+                  int head_rows) {
   const double dim = c.hidden_size, q_dim = double{1} * c.num_heads * c.head_dim;
   const double kv_dim = double{1} * c.num_kv_heads * c.head_dim;
   int dense_layers = 0;
@@ -69,7 +70,7 @@ void print_prefill_phases(const ForwardPhaseSeconds& phases, int passes, const M
     }
   };
   const double total = phases.total();
-  std::printf("prefill phases (mean ms per pass, share, linears' GFLOP/s):");
+  std::printf("%s phases (mean ms per pass, share, linears' GFLOP/s):", what);
   for (int i = 0; i < static_cast<int>(ForwardPhase::count); ++i) {
     const auto p = static_cast<ForwardPhase>(i);
     const double s = phases[p] / passes;
@@ -187,7 +188,7 @@ int run_bench(const BenchOptions& o) {
   const double prefill_serial_med = summarize(prefill_serial).median;
   std::printf("prefill serial: %.2f ms outside the pool's parallel regions (%.1f %% of the median prefill)\n",
               prefill_serial_med * 1e3, 100.0 * prefill_serial_med / prefill_med);
-  print_prefill_phases(prefill_phases, o.reps, c, B * P, B);
+  print_phases("prefill", prefill_phases, o.reps, c, B * P, B);
   print_peaks(pool, *runner);
 
   // Decode: D steps of B tokens each after the prompt, each step right after a read-bandwidth
@@ -200,6 +201,7 @@ int run_bench(const BenchOptions& o) {
   for (int& t : next) t = static_cast<int>(rng() % static_cast<unsigned>(c.vocab_size));
   std::vector<double> step_s, step_cpu, step_serial, bw_wall, bw_cpu, ratio_wall, ratio_cpu;
   double step_bytes_sum = 0;
+  const ForwardPhaseSeconds decode_phases0 = runner->phase_seconds();
   for (int i = 0; i < D; ++i) {
     const Rate bw_sample = probe.once();
     ForwardBatch step;
@@ -227,6 +229,7 @@ int run_bench(const BenchOptions& o) {
       next[static_cast<size_t>(s)] = static_cast<int>(std::max_element(row, row + c.vocab_size) - row);
     }
   }
+  const ForwardPhaseSeconds decode_phases = runner->phase_seconds() - decode_phases0;
   const double step_med = summarize(step_s).median;
   double decode_total = 0;
   for (double s : step_s) decode_total += s;
@@ -237,6 +240,7 @@ int run_bench(const BenchOptions& o) {
   const double step_serial_med = summarize(step_serial).median;
   std::printf("decode serial: %.3f ms per step outside the pool's parallel regions (%.1f %% of the median step)\n",
               step_serial_med * 1e3, 100.0 * step_serial_med / step_med);
+  print_phases("decode", decode_phases, D, c, B, B);
   std::printf(
       "roofline: %.1f MB of packed weights per step (mean); read bandwidth %.1f GB/s (median of %zu samples, min %.1f, "
       "max %.1f) = %.1f tokens/s\n",

@@ -5,14 +5,15 @@
 #            build machine only emulates them)
 #   MODEL    slabserve against llama.cpp on the same GGUF files (BF16, Q8_0, Q4_K_M, made there)
 #            on all cores, AMX off and on; each bench_model run prints its per-phase prefill
-#            times and the dot-product peaks measured on its own threads
+#            and decode times and the dot-product peaks measured on its own threads; then
+#            batch-64 decode steps at all threads and 2
 #   AB       rounds of llama.cpp, then slabserve with fixed work shares and with the shared work
 #            counter (--blocking split=static|dynamic), AMX off and on, alternating, on BF16:
 #            this host's vector throughput moves by 2x within minutes, so only adjacent runs
 #            compare
 #   LINEARS  the linears alone (BF16 with --sweep on gate_up, which includes the split flip;
 #            the quantized ones)
-#   SERVED   slabserve serve at c = 64 (128 in / 64 out), all threads and 2
+#   SERVED   slabserve serve at c = 64 (128 in / 64 out), all threads, 8, 4 and 2
 #   SCALING  the 1/2/4/8/16-thread table (bench/scaling.py)
 #   PAIRS    the vdpbf16ps and tdpbf16ps peaks on cpu 0 alone, on cpus 0,1 and on cpus 0,8: the
 #            guest reports one thread per core, but if 0,1 gives about cpu 0's rate and 0,8
@@ -83,11 +84,11 @@ peer() {  # FILE T [N]
   done
   echo "llama-bench failed on $1"
 }
-ours() {  # FILE T [ARGS]
+ours() {  # FILE T ARGS (bench_model's, --prompt-len among them)
   f=$1; t=$2; shift 2
   echo "\$ bench_model $(basename "$f") --threads $t $*"
-  taskset -c "0-$((t - 1))" "$bin/bench_model" --model "$f" --threads "$t" --prompt-len 512 "$@" 2>&1 |
-    grep -E "kernels|^prefill|peaks|^decode:|decode at"
+  taskset -c "0-$((t - 1))" "$bin/bench_model" --model "$f" --threads "$t" "$@" 2>&1 |
+    grep -E "kernels|^prefill|peaks|^decode"
 }
 
 if on AB; then
@@ -97,7 +98,7 @@ if on AB; then
     peer "$bf16" "$all" 0
     for amx in --no-amx ""; do
       for split in static dynamic; do
-        ours "$bf16" "$all" --decode-tokens 4 --reps 2 --blocking "split=$split" $amx
+        ours "$bf16" "$all" --prompt-len 512 --decode-tokens 4 --reps 2 --blocking "split=$split" $amx
       done
     done
   done > "$out/ab.log" 2>&1
@@ -108,14 +109,18 @@ if on MODEL; then
   for f in "$bf16" "$work/tl-Q8_0.gguf" "$work/tl-Q4_K_M.gguf"; do
     echo "### $(basename "$f"), $all threads"
     peer "$f" "$all"
-    ours "$f" "$all" --decode-tokens 16 --reps 3 --no-amx
-    ours "$f" "$all" --decode-tokens 16 --reps 3
+    ours "$f" "$all" --prompt-len 512 --decode-tokens 16 --reps 3 --no-amx
+    ours "$f" "$all" --prompt-len 512 --decode-tokens 16 --reps 3
   done > "$out/model.log" 2>&1
+  # Batch-64 decode steps, the served c = 64 runs' bulk: their phases at all threads and 2.
+  for t in "$all" 2; do
+    ours "$bf16" "$t" --prompt-len 128 --batch 64 --decode-tokens 8 --reps 1
+  done >> "$out/model.log" 2>&1
 fi
 
 if on SERVED; then
-  step served c = 64 at $all threads and 2
-  for t in "$all" 2; do
+  step served c = 64 at $all, 8, 4 and 2 threads
+  for t in "$all" 8 4 2; do
     "$bin/slabserve" serve --model "$bf16" --threads "$t" --port 8011 > "$work/serve-$t.log" 2>&1 &
     pid=$!
     python3 -c "import time, urllib.request as u
