@@ -34,7 +34,7 @@
 #   (then copy the libraries `ldd .device-pack/bin/llama-*` names into .device-pack/lib)
 #   cp -r LLAMA_CPP/gguf-py .device-pack/ && cp -r ../shared/testdata/tokenizers/llama2 .device-pack/tokenizer
 #   tar cJf .device-pack.tar.xz .device-pack && echo /.device-pack.tar.xz >> .git/info/exclude
-# There (the device tool's run: carry [".device-pack.tar.xz"]; ~4 minutes; the machine stays
+# There (the device tool's run: carry [".device-pack.tar.xz"]; ~5.5 minutes; the machine stays
 # warm for 30 s after a call, and the GGUF files with it):
 #   sh bench/device_check.sh
 #   TESTS=0 AB=0 MODEL=0 SERVED=0 PAIRS=0 LINEARS=0 SCALING=1 sh bench/device_check.sh  # ~3.5 min
