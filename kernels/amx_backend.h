@@ -66,32 +66,31 @@ struct HardwareTiles {
 #undef SLAB_OP
   }
   // The four products of the 2 × 2 block: C[i][j] = tmm 2i + j, A i = tmm 4 + i, B j = tmm 6 + j.
+  // SLAB_EACH_BLOCK_PRODUCT expands op(c, a, b) with the literals of the template's C.
+#define SLAB_EACH_BLOCK_PRODUCT(op)                                                                                  \
+  static_assert(C == 2 * (A - 4) + (B - 6) && A >= 4 && A <= 5 && B >= 6 && B <= 7, "a C tile of the 2 x 2 block"); \
+  if constexpr (C == 0) {                                                                                             \
+    op(0, 4, 6);                                                                                                      \
+  } else if constexpr (C == 1) {                                                                                      \
+    op(1, 4, 7);                                                                                                      \
+  } else if constexpr (C == 2) {                                                                                      \
+    op(2, 5, 6);                                                                                                      \
+  } else {                                                                                                            \
+    op(3, 5, 7);                                                                                                      \
+  }
   template <int C, int A, int B>
   SLAB_AMX_KERNEL static void dpbsud() {
-    static_assert(C == 2 * (A - 4) + (B - 6) && A >= 4 && A <= 5 && B >= 6 && B <= 7, "a C tile of the 2 x 2 block");
-    if constexpr (C == 0) {
-      _tile_dpbsud(0, 4, 6);
-    } else if constexpr (C == 1) {
-      _tile_dpbsud(1, 4, 7);
-    } else if constexpr (C == 2) {
-      _tile_dpbsud(2, 5, 6);
-    } else {
-      _tile_dpbsud(3, 5, 7);
-    }
+#define SLAB_OP(c, a, b) _tile_dpbsud(c, a, b)
+    SLAB_EACH_BLOCK_PRODUCT(SLAB_OP)
+#undef SLAB_OP
   }
   template <int C, int A, int B>
   SLAB_AMX_KERNEL static void dpbf16ps() {
-    static_assert(C == 2 * (A - 4) + (B - 6) && A >= 4 && A <= 5 && B >= 6 && B <= 7, "a C tile of the 2 x 2 block");
-    if constexpr (C == 0) {
-      _tile_dpbf16ps(0, 4, 6);
-    } else if constexpr (C == 1) {
-      _tile_dpbf16ps(1, 4, 7);
-    } else if constexpr (C == 2) {
-      _tile_dpbf16ps(2, 5, 6);
-    } else {
-      _tile_dpbf16ps(3, 5, 7);
-    }
+#define SLAB_OP(c, a, b) _tile_dpbf16ps(c, a, b)
+    SLAB_EACH_BLOCK_PRODUCT(SLAB_OP)
+#undef SLAB_OP
   }
+#undef SLAB_EACH_BLOCK_PRODUCT
 };
 #undef SLAB_EACH_TILE
 

@@ -54,9 +54,10 @@ void AmxEmulator::store(int t, void* dst, size_t stride) const {
   for (int r = 0; r < tile.rows; ++r) std::memcpy(p + static_cast<size_t>(r) * stride, tile.data[r], tile.colsb);
 }
 
-void AmxEmulator::check_chain(const char* op, int c, int a, int b) const {
+template <typename Fn>
+void AmxEmulator::for_each_c_element(const char* op, int c, int a, int b, Fn&& fn) {
   if (c == a || c == b || a == b) fault(std::string(op) + " needs three different tiles");
-  const Tile& tc = used(c);
+  Tile& tc = used(c);
   const Tile& ta = used(a);
   const Tile& tb = used(b);
   if (ta.colsb != 4 * tb.rows || tc.rows != ta.rows || tc.colsb != tb.colsb) {
@@ -64,29 +65,26 @@ void AmxEmulator::check_chain(const char* op, int c, int a, int b) const {
           ", A " + std::to_string(ta.rows) + "x" + std::to_string(ta.colsb) + ", B " + std::to_string(tb.rows) + "x" +
           std::to_string(tb.colsb));
   }
+  for (int m = 0; m < tc.rows; ++m) {
+    for (int n = 0; n < tc.colsb / 4; ++n) fn(tc.data[m] + 4 * n, ta.data[m], tb, n);
+  }
 }
 
 void AmxEmulator::dpbsud(int c, int a, int b) {
-  check_chain("TDPBSUD", c, a, b);
-  Tile& tc = used(c);
-  const Tile& ta = used(a);
-  const Tile& tb = used(b);
-  for (int m = 0; m < tc.rows; ++m) {
-    for (int n = 0; n < tc.colsb / 4; ++n) {
-      int32_t acc;
-      std::memcpy(&acc, tc.data[m] + 4 * n, 4);
-      // Wrapping INT32 arithmetic, as the instruction's.
-      uint32_t sum = static_cast<uint32_t>(acc);
-      for (int k = 0; k < tb.rows; ++k) {
-        for (int i = 0; i < 4; ++i) {
-          const int32_t prod = static_cast<int8_t>(ta.data[m][4 * k + i]) * static_cast<int32_t>(tb.data[k][4 * n + i]);
-          sum += static_cast<uint32_t>(prod);
-        }
+  for_each_c_element("TDPBSUD", c, a, b, [](uint8_t* out, const uint8_t* a_row, const Tile& tb, int n) {
+    int32_t acc;
+    std::memcpy(&acc, out, 4);
+    // Wrapping INT32 arithmetic, as the instruction's.
+    uint32_t sum = static_cast<uint32_t>(acc);
+    for (int k = 0; k < tb.rows; ++k) {
+      for (int i = 0; i < 4; ++i) {
+        const int32_t prod = static_cast<int8_t>(a_row[4 * k + i]) * static_cast<int32_t>(tb.data[k][4 * n + i]);
+        sum += static_cast<uint32_t>(prod);
       }
-      acc = static_cast<int32_t>(sum);
-      std::memcpy(tc.data[m] + 4 * n, &acc, 4);
     }
-  }
+    acc = static_cast<int32_t>(sum);
+    std::memcpy(out, &acc, 4);
+  });
 }
 
 namespace {
@@ -110,23 +108,17 @@ float flush(float f) {
 }  // namespace
 
 void AmxEmulator::dpbf16ps(int c, int a, int b) {
-  check_chain("TDPBF16PS", c, a, b);
-  Tile& tc = used(c);
-  const Tile& ta = used(a);
-  const Tile& tb = used(b);
-  for (int m = 0; m < tc.rows; ++m) {
-    for (int n = 0; n < tc.colsb / 4; ++n) {
-      float acc;
-      std::memcpy(&acc, tc.data[m] + 4 * n, 4);
-      acc = flush(acc);
-      for (int k = 0; k < tb.rows; ++k) {
-        // BF16 × BF16 needs 16 significant bits: exact in FP32, so one rounding per add.
-        acc = flush(acc + bf16_at(ta.data[m] + 4 * k) * bf16_at(tb.data[k] + 4 * n));
-        acc = flush(acc + bf16_at(ta.data[m] + 4 * k + 2) * bf16_at(tb.data[k] + 4 * n + 2));
-      }
-      std::memcpy(tc.data[m] + 4 * n, &acc, 4);
+  for_each_c_element("TDPBF16PS", c, a, b, [](uint8_t* out, const uint8_t* a_row, const Tile& tb, int n) {
+    float acc;
+    std::memcpy(&acc, out, 4);
+    acc = flush(acc);
+    for (int k = 0; k < tb.rows; ++k) {
+      // BF16 × BF16 needs 16 significant bits: exact in FP32, so one rounding per add.
+      acc = flush(acc + bf16_at(a_row + 4 * k) * bf16_at(tb.data[k] + 4 * n));
+      acc = flush(acc + bf16_at(a_row + 4 * k + 2) * bf16_at(tb.data[k] + 4 * n + 2));
     }
-  }
+    std::memcpy(out, &acc, 4);
+  });
 }
 
 }  // namespace slab::kern

@@ -57,7 +57,10 @@ class AmxEmulator {
   };
   const Tile& used(int t) const;
   Tile& used(int t);
-  void check_chain(const char* op, int c, int a, int b) const;
+  // Checks that C, A and B chain, then calls fn(c_element, a_row, b, n) for each 4-byte element
+  // n of each row m of C (a_row = A's row m): the walk both dot products share.
+  template <typename Fn>
+  void for_each_c_element(const char* op, int c, int a, int b, Fn&& fn);
 
   std::array<Tile, kAmxTiles> tiles_{};
   bool configured_ = false;
