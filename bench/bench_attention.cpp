@@ -17,10 +17,12 @@
 // FMA peak there.
 //
 // With --isa avx2 these heads (8 query heads a KV head) run the vectors-in-lanes AVX2 block
-// (kernels/attention.h); --no-lanes runs the one-vector block instead.
+// (kernels/attention.h); --no-lanes runs the one-vector block instead. With --amx (CPUs with
+// AMX-BF16 and the kernel's tile permission) prefill runs on the AMX tiles, and its %peak is over
+// the tdpbf16ps peak measured in the same run; decode rows stay on AVX-512.
 //
 // Usage: bench_attention [--quick] [--threads N] [--reps N] [--cycle-x N] [--isa scalar|avx2|avx512_bf16] [--split-p]
-//                        [--no-lanes] [--only decode|prefill]
+//                        [--no-lanes] [--amx] [--only decode|prefill]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -51,6 +53,7 @@ struct Config {
   std::string isa;
   bool round_p_to_bf16 = true;   // as the model runner runs it; --split-p: P as BF16 hi + lo
   bool vectors_in_lanes = true;  // --no-lanes: the AVX2 one-vector block for these heads
+  bool amx = false;              // --amx: prefill on the AMX-BF16 tiles
   std::string only;              // "", "decode" or "prefill"
 };
 
@@ -78,6 +81,7 @@ AttentionArgs base_args(const bf16_t* pool, float* q, float* out, float* ws, Isa
   a.isa = isa;
   a.round_p_to_bf16 = cfg.round_p_to_bf16;
   a.vectors_in_lanes = cfg.vectors_in_lanes;
+  a.amx = cfg.amx;
   return a;
 }
 
@@ -228,6 +232,8 @@ int main(int argc, char** argv) {
       cfg.round_p_to_bf16 = false;
     } else if (arg == "--no-lanes") {
       cfg.vectors_in_lanes = false;
+    } else if (arg == "--amx") {
+      cfg.amx = true;
     } else if (arg == "--only" && i + 1 < argc) {
       cfg.only = argv[++i];
     } else if (arg == "--isa" && i + 1 < argc) {
@@ -236,7 +242,7 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: %s [--quick] [--threads N] [--reps N] [--cycle-x N] [--isa scalar|avx2|avx512_bf16] [--split-p] "
-          "[--no-lanes] [--only decode|prefill]\n",
+          "[--no-lanes] [--amx] [--only decode|prefill]\n",
           argv[0]);
       return 2;
     }
@@ -261,13 +267,20 @@ int main(int argc, char** argv) {
     }
     isa = cfg.isa == "scalar" ? Isa::scalar : cfg.isa == "avx2" ? Isa::avx2 : Isa::avx512_bf16;
   }
+  if (cfg.amx && (isa != Isa::avx512_bf16 || !amx_bf16_usable())) {
+    std::fprintf(stderr,
+                 "bench_attention: --amx: this CPU (or its kernel) offers no AMX-BF16 tiles with the AVX-512 "
+                 "BF16 kernels: %s\n",
+                 cpu.summary().c_str());
+    return 2;
+  }
   const size_t l3 = topo.l3_bytes ? topo.l3_bytes : (size_t{32} << 20);
   const size_t sweep = static_cast<size_t>(cfg.cycle_x) * l3;
 
   std::printf("cpu:      %s\n", cpu.summary().c_str());
   std::printf("topology: %s\n", topo.summary().c_str());
-  std::printf("threads:  %d (pinned: %s), kernel isa: %s, P for P·V: %s\n", pool.size(),
-              pool.bindings()[0].empty() ? "no" : "yes", isa_name(isa),
+  std::printf("threads:  %d (pinned: %s), kernel isa: %s%s, P for P·V: %s\n", pool.size(),
+              pool.bindings()[0].empty() ? "no" : "yes", isa_name(isa), cfg.amx ? " + amx_bf16 tiles for prefill" : "",
               cfg.round_p_to_bf16 ? "rounded to BF16" : "BF16 hi + lo");
   if (isa == Isa::avx2) {
     std::printf("avx2 block: %s\n", cfg.vectors_in_lanes ? "vectors in lanes" : "one vector at a time");
@@ -285,6 +298,15 @@ int main(int argc, char** argv) {
   std::printf("%s peak (%s, %d threads):    %.0f GFLOP/s  [min %.0f, max %.0f]; from CPU time %.0f\n\n",
               bf16_kernel ? "bf16" : "fp32", bf16_kernel ? "vdpbf16ps" : "8-lane FMA", pool.size(), peak.median,
               peak.min, peak.max, peak_cpu.median);
+  bench::Stat amx_peak_cpu;
+  const bench::Stat amx_peak =
+      cfg.amx ? bench::measure_amx_bf16_peak(pool, cfg.quick ? 3 : 7, &amx_peak_cpu) : bench::Stat{};
+  if (cfg.amx) {
+    std::printf(
+        "amx peak (tdpbf16ps, %d threads):  %.0f GFLOP/s  [min %.0f, max %.0f]; from CPU time %.0f "
+        "(prefill %%peak below is over this)\n\n",
+        pool.size(), amx_peak.median, amx_peak.min, amx_peak.max, amx_peak_cpu.median);
+  }
   std::printf(
       "Wall-time medians; 'cpu' columns: the same from the busiest thread's CPU time inside\n"
       "the kernel (and the probe / peak loop), robust to other processes taking the cores.\n\n");
@@ -310,9 +332,11 @@ int main(int argc, char** argv) {
     if (cfg.quick && n > 512) continue;
     if (cfg.only == "decode") break;
     const Result r = bench_prefill(pool, n, isa, cfg);
+    const double lim = cfg.amx ? amx_peak.median : peak.median;
+    const double lim_cpu = cfg.amx ? amx_peak_cpu.median : peak_cpu.median;
     std::printf("%6d %6zu %10.1f %10.1f %8.1f %5.0f%% %5.0f%%  %.0f..%.0f\n", n, r.items, r.us, r.cpu_us, r.gflops,
-                peak.median > 0 ? 100.0 * r.gflops / peak.median : 0.0,
-                peak_cpu.median > 0 ? 100.0 * r.cpu_ratio / peak_cpu.median : 0.0, r.spread.min, r.spread.max);
+                lim > 0 ? 100.0 * r.gflops / lim : 0.0, lim_cpu > 0 ? 100.0 * r.cpu_ratio / lim_cpu : 0.0, r.spread.min,
+                r.spread.max);
     std::fflush(stdout);
   }
   const bench::Stat bw_end = probe.measure(cfg.quick ? 5 : 15);

@@ -11,6 +11,8 @@
 #            counter (--blocking split=static|dynamic), AMX off and on, alternating, on BF16:
 #            this host's vector throughput moves by 2x within minutes, so only adjacent runs
 #            compare
+#   ATTN     prefill attention alone (bench_attention, one layer, 512 and 2048 tokens) on the
+#            AVX-512 block and on the AMX tiles, alternating, two rounds
 #   LINEARS  the linears alone (BF16 with --sweep on gate_up, which includes the split flip;
 #            the quantized ones)
 #   SERVED   slabserve serve at c = 64 (128 in / 64 out), all threads, 8, 4 and 2
@@ -26,15 +28,16 @@
 # the tree and the carried paths travel within 64 MiB):
 #   cmake -S . -B build-bench -DSLAB_BUILD_BENCH=ON -DCMAKE_BUILD_TYPE=Release
 #   cmake --build build-bench -j2 --target slab_unit_tests slabserve bench_linear_quant \
-#       bench_linear_bf16 bench_model
+#       bench_linear_bf16 bench_model bench_attention
 #   ../shared/tools/device-pack.sh build-bench/tests/slab_unit_tests build-bench/slabserve \
-#       build-bench/bench/bench_linear_quant build-bench/bench/bench_linear_bf16 build-bench/bench/bench_model
+#       build-bench/bench/bench_linear_quant build-bench/bench/bench_linear_bf16 build-bench/bench/bench_model \
+#       build-bench/bench/bench_attention
 #   cp LLAMA_CPP/build/bin/llama-bench LLAMA_CPP/build/bin/llama-quantize .device-pack/bin/  # static
 #   cp LLAMA_CPP/build-noamx/bin/llama-bench .device-pack/bin/llama-bench-noamx  # GGML_AMX_*=OFF
 #   (then copy the libraries `ldd .device-pack/bin/llama-*` names into .device-pack/lib)
 #   cp -r LLAMA_CPP/gguf-py .device-pack/ && cp -r ../shared/testdata/tokenizers/llama2 .device-pack/tokenizer
 #   tar cJf .device-pack.tar.xz .device-pack && echo /.device-pack.tar.xz >> .git/info/exclude
-# There (the device tool's run: carry [".device-pack.tar.xz"]; ~5.5 minutes; the machine stays
+# There (the device tool's run: carry [".device-pack.tar.xz"]; ~6.5 minutes; the machine stays
 # warm for 30 s after a call, and the GGUF files with it):
 #   sh bench/device_check.sh
 #   TESTS=0 AB=0 MODEL=0 SERVED=0 PAIRS=0 LINEARS=0 SCALING=1 sh bench/device_check.sh  # ~3.5 min
@@ -141,6 +144,16 @@ if on PAIRS; then
     n=$(echo "$cpus" | tr ',' '\n' | wc -l)
     taskset -c "$cpus" "$bin/bench_linear_bf16" --quick --threads "$n" --op o --m 16 --cycle-x 1 2>&1 | grep -E "peak \("
   done > "$out/pairs.log" 2>&1
+fi
+
+if on ATTN; then
+  step "prefill attention: AVX-512 block against the AMX tiles, 2 rounds"
+  for round in 1 2; do
+    for amx in "" --amx; do
+      echo "### round $round: bench_attention --only prefill $amx"
+      "$bin/bench_attention" --only prefill --reps 5 --cycle-x 1 $amx 2>&1 | grep -E "peak|threads:|^ +[0-9]+ +[0-9]+ "
+    done
+  done > "$out/attention.log" 2>&1
 fi
 
 if on LINEARS; then

@@ -1,9 +1,10 @@
 #pragma once
-// The two tile backends the AMX kernels (linear_bf16_amx.cpp, linear_quant_amx.cpp) are written
-// against: HardwareTiles (the tile instructions) and EmulatedTiles (kern::AmxEmulator, which runs
-// the same tiling in tests on CPUs without AMX). A kernel templated on the backend calls
-// load_config, release, zero<T>, load<T>, store<T>, and dpbsud<C, A, B> or dpbf16ps<C, A, B> on
-// the 2 × 2 block: C[i][j] = tmm 2i + j, A i = tmm 4 + i, B j = tmm 6 + j.
+// The two tile backends the AMX kernels (linear_bf16_amx.cpp, linear_quant_amx.cpp,
+// attention_amx.cpp) are written against: HardwareTiles (the tile instructions) and
+// EmulatedTiles (kern::AmxEmulator, which runs the same tiling in tests on CPUs without AMX). A
+// kernel templated on the backend calls load_config, release, zero<T>, load<T>, store<T>, and
+// dpbsud<C, A, B> or dpbf16ps<C, A, B> on the 2 × 2 block: C[i][j] = tmm 2i + j, A i = tmm 4 + i,
+// B j = tmm 6 + j.
 //
 // Include only from files compiled for x86-64 with these target attributes available; only the
 // hardware backend emits tile instructions, and only after cpu_features() reported the AMX
@@ -119,5 +120,14 @@ struct EmulatedTiles {
     e.dpbf16ps(C, A, B);
   }
 };
+
+// TILERELEASE on the emulator when there is one, else on the hardware.
+SLAB_AMX_KERNEL inline void release_tiles(AmxEmulator* emulator) {
+  if (emulator) {
+    emulator->release();
+  } else {
+    HardwareTiles::release();
+  }
+}
 
 }  // namespace slab::kern::detail

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/amx_backend.h"
+
 namespace slab::kern {
 
 namespace {
@@ -120,5 +122,15 @@ void AmxEmulator::dpbf16ps(int c, int a, int b) {
     std::memcpy(out, &acc, 4);
   });
 }
+
+namespace detail {
+
+SLAB_AMX_KERNEL void amx_release(AmxTiles& tiles) {
+  if (tiles.rows == 0) return;
+  release_tiles(tiles.emulator);
+  tiles.rows = 0;
+}
+
+}  // namespace detail
 
 }  // namespace slab::kern

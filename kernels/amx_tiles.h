@@ -1,7 +1,8 @@
 #pragma once
-// What the AMX kernels (linear_bf16_amx.cpp, linear_quant_amx.cpp) share about the tile
-// registers: LDTILECFG's operand, and a scalar model of the tile instructions the kernels use, so
-// that their tiling, configuration and epilogue run in tests on CPUs without AMX.
+// What the AMX kernels (linear_bf16_amx.cpp, linear_quant_amx.cpp, attention_amx.cpp) share
+// about the tile registers: LDTILECFG's operand, a thread's tile state, and a scalar model of the
+// tile instructions the kernels use, so that their tiling, configuration and epilogue run in
+// tests on CPUs without AMX.
 //
 // The model (AmxEmulator) does what the hardware does for TILEZERO, TILELOADD, TILESTORED,
 // TDPBSUD (C[m][n] += Σ_{k, i<4} s8(A[m][4k+i]) · u8(B[k][4n+i]), INT32, wrapping) and TDPBF16PS
@@ -65,5 +66,19 @@ class AmxEmulator {
   std::array<Tile, kAmxTiles> tiles_{};
   bool configured_ = false;
 };
+
+namespace detail {
+
+// A thread's tile state in a BF16 AMX kernel (the linear's block, the attention's prefill block):
+// the row count its configuration was loaded for (0: none; the tiles are released); with
+// `emulator` set the tile instructions run on it instead of the hardware.
+struct AmxTiles {
+  int rows = 0;
+  AmxEmulator* emulator = nullptr;
+};
+// Releases the tile state (TILERELEASE) if configured, so context switches stop saving it.
+void amx_release(AmxTiles& tiles);
+
+}  // namespace detail
 
 }  // namespace slab::kern

@@ -9,8 +9,10 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 
+#include "kernels/amx_tiles.h"
 #include "kernels/attention_block.h"
 #include "kernels/kv_block.h"
 
@@ -27,26 +29,30 @@ int rows_per_tile(const AttnShape& s) { return std::max(1, kAttnMaxVectors / gro
 
 // Per-thread scratch, in floats, carved from the start of the workspace. Vectors are counted in
 // whole registers of 16 where the AVX2 vectors-in-lanes block needs them (mx, l, s, qt, ot).
+// The AMX block's tiles are 16 vectors high: its o, s, qhl and P rows are mv16.
 struct ScratchLayout {
-  size_t q, o, s, k, v, mx, l, qhl, qt, ot, total;
+  size_t q, o, s, k, v, mx, l, qhl, qt, ot, p, vt, total;
 };
 ScratchLayout scratch_layout(const AttnShape& sh) {
   const size_t mv = static_cast<size_t>(rows_per_tile(sh)) * group_of(sh);
   const size_t mv16 = round16(mv);
   const size_t hd = static_cast<size_t>(sh.head_dim);
   const size_t bs = round16(static_cast<size_t>(sh.block_size));
+  const auto ldp = static_cast<size_t>(detail::amx_attention_ldp(sh.block_size));
   ScratchLayout l{};
   l.q = 0;
   l.o = l.q + round16(mv * hd);
-  l.s = l.o + round16(mv * hd);
+  l.s = l.o + mv16 * hd;
   l.k = l.s + mv16 * bs;
   l.v = l.k + round16(bs * hd);
   l.mx = l.v + round16(bs * hd);
   l.l = l.mx + mv16;
   l.qhl = l.l + mv16;
-  l.qt = l.qhl + mv * detail::q_hilo_floats(sh.head_dim);
+  l.qt = l.qhl + mv16 * detail::q_hilo_floats(sh.head_dim);
   l.ot = l.qt + mv16 * hd;
-  l.total = l.ot + mv16 * hd;
+  l.p = l.ot + mv16 * hd;  // P hi then lo, BF16: mv16 · ldp floats
+  l.vt = l.p + mv16 * ldp;
+  l.total = l.vt + round16(detail::amx_attention_vt_elems(sh.block_size, sh.head_dim) / 2);
   return l;
 }
 
@@ -71,7 +77,12 @@ bool use_avx2_lanes(const AttnShape& sh, Isa isa) {
   return use_avx2(sh, isa) && group_of(sh) >= kAttnLanesMinGroupAvx2;
 }
 
+// The AMX block: the AVX-512 block's shapes with head_dim in whole 32-element tile rows.
+bool use_amx(const AttnShape& sh, Isa isa) { return use_avx512(sh, isa) && sh.head_dim % 32 == 0; }
+
 }  // namespace
+
+bool attention_amx_shape(const AttnShape& shape, Isa isa) { return use_amx(shape, isa); }
 
 AttnClass classify_attention(int q_len) {
   if (q_len <= kAttnDecodeMaxRows) return AttnClass::decode;
@@ -193,8 +204,9 @@ void prefetch_block(const AttentionArgs& a, int32_t block, int kv_head, size_t n
   }
 }
 
+// tiles: the thread's AMX state where prefill items run on the tiles, else null.
 void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkItem& it, float* scratch,
-              const ScratchLayout& lay, bool avx, bool avx2) {
+              const ScratchLayout& lay, bool avx, bool avx2, detail::AmxTiles* tiles) {
   const AttnShape& sh = plan.shape;
   const int group = group_of(sh);
   const int hd = sh.head_dim;
@@ -226,7 +238,19 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
     lw.ot = scratch + lay.ot;
     std::fill(lw.ot, lw.ot + lane_width * uhd, 0.0f);
   }
-  std::fill(o, o + static_cast<size_t>(vectors) * uhd, 0.0f);
+  const bool amx = tiles && avx && classify_attention(sq.q_len) == AttnClass::prefill;
+  const size_t tile_vectors = amx ? round16(static_cast<size_t>(vectors)) : static_cast<size_t>(vectors);
+  detail::AmxScratch aw;
+  if (amx) {  // the rows past the item's vectors in its last tiles: zero, never NaN
+    const size_t qf = detail::q_hilo_floats(hd);
+    std::fill(scratch + lay.qhl + static_cast<size_t>(vectors) * qf, scratch + lay.qhl + tile_vectors * qf, 0.0f);
+    aw.ldp = detail::amx_attention_ldp(bs);
+    aw.p = reinterpret_cast<bf16_t*>(scratch + lay.p);
+    aw.p_lo = aw.p + tile_vectors * static_cast<size_t>(aw.ldp);
+    aw.vt = reinterpret_cast<bf16_t*>(scratch + lay.vt);
+    std::fill(aw.p, aw.p + 2 * tile_vectors * static_cast<size_t>(aw.ldp), bf16_t{0});
+  }
+  std::fill(o, o + tile_vectors * uhd, 0.0f);
   std::fill(mx, mx + lane_width, kNegInf);
   std::fill(l, l + lane_width, 0.0f);
 
@@ -301,7 +325,9 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
       }
     }
     blk.nt = t1;
-    if (avx) {
+    if (amx) {
+      detail::attn_block_amx(blk, aw, *tiles);
+    } else if (avx) {
       detail::attn_block_avx512(blk);
     } else if (lanes) {
       detail::attn_block_lanes_avx2(blk, lw);
@@ -345,20 +371,27 @@ void attention_run(const AttentionArgs& args, const AttentionPlan& plan, int thr
   float* scratch = args.workspace + plan.scratch_floats * static_cast<size_t>(thread);
   const bool avx = use_avx512(plan.shape, args.isa);
   const bool avx2 = use_avx2(plan.shape, args.isa);
+  std::optional<AmxEmulator> emulator;
+  detail::AmxTiles amx_tiles;
+  const bool amx = (args.amx || args.amx_emulated) && use_amx(plan.shape, args.isa) && plan.n_prefill > 0;
+  if (args.amx_emulated) amx_tiles.emulator = &emulator.emplace();
+  detail::AmxTiles* tiles = amx ? &amx_tiles : nullptr;
   if (args.item_cursor) {
     const int n = static_cast<int>(plan.by_cost.size());
     std::atomic_ref<int> next(*args.item_cursor);
     for (int i = next.fetch_add(1, std::memory_order_relaxed); i < n; i = next.fetch_add(1, std::memory_order_relaxed)) {
       run_item(args, plan, plan.items[static_cast<size_t>(plan.by_cost[static_cast<size_t>(i)])], scratch, lay, avx,
-               avx2);
+               avx2, tiles);
     }
-    return;
+  } else {
+    const int b = plan.thread_begin[static_cast<size_t>(thread)];
+    const int e = plan.thread_begin[static_cast<size_t>(thread) + 1];
+    for (int i = b; i < e; ++i) {
+      run_item(args, plan, plan.items[static_cast<size_t>(plan.order[static_cast<size_t>(i)])], scratch, lay, avx, avx2,
+               tiles);
+    }
   }
-  const int b = plan.thread_begin[static_cast<size_t>(thread)];
-  const int e = plan.thread_begin[static_cast<size_t>(thread) + 1];
-  for (int i = b; i < e; ++i) {
-    run_item(args, plan, plan.items[static_cast<size_t>(plan.order[static_cast<size_t>(i)])], scratch, lay, avx, avx2);
-  }
+  detail::amx_release(amx_tiles);
 }
 
 void attention_merge(const AttentionArgs& args, const AttentionPlan& plan, int thread, int n_threads) {

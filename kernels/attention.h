@@ -51,6 +51,15 @@
 // plan's n_threads), then, only when plan.needs_merge(), attention_merge on every thread after
 // every run finished (a second dispatch). attention() below does both through a run_on_all.
 //
+// AMX (AttentionArgs::amx, head_dim a multiple of 32): the items of prefill sequences run on
+// the AMX-BF16 tiles instead (attention_amx.cpp): Q·K as tdpbf16ps of the staged Q hi and lo
+// parts (A tiles, 16 vectors × 32 dims) against the transposed K (each 16 columns of
+// transpose_k's layout are a B tile), the same masked softmax on AVX-512 writing P as BF16 rows,
+// and P·V as tdpbf16ps of P (A tiles of 32 tokens) against V relaid once per block into token
+// pairs. Same accuracy as the AVX-512 block (Q split, P rounded or split), other summation
+// order: prefill rows on the tiles differ from the same rows decoded alone in the last bits, as
+// the AMX linears at M >= 16 already differ from the AVX-512 ones; decode and multi-token rows
+// (up to 64: speculative verification of up to 63 drafts) never run on the tiles.
 // ISA: Isa::avx512_bf16 uses the AVX-512 path (needs head_dim % 16 == 0 and block_size % 16 == 0);
 // Isa::avx2, and AVX-512 shapes outside those, run the scalar algorithm on 8-lane FMAs
 // (attention_avx2.cpp: K/V widened to FP32, head_dim % 8 == 0), one query vector at a time, or,
@@ -168,7 +177,17 @@ struct AttentionArgs {
   // a co-tenant or the OS then costs the others at most one item (kernels/work_split.h).
   bool dynamic_split = true;
   int* item_cursor = nullptr;  // 0 before phase 1; null: the plan's per-thread lists
+  // AMX-BF16: the items of prefill sequences (AttnClass::prefill) run on the tile unit, for
+  // shapes where attention_amx_shape holds; decode and multi-token rows stay on AVX-512. Set
+  // only where cpu_features() has amx_bf16 and enable_amx_tiles() returned true.
+  bool amx = false;
+  // Tests: the same on kern::AmxEmulator (kernels/amx_tiles.h), on any AVX-512 BF16 CPU.
+  bool amx_emulated = false;
 };
+
+// Whether prefill items of this shape run on the AMX tiles when AttentionArgs::amx is set: the
+// AVX-512 block's shapes with head_dim a multiple of 32.
+bool attention_amx_shape(const AttnShape& shape, Isa isa);
 
 // Phase 1 on every thread t in [0, plan.n_threads).
 void attention_run(const AttentionArgs& args, const AttentionPlan& plan, int thread, int n_threads);

@@ -11,50 +11,35 @@
 #include <limits>
 
 #include "kernels/attention.h"
+#include "kernels/attention_avx512_ops.h"
 #include "kernels/attention_block.h"
 #include "kernels/exp_avx512.h"
 
-// GCC 12 reports the _mm512_undefined_ps() pass-through operand inside the unpack and shuffle
-// intrinsics as "may be used uninitialized" once they are inlined here: a false positive.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
-#define SLAB_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
-
 namespace slab::kern::detail {
 namespace {
-
-// Lanes j of a 16-token group starting at g that fall in [lo, hi).
-SLAB_AVX512 inline __mmask16 range_mask(int g, int lo, int hi) {
-  const int a = std::max(0, lo - g), e = std::min(16, hi - g);
-  if (e <= a) return 0;
-  const uint32_t upto = e >= 16 ? 0xffffu : ((1u << e) - 1u);
-  return static_cast<__mmask16>(upto & ~((1u << a) - 1u));
-}
 
 // P·V with vdpbf16ps. Two V rows t, t + 1 interleaved by unpacklo/hi_epi16 give, per 32
 // elements of head_dim, the pairs (v[t][d], v[t + 1][d]) that vdpbf16ps multiplies by a
 // broadcast pair (p_t, p_t+1), with P split into BF16 hi + lo like Q. The interleave permutes
 // head_dim inside a chunk: accumulator A lane 4k + j holds d = 8k + j, B lane 4k + j holds
 // d = 8k + 4 + j (k = 128-bit lane); o is permuted in at the start and back at the end.
-SLAB_AVX512 inline __m512i idx_a() {
+SLAB_ATTN_AVX512 inline __m512i idx_a() {
   return _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
 }
-SLAB_AVX512 inline __m512i idx_b() {
+SLAB_ATTN_AVX512 inline __m512i idx_b() {
   return _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
 }
 // Natural d 0..15 / 16..31 from A, B.
-SLAB_AVX512 inline __m512i idx_n0() {
+SLAB_ATTN_AVX512 inline __m512i idx_n0() {
   return _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
 }
-SLAB_AVX512 inline __m512i idx_n1() {
+SLAB_ATTN_AVX512 inline __m512i idx_n1() {
   return _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
 }
 
 // Loads 32 BF16 of V row t at chunk c (16 when head_dim ends mid-chunk), zero outside [lo, hi).
 template <int NC>
-SLAB_AVX512 inline __m512i v_chunk(const bf16_t* v, int t, int c, int lo, int hi) {
+SLAB_ATTN_AVX512 inline __m512i v_chunk(const bf16_t* v, int t, int c, int lo, int hi) {
   if (t < lo || t >= hi) return _mm512_setzero_si512();
   const bf16_t* src = v + static_cast<size_t>(t) * (16 * NC) + 32 * c;
   if (2 * c + 1 < NC) return _mm512_loadu_si512(src);
@@ -63,7 +48,7 @@ SLAB_AVX512 inline __m512i v_chunk(const bf16_t* v, int t, int c, int lo, int hi
 
 // o[i + j] = alpha[i + j] o[i + j] + sum_{t in [lo, hi)} s[i + j][t] v[t] for j < VB.
 template <int NC, int VB, bool SplitP>
-SLAB_AVX512 void pv(const AttnBlock& b, int i, int lo, int hi, const float* alphas) {
+SLAB_ATTN_AVX512 void pv(const AttnBlock& b, int i, int lo, int hi, const float* alphas) {
   constexpr int hd = 16 * NC;
   constexpr int NP = (NC + 1) / 2;
   // P as BF16 hi/lo pairs: dword u of ph[j] = (p[2u], p[2u + 1]).
@@ -75,15 +60,9 @@ SLAB_AVX512 void pv(const AttnBlock& b, int i, int lo, int hi, const float* alph
     for (int g = lo & ~31; g < hi; g += 32) {
       const __m512 f0 = g >= written_lo ? _mm512_loadu_ps(s + g) : _mm512_setzero_ps();
       const __m512 f1 = g + 16 < hi ? _mm512_loadu_ps(s + g + 16) : _mm512_setzero_ps();
-      const __m512i h = (__m512i)_mm512_cvtne2ps_pbh(f1, f0);
-      _mm512_store_si512(&ph[j][g / 2], h);
-      if constexpr (SplitP) {
-        const __m512 h0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));
-        const __m512 h1 =
-            _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1)), 16));
-        const __m512i l = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(f1, h1), _mm512_sub_ps(f0, h0));
-        _mm512_store_si512(&pl[j][g / 2], l);
-      }
+      const BF16Parts parts = split_bf16(f0, f1, SplitP);
+      _mm512_store_si512(&ph[j][g / 2], parts.hi);
+      if constexpr (SplitP) _mm512_store_si512(&pl[j][g / 2], parts.lo);
     }
   }
 
@@ -133,56 +112,6 @@ SLAB_AVX512 void pv(const AttnBlock& b, int i, int lo, int hi, const float* alph
   }
 }
 
-// K of the 16-token groups [g_lo, g_hi) transposed for vdpbf16ps with tokens in lanes: zmm
-// (group gi, column c) = the 16 tokens' BF16 pairs (k[2c], k[2c + 1]), at kt + (gi·NP·16 + c)·16.
-// Rows of tokens outside [t_lo, t_hi) are zero and not read.
-template <int NC>
-SLAB_AVX512 void transpose_k(const AttnBlock& b, int t_lo, int t_hi) {
-  constexpr int hd = 16 * NC;
-  constexpr int NP = (NC + 1) / 2;
-  for (int g = t_lo & ~15; g < t_hi; g += 16) {
-    for (int h = 0; h < NP; ++h) {
-      __m512i r[16];
-#pragma GCC unroll 16
-      for (int i = 0; i < 16; ++i) {
-        const bf16_t* src = b.kraw + static_cast<size_t>(g + i) * hd + 32 * h;
-        if (g + i < t_lo || g + i >= t_hi) {
-          r[i] = _mm512_setzero_si512();
-        } else if (2 * h + 1 < NC) {
-          r[i] = _mm512_loadu_si512(src);
-        } else {
-          r[i] = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)));
-        }
-      }
-      __m512i t[16], u[16];
-#pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) {
-        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-      }
-#pragma GCC unroll 4
-      for (int q = 0; q < 4; ++q) {  // rows 4q..4q+3: u[4q + j] holds column 4k + j in lane k
-        u[4 * q + 0] = _mm512_unpacklo_epi64(t[4 * q], t[4 * q + 2]);
-        u[4 * q + 1] = _mm512_unpackhi_epi64(t[4 * q], t[4 * q + 2]);
-        u[4 * q + 2] = _mm512_unpacklo_epi64(t[4 * q + 1], t[4 * q + 3]);
-        u[4 * q + 3] = _mm512_unpackhi_epi64(t[4 * q + 1], t[4 * q + 3]);
-      }
-      float* dst = b.kt + (static_cast<size_t>(g / 16) * NP * 16 + 16 * static_cast<size_t>(h)) * 16;
-#pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) {
-        const __m512i v0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x88);
-        const __m512i v1 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xdd);
-        const __m512i v2 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x88);
-        const __m512i v3 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xdd);
-        _mm512_storeu_si512(dst + 16 * j, _mm512_shuffle_i32x4(v0, v2, 0x88));
-        _mm512_storeu_si512(dst + 16 * (4 + j), _mm512_shuffle_i32x4(v1, v3, 0x88));
-        _mm512_storeu_si512(dst + 16 * (8 + j), _mm512_shuffle_i32x4(v0, v2, 0xdd));
-        _mm512_storeu_si512(dst + 16 * (12 + j), _mm512_shuffle_i32x4(v1, v3, 0xdd));
-      }
-    }
-  }
-}
-
 inline uint32_t load_u32(const float* p) {
   uint32_t v;
   std::memcpy(&v, p, sizeof(v));
@@ -192,7 +121,7 @@ inline uint32_t load_u32(const float* p) {
 // Scores of VS vectors from i0 over G token groups from gi: 2·G·VS accumulator chains (Q hi and
 // lo apart), each transposed K column loaded once for all VS vectors.
 template <int NC, int VS, int G>
-SLAB_AVX512 void score_groups(const AttnBlock& b, int i0, int gi) {
+SLAB_ATTN_AVX512 void score_groups(const AttnBlock& b, int i0, int gi) {
   constexpr int NP = (NC + 1) / 2;
   constexpr int ncols = 8 * NC;  // BF16 pairs of head_dim
   __m512 acc[VS][G][2];
@@ -249,7 +178,7 @@ SLAB_AVX512 void score_groups(const AttnBlock& b, int i0, int gi) {
 }
 
 template <int NC, int VS>
-SLAB_AVX512 void scores(const AttnBlock& b, int i0) {
+SLAB_ATTN_AVX512 void scores(const AttnBlock& b, int i0) {
   int lo = 1 << 30, hi = -1;
   for (int v = 0; v < VS; ++v) {
     if (b.lo[i0 + v] >= b.hi[i0 + v]) continue;
@@ -262,10 +191,9 @@ SLAB_AVX512 void scores(const AttnBlock& b, int i0) {
 }
 
 template <int NC, bool SplitP>
-SLAB_AVX512 void block_impl(const AttnBlock& b) {
+SLAB_ATTN_AVX512 void block_impl(const AttnBlock& b) {
   constexpr int VB = NC <= 4 ? 4 : NC <= 8 ? 2 : 1;  // P·V: VB·ceil(NC/2)·2 accumulators
   float alphas[kAttnMaxVectors];
-  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
 
   const auto [t_lo, t_hi] = visible_tokens(b);
   if (t_hi < 0) return;
@@ -289,18 +217,10 @@ SLAB_AVX512 void block_impl(const AttnBlock& b) {
     const int lo = b.lo[i], hi = b.hi[i];
     if (lo >= hi) continue;
     float* s = b.s + static_cast<size_t>(i) * static_cast<size_t>(b.lds);
-    const int g0 = lo & ~15;
-    __m512 vmax = neg_inf;
-    for (int g = g0; g < hi; g += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(s + g));
-
-    const float mold = b.mx[i];
-    const float mnew = std::max(mold, _mm512_reduce_max_ps(vmax));
-    const float alpha = mold == -std::numeric_limits<float>::infinity()
-                            ? 0.0f  // nothing seen yet
-                            : _mm512_cvtss_f32(exp_avx512(_mm512_set1_ps(mold - mnew)));
+    const auto [mnew, alpha] = softmax_step<false>(s, lo, hi, b.mx[i]);
     const __m512 vm = _mm512_set1_ps(mnew);
     __m512 vsum = _mm512_setzero_ps();
-    for (int g = g0; g < hi; g += 16) {
+    for (int g = lo & ~15; g < hi; g += 16) {
       const __m512 p =
           _mm512_maskz_mov_ps(range_mask(g, lo, hi), exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(s + g), vm)));
       _mm512_storeu_ps(s + g, p);
@@ -359,7 +279,7 @@ void attn_block_avx512(const AttnBlock& b) {
   block_for_head_dim<true>(b);
 }
 
-SLAB_AVX512 void stage_q_hilo_avx512(float* dst, const float* q, int m, int hd) {
+SLAB_ATTN_AVX512 void stage_q_hilo_avx512(float* dst, const float* q, int m, int hd) {
   const int nc = hd / 16, np = (nc + 1) / 2;
   for (int v = 0; v < m; ++v) {
     const float* qv = q + static_cast<size_t>(v) * hd;
@@ -367,13 +287,9 @@ SLAB_AVX512 void stage_q_hilo_avx512(float* dst, const float* q, int m, int hd) 
     for (int c = 0; c < np; ++c) {
       const __m512 f0 = _mm512_loadu_ps(qv + 32 * c);
       const __m512 f1 = 2 * c + 1 < nc ? _mm512_loadu_ps(qv + 32 * c + 16) : _mm512_setzero_ps();
-      const __m512i hi = (__m512i)_mm512_cvtne2ps_pbh(f1, f0);  // f0 in the low half
-      const __m512 h0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(hi)), 16));
-      const __m512 h1 =
-          _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(hi, 1)), 16));
-      const __m512i lo = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(f1, h1), _mm512_sub_ps(f0, h0));
-      _mm512_storeu_si512(d + 16 * c, hi);
-      _mm512_storeu_si512(d + 16 * (np + c), lo);
+      const BF16Parts parts = split_bf16(f0, f1, true);
+      _mm512_storeu_si512(d + 16 * c, parts.hi);
+      _mm512_storeu_si512(d + 16 * (np + c), parts.lo);
     }
   }
 }

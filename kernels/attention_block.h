@@ -3,6 +3,7 @@
 // that the scalar and AVX-512 implementations share the driver in attention.cpp.
 #include <cstddef>
 
+#include "kernels/amx_tiles.h"
 #include "kernels/bf16.h"
 
 namespace slab::kern::detail {
@@ -52,6 +53,19 @@ struct LanesScratch {
   float* ot = nullptr;        // O^T: hd rows, carried across the item's blocks
 };
 
+// Scratch of the AMX prefill block (attention_amx.cpp). Its tiles are 16 vectors high, so the
+// item's staged Q (AttnBlock::qhl), scores s and sums o hold round16(m) vectors, those past m zero.
+struct AmxScratch {
+  bf16_t* p = nullptr;     // P in BF16 [round16(m)][ldp] (A tiles of 16 vectors × 32 tokens), zero
+  bf16_t* p_lo = nullptr;  // outside each vector's tokens; p_lo its lo part (P split, not rounded)
+  int ldp = 0;             // round32(block_size)
+  bf16_t* vt = nullptr;    // V as B tiles of token pairs: ldp / 32 steps × head_dim / 16 tiles of 512
+};
+inline int amx_attention_ldp(int block_size) { return (block_size + 31) / 32 * 32; }
+inline size_t amx_attention_vt_elems(int block_size, int hd) {
+  return static_cast<size_t>(amx_attention_ldp(block_size)) / 32 * static_cast<size_t>(hd / 16) * 512;
+}
+
 // The tokens some vector of the block sees: [lo, hi) over its vectors' ranges, hi = -1 if none.
 struct TokenRange {
   int lo = 1 << 30, hi = -1;
@@ -69,6 +83,9 @@ inline TokenRange visible_tokens(const AttnBlock& b) {
 void attn_block_scalar(const AttnBlock& b);
 void attn_block_avx2(const AttnBlock& b);  // the scalar block's inputs; hd % 8 == 0
 void attn_block_avx512(const AttnBlock& b);
+// The same update on the AMX-BF16 tiles (attention_amx.cpp): b as for attn_block_avx512 (Q staged
+// hi + lo), head_dim a multiple of 32; configures `tiles` on first use (amx_release after).
+void attn_block_amx(const AttnBlock& b, const AmxScratch& w, AmxTiles& tiles);
 // The driver's widening of a K or V block for the scalar and AVX2 blocks.
 void convert_bf16_to_f32_avx2(float* dst, const bf16_t* src, size_t n);
 // Floats per query vector of the staged hi/lo Q.

@@ -166,14 +166,4 @@ SLAB_AMX_KERNEL void amx_pack_x(bf16_t* xa, const bf16_t* x, size_t ldx, int row
   }
 }
 
-SLAB_AMX_KERNEL void amx_release(AmxTiles& tiles) {
-  if (tiles.rows == 0) return;
-  if (tiles.emulator) {
-    tiles.emulator->release();
-  } else {
-    HardwareTiles::release();
-  }
-  tiles.rows = 0;
-}
-
 }  // namespace slab::kern::detail

@@ -54,13 +54,7 @@ void finish_row(const float* acc, int n_valid, const float* bias, const float* r
                 bf16_t* out_bf16);
 void convert_f32_to_bf16_avx512(bf16_t* dst, const float* src, size_t n);
 
-// The AMX block (linear_bf16_amx.cpp). A thread's tile configuration: the row count it was
-// loaded for (0: none; the tiles are released); with `emulator` set the tile instructions run on
-// it (kernels/amx_tiles.h, tests on CPUs without AMX) instead of the hardware.
-struct AmxTiles {
-  int rows = 0;
-  AmxEmulator* emulator = nullptr;
-};
+// The AMX block (linear_bf16_amx.cpp), on a thread's AmxTiles (kernels/amx_tiles.h).
 // c[r][0..32) = x[r][0..k) · panel for r < rows (1..32): one 32-column panel at pair 0, k a
 // multiple of 32, FP32 sums to c (row stride ldc floats). Reconfigures the tiles when rows
 // differs from the loaded configuration.
@@ -74,7 +68,5 @@ void amx_pack_x(bf16_t* xa, const bf16_t* x, size_t ldx, int rows, int k);
 // elements; load_c starts from c (else from zero). Same tile configuration as amx_panel_bf16.
 void amx_packed_block_bf16(AmxTiles& tiles, const bf16_t* xa, int rows, const bf16_t* panel, int k, float* c,
                            size_t ldc, bool load_c);
-// Releases the tile state (TILERELEASE) if configured, so context switches stop saving it.
-void amx_release(AmxTiles& tiles);
 
 }  // namespace slab::kern::detail

@@ -242,11 +242,7 @@ SLAB_AMX_KERNEL void quant_batch_tile_amx(const QuantTile& t, AmxQuantTiles& til
 
 SLAB_AMX_KERNEL void quant_amx_release(AmxQuantTiles& tiles) {
   if (tiles.rows == 0) return;
-  if (tiles.emulator) {
-    tiles.emulator->release();
-  } else {
-    HardwareTiles::release();
-  }
+  release_tiles(tiles.emulator);
   tiles.rows = 0;
   tiles.chunk = 0;
 }

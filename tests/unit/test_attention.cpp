@@ -133,15 +133,23 @@ float max_error(const std::vector<float>& got, const std::vector<float>& want) {
   return worst;
 }
 
+struct RunOptions {
+  bool round_p_to_bf16 = false;
+  bool vectors_in_lanes = true;
+  bool amx = false;           // AttentionArgs::amx: prefill items on the hardware tiles
+  bool amx_emulated = false;  // the same on kern::AmxEmulator
+};
+
 // Runs the kernel with the threads one after the other (kernels know only their index).
-std::vector<float> run_sequential(const Problem& p, Isa isa, int n_threads, bool round_p_to_bf16 = false,
-                                  bool vectors_in_lanes = true) {
+std::vector<float> run_sequential(const Problem& p, Isa isa, int n_threads, const RunOptions& o = {}) {
   const AttentionPlan plan = plan_attention(p.shape, p.seqs.data(), static_cast<int>(p.seqs.size()), n_threads);
   std::vector<float> ws(attention_workspace_floats(plan) + 1, std::numeric_limits<float>::quiet_NaN());
   std::vector<float> out(p.q.size(), std::numeric_limits<float>::quiet_NaN());
   AttentionArgs args = make_args(p, out.data(), ws.data(), isa);
-  args.round_p_to_bf16 = round_p_to_bf16;
-  args.vectors_in_lanes = vectors_in_lanes;
+  args.round_p_to_bf16 = o.round_p_to_bf16;
+  args.vectors_in_lanes = o.vectors_in_lanes;
+  args.amx = o.amx;
+  args.amx_emulated = o.amx_emulated;
   for (int t = 0; t < n_threads; ++t) attention_run(args, plan, t, n_threads);
   if (plan.needs_merge()) {
     for (int t = 0; t < n_threads; ++t) attention_merge(args, plan, t, n_threads);
@@ -166,7 +174,7 @@ void check_all(const Problem& p, const std::vector<int>& thread_counts) {
       INFO("isa " << isa_name(isa) << " threads " << threads);
       const std::vector<float> exact = run_sequential(p, isa, threads);
       CHECK(max_error(exact, p.expected) <= kTolerance);
-      const std::vector<float> rounded = run_sequential(p, isa, threads, /*round_p_to_bf16=*/true);
+      const std::vector<float> rounded = run_sequential(p, isa, threads, {.round_p_to_bf16 = true});
       if (isa == Isa::avx512_bf16) {
         CHECK(max_error(rounded, p.expected) <= kRoundedPTolerance);
       } else {  // the FP32 blocks have no BF16 P to round
@@ -174,7 +182,7 @@ void check_all(const Problem& p, const std::vector<int>& thread_counts) {
       }
       if (isa != Isa::scalar) {  // the AVX2 one-vector block where the shape runs vectors in lanes
         INFO("no vectors-in-lanes block");
-        CHECK(max_error(run_sequential(p, isa, threads, false, false), p.expected) <= kTolerance);
+        CHECK(max_error(run_sequential(p, isa, threads, {.vectors_in_lanes = false}), p.expected) <= kTolerance);
       }
     }
   }
@@ -228,7 +236,7 @@ TEST_CASE("attention of a row does not depend on the rows sharing its item", "[a
           for (Isa isa : isas()) {
             for (bool round_p : {false, true}) {
               INFO("isa " << isa_name(isa) << " P rounded " << round_p << " rows " << spec.q_len);
-              const std::vector<float> together = run_sequential(p, isa, 1, round_p);
+              const std::vector<float> together = run_sequential(p, isa, 1, {.round_p_to_bf16 = round_p});
               const AttentionPlan plan = plan_attention(shape, singles.data(), spec.q_len, 1);
               REQUIRE_FALSE(plan.needs_merge());
               std::vector<float> ws(attention_workspace_floats(plan) + 1);
@@ -358,6 +366,107 @@ TEST_CASE("attention falls back where the AVX-512 path does not fit", "[attentio
                     << shape.block_size);
         CHECK(max_error(run_sequential(p, isa, threads), p.expected) <= kTolerance);
       }
+    }
+  }
+}
+
+// The prefill block on the AMX tiles (AttentionArgs::amx): prefill sequences only, so the rows of
+// decode and multi-token sequences in the same call keep the AVX-512 block's bits.
+namespace {
+
+// Rows of the sequences that are not prefill, where a and b differ (as a count).
+int non_prefill_mismatches(const Problem& p, const std::vector<float>& a, const std::vector<float>& b) {
+  int bad = 0;
+  for (const AttnSeq& s : p.seqs) {
+    if (classify_attention(s.q_len) == AttnClass::prefill) continue;
+    for (size_t i = static_cast<size_t>(s.q_start) * p.width; i < static_cast<size_t>(s.q_start + s.q_len) * p.width;
+         ++i) {
+      bad += a[i] != b[i];
+    }
+  }
+  return bad;
+}
+
+// Against the reference with P split (exact) and rounded, across thread counts, on the emulated or
+// the hardware tiles.
+void check_amx(const Problem& p, bool emulated, const std::vector<int>& thread_counts) {
+  REQUIRE(attention_amx_shape(p.shape, Isa::avx512_bf16));
+  for (int threads : thread_counts) {
+    for (bool round_p : {false, true}) {
+      INFO((emulated ? "emulated" : "hardware") << " tiles, threads " << threads << " P rounded " << round_p);
+      RunOptions o{.round_p_to_bf16 = round_p, .amx = !emulated, .amx_emulated = emulated};
+      const std::vector<float> tiles = run_sequential(p, Isa::avx512_bf16, threads, o);
+      CHECK(max_error(tiles, p.expected) <= (round_p ? kRoundedPTolerance : kTolerance));
+      o.amx = o.amx_emulated = false;
+      const std::vector<float> avx512 = run_sequential(p, Isa::avx512_bf16, threads, o);
+      CHECK(non_prefill_mismatches(p, tiles, avx512) == 0);
+    }
+  }
+}
+
+}  // namespace
+
+// CPUs without AMX (CI) run the block's tiling on the emulator: group sizes that leave a last
+// tile of vectors partly empty (7 and 1 heads a KV head: 63 and 64 vectors, 9 and 64 rows),
+// head_dim from one 32-dim tile row to four, blocks of one 16-token group to four, prefill from
+// an empty cache and after a prefix (the first block partly masked), beside decode and
+// multi-token rows.
+TEST_CASE("attention prefill on emulated AMX tiles matches the reference", "[attention]") {
+  if (!cpu_features().has_avx512_bf16_kernels()) {
+    WARN("emulated AMX attention not tested: its softmax needs the AVX-512 BF16 kernels (" << cpu_features().summary()
+                                                                                           << ")");
+    return;
+  }
+  struct Heads {
+    int n, kv;
+  };
+  uint32_t seed = 3000;
+  for (int hd : {32, 64, 128}) {
+    for (Heads h : {Heads{1, 1}, Heads{14, 2}, Heads{32, 4}}) {
+      for (int bs : {16, 32, 64}) {
+        if (hd == 128 && bs == 16) continue;  // covered by the others; the emulator is slow
+        INFO("head_dim " << hd << " heads " << h.n << "/" << h.kv << " block " << bs);
+        const AttnShape shape{h.n, h.kv, hd, bs, 0};
+        const Problem p = make_problem(shape, {{1, 17}, {9, 40}, {70, 70}, {66, 150}}, seed++);
+        check_amx(p, true, {3});
+      }
+    }
+  }
+}
+
+TEST_CASE("attention prefill on emulated AMX tiles with a sliding window", "[attention]") {
+  if (!cpu_features().has_avx512_bf16_kernels()) {
+    WARN("emulated AMX attention not tested: no AVX-512 BF16 kernels (" << cpu_features().summary() << ")");
+    return;
+  }
+  for (int window : {1, 33}) {
+    INFO("window " << window);
+    const AttnShape shape{8, 2, 64, 32, window};
+    check_amx(make_problem(shape, {{1, 100}, {80, 200}}, 3100 + window), true, {2});
+  }
+  // head_dim 80 (not a whole 32-dim tile row) keeps prefill on the AVX-512 block.
+  const AttnShape odd{8, 2, 80, 32, 0};
+  CHECK_FALSE(attention_amx_shape(odd, Isa::avx512_bf16));
+  const Problem p = make_problem(odd, {{70, 90}}, 3200);
+  CHECK(run_sequential(p, Isa::avx512_bf16, 2, {.amx_emulated = true}) == run_sequential(p, Isa::avx512_bf16, 2));
+}
+
+TEST_CASE("attention prefill on AMX tiles matches the reference", "[attention]") {
+  if (!amx_bf16_usable()) {
+    WARN("no AMX-BF16 tiles on this CPU (or no tile permission from the kernel): AMX attention was not tested ("
+         << cpu_features().summary() << ")");
+    return;
+  }
+  uint32_t seed = 3300;
+  for (int hd : {64, 128}) {
+    for (int bs : {16, 32}) {
+      INFO("head_dim " << hd << " block " << bs);
+      const Problem p = make_problem({32, 4, hd, bs, 0}, {{1, 17}, {9, 40}, {70, 70}, {130, 300}}, seed++);
+      check_amx(p, false, {1, 3, 16});
+      const std::vector<float> hw = run_sequential(p, Isa::avx512_bf16, 2, {.amx = true});
+      const std::vector<float> emulated = run_sequential(p, Isa::avx512_bf16, 2, {.amx_emulated = true});
+      // The emulator follows the SDM's TDPBF16PS; the hardware may round its sums differently.
+      if (hw != emulated) WARN("AMX hardware and emulator differ by up to " << max_error(hw, emulated));
     }
   }
 }
