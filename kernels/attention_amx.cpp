@@ -24,6 +24,7 @@
 // enable_amx_tiles() got the kernel's permission (AttentionArgs::amx), or on the emulator.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -91,48 +92,28 @@ SLAB_AMX_KERNEL void score_tiles(const Tiles& tiles, const AttnBlock& b, int v0,
   if (two_rows && two_groups) tiles.template store<3>(s + kTileRows * lds + 16, lds * sizeof(float));
 }
 
-// e^(s - max) on the lanes of the 16-token group g inside [lo, hi), zero on the others.
-SLAB_AMX_KERNEL inline __m512 softmax_weights(const float* s, int g, int lo, int hi, __m512 vm) {
-  const __mmask16 m = range_mask(g, lo, hi);
-  if (m == 0) return _mm512_setzero_ps();
-  return _mm512_maskz_mov_ps(m, exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + g), vm)));
-}
-
 // V row t's 32 dims from 32c, zero outside [t_lo, t_hi).
 SLAB_AMX_KERNEL inline __m512i v_row(const AttnBlock& b, int t, size_t c, int t_lo, int t_hi) {
   if (t < t_lo || t >= t_hi) return _mm512_setzero_si512();
   return _mm512_loadu_si512(b.vraw + static_cast<size_t>(t) * static_cast<size_t>(b.hd) + 32 * c);
 }
 
-// Online softmax of vector i over tokens [t0, t1) (whole steps): P into its rows of w.p (and
-// w.p_lo), zero outside [lo, hi); l and mx updated. Returns alpha, 1 for a vector that sees no
-// token of the block (its P row is zero, its sums stay).
-SLAB_AMX_KERNEL float softmax_to_p(const AttnBlock& b, const AmxScratch& w, int i, int t0, int t1) {
+// Vector i's P (from softmax16, FP32 in its score row on the 16-token groups from lo & ~15 up
+// to hi) as BF16 over the steps [t0, t1) into its rows of w.p (and w.p_lo), zero elsewhere.
+SLAB_AMX_KERNEL void p_to_bf16(const AttnBlock& b, const AmxScratch& w, int i, int t0, int t1) {
   const bool split = !b.round_p_to_bf16;
   bf16_t* ph = w.p + static_cast<size_t>(i) * static_cast<size_t>(w.ldp);
   bf16_t* pl = w.p_lo + static_cast<size_t>(i) * static_cast<size_t>(w.ldp);
   const int lo = b.lo[i], hi = b.hi[i];
-  if (lo >= hi) {
-    for (int g = t0; g < t1; g += kStep) {
-      _mm512_storeu_si512(ph + g, _mm512_setzero_si512());
-      if (split) _mm512_storeu_si512(pl + g, _mm512_setzero_si512());
-    }
-    return 1.0f;
-  }
+  const int written_lo = lo < hi ? lo & ~15 : hi;
   const float* s = b.s + static_cast<size_t>(i) * static_cast<size_t>(b.lds);
-  const auto [mnew, alpha] = softmax_step<true>(s, lo, hi, b.mx[i]);
-  const __m512 vm = _mm512_set1_ps(mnew);
-  __m512 vsum = _mm512_setzero_ps();
   for (int g = t0; g < t1; g += kStep) {
-    const __m512 p0 = softmax_weights(s, g, lo, hi, vm), p1 = softmax_weights(s, g + 16, lo, hi, vm);
-    vsum = _mm512_add_ps(_mm512_add_ps(vsum, p0), p1);
+    const __m512 p0 = g >= written_lo && g < hi ? _mm512_loadu_ps(s + g) : _mm512_setzero_ps();
+    const __m512 p1 = g + 16 >= written_lo && g + 16 < hi ? _mm512_loadu_ps(s + g + 16) : _mm512_setzero_ps();
     const BF16Parts parts = split_bf16(p0, p1, split);
     _mm512_storeu_si512(ph + g, parts.hi);
     if (split) _mm512_storeu_si512(pl + g, parts.lo);
   }
-  b.l[i] = b.l[i] * alpha + _mm512_reduce_add_ps(vsum);
-  b.mx[i] = mnew;
-  return alpha;
 }
 
 // V rows [t0, t1) as B tiles of token pairs: the tile of step s and dims 16j..16j+15 at
@@ -230,8 +211,11 @@ SLAB_AMX_KERNEL void block(const AttnBlock& b, const AmxScratch& w, AmxTiles& st
 
   const int t0 = t_lo / kStep * kStep, t1 = (t_hi + kStep - 1) / kStep * kStep;
   const auto hd = static_cast<size_t>(b.hd);
+  float alphas[kAttnMaxVectors];
+  for (int i = 0; i < b.m; i += 16) softmax16<true>(b, i, std::min(16, b.m - i), alphas);
   for (int i = 0; i < b.m; ++i) {
-    const float alpha = softmax_to_p(b, w, i, t0, t1);
+    p_to_bf16(b, w, i, t0, t1);
+    const float alpha = alphas[i];
     if (alpha == 1.0f) continue;
     const __m512 va = _mm512_set1_ps(alpha);
     float* o = b.o + static_cast<size_t>(i) * hd;

@@ -213,24 +213,7 @@ SLAB_ATTN_AVX512 void block_impl(const AttnBlock& b) {
     }
   }
 
-  for (int i = 0; i < b.m; ++i) {
-    const int lo = b.lo[i], hi = b.hi[i];
-    if (lo >= hi) continue;
-    float* s = b.s + static_cast<size_t>(i) * static_cast<size_t>(b.lds);
-    const auto [mnew, alpha] = softmax_step<false>(s, lo, hi, b.mx[i]);
-    const __m512 vm = _mm512_set1_ps(mnew);
-    __m512 vsum = _mm512_setzero_ps();
-    for (int g = lo & ~15; g < hi; g += 16) {
-      const __m512 p =
-          _mm512_maskz_mov_ps(range_mask(g, lo, hi), exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(s + g), vm)));
-      _mm512_storeu_ps(s + g, p);
-      vsum = _mm512_add_ps(vsum, p);
-    }
-    b.l[i] = b.l[i] * alpha + _mm512_reduce_add_ps(vsum);
-    b.mx[i] = mnew;
-
-    alphas[i] = alpha;
-  }
+  for (int i = 0; i < b.m; i += 16) softmax16<false>(b, i, std::min(16, b.m - i), alphas);
 
   // P·V, VB vectors with the same token range at a time: each V row is loaded once for all of
   // them and VB·NC independent accumulator chains hide the FMA latency.

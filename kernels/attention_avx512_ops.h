@@ -12,10 +12,12 @@
 #include "kernels/attention_block.h"
 #include "kernels/exp_avx512.h"
 
-// GCC 12 reports the _mm512_undefined_ps() pass-through operand inside the unpack and shuffle
-// intrinsics as "may be used uninitialized" once inlined into the blocks: a false positive.
+// GCC 12 reports the _mm512_undefined_ps() pass-through operand inside the unpack, shuffle and
+// masked max intrinsics as "(may be) used uninitialized" once inlined into the blocks: a false
+// positive.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 #define SLAB_ATTN_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
@@ -98,26 +100,94 @@ SLAB_ATTN_AVX512 inline BF16Parts split_bf16(__m512 f0, __m512 f1, bool with_lo)
   return p;
 }
 
-// Online softmax of one vector over a block: the running max after its scores s[lo, hi) and
-// alpha = e^(old max - new max), the factor its earlier sums take (0 when it has seen nothing
-// yet). Lanes outside [lo, hi) of the 16-token groups are read as they are (Masked = false: they
-// hold -inf already) or not at all (Masked).
-struct SoftmaxStep {
-  float mnew, alpha;
+// Lane j of the result = the 16 lanes of r[j] combined by Op, in _mm512_reduce_add_ps's order
+// (lane x with x + 8, then x + 4, x + 2, x + 1): the same bits as reducing each register alone,
+// for 5 shuffles and an op per pair of registers instead of 8 per register. The tree is the
+// same for every lane, so a vector's result does not depend on which lane it was given.
+struct MaxOp {
+  SLAB_ATTN_AVX512 static __m512 apply(__m512 a, __m512 b) { return _mm512_max_ps(a, b); }
 };
-template <bool Masked>
-SLAB_ATTN_AVX512 inline SoftmaxStep softmax_step(const float* s, int lo, int hi, float mold) {
-  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  __m512 vmax = neg_inf;
-  for (int g = lo & ~15; g < hi; g += 16) {
-    const __m512 v = Masked ? _mm512_mask_loadu_ps(neg_inf, range_mask(g, lo, hi), s + g) : _mm512_loadu_ps(s + g);
-    vmax = _mm512_max_ps(vmax, v);
+struct AddOp {
+  SLAB_ATTN_AVX512 static __m512 apply(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
+};
+template <typename Op>
+SLAB_ATTN_AVX512 inline __m512 reduce16(const __m512* r) {
+  __m512 t[8], u[4], v[2];
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k) {  // lanes 0..7: r[2k]'s x op x + 8, lanes 8..15: r[2k + 1]'s
+    t[k] = Op::apply(_mm512_shuffle_f32x4(r[2 * k], r[2 * k + 1], 0x44),
+                     _mm512_shuffle_f32x4(r[2 * k], r[2 * k + 1], 0xee));
   }
-  const float mnew = std::max(mold, _mm512_reduce_max_ps(vmax));
-  const float alpha = mold == -std::numeric_limits<float>::infinity()
-                          ? 0.0f
-                          : _mm512_cvtss_f32(exp_avx512(_mm512_set1_ps(mold - mnew)));
-  return {mnew, alpha};
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {  // 128-bit lane L: r[4k + L]'s x op x + 4
+    u[k] = Op::apply(_mm512_shuffle_f32x4(t[2 * k], t[2 * k + 1], 0x88),
+                     _mm512_shuffle_f32x4(t[2 * k], t[2 * k + 1], 0xdd));
+  }
+#pragma GCC unroll 2
+  for (int k = 0; k < 2; ++k) {  // 128-bit lane L: r[8k + L] then r[8k + 4 + L], x op x + 2
+    const __m512d a = _mm512_castps_pd(u[2 * k]), b = _mm512_castps_pd(u[2 * k + 1]);
+    v[k] = Op::apply(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)), _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+  }
+  // Lane 4L + c: r[4c + L]'s total; then back to lane j = r[j].
+  const __m512 w = Op::apply(_mm512_shuffle_ps(v[0], v[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_ps(v[0], v[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512i to_natural = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(to_natural, w);
+}
+
+// The online-softmax update of the block's vectors [i0, i0 + n), n <= 16, one lane each for the
+// maxima, the rescale factors and the sums: for a vector with lo < hi, its scores s[lo, hi)
+// become P = e^(s - new max) in place, zero on the other lanes of the 16-token groups from
+// lo & ~15 (those lanes are read as they are when Masked is false, i.e. they hold -inf, and not
+// at all when it is true); mx and l are updated and alphas[i] = e^(old max - new max), the factor
+// its earlier sums take (0 when it had seen nothing). A vector with lo >= hi keeps its mx and l
+// and gets alpha 1. Every lane computes what the one-vector form (_mm512_reduce_max_ps,
+// _mm512_reduce_add_ps, exp_avx512 of the broadcast) would.
+template <bool Masked>
+SLAB_ATTN_AVX512 inline void softmax16(const AttnBlock& b, int i0, int n, float* alphas) {
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const auto lds = static_cast<size_t>(b.lds);
+  __m512 r[16];
+  __mmask16 live = 0;
+#pragma GCC unroll 16
+  for (int j = 0; j < 16; ++j) r[j] = neg_inf;
+  for (int j = 0; j < n; ++j) {
+    const int lo = b.lo[i0 + j], hi = b.hi[i0 + j];
+    if (lo >= hi) continue;
+    live = static_cast<__mmask16>(live | (1u << j));
+    const float* s = b.s + static_cast<size_t>(i0 + j) * lds;
+    for (int g = lo & ~15; g < hi; g += 16) {
+      r[j] = _mm512_max_ps(
+          r[j], Masked ? _mm512_mask_loadu_ps(neg_inf, range_mask(g, lo, hi), s + g) : _mm512_loadu_ps(s + g));
+    }
+  }
+  const __mmask16 lanes = static_cast<__mmask16>((1u << n) - 1u);
+  const __m512 mold = _mm512_mask_loadu_ps(neg_inf, lanes, b.mx + i0);
+  const __m512 mnew = _mm512_mask_max_ps(mold, live, mold, reduce16<MaxOp>(r));
+  const __mmask16 seen = _mm512_cmp_ps_mask(mold, neg_inf, _CMP_NEQ_OQ);
+  __m512 alpha = _mm512_maskz_mov_ps(seen, exp_avx512(_mm512_sub_ps(mold, mnew)));
+  alpha = _mm512_mask_mov_ps(_mm512_set1_ps(1.0f), live, alpha);
+  alignas(64) float mn[16];
+  _mm512_store_ps(mn, mnew);
+#pragma GCC unroll 16
+  for (int j = 0; j < 16; ++j) r[j] = _mm512_setzero_ps();
+  for (int j = 0; j < n; ++j) {
+    if (!(live >> j & 1)) continue;
+    const int lo = b.lo[i0 + j], hi = b.hi[i0 + j];
+    float* s = b.s + static_cast<size_t>(i0 + j) * lds;
+    const __m512 vm = _mm512_set1_ps(mn[j]);
+    for (int g = lo & ~15; g < hi; g += 16) {
+      const __mmask16 m = range_mask(g, lo, hi);
+      const __m512 x = Masked ? _mm512_maskz_loadu_ps(m, s + g) : _mm512_loadu_ps(s + g);
+      const __m512 p = _mm512_maskz_mov_ps(m, exp_avx512(_mm512_sub_ps(x, vm)));
+      _mm512_storeu_ps(s + g, p);
+      r[j] = _mm512_add_ps(r[j], p);
+    }
+  }
+  const __m512 l = _mm512_mask_loadu_ps(_mm512_setzero_ps(), lanes, b.l + i0);
+  _mm512_mask_storeu_ps(b.l + i0, live, _mm512_add_ps(_mm512_mul_ps(l, alpha), reduce16<AddOp>(r)));
+  _mm512_mask_storeu_ps(b.mx + i0, live, mnew);
+  _mm512_mask_storeu_ps(alphas + i0, lanes, alpha);
 }
 
 }  // namespace slab::kern::detail
