@@ -22,25 +22,13 @@
 #            twice it, vCPUs 0 and 1 share a physical core (the 2-thread baselines then run on
 #            one core)
 #
-# Here (the device has no package registry: build, then pack the programs, their libraries,
-# llama.cpp's llama-bench (one build with AMX, one without: the AMX build's quantized matmul
-# stops with SIGILL there) and llama-quantize, gguf-py and the llama2 tokenizer; compressed, as
-# the tree and the carried paths travel within 64 MiB):
-#   cmake -S . -B build-bench -DSLAB_BUILD_BENCH=ON -DCMAKE_BUILD_TYPE=Release
-#   cmake --build build-bench -j2 --target slab_unit_tests slabserve bench_linear_quant \
-#       bench_linear_bf16 bench_model bench_attention
-#   ../shared/tools/device-pack.sh build-bench/tests/slab_unit_tests build-bench/slabserve \
-#       build-bench/bench/bench_linear_quant build-bench/bench/bench_linear_bf16 build-bench/bench/bench_model \
-#       build-bench/bench/bench_attention
-#   cp LLAMA_CPP/build/bin/llama-bench LLAMA_CPP/build/bin/llama-quantize .device-pack/bin/  # static
-#   cp LLAMA_CPP/build-noamx/bin/llama-bench .device-pack/bin/llama-bench-noamx  # GGML_AMX_*=OFF
-#   (then copy the libraries `ldd .device-pack/bin/llama-*` names into .device-pack/lib)
-#   cp -r LLAMA_CPP/gguf-py .device-pack/ && cp -r ../shared/testdata/tokenizers/llama2 .device-pack/tokenizer
-#   tar cJf .device-pack.tar.xz .device-pack && echo /.device-pack.tar.xz >> .git/info/exclude
+# Here: `LLAMA_CPP=DIR sh bench/device_pack.sh` builds the programs and packs them with their
+# libraries, llama.cpp's llama-bench (a build with AMX and one without) and llama-quantize,
+# gguf-py and the llama2 tokenizer into .device-pack.tar.xz (its header says how to build DIR).
 # There (the device tool's run: carry [".device-pack.tar.xz"]; ~6.5 minutes; the machine stays
 # warm for 30 s after a call, and the GGUF files with it):
 #   sh bench/device_check.sh
-#   TESTS=0 AB=0 MODEL=0 SERVED=0 PAIRS=0 LINEARS=0 SCALING=1 sh bench/device_check.sh  # ~3.5 min
+#   TESTS=0 AB=0 MODEL=0 SERVED=0 PAIRS=0 LINEARS=0 ATTN=0 SCALING=1 sh bench/device_check.sh  # ~3.5 min
 # (the tool brings back 8 files at most: the scaling table's four go in a call of their own).
 # Logs go to $OUT (the tool brings back 8 files at most), else /tmp/device-check.
 set -u
