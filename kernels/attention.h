@@ -15,7 +15,8 @@
 //   - K is transposed once (16×16 dword transposes) so that scores run with tokens in lanes:
 //     vdpbf16ps of a broadcast Q pair against 16 tokens' K pairs, 4 query vectors × 32 tokens
 //     per pass, no horizontal reductions;
-//   - online softmax in FP32 with a vectorised exp (relative error < 2e-7);
+//   - online softmax in FP32 with a vectorised exp (relative error < 2e-7), 16 vectors at a time
+//     with one lane each for their maxima, rescale factors and sums (softmax16);
 //   - P·V by vdpbf16ps on two V rows interleaved (unpack) against broadcast P pairs.
 // Every vector is computed the same way whatever else its item holds, so a row's output does
 // not depend on how many rows share its item: speculative decoding's verification rows equal
