@@ -19,10 +19,12 @@
 // With --isa avx2 these heads (8 query heads a KV head) run the vectors-in-lanes AVX2 block
 // (kernels/attention.h); --no-lanes runs the one-vector block instead. With --amx (CPUs with
 // AMX-BF16 and the kernel's tile permission) prefill runs on the AMX tiles, and its %peak is over
-// the tdpbf16ps peak measured in the same run; decode rows stay on AVX-512.
+// the tdpbf16ps peak measured in the same run; decode rows stay on AVX-512. K is in the tiled
+// order the runner keeps for the AVX-512 and AMX blocks (kernels/kv_block.h); --k-rows keeps it in
+// rows, transposed per block at every read, as before.
 //
 // Usage: bench_attention [--quick] [--threads N] [--reps N] [--cycle-x N] [--isa scalar|avx2|avx512_bf16] [--split-p]
-//                        [--no-lanes] [--amx] [--only decode|prefill]
+//                        [--no-lanes] [--amx] [--k-rows] [--only decode|prefill]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -54,6 +56,7 @@ struct Config {
   bool round_p_to_bf16 = true;   // as the model runner runs it; --split-p: P as BF16 hi + lo
   bool vectors_in_lanes = true;  // --no-lanes: the AVX2 one-vector block for these heads
   bool amx = false;              // --amx: prefill on the AMX-BF16 tiles
+  bool k_rows = false;           // --k-rows: K in rows, transposed per block, instead of the runner's tiled K
   std::string only;              // "", "decode" or "prefill"
 };
 
@@ -82,6 +85,9 @@ AttentionArgs base_args(const bf16_t* pool, float* q, float* out, float* ws, Isa
   a.round_p_to_bf16 = cfg.round_p_to_bf16;
   a.vectors_in_lanes = cfg.vectors_in_lanes;
   a.amx = cfg.amx;
+  // The runner keeps K tiled wherever the AVX-512 block runs (kernels/kv_block.h); the pool here is
+  // filled with one value, so its rows and its tiled order hold the same bytes.
+  a.kv.k_tiled = !cfg.k_rows && attention_k_tiled({kHeads, kKvHeads, kHeadDim, kBlock, 0}, isa);
   return a;
 }
 
@@ -234,6 +240,8 @@ int main(int argc, char** argv) {
       cfg.vectors_in_lanes = false;
     } else if (arg == "--amx") {
       cfg.amx = true;
+    } else if (arg == "--k-rows") {
+      cfg.k_rows = true;
     } else if (arg == "--only" && i + 1 < argc) {
       cfg.only = argv[++i];
     } else if (arg == "--isa" && i + 1 < argc) {
@@ -242,7 +250,7 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: %s [--quick] [--threads N] [--reps N] [--cycle-x N] [--isa scalar|avx2|avx512_bf16] [--split-p] "
-          "[--no-lanes] [--amx] [--only decode|prefill]\n",
+          "[--no-lanes] [--amx] [--k-rows] [--only decode|prefill]\n",
           argv[0]);
       return 2;
     }
@@ -285,6 +293,8 @@ int main(int argc, char** argv) {
   if (isa == Isa::avx2) {
     std::printf("avx2 block: %s\n", cfg.vectors_in_lanes ? "vectors in lanes" : "one vector at a time");
   }
+  const bool k_tiled = !cfg.k_rows && attention_k_tiled({kHeads, kKvHeads, kHeadDim, kBlock, 0}, isa);
+  std::printf("K in the cache: %s\n", k_tiled ? "tiled (read as it is)" : "rows (transposed per block)");
   bench::ReadBandwidthProbe probe(pool, sweep);
   const bench::Stat bw = probe.measure(cfg.quick ? 5 : 15);
   bench::Stat peak_cpu;

@@ -83,6 +83,7 @@ bool use_amx(const AttnShape& sh, Isa isa) { return use_avx512(sh, isa) && sh.he
 }  // namespace
 
 bool attention_amx_shape(const AttnShape& shape, Isa isa) { return use_amx(shape, isa); }
+bool attention_k_tiled(const AttnShape& shape, Isa isa) { return use_avx512(shape, isa); }
 
 AttnClass classify_attention(int q_len) {
   if (q_len <= kAttnDecodeMaxRows) return AttnClass::decode;
@@ -271,6 +272,7 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
   blk.m = vectors;
   blk.hd = hd;
   blk.round_p_to_bf16 = a.round_p_to_bf16;
+  blk.k_tiled = a.kv.k_tiled;
 
   for (int b = it.kv0 / bs; b * bs < it.kv1; ++b) {
     const int base = b * bs;
@@ -367,6 +369,9 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
 
 void attention_run(const AttentionArgs& args, const AttentionPlan& plan, int thread, int n_threads) {
   if (n_threads != plan.n_threads) throw std::invalid_argument("attention_run: thread count");
+  if (args.kv.k_tiled && !use_avx512(plan.shape, args.isa)) {
+    throw std::invalid_argument("attention_run: a tiled K needs a shape the AVX-512 block takes (attention_k_tiled)");
+  }
   const ScratchLayout lay = scratch_layout(plan.shape);
   float* scratch = args.workspace + plan.scratch_floats * static_cast<size_t>(thread);
   const bool avx = use_avx512(plan.shape, args.isa);

@@ -12,7 +12,9 @@
 // kAttnMaxVectors) share every KV block read. Blocks outside the causal / window extent of the
 // item's rows are never touched (causal block skipping), and within a block only the rows of
 // tokens some vector can see are read (tokens past kv_len never are). Per block (AVX-512):
-//   - K is transposed once (16×16 dword transposes) so that scores run with tokens in lanes:
+//   - K is read in the tiled order (16 tokens' BF16 pairs per 64 bytes: the cache keeps it so,
+//     AttnKvPool::k_tiled, or it is transposed per block by 16×16 dword transposes) so that
+//     scores run with tokens in lanes:
 //     vdpbf16ps of a broadcast Q pair against 16 tokens' K pairs, 4 query vectors × 32 tokens
 //     per pass, no horizontal reductions;
 //   - online softmax in FP32 with a vectorised exp (relative error < 2e-7), 16 vectors at a time
@@ -94,6 +96,10 @@ struct AttnKvPool {
   size_t k_offset = 0;      // layer's K inside a block (layer * layer_stride)
   size_t v_offset = 0;      // layer's V inside a block (k_offset + kv_stride)
   size_t head_stride = 0;   // KV head -> KV head: block_size * head_dim
+  // K in the tiled order (kernels/kv_block.h, kv_tiled_k_offset), as kv_write writes it when its
+  // layout says so: the AVX-512 and AMX blocks then read it as it is instead of transposing each
+  // block at every read. Only for shapes where attention_k_tiled holds.
+  bool k_tiled = false;
 };
 
 // One sequence of the flattened batch. Its query rows are [q_start, q_start + q_len) of q and
@@ -185,6 +191,10 @@ struct AttentionArgs {
   // Tests: the same on kern::AmxEmulator (kernels/amx_tiles.h), on any AVX-512 BF16 CPU.
   bool amx_emulated = false;
 };
+
+// Whether this shape's K may be kept in the tiled order (AttnKvPool::k_tiled): the shapes the
+// AVX-512 block takes (head_dim and block_size multiples of 16) with Isa::avx512_bf16.
+bool attention_k_tiled(const AttnShape& shape, Isa isa);
 
 // Whether prefill items of this shape run on the AMX tiles when AttentionArgs::amx is set: the
 // AVX-512 block's shapes with head_dim a multiple of 32.

@@ -55,15 +55,15 @@ SLAB_AMX_KERNEL void configure(AmxTiles& state, const Tiles& tiles) {
 // Scores of the vectors v0.. (16, or 32 with two_rows) × the token groups g.. (16 tokens, or 32
 // with two_groups) into s: per 32 dims, Q's hi then lo part against the group's K tile.
 template <typename Tiles>
-SLAB_AMX_KERNEL void score_tiles(const Tiles& tiles, const AttnBlock& b, int v0, int g, bool two_rows,
+SLAB_AMX_KERNEL void score_tiles(const Tiles& tiles, const AttnBlock& b, const float* kt, int v0, int g, bool two_rows,
                                  bool two_groups) {
   const int np = b.hd / 32;
   const size_t q_floats = static_cast<size_t>(32 * np);  // a staged vector: hi parts, then lo
   const size_t q_stride = q_floats * sizeof(float);
   const float* q0 = b.qhl + static_cast<size_t>(v0) * q_floats;
   const float* q1 = q0 + kTileRows * q_floats;
-  const size_t group_floats = static_cast<size_t>(np) * 16 * 16;  // transpose_k's group of 16 tokens
-  const float* k0 = b.kt + static_cast<size_t>(g) * group_floats;
+  const size_t group_floats = static_cast<size_t>(np) * 16 * 16;  // a group of 16 tokens (KTiles)
+  const float* k0 = kt + static_cast<size_t>(g) * group_floats;
   const float* k1 = k0 + group_floats;
   tiles.template zero<0>();
   if (two_groups) tiles.template zero<1>();
@@ -181,16 +181,17 @@ SLAB_AMX_KERNEL void pv_tiles(const Tiles& tiles, const AttnBlock& b, const AmxS
   }
 }
 
-SLAB_AMX_KERNEL void transpose_k_any(const AttnBlock& b, int t_lo, int t_hi) {
+// The block's K as KTiles (head_dim a multiple of 32: group_cols = head_dim / 2 either way).
+SLAB_AMX_KERNEL KTiles k_tiles_any(const AttnBlock& b, int t_lo, int t_hi) {
   switch (b.hd / 32) {
-    case 1: return transpose_k<2>(b, t_lo, t_hi);
-    case 2: return transpose_k<4>(b, t_lo, t_hi);
-    case 3: return transpose_k<6>(b, t_lo, t_hi);
-    case 4: return transpose_k<8>(b, t_lo, t_hi);
-    case 5: return transpose_k<10>(b, t_lo, t_hi);
-    case 6: return transpose_k<12>(b, t_lo, t_hi);
-    case 7: return transpose_k<14>(b, t_lo, t_hi);
-    default: return transpose_k<16>(b, t_lo, t_hi);
+    case 1: return block_k_tiles<2>(b, t_lo, t_hi);
+    case 2: return block_k_tiles<4>(b, t_lo, t_hi);
+    case 3: return block_k_tiles<6>(b, t_lo, t_hi);
+    case 4: return block_k_tiles<8>(b, t_lo, t_hi);
+    case 5: return block_k_tiles<10>(b, t_lo, t_hi);
+    case 6: return block_k_tiles<12>(b, t_lo, t_hi);
+    case 7: return block_k_tiles<14>(b, t_lo, t_hi);
+    default: return block_k_tiles<16>(b, t_lo, t_hi);
   }
 }
 
@@ -201,12 +202,12 @@ SLAB_AMX_KERNEL void block(const AttnBlock& b, const AmxScratch& w, AmxTiles& st
   for (int l = 0; l < 2 * b.pf_lines; ++l) {  // a later block of the item, while this one computes
     _mm_prefetch((l < b.pf_lines ? b.pf_k + 64 * l : b.pf_v + 64 * (l - b.pf_lines)), _MM_HINT_T1);
   }
-  transpose_k_any(b, t_lo, t_hi);
+  const KTiles kts = k_tiles_any(b, t_lo, t_hi);
   configure(state, tiles);
   const int m16 = (b.m + 15) / 16 * 16;
   const int g_lo = t_lo / 16, g_hi = (t_hi + 15) / 16;
   for (int v0 = 0; v0 < m16; v0 += 2 * kTileRows) {
-    for (int g = g_lo; g < g_hi; g += 2) score_tiles(tiles, b, v0, g, v0 + kTileRows < m16, g + 1 < g_hi);
+    for (int g = g_lo; g < g_hi; g += 2) score_tiles(tiles, b, kts.base, v0, g, v0 + kTileRows < m16, g + 1 < g_hi);
   }
 
   const int t0 = t_lo / kStep * kStep, t1 = (t_hi + kStep - 1) / kStep * kStep;

@@ -121,7 +121,7 @@ inline uint32_t load_u32(const float* p) {
 // Scores of VS vectors from i0 over G token groups from gi: 2·G·VS accumulator chains (Q hi and
 // lo apart), each transposed K column loaded once for all VS vectors.
 template <int NC, int VS, int G>
-SLAB_ATTN_AVX512 void score_groups(const AttnBlock& b, int i0, int gi) {
+SLAB_ATTN_AVX512 void score_groups(const AttnBlock& b, KTiles kts, int i0, int gi) {
   constexpr int NP = (NC + 1) / 2;
   constexpr int ncols = 8 * NC;  // BF16 pairs of head_dim
   __m512 acc[VS][G][2];
@@ -131,7 +131,7 @@ SLAB_ATTN_AVX512 void score_groups(const AttnBlock& b, int i0, int gi) {
     for (int g = 0; g < G; ++g) acc[v][g][0] = acc[v][g][1] = _mm512_setzero_ps();
   }
   const float* q = b.qhl + static_cast<size_t>(i0) * (32 * NP);
-  const float* kt = b.kt + static_cast<size_t>(gi) * NP * 16 * 16;
+  const float* kt = kts.base + static_cast<size_t>(gi) * kts.group_cols * 16;
   // The prefetch cursor in registers: through b.pf_next GCC reloads and stores it (and the
   // block's fields) on every column.
   const int pf_lines = b.pf_lines, pf_end = 2 * pf_lines;
@@ -148,7 +148,7 @@ SLAB_ATTN_AVX512 void score_groups(const AttnBlock& b, int i0, int gi) {
     __m512bh k[G];
 #pragma GCC unroll 2
     for (int g = 0; g < G; ++g) {
-      k[g] = (__m512bh)_mm512_loadu_si512(kt + (static_cast<size_t>(g) * NP * 16 + c) * 16);
+      k[g] = (__m512bh)_mm512_loadu_si512(kt + (static_cast<size_t>(g) * kts.group_cols + c) * 16);
     }
 #pragma GCC unroll 4
     for (int v = 0; v < VS; ++v) {
@@ -178,7 +178,7 @@ SLAB_ATTN_AVX512 void score_groups(const AttnBlock& b, int i0, int gi) {
 }
 
 template <int NC, int VS>
-SLAB_ATTN_AVX512 void scores(const AttnBlock& b, int i0) {
+SLAB_ATTN_AVX512 void scores(const AttnBlock& b, KTiles kts, int i0) {
   int lo = 1 << 30, hi = -1;
   for (int v = 0; v < VS; ++v) {
     if (b.lo[i0 + v] >= b.hi[i0 + v]) continue;
@@ -186,8 +186,8 @@ SLAB_ATTN_AVX512 void scores(const AttnBlock& b, int i0) {
     hi = std::max(hi, b.hi[i0 + v]);
   }
   int gi = lo / 16;
-  for (; 16 * (gi + 1) < hi; gi += 2) score_groups<NC, VS, 2>(b, i0, gi);
-  if (16 * gi < hi) score_groups<NC, VS, 1>(b, i0, gi);
+  for (; 16 * (gi + 1) < hi; gi += 2) score_groups<NC, VS, 2>(b, kts, i0, gi);
+  if (16 * gi < hi) score_groups<NC, VS, 1>(b, kts, i0, gi);
 }
 
 template <int NC, bool SplitP>
@@ -197,7 +197,7 @@ SLAB_ATTN_AVX512 void block_impl(const AttnBlock& b) {
 
   const auto [t_lo, t_hi] = visible_tokens(b);
   if (t_hi < 0) return;
-  transpose_k<NC>(b, t_lo, t_hi);
+  const KTiles kts = block_k_tiles<NC>(b, t_lo, t_hi);
   for (int i = 0; i < b.m; i += 4) {
     if (i + 4 >= b.m) {  // last chunk: whatever is left of the prefetch goes out now
       for (int l = *b.pf_next; l < 2 * b.pf_lines; ++l) {
@@ -206,10 +206,10 @@ SLAB_ATTN_AVX512 void block_impl(const AttnBlock& b) {
       *b.pf_next = 2 * b.pf_lines;
     }
     switch (std::min(4, b.m - i)) {
-      case 1: scores<NC, 1>(b, i); break;
-      case 2: scores<NC, 2>(b, i); break;
-      case 3: scores<NC, 3>(b, i); break;
-      default: scores<NC, 4>(b, i); break;
+      case 1: scores<NC, 1>(b, kts, i); break;
+      case 2: scores<NC, 2>(b, kts, i); break;
+      case 3: scores<NC, 3>(b, kts, i); break;
+      default: scores<NC, 4>(b, kts, i); break;
     }
   }
 

@@ -32,6 +32,14 @@ SLAB_ATTN_AVX512 inline __mmask16 range_mask(int g, int lo, int hi) {
   return static_cast<__mmask16>(upto & ~((1u << a) - 1u));
 }
 
+// A block's K in the tiled order: column c (the BF16 pair of dims 2c, 2c + 1) of the 16-token
+// group g is 16 dwords at base + (g · group_cols + c) · 16. Either the KV cache's own tiled K
+// (kv_tiled_k_offset: group_cols = head_dim / 2) or transpose_k's scratch copy of a row-major K.
+struct KTiles {
+  const float* base;
+  size_t group_cols;
+};
+
 // K of the 16-token groups [g_lo, g_hi) transposed for vdpbf16ps with tokens in lanes: zmm
 // (group gi, column c) = the 16 tokens' BF16 pairs (k[2c], k[2c + 1]), at kt + (gi·NP·16 + c)·16.
 // Rows of tokens outside [t_lo, t_hi) are zero and not read.
@@ -98,6 +106,14 @@ SLAB_ATTN_AVX512 inline BF16Parts split_bf16(__m512 f0, __m512 f1, bool with_lo)
     p.lo = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(f1, h1), _mm512_sub_ps(f0, h0));
   }
   return p;
+}
+
+// The block's K as KTiles: the cache's when it is tiled, else transposed now into b.kt.
+template <int NC>
+SLAB_ATTN_AVX512 KTiles block_k_tiles(const AttnBlock& b, int t_lo, int t_hi) {
+  if (b.k_tiled) return {reinterpret_cast<const float*>(b.kraw), static_cast<size_t>(8 * NC)};
+  transpose_k<NC>(b, t_lo, t_hi);
+  return {b.kt, static_cast<size_t>(16 * ((NC + 1) / 2))};
 }
 
 // Lane j of the result = the 16 lanes of r[j] combined by Op, in _mm512_reduce_add_ps's order

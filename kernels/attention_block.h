@@ -22,6 +22,7 @@ struct AttnBlock {
   const float* q = nullptr;
   const float* k = nullptr;
   const bf16_t* kraw = nullptr;
+  bool k_tiled = false;          // AVX-512/AMX: kraw is the block's K in the tiled order (kv_tiled_k_offset)
   float* kt = nullptr;           // AVX-512: scratch for the transposed K, >= block_size * hd floats
   const bf16_t* vraw = nullptr;  // AVX-512: V as BF16 [nt][hd], rows in [lo, hi) only
   const float* qhl = nullptr;

@@ -5,8 +5,10 @@
 //
 // Memory is cut into blocks of `block_size` tokens; one block holds K and V of every layer and KV
 // head for its tokens, laid out [layer][K then V][kv_head][token][head_dim], so attention reads
-// one contiguous run of block_size * head_dim values per (layer, K/V, head, block). Addresses
-// inside the pool come from kern::kv_block_offset (kernels/kv_block.h), the one place that knows.
+// one contiguous run of block_size * head_dim values per (layer, K/V, head, block); within that
+// run the fast runner keeps K in the tiled order the AVX-512 attention block reads
+// (kern::kv_tiled_k_offset). Addresses inside the pool come from kern::kv_block_offset
+// (kernels/kv_block.h), the one place that knows.
 //
 // The pool carries a dtype: FP32 for the scalar reference forward (the oracle in tests), BF16 for
 // the fast runner (half the memory and bandwidth; the SLAB attention kernels read BF16 K/V).

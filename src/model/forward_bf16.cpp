@@ -81,6 +81,9 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
           ? kern::plan_attention(attn_shape, attn_seqs.data(), static_cast<int>(attn_seqs.size()), pool.size())
           : full_plan;
   const kern::Isa attn_isa = isa;  // AVX-512, AVX2 (8-lane FP32) or scalar blocks (kernels/attention.h)
+  // K kept in the order the AVX-512/AMX blocks read (kernels/kv_block.h) wherever they run: the
+  // cache write and every read agree, as both follow this runner's shape and ISA.
+  const bool k_tiled = kern::attention_k_tiled(attn_shape, attn_isa);
 
   // RoPE tables per sequence (rope_params.h): longrope's long set for a sequence whose step
   // reaches past original_max_position_embeddings, the config's set otherwise; gemma3's
@@ -178,7 +181,8 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
   clock.lap(ForwardPhase::embed);
   for (int l = 0; l < c.num_layers; ++l) {
     const PackedLayer& lw = w.layers[static_cast<size_t>(l)];
-    const kern::KvBlockLayout kv_layout = g.layer_layout(l);
+    kern::KvBlockLayout kv_layout = g.layer_layout(l);
+    kv_layout.k_tiled = k_tiled;
     const bool local_rope = layer_uses_local_rope(c, l);
 
     // Attention block.
@@ -217,7 +221,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     aa.ldq = static_cast<size_t>(qkv_dim);
     aa.out = attn;
     aa.ldo = static_cast<size_t>(q_dim);
-    aa.kv = {kv_pool, g.block_size, g.block_stride(), kv_layout.k_offset, kv_layout.v_offset, g.head_stride()};
+    aa.kv = {kv_pool, g.block_size, g.block_stride(), kv_layout.k_offset, kv_layout.v_offset, g.head_stride(), k_tiled};
     aa.seqs = attn_seqs.data();
     aa.n_seqs = static_cast<int>(attn_seqs.size());
     aa.scale = attn_scale;

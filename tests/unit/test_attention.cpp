@@ -17,9 +17,11 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "kernels/attention.h"
+#include "kernels/kv_block.h"
 #include "kernels/reference.h"
 #include "runtime/cpu_features.h"
 #include "runtime/thread_pool.h"
@@ -138,6 +140,7 @@ struct RunOptions {
   bool vectors_in_lanes = true;
   bool amx = false;           // AttentionArgs::amx: prefill items on the hardware tiles
   bool amx_emulated = false;  // the same on kern::AmxEmulator
+  bool k_tiled = false;       // AttnKvPool::k_tiled: p.pool holds K in the tiled order (with_tiled_k)
 };
 
 // Runs the kernel with the threads one after the other (kernels know only their index).
@@ -150,6 +153,7 @@ std::vector<float> run_sequential(const Problem& p, Isa isa, int n_threads, cons
   args.vectors_in_lanes = o.vectors_in_lanes;
   args.amx = o.amx;
   args.amx_emulated = o.amx_emulated;
+  args.kv.k_tiled = o.k_tiled;
   for (int t = 0; t < n_threads; ++t) attention_run(args, plan, t, n_threads);
   if (plan.needs_merge()) {
     for (int t = 0; t < n_threads; ++t) attention_merge(args, plan, t, n_threads);
@@ -370,6 +374,27 @@ TEST_CASE("attention falls back where the AVX-512 path does not fit", "[attentio
   }
 }
 
+// The problem with every block's K (every layer and head, the NaN slots included) rewritten in
+// the tiled order kv_write keeps for the AVX-512 and AMX blocks (kernels/kv_block.h).
+Problem with_tiled_k(const Problem& p) {
+  Problem t = p;
+  const int bs = p.shape.block_size, hd = p.shape.head_dim;
+  for (size_t block = 0; block * p.block_stride < p.pool.size(); ++block) {
+    for (int layer = 0; layer < p.layers; ++layer) {
+      for (int h = 0; h < p.shape.n_kv_heads; ++h) {
+        const size_t head_k =
+            block * p.block_stride + 2 * p.head_stride * p.shape.n_kv_heads * layer + h * p.head_stride;
+        for (int tok = 0; tok < bs; ++tok) {
+          for (int d = 0; d < hd; ++d) {
+            t.pool[head_k + kv_tiled_k_offset(tok, d, hd)] = p.pool[head_k + static_cast<size_t>(tok) * hd + d];
+          }
+        }
+      }
+    }
+  }
+  return t;
+}
+
 // The prefill block on the AMX tiles (AttentionArgs::amx): prefill sequences only, so the rows of
 // decode and multi-token sequences in the same call keep the AVX-512 block's bits.
 namespace {
@@ -469,4 +494,47 @@ TEST_CASE("attention prefill on AMX tiles matches the reference", "[attention]")
       if (hw != emulated) WARN("AMX hardware and emulator differ by up to " << max_error(hw, emulated));
     }
   }
+}
+
+// K kept in the tiled order (AttnKvPool::k_tiled) is what the AVX-512 and AMX blocks would have
+// transposed it into: the same bits as the row-major cache, for head_dim 48 (a pair row past a
+// tile row), 64 and 128, GQA groups 1, 7 and 8, decode (split and not), multi-token and prefill
+// rows, P split and rounded. A tiled K with a shape the AVX-512 block does not take is refused.
+TEST_CASE("attention over a tiled K gives the row-major cache's bits", "[attention]") {
+  if (!cpu_features().has_avx512_bf16_kernels()) {
+    WARN("tiled K not tested: only the AVX-512 and AMX blocks read it (" << cpu_features().summary() << ")");
+    return;
+  }
+  struct Heads {
+    int n, kv;
+  };
+  uint32_t seed = 3400;
+  for (int hd : {48, 64, 128}) {
+    for (Heads h : {Heads{1, 1}, Heads{14, 2}, Heads{32, 4}}) {
+      for (int bs : {16, 32}) {
+        INFO("head_dim " << hd << " heads " << h.n << "/" << h.kv << " block " << bs);
+        const AttnShape shape{h.n, h.kv, hd, bs, 0};
+        REQUIRE(attention_k_tiled(shape, Isa::avx512_bf16));
+        const Problem p = make_problem(shape, {{1, 17}, {1, 1500}, {9, 40}, {70, 70}, {66, 150}}, seed++);
+        const Problem tiled = with_tiled_k(p);
+        for (bool round_p : {false, true}) {
+          INFO("P rounded " << round_p);
+          const std::vector<float> rows = run_sequential(p, Isa::avx512_bf16, 3, {.round_p_to_bf16 = round_p});
+          CHECK(max_error(rows, p.expected) <= (round_p ? kRoundedPTolerance : kTolerance));
+          CHECK(run_sequential(tiled, Isa::avx512_bf16, 3, {.round_p_to_bf16 = round_p, .k_tiled = true}) == rows);
+          if (hd % 32 == 0 && h.n == 14 && bs == 32) {  // one AMX case: the emulator is slow
+            const RunOptions amx{.round_p_to_bf16 = round_p, .amx_emulated = true};
+            RunOptions amx_tiled = amx;
+            amx_tiled.k_tiled = true;
+            CHECK(run_sequential(tiled, Isa::avx512_bf16, 3, amx_tiled) == run_sequential(p, Isa::avx512_bf16, 3, amx));
+          }
+        }
+      }
+    }
+  }
+  const AttnShape odd{8, 2, 64, 24, 0};  // block size 24: the AVX-512 block does not take it
+  CHECK_FALSE(attention_k_tiled(odd, Isa::avx512_bf16));
+  CHECK_FALSE(attention_k_tiled(AttnShape{8, 2, 64, 32, 0}, Isa::avx2));
+  const Problem p = make_problem(odd, {{1, 40}}, 3500);
+  CHECK_THROWS_AS(run_sequential(p, Isa::avx512_bf16, 1, {.k_tiled = true}), std::invalid_argument);
 }

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #include "kernels/kv_block.h"
@@ -74,4 +75,54 @@ TEST_CASE("kv_write stores one token's K and V at the block-table slot of its po
       }
     }
   }
+}
+
+// The tiled K (KvBlockLayout::k_tiled): within a block and head, K[t][d] is element
+// 2 · ((t / 16 · head_dim / 2 + d / 2) · 16 + t % 16) + d % 2 from the head's K start, written out
+// longhand here from the documented order; V keeps its rows, nothing else changes. head_dim 48:
+// three pair rows past a 32-dim tile row, block 32: two token groups.
+TEST_CASE("kv_write stores K in the tiled order when the layout says so", "[kv][kernels]") {
+  Shape s;
+  s.head_dim = 48;
+  s.block_size = 32;
+  const int n_blocks = 3;
+  const std::vector<int32_t> table = {2, 0};
+  const size_t n = s.block_stride() * n_blocks;
+  std::vector<float> k(static_cast<size_t>(s.kv_heads) * s.head_dim), v(k.size());
+  for (size_t i = 0; i < k.size(); ++i) {
+    k[i] = 0.25f + static_cast<float>(i) * 1.013f;
+    v[i] = -0.5f - static_cast<float>(i) * 0.991f;
+  }
+  for (const int pos : {0, 15, 16, 33, 63}) {
+    INFO("position " << pos);
+    KvBlockLayout layout = s.layout(1);
+    layout.k_tiled = true;
+    std::vector<bf16_t> pool(n, bf16_t{0x7fc1});
+    kv_write(pool.data(), layout, table.data(), pos, k.data(), v.data(), s.kv_heads, Isa::scalar);
+    std::vector<bool> written(n, false);
+    const int block = table[static_cast<size_t>(pos / s.block_size)];
+    const int t = pos % s.block_size;
+    for (int h = 0; h < s.kv_heads; ++h) {
+      const size_t head_k = s.index(block, 1, 0, h, 0, 0);
+      for (int d = 0; d < s.head_dim; ++d) {
+        const size_t src = static_cast<size_t>(h) * s.head_dim + d;
+        const size_t dword = (static_cast<size_t>(t / 16) * (s.head_dim / 2) + d / 2) * 16 + t % 16;
+        const size_t ki = head_k + 2 * dword + d % 2;
+        const size_t vi = s.index(block, 1, 1, h, t, d);
+        REQUIRE(ki == head_k + kv_tiled_k_offset(t, d, s.head_dim));
+        REQUIRE(pool[ki] == f32_to_bf16(k[src]));
+        REQUIRE(pool[vi] == f32_to_bf16(v[src]));
+        written[ki] = written[vi] = true;
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (!written[i]) REQUIRE(pool[i] == bf16_t{0x7fc1});
+    }
+  }
+  KvBlockLayout odd = s.layout(0);
+  odd.k_tiled = true;
+  odd.block_size = 24;
+  CHECK_THROWS_AS(
+      kv_write(std::vector<bf16_t>(n).data(), odd, table.data(), 0, k.data(), v.data(), s.kv_heads, Isa::scalar),
+      std::invalid_argument);
 }
