@@ -1,8 +1,8 @@
 #!/bin/sh
 # What a session lent the 16-core device machine runs there, in one call. Parts, each on unless
 # its variable is 0 (SCALING is off unless 1):
-#   TESTS    the kernel tests on its ISA (AMX-BF16 and AMX-INT8 tiles on the hardware, where the
-#            build machine only emulates them)
+#   TESTS    the kernel, attention and model tests on its ISA (AMX-BF16 and AMX-INT8 tiles on the
+#            hardware, where the build machine only emulates them)
 #   MODEL    slabserve against llama.cpp on the same GGUF files (BF16, Q8_0, Q4_K_M, made there)
 #            on all cores, AMX off and on; each bench_model run prints its per-phase prefill
 #            and decode times and the dot-product peaks measured on its own threads; then
@@ -59,9 +59,10 @@ step machine and GGUF files
 } > "$out/setup.log" 2>&1
 
 if on TESTS; then
-  step unit tests: kernels, quantized linears, attention on this ISA
-  # The emulated AMX cases (slow, and the same on every AVX-512 CPU) stay on the build machine.
-  "$bin/slab_unit_tests" "[kernels]~*emulated*,[quant]~*emulated*,[attention]" > "$out/unit-tests.log" 2>&1
+  step unit tests: kernels, quantized linears, attention, the model against transformers on this ISA
+  # The emulated AMX cases (slow, and the same on every AVX-512 CPU) stay on the build machine;
+  # [model] runs the whole forward with the AMX linears and attention against the fixtures.
+  "$bin/slab_unit_tests" "[kernels]~*emulated*,[quant]~*emulated*,[attention],[model]" > "$out/unit-tests.log" 2>&1
   echo "rc=$?" >> "$out/unit-tests.log"
   tail -3 "$out/unit-tests.log" >&2
 fi
