@@ -79,10 +79,21 @@ bool use_avx2_lanes(const AttnShape& sh, Isa isa) {
 
 // The AMX block: the AVX-512 block's shapes with head_dim in whole 32-element tile rows.
 bool use_amx(const AttnShape& sh, Isa isa) { return use_avx512(sh, isa) && sh.head_dim % 32 == 0; }
+// Whether decode and multi-token items go to the tiles too: from kAttnAmxMinGroup query heads a
+// KV head (a decode item's vectors). The block's AVX-512 work alone (softmax, V relayout, P and
+// O passes) measured 0.6-0.7x of the whole AVX-512 block's time on batch-1/16 decode with 8
+// heads a KV head (Zen 4, tile calls made no-ops); with fewer heads that work stays while the
+// AVX-512 block's products shrink, so smaller groups keep decode on AVX-512. Per shape, never per item: with every class on one block a row's result
+// does not depend on the rows sharing its item.
+bool amx_all_classes(const AttnShape& sh) { return group_of(sh) >= kAttnAmxMinGroup; }
+bool amx_item(const AttnShape& sh, AttnClass cls) { return cls == AttnClass::prefill || amx_all_classes(sh); }
 
 }  // namespace
 
 bool attention_amx_shape(const AttnShape& shape, Isa isa) { return use_amx(shape, isa); }
+bool attention_amx_all_classes(const AttnShape& shape, Isa isa) {
+  return use_amx(shape, isa) && amx_all_classes(shape);
+}
 bool attention_k_tiled(const AttnShape& shape, Isa isa) { return use_avx512(shape, isa); }
 
 AttnClass classify_attention(int q_len) {
@@ -239,7 +250,7 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
     lw.ot = scratch + lay.ot;
     std::fill(lw.ot, lw.ot + lane_width * uhd, 0.0f);
   }
-  const bool amx = tiles && avx && classify_attention(sq.q_len) == AttnClass::prefill;
+  const bool amx = tiles && avx && amx_item(sh, classify_attention(sq.q_len));
   const size_t tile_vectors = amx ? round16(static_cast<size_t>(vectors)) : static_cast<size_t>(vectors);
   detail::AmxScratch aw;
   if (amx) {  // the rows past the item's vectors in its last tiles: zero, never NaN
@@ -378,7 +389,8 @@ void attention_run(const AttentionArgs& args, const AttentionPlan& plan, int thr
   const bool avx2 = use_avx2(plan.shape, args.isa);
   std::optional<AmxEmulator> emulator;
   detail::AmxTiles amx_tiles;
-  const bool amx = (args.amx || args.amx_emulated) && use_amx(plan.shape, args.isa) && plan.n_prefill > 0;
+  const bool amx = (args.amx || args.amx_emulated) && use_amx(plan.shape, args.isa) &&
+                   (plan.n_prefill > 0 || amx_all_classes(plan.shape));
   if (args.amx_emulated) amx_tiles.emulator = &emulator.emplace();
   detail::AmxTiles* tiles = amx ? &amx_tiles : nullptr;
   if (args.item_cursor) {

@@ -60,9 +60,12 @@
 // transpose_k's layout are a B tile), the same masked softmax on AVX-512 writing P as BF16 rows,
 // and P·V as tdpbf16ps of P (A tiles of 32 tokens) against V relaid once per block into token
 // pairs. Same accuracy as the AVX-512 block (Q split, P rounded or split), other summation
-// order: prefill rows on the tiles differ from the same rows decoded alone in the last bits, as
-// the AMX linears at M >= 16 already differ from the AVX-512 ones; decode and multi-token rows
-// (up to 64: speculative verification of up to 63 drafts) never run on the tiles.
+// order. Shapes of kAttnAmxMinGroup or more query heads a KV head run decode and multi-token
+// items on the tiles as well (a decode item's vectors fill half a tile or more; each tile row
+// depends on its own vector only), so every row of such a shape is computed one way
+// and does not depend on the rows sharing its item. Shapes with smaller groups keep decode and
+// multi-token rows on AVX-512: their prefill rows differ from the same rows decoded alone in the
+// last bits, as the AMX linears at M >= 16 already differ from the AVX-512 ones.
 // ISA: Isa::avx512_bf16 uses the AVX-512 path (needs head_dim % 16 == 0 and block_size % 16 == 0);
 // Isa::avx2, and AVX-512 shapes outside those, run the scalar algorithm on 8-lane FMAs
 // (attention_avx2.cpp: K/V widened to FP32, head_dim % 8 == 0), one query vector at a time, or,
@@ -81,6 +84,7 @@ namespace slab::kern {
 
 inline constexpr int kAttnMaxVectors = 64;        // query vectors sharing one KV block read
 inline constexpr int kAttnLanesMinGroupAvx2 = 8;  // AVX2: vectors in the lanes from this GQA group
+inline constexpr int kAttnAmxMinGroup = 8;        // AMX: decode and multi-token items too from this group
 inline constexpr int kAttnMaxHeadDim = 256;
 inline constexpr int kAttnMaxBlockSize = 128;
 inline constexpr int kAttnDecodeMaxRows = 1;
@@ -185,8 +189,9 @@ struct AttentionArgs {
   bool dynamic_split = true;
   int* item_cursor = nullptr;  // 0 before phase 1; null: the plan's per-thread lists
   // AMX-BF16: the items of prefill sequences (AttnClass::prefill) run on the tile unit, for
-  // shapes where attention_amx_shape holds; decode and multi-token rows stay on AVX-512. Set
-  // only where cpu_features() has amx_bf16 and enable_amx_tiles() returned true.
+  // shapes where attention_amx_shape holds, and decode and multi-token ones as well where
+  // attention_amx_all_classes does (else they stay on AVX-512). Set only where cpu_features()
+  // has amx_bf16 and enable_amx_tiles() returned true.
   bool amx = false;
   // Tests: the same on kern::AmxEmulator (kernels/amx_tiles.h), on any AVX-512 BF16 CPU.
   bool amx_emulated = false;
@@ -199,6 +204,9 @@ bool attention_k_tiled(const AttnShape& shape, Isa isa);
 // Whether prefill items of this shape run on the AMX tiles when AttentionArgs::amx is set: the
 // AVX-512 block's shapes with head_dim a multiple of 32.
 bool attention_amx_shape(const AttnShape& shape, Isa isa);
+// Whether decode and multi-token items of this shape run on the tiles too: an AMX shape with at
+// least kAttnAmxMinGroup query heads a KV head.
+bool attention_amx_all_classes(const AttnShape& shape, Isa isa);
 
 // Phase 1 on every thread t in [0, plan.n_threads).
 void attention_run(const AttentionArgs& args, const AttentionPlan& plan, int thread, int n_threads);

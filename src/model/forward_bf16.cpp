@@ -231,7 +231,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     // 2^-9 of itself, no change against transformers on the fixtures (kernels/attention.h).
     aa.round_p_to_bf16 = true;
     aa.dynamic_split = blocking_.dynamic_split;  // bench_model --blocking split=static: the fixed lists
-    aa.amx = amx_;  // prefill sequences' attention on the AMX tiles too (kernels/attention.h)
+    aa.amx = amx_;                               // attention on the AMX tiles too (kernels/attention.h)
     kern::attention(aa, layer_window(c, l) > 0 ? window_plan : full_plan, run_on_all);
     per_token(T, [&](int t, int) {
       kern::convert_f32_to_bf16(attn_b + static_cast<size_t>(t) * q_dim, attn + static_cast<size_t>(t) * q_dim,
