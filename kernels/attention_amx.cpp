@@ -1,15 +1,16 @@
-// AMX-BF16 block of SLAB attention for prefill items: Q·K and P·V as tdpbf16ps on 16-vector
-// tiles, the online softmax between them on AVX-512 (see attention.h).
+// AMX-BF16 block of SLAB attention: Q·K and P·V as tdpbf16ps on 16-vector tiles, the online
+// softmax between them on AVX-512 (see attention.h for which items run here).
 //
 // Per KV block of an item (m ≤ 64 query vectors, padded to whole 16-row tiles):
-//   - K is transposed as for the AVX-512 block (transpose_k): 16 consecutive columns of a token
-//     group, 16 × 64 bytes, are one B tile (k-pairs of head_dim × 16 tokens), with no further
-//     copy. The A tiles are the staged Q's hi and lo parts (16 vectors × 32 dims each), both
-//     accumulated into the same C tile, so scores are FP32 Q over the BF16 cache to ~2^-16 as on
-//     AVX-512. C tiles go straight to the score rows s.
-//   - The masked softmax (softmax_step, the vectorised exp) writes P as BF16 rows, zero outside
-//     each vector's tokens, over whole 32-token steps: each 16-vector stretch of a step is an A
-//     tile. With AttentionArgs::round_p_to_bf16 P is rounded, else split hi + lo like Q.
+//   - K in the tiled order (the cache's, or transpose_k's copy; KTiles): 16 consecutive pair
+//     rows of a token group, 16 × 64 bytes, are one B tile (k-pairs of head_dim × 16 tokens) as
+//     they stand. The A tiles are the staged Q's hi and lo parts (16 vectors × 32 dims each),
+//     both accumulated into the same C tile, so scores are FP32 Q over the BF16 cache to ~2^-16
+//     as on AVX-512. C tiles go straight to the score rows s.
+//   - The masked softmax (softmax16, the vectorised exp) leaves P in s; p_to_bf16 writes it as
+//     BF16 rows, zero outside each vector's tokens, over whole 32-token steps: each 16-vector
+//     stretch of a step is an A tile. With AttentionArgs::round_p_to_bf16 P is rounded, else
+//     split hi + lo like Q.
 //   - V is relaid once per block into B tiles of token pairs (row k: v[2k][d], v[2k + 1][d] for 16
 //     dims), rows outside the block's visible tokens zero so that 0 · V never meets a NaN.
 //   - O (FP32, in the item's scratch) is scaled by the softmax's alpha on AVX-512, then loaded as
