@@ -168,6 +168,19 @@ std::vector<Isa> isas() {
   return v;
 }
 
+// Query heads and KV heads of a test shape.
+struct Heads {
+  int n, kv;
+};
+
+// The tests of the AVX-512 and AMX blocks: false, with a warning naming what went untested and
+// why, on a CPU without the AVX-512 BF16 kernels.
+bool avx512_bf16_or_warn(const char* untested) {
+  if (cpu_features().has_avx512_bf16_kernels()) return true;
+  WARN(untested << " not tested: no AVX-512 BF16 kernels on this CPU (" << cpu_features().summary() << ")");
+  return false;
+}
+
 // With round_p_to_bf16 the AVX-512 block rounds every softmax weight to BF16 (relative error
 // <= 2^-9), which moves the output by at most 2^-9 * max|v| on top of the exact path's error.
 constexpr float kRoundedPTolerance = kTolerance + 1.0f / 512.0f;
@@ -195,9 +208,6 @@ void check_all(const Problem& p, const std::vector<int>& thread_counts) {
 }  // namespace
 
 TEST_CASE("attention mixed batches match the reference over head shapes", "[attention]") {
-  struct Heads {
-    int n, kv;
-  };
   // Groups of 1, 4, 7, 8 and 16 query heads a KV head: the AVX2 vectors-in-lanes block runs the
   // last two (kAttnLanesMinGroupAvx2), decode rows in one register, longer tiles in two.
   const Heads heads[] = {{1, 1}, {8, 2}, {14, 2}, {32, 4}, {32, 2}};
@@ -222,9 +232,6 @@ TEST_CASE("attention mixed batches match the reference over head shapes", "[atte
 // bit, what a decode step computes for that row alone. Same for a prompt's rows against
 // decoding them one by one.
 TEST_CASE("attention of a row does not depend on the rows sharing its item", "[attention]") {
-  struct Heads {
-    int n, kv;
-  };
   for (Heads h : {Heads{32, 4}, Heads{8, 2}, Heads{32, 2}}) {
     for (int hd : {64, 80}) {
       for (int bs : {16, 32}) {
@@ -450,14 +457,7 @@ void check_amx(const Problem& p, bool emulated, const std::vector<int>& thread_c
 // an empty cache and after a prefix (the first block partly masked), beside decode and
 // multi-token rows.
 TEST_CASE("attention prefill on emulated AMX tiles matches the reference", "[attention]") {
-  if (!cpu_features().has_avx512_bf16_kernels()) {
-    WARN("emulated AMX attention not tested: its softmax needs the AVX-512 BF16 kernels (" << cpu_features().summary()
-                                                                                           << ")");
-    return;
-  }
-  struct Heads {
-    int n, kv;
-  };
+  if (!avx512_bf16_or_warn("emulated AMX attention (its softmax is AVX-512)")) return;
   uint32_t seed = 3000;
   for (int hd : {32, 64, 128}) {
     for (Heads h : {Heads{1, 1}, Heads{14, 2}, Heads{32, 4}}) {
@@ -473,10 +473,7 @@ TEST_CASE("attention prefill on emulated AMX tiles matches the reference", "[att
 }
 
 TEST_CASE("attention prefill on emulated AMX tiles with a sliding window", "[attention]") {
-  if (!cpu_features().has_avx512_bf16_kernels()) {
-    WARN("emulated AMX attention not tested: no AVX-512 BF16 kernels (" << cpu_features().summary() << ")");
-    return;
-  }
+  if (!avx512_bf16_or_warn("emulated AMX attention with a window")) return;
   for (int window : {1, 33}) {
     INFO("window " << window);
     const AttnShape shape{8, 2, 64, 32, window};
@@ -514,13 +511,7 @@ TEST_CASE("attention prefill on AMX tiles matches the reference", "[attention]")
 // tile row), 64 and 128, GQA groups 1, 7 and 8, decode (split and not), multi-token and prefill
 // rows, P split and rounded. A tiled K with a shape the AVX-512 block does not take is refused.
 TEST_CASE("attention over a tiled K gives the row-major cache's bits", "[attention]") {
-  if (!cpu_features().has_avx512_bf16_kernels()) {
-    WARN("tiled K not tested: only the AVX-512 and AMX blocks read it (" << cpu_features().summary() << ")");
-    return;
-  }
-  struct Heads {
-    int n, kv;
-  };
+  if (!avx512_bf16_or_warn("tiled K (only the AVX-512 and AMX blocks read it)")) return;
   uint32_t seed = 3400;
   for (int hd : {48, 64, 128}) {
     for (Heads h : {Heads{1, 1}, Heads{14, 2}, Heads{32, 4}}) {
