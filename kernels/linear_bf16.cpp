@@ -174,8 +174,11 @@ LargeTile large_tile(int m, bool swiglu, Isa isa, const LinearBlocking& b) {
   return LargeTile{b.tile_rows, b.tile_panels};
 }
 
-// M > 8: column group g (panels [g·np, g·np + np)) for row tiles [rt0, rt1), K blocked.
-void large_group(const LinearArgs& a, LargeTile lt, int g, int rt0, int rt1, float* scratch) {
+// M > 8: column group g (panels [g·np, g·np + np)) for row tiles [rt0, rt1), K blocked. The
+// last block prefetches the first block of group next_group() (-1: none), which it asks for
+// only then.
+template <typename NextGroup>
+void large_group(const LinearArgs& a, LargeTile lt, int g, int rt0, int rt1, float* scratch, NextGroup&& next_group) {
   const int panels = weight_panels(a);
   const int p = g * lt.np;
   const int np = std::min(lt.np, panels - p);
@@ -188,10 +191,10 @@ void large_group(const LinearArgs& a, LargeTile lt, int g, int rt0, int rt1, flo
   for (int kb = 0; kb < pairs; kb += block) {
     const int kb_end = std::min(pairs, kb + block);
     const bool first = kb == 0, last = kb_end == pairs;
-    // AVX2 has no BF16 dot product: the block's weights go to FP32 once for all row tiles.
-    const float* wf = a.isa == Isa::avx2 ? detail::convert_block_avx2(panel0 + static_cast<size_t>(kb) * 2 * kPanelCols,
-                                                                      stride, np, kb_end - kb)
-                                         : nullptr;
+    const int following = last ? next_group() : -1;
+    // AVX2 has no BF16 dot product: the block's weights go to FP32 once for all row tiles (the
+    // first row tile writes them as it computes).
+    float* wf = a.isa == Isa::avx2 ? detail::avx2_block_buffer(np, kb_end - kb) : nullptr;
     for (int rt = rt0; rt < rt1; ++rt) {
       const int row = rt * lt.mr;
       Tile t;
@@ -208,23 +211,25 @@ void large_group(const LinearArgs& a, LargeTile lt, int g, int rt0, int rt1, flo
       // ratios): M = 16 from ~45 % to ~90 % of read bandwidth; with the 512-element K block and
       // L2 (not L1) as the target, M = 128 went from 73-88 % to 85-94 % of the BF16 peak.
       {
-        // The next block: further down these panels, or the first block of the next group.
+        // The next block: further down these panels, or the first block of this thread's next
+        // group.
         const bool more = kb_end < pairs;
-        const bf16_t* next =
-            more ? panel0 + static_cast<size_t>(kb_end) * 2 * kPanelCols : panel0 + static_cast<size_t>(np) * stride;
+        const bf16_t* next = more ? panel0 + static_cast<size_t>(kb_end) * 2 * kPanelCols
+                                  : a.w.data + static_cast<size_t>(std::max(following, 0)) * lt.np * stride;
         const int next_pairs = more ? std::min(pairs, kb_end + block) - kb_end : std::min(pairs, block);
         const int lines = 2 * next_pairs;  // per panel: a pair of a panel is 128 bytes
         const int tiles = rt1 - rt0;
         const int share = ceil_div(lines, tiles);
         const int from = std::min(lines, (rt - rt0) * share);
         t.pf = next + static_cast<size_t>(from) * kPanelCols;
-        t.pf_lines = a.blocking.prefetch && (more || p + np < panels) ? std::min(share, lines - from) : 0;
+        t.pf_lines = a.blocking.prefetch && (more || following >= 0) ? std::min(share, lines - from) : 0;
         t.pf_per_pair = t.n_pairs > 0 ? ceil_div(t.pf_lines, t.n_pairs) : 0;
       }
       t.c = scratch ? scratch + static_cast<size_t>(row) * 2 * kPanelCols : nullptr;
       t.ldc = 2 * kPanelCols;
       t.load_c = !first;
       t.wf = wf;
+      t.wf_fill = rt == rt0 ? wf : nullptr;
       if (last && !a.swiglu) set_epilogue(t, a, row, p * kPanelCols);
       run_tile(t, a.isa);
       if (last && a.swiglu) finish_swiglu(a, t.c, t.ldc, row, t.mr, p / 2);
@@ -497,13 +502,15 @@ void linear_bf16_compute(const LinearArgs& a, int thread, int n_threads) {
   if (packed_pairs(a.w.k) > std::min(a.blocking.k_block_pairs, detail::kAvx2MaxBlockPairs) || a.swiglu) {
     scratch = a.workspace + static_cast<size_t>(thread) * a.m * 2 * kPanelCols;
   }
-  for_each_share(a.work_cursor, thread, n_threads, s.tasks(), 1, [&](int lo, int hi) {
-    for (int task = lo; task < hi; ++task) {
-      const int g = task / s.row_parts;
-      const Range rows = chunk(s.row_tiles, s.row_parts, task % s.row_parts);
-      if (rows.hi > rows.lo) large_group(a, s.tile, g, rows.lo, rows.hi, scratch);
-    }
-  });
+  detail::TaskStream tasks(a.work_cursor, thread, n_threads, s.tasks());
+  const auto next_group = [&] {
+    const int next = tasks.next();
+    return next < 0 ? -1 : next / s.row_parts;
+  };
+  for (int task = tasks.current(); task >= 0; task = tasks.advance()) {
+    const Range rows = chunk(s.row_tiles, s.row_parts, task % s.row_parts);
+    if (rows.hi > rows.lo) large_group(a, s.tile, task / s.row_parts, rows.lo, rows.hi, scratch, next_group);
+  }
 }
 
 void linear_bf16_reduce(const LinearArgs& a, int thread, int n_threads) {

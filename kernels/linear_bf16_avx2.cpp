@@ -50,14 +50,29 @@ SLAB_AVX2 void rows_panel(const Tile& t, int row0, int panel, float* acc_out) {
   }
 }
 
-// The large-M form: the K block's weights were converted to FP32 once for every row tile of the
-// group (convert_block_avx2), and the tile's rows are converted here (xf), so the inner loop is
-// plain FP32: per k, 2 weight loads and R broadcasts for 2R FMAs over 16 columns, no shifts or
-// masks (those took a third of the issue slots of rows_panel, whose conversion served 2 rows).
-template <int R>
-SLAB_AVX2 void block_rows(const Tile& t, const float* xf, size_t ldxf, int row0, int kk) {
+// The large-M form: the tile's rows are converted to FP32 once (xf) and the K block's weights
+// are read as FP32 (wf, shared by every row tile of the group), so the inner loop is plain FP32:
+// per k, 2 weight loads and R broadcasts for 2R FMAs over 16 columns, no shifts or masks (those
+// took a third of the issue slots of rows_panel, whose conversion served 2 rows).
+//
+// Fill: this row block is the group's first and writes wf as it goes, converting each k-pair of
+// the BF16 panels in registers, so the conversion's loads and stores overlap the FMAs. A separate
+// conversion pass over the block, before any tile, cost 22 % of M = 16's time on Zen 4 (its 128 KB
+// of stores and its weight reads ran alone); 9 % at M = 64.
+//
+// The tile's prefetch lines (the next K block) are issued a few per 8 k. Only the first row block
+// issues them (pf_lines 0 for the rest).
+template <int R, bool Fill>
+SLAB_AVX2 void block_rows(const Tile& t, const float* xf, size_t ldxf, int row0, int kk, int pf_lines) {
   const int cols = t.np * 32;
   const size_t ldw = static_cast<size_t>(cols);
+  constexpr int kPfStep = 8;
+  const char* pf0 = reinterpret_cast<const char*>(t.pf);
+  const size_t pf1 = (t.np > 1 ? t.panel_stride : 0) * sizeof(bf16_t);
+  const int slots = (cols / 16) * ((kk + kPfStep - 1) / kPfStep);
+  const int pf_per_slot = pf_lines > 0 ? (pf_lines + slots - 1) / slots : 0;
+  int pf_next = 0;
+  const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   for (int c0 = 0; c0 < cols; c0 += 16) {
     // Every loop over acc is unrolled so that GCC keeps the array in registers (indexed by a
     // variable it stored all 12 accumulators to the stack on every k: 31 % of the FMA peak).
@@ -70,16 +85,38 @@ SLAB_AVX2 void block_rows(const Tile& t, const float* xf, size_t ldxf, int row0,
             t.load_c ? _mm256_loadu_ps(t.c + static_cast<size_t>(row0 + r) * t.ldc + c0 + 8 * j) : _mm256_setzero_ps();
       }
     }
+    // Fill: the strip's 8-column pair vectors in the BF16 panel (a k-pair of 32 columns is 64
+    // elements; the strip starts 2·(c0 mod 32) elements in).
+    const bf16_t* src = t.b + static_cast<size_t>(c0 / 32) * t.panel_stride + 2 * (c0 % 32);
+    float* fill = t.wf_fill + c0;
     const float* w = t.wf + c0;
     const float* x = xf + static_cast<size_t>(row0) * ldxf;
-    for (int k = 0; k < kk; ++k) {
-      const __m256 w0 = _mm256_loadu_ps(w + static_cast<size_t>(k) * ldw);
-      const __m256 w1 = _mm256_loadu_ps(w + static_cast<size_t>(k) * ldw + 8);
+    for (int k0 = 0; k0 < kk; k0 += kPfStep) {
+      for (const int e = std::min(pf_next + pf_per_slot, pf_lines); pf_next < e; ++pf_next) {
+        _mm_prefetch(pf0 + 64 * static_cast<size_t>(pf_next), _MM_HINT_T1);
+        if (pf1) _mm_prefetch(pf0 + pf1 + 64 * static_cast<size_t>(pf_next), _MM_HINT_T1);
+      }
+      for (int k = k0, k1 = std::min(kk, k0 + kPfStep); k < k1; ++k) {
+        __m256 w0, w1;
+        if constexpr (Fill) {
+          // k even: the pair's low halves shifted up; k odd: the high halves masked.
+          const bf16_t* pair = src + 32 * static_cast<size_t>(k & ~1);
+          const __m256i r0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair));
+          const __m256i r1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + 16));
+          w0 = _mm256_castsi256_ps((k & 1) ? _mm256_and_si256(r0, hi_mask) : _mm256_slli_epi32(r0, 16));
+          w1 = _mm256_castsi256_ps((k & 1) ? _mm256_and_si256(r1, hi_mask) : _mm256_slli_epi32(r1, 16));
+          _mm256_storeu_ps(fill + static_cast<size_t>(k) * ldw, w0);
+          _mm256_storeu_ps(fill + static_cast<size_t>(k) * ldw + 8, w1);
+        } else {
+          w0 = _mm256_loadu_ps(w + static_cast<size_t>(k) * ldw);
+          w1 = _mm256_loadu_ps(w + static_cast<size_t>(k) * ldw + 8);
+        }
 #pragma GCC unroll 6
-      for (int r = 0; r < R; ++r) {
-        const __m256 xv = _mm256_broadcast_ss(x + static_cast<size_t>(r) * ldxf + k);
-        acc[r][0] = _mm256_fmadd_ps(xv, w0, acc[r][0]);
-        acc[r][1] = _mm256_fmadd_ps(xv, w1, acc[r][1]);
+        for (int r = 0; r < R; ++r) {
+          const __m256 xv = _mm256_broadcast_ss(x + static_cast<size_t>(r) * ldxf + k);
+          acc[r][0] = _mm256_fmadd_ps(xv, w0, acc[r][0]);
+          acc[r][1] = _mm256_fmadd_ps(xv, w1, acc[r][1]);
+        }
       }
     }
 #pragma GCC unroll 6
@@ -100,6 +137,16 @@ SLAB_AVX2 void block_rows(const Tile& t, const float* xf, size_t ldxf, int row0,
                  t.residual ? t.residual + static_cast<size_t>(row) * t.ldr + c0 : nullptr,
                  t.out_f32 ? t.out_f32 + o : nullptr, t.out_bf16 ? t.out_bf16 + o : nullptr);
     }
+  }
+}
+
+// Rows [row, row + R) of the tile: the first row block fills wf when the tile is asked to.
+template <int R>
+SLAB_AVX2 void run_block(const Tile& t, const float* xf, size_t ldxf, int row, int kk) {
+  if (row == 0 && t.wf_fill) {
+    block_rows<R, true>(t, xf, ldxf, row, kk, t.pf_lines);
+  } else {
+    block_rows<R, false>(t, xf, ldxf, row, kk, row == 0 ? t.pf_lines : 0);
   }
 }
 
@@ -129,39 +176,25 @@ void tile_block_avx2(const Tile& t) {
   const int kk = 2 * (t.n_pairs + (t.half_pair ? 1 : 0));
   convert_rows(t, xf, ldxf);
   int row = 0;
-  for (; row + 6 <= t.mr; row += 6) block_rows<6>(t, xf, ldxf, row, kk);
+  for (; row + 6 <= t.mr; row += 6) run_block<6>(t, xf, ldxf, row, kk);
   switch (t.mr - row) {
-    case 5: block_rows<5>(t, xf, ldxf, row, kk); break;
-    case 4: block_rows<4>(t, xf, ldxf, row, kk); break;
-    case 3: block_rows<3>(t, xf, ldxf, row, kk); break;
-    case 2: block_rows<2>(t, xf, ldxf, row, kk); break;
-    case 1: block_rows<1>(t, xf, ldxf, row, kk); break;
+    case 5: run_block<5>(t, xf, ldxf, row, kk); break;
+    case 4: run_block<4>(t, xf, ldxf, row, kk); break;
+    case 3: run_block<3>(t, xf, ldxf, row, kk); break;
+    case 2: run_block<2>(t, xf, ldxf, row, kk); break;
+    case 1: run_block<1>(t, xf, ldxf, row, kk); break;
     default: break;
   }
 }
 
 }  // namespace
 
-SLAB_AVX2 float* convert_block_avx2(const bf16_t* b, size_t panel_stride, int np, int pairs) {
+float* avx2_block_buffer(int np, int pairs) {
   // Per thread, grown once to the largest block (2 · 256 k × 64 columns: 128 KB, in L2 while the
   // group's row tiles pass over it).
   thread_local std::vector<float> buffer;
-  const size_t ldw = static_cast<size_t>(np) * 32;
-  buffer.resize(std::max(buffer.size(), 2 * static_cast<size_t>(pairs) * ldw));
-  float* wf = buffer.data();
-  const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
-  for (int p = 0; p < pairs; ++p) {
-    for (int q = 0; q < np; ++q) {
-      const bf16_t* src = b + static_cast<size_t>(q) * panel_stride + 64 * static_cast<size_t>(p);
-      float* even = wf + 2 * static_cast<size_t>(p) * ldw + 32 * q;
-      for (int j = 0; j < 4; ++j) {
-        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 16 * j));
-        _mm256_storeu_ps(even + 8 * j, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
-        _mm256_storeu_ps(even + ldw + 8 * j, _mm256_castsi256_ps(_mm256_and_si256(w, hi_mask)));
-      }
-    }
-  }
-  return wf;
+  buffer.resize(std::max(buffer.size(), 2 * static_cast<size_t>(pairs) * np * 32));
+  return buffer.data();
 }
 
 void tile_avx2(const Tile& t) {

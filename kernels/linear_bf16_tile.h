@@ -36,18 +36,21 @@ struct Tile {
   const float* residual = nullptr;  // at the tile's first row and column
   size_t ldr = 0;
   int n_valid = 0;
-  // AVX2, large M: the tile's block of weights already as FP32 (convert_block_avx2), k-major:
-  // wf[k][np·32] for k < 2·(n_pairs + half_pair). Null: convert in the tile.
+  // AVX2, large M: the tile's block of weights as FP32 (avx2_block_buffer), k-major:
+  // wf[k][np·32] for k < 2·(n_pairs + half_pair). Null: convert in the tile. wf_fill (= wf, for
+  // the group's first row tile): the tile writes that block from b as it computes; the later
+  // row tiles read it.
   const float* wf = nullptr;
+  float* wf_fill = nullptr;
 };
 
 void tile_scalar(const Tile& t);
 // The AVX2 FP32 blocks (Tile::wf) take at most this many k-pairs: the driver caps its K block.
 inline constexpr int kAvx2MaxBlockPairs = 256;
 void tile_avx2(const Tile& t);
-// The FP32 form of `pairs` k-pairs of np panels from b (panel_stride elements apart), k-major
-// [2·pairs][np·32], in a buffer of the calling thread's that the next call reuses.
-float* convert_block_avx2(const bf16_t* b, size_t panel_stride, int np, int pairs);
+// Room for the FP32 form of `pairs` k-pairs of np panels ([2·pairs][np·32]), a buffer of the
+// calling thread's that the next call reuses.
+float* avx2_block_buffer(int np, int pairs);
 void tile_avx512_bf16(const Tile& t);
 // Epilogue of one row of one tile from FP32 sums: + bias, + residual, store FP32 or BF16.
 void finish_row(const float* acc, int n_valid, const float* bias, const float* residual, float* out_f32,

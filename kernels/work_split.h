@@ -45,4 +45,49 @@ void for_each_share(int* cursor, int thread, int n_threads, int units, int run, 
   }
 }
 
+// This thread's tasks of [0, units), one at a time in the order it will run them: its static
+// share when cursor is null, else single tasks taken from *cursor. next() tells the task after the
+// current one before the current one ends, so that its work can prefetch the next task's data
+// (with the counter, "the next task" is whatever the counter hands this thread, not current + 1:
+// prefetching current + 1 warmed the other core's task). Under the counter next() claims that
+// task when first asked: ask late in the current task (its last K block), so the claim holds
+// back little of the counter's balancing.
+class TaskStream {
+ public:
+  TaskStream(int* cursor, int thread, int n_threads, int units) : cursor_(cursor), units_(units) {
+    if (cursor_) {
+      current_ = claim();
+    } else {
+      const Range r = chunk(units, n_threads, thread);
+      current_ = r.hi > r.lo ? r.lo : -1;
+      static_end_ = r.hi;
+    }
+  }
+  int current() const { return current_; }  // -1: none left
+  int next() {
+    if (current_ < 0) return -1;
+    if (!cursor_) return current_ + 1 < static_end_ ? current_ + 1 : -1;
+    if (!next_claimed_) {
+      next_ = claim();
+      next_claimed_ = true;
+    }
+    return next_;
+  }
+  int advance() {
+    current_ = next();
+    next_claimed_ = false;
+    return current_;
+  }
+
+ private:
+  int claim() {
+    const int t = std::atomic_ref<int>(*cursor_).fetch_add(1, std::memory_order_relaxed);
+    return t < units_ ? t : -1;
+  }
+  int* cursor_;
+  int units_;
+  int current_ = -1, static_end_ = 0, next_ = -1;
+  bool next_claimed_ = false;
+};
+
 }  // namespace slab::kern::detail
