@@ -15,38 +15,71 @@
 namespace slab::kern::detail {
 namespace {
 
-// R rows (1 or 2) x 32 columns of one panel: 4R accumulators, 8 weight halves, 2R broadcasts.
+// Decode (M <= 8, no FP32 block): R rows (1 or 2) × 32 columns of one panel over the chunk's
+// pairs [0, pairs), x already FP32 in xf (ldxf floats a row, 0 past K) from M = 3 on. M = 1 and
+// 2 read their BF16 activations directly: with them widened into xf first they ran 8-10 %
+// slower at ~58 GB/s on Zen 4 (memory-bound there; the widening pass stalls the stream). Per pair the 2R
+// activations stay in registers and each 8-column weight vector is widened right before its
+// FMAs, so 8 accumulators, 4 activations and 2 temporaries fit the 16 registers. Widening all
+// four vectors first and broadcasting each activation from BF16 (a scalar shift per element)
+// spilled to the stack and ran M = 4..8 at 38-40 % of the FMA peak.
 template <int R>
-SLAB_AVX2 void rows_panel(const Tile& t, int row0, int panel, float* acc_out) {
+SLAB_AVX2 void rows_panel(const Tile& t, const float* xf, size_t ldxf, int row0, int panel, int pair0, int pairs,
+                          float* acc_io) {
   __m256 acc[R][4];
+#pragma GCC unroll 2
   for (int r = 0; r < R; ++r) {
-    for (int j = 0; j < 4; ++j) {
-      acc[r][j] = t.load_c ? _mm256_loadu_ps(t.c + static_cast<size_t>(row0 + r) * t.ldc + panel * 32 + 8 * j)
-                           : _mm256_setzero_ps();
-    }
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) acc[r][j] = _mm256_loadu_ps(acc_io + r * 64 + panel * 32 + 8 * j);
   }
-  const bf16_t* b = t.b + static_cast<size_t>(panel) * t.panel_stride;
+  const bf16_t* b = t.b + static_cast<size_t>(panel) * t.panel_stride + 64 * static_cast<size_t>(pair0);
   const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
-  const int pairs = t.n_pairs + (t.half_pair ? 1 : 0);
+  const float* x = xf ? xf + static_cast<size_t>(row0) * ldxf : nullptr;
   for (int p = 0; p < pairs; ++p) {
-    __m256 even[4], odd[4];
-    for (int j = 0; j < 4; ++j) {
-      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * static_cast<size_t>(p) + 16 * j));
-      even[j] = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
-      odd[j] = _mm256_castsi256_ps(_mm256_and_si256(w, hi_mask));
-    }
+    __m256 x0[R], x1[R];
+#pragma GCC unroll 2
     for (int r = 0; r < R; ++r) {
-      const bf16_t* xr = t.a + static_cast<size_t>(row0 + r) * t.lda + 2 * static_cast<size_t>(p);
-      const __m256 x0 = _mm256_set1_ps(bf16_to_f32(xr[0]));
-      const __m256 x1 = _mm256_set1_ps(p < t.n_pairs ? bf16_to_f32(xr[1]) : 0.0f);
-      for (int j = 0; j < 4; ++j) {
-        acc[r][j] = _mm256_fmadd_ps(x0, even[j], acc[r][j]);
-        acc[r][j] = _mm256_fmadd_ps(x1, odd[j], acc[r][j]);
+      if (!xf) {
+        const bf16_t* xr = t.a + static_cast<size_t>(row0 + r) * t.lda + 2 * static_cast<size_t>(pair0 + p);
+        x0[r] = _mm256_set1_ps(bf16_to_f32(xr[0]));
+        x1[r] = _mm256_set1_ps(pair0 + p < t.n_pairs ? bf16_to_f32(xr[1]) : 0.0f);
+      } else {
+        x0[r] = _mm256_broadcast_ss(x + static_cast<size_t>(r) * ldxf + 2 * p);
+        x1[r] = _mm256_broadcast_ss(x + static_cast<size_t>(r) * ldxf + 2 * p + 1);
       }
     }
+    if constexpr (R == 1) {
+      // One row: registers to spare, so all four vectors are loaded and widened first.
+      __m256 even[4], odd[4];
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        const __m256i w =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * static_cast<size_t>(p) + 16 * j));
+        even[j] = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+        odd[j] = _mm256_castsi256_ps(_mm256_and_si256(w, hi_mask));
+      }
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        acc[0][j] = _mm256_fmadd_ps(x0[0], even[j], acc[0][j]);
+        acc[0][j] = _mm256_fmadd_ps(x1[0], odd[j], acc[0][j]);
+      }
+      continue;
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * static_cast<size_t>(p) + 16 * j));
+      const __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+#pragma GCC unroll 2
+      for (int r = 0; r < R; ++r) acc[r][j] = _mm256_fmadd_ps(x0[r], even, acc[r][j]);
+      const __m256 odd = _mm256_castsi256_ps(_mm256_and_si256(w, hi_mask));
+#pragma GCC unroll 2
+      for (int r = 0; r < R; ++r) acc[r][j] = _mm256_fmadd_ps(x1[r], odd, acc[r][j]);
+    }
   }
+#pragma GCC unroll 2
   for (int r = 0; r < R; ++r) {
-    for (int j = 0; j < 4; ++j) _mm256_storeu_ps(acc_out + r * 64 + panel * 32 + 8 * j, acc[r][j]);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) _mm256_storeu_ps(acc_io + r * 64 + panel * 32 + 8 * j, acc[r][j]);
   }
 }
 
@@ -150,11 +183,13 @@ SLAB_AVX2 void run_block(const Tile& t, const float* xf, size_t ldxf, int row, i
   }
 }
 
-// x rows of the tile to FP32, k-major per row; the high element of a half pair (past K) is 0.
-SLAB_AVX2 void convert_rows(const Tile& t, float* xf, size_t ldxf) {
-  const int n = 2 * t.n_pairs;
+// x rows of the tile to FP32 for pairs [pair0, pair0 + pairs), k-major per row from xf[0]; the
+// high element of a half pair (past K) is 0.
+SLAB_AVX2 void convert_rows(const Tile& t, int pair0, int pairs, float* xf, size_t ldxf) {
+  const bool half = t.half_pair && pair0 + pairs == t.n_pairs + 1;
+  const int n = 2 * (pairs - (half ? 1 : 0));
   for (int r = 0; r < t.mr; ++r) {
-    const bf16_t* src = t.a + static_cast<size_t>(r) * t.lda;
+    const bf16_t* src = t.a + static_cast<size_t>(r) * t.lda + 2 * static_cast<size_t>(pair0);
     float* dst = xf + static_cast<size_t>(r) * ldxf;
     int k = 0;
     for (; k + 8 <= n; k += 8) {
@@ -162,7 +197,7 @@ SLAB_AVX2 void convert_rows(const Tile& t, float* xf, size_t ldxf) {
       _mm256_storeu_ps(dst + k, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
     }
     for (; k < n; ++k) dst[k] = bf16_to_f32(src[k]);
-    if (t.half_pair) {
+    if (half) {
       dst[n] = bf16_to_f32(src[n]);
       dst[n + 1] = 0.0f;
     }
@@ -174,7 +209,7 @@ void tile_block_avx2(const Tile& t) {
   alignas(32) float xf[8 * 2 * kMaxPairs];
   const size_t ldxf = 2 * kMaxPairs;
   const int kk = 2 * (t.n_pairs + (t.half_pair ? 1 : 0));
-  convert_rows(t, xf, ldxf);
+  convert_rows(t, 0, kk / 2, xf, ldxf);
   int row = 0;
   for (; row + 6 <= t.mr; row += 6) run_block<6>(t, xf, ldxf, row, kk);
   switch (t.mr - row) {
@@ -202,27 +237,41 @@ void tile_avx2(const Tile& t) {
     tile_block_avx2(t);
     return;
   }
-  float acc[2 * 64];
-  for (int row = 0; row < t.mr; row += 2) {
-    const int rows = std::min(2, t.mr - row);
-    for (int panel = 0; panel < t.np; ++panel) {
-      if (rows == 2) {
-        rows_panel<2>(t, row, panel, acc);
-      } else {
-        rows_panel<1>(t, row, panel, acc);
+  // Decode: K in chunks whose x (FP32) and weights (both panels: 32 KB) stay in L1 while every
+  // pair of rows passes over them; sums carried in acc between chunks. One or two rows read each
+  // weight once whatever the chunk: long chunks, fewer passes.
+  const bool widen = t.mr > 2;
+  const int chunk_pairs = widen ? 128 : 1024;
+  alignas(32) float xf[8 * 2 * 128];
+  const auto ldxf = static_cast<size_t>(2 * chunk_pairs);
+  float acc[8 * 64];
+  const int cols = t.np * 32;
+  for (int r = 0; r < t.mr; ++r) {
+    for (int c = 0; c < cols; ++c) acc[r * 64 + c] = t.load_c ? t.c[static_cast<size_t>(r) * t.ldc + c] : 0.0f;
+  }
+  const int pairs = t.n_pairs + (t.half_pair ? 1 : 0);
+  for (int p0 = 0; p0 < pairs; p0 += chunk_pairs) {
+    const int pc = std::min(chunk_pairs, pairs - p0);
+    if (widen) convert_rows(t, p0, pc, xf, ldxf);
+    const float* x = widen ? xf : nullptr;
+    for (int row = 0; row < t.mr; row += 2) {
+      for (int panel = 0; panel < t.np; ++panel) {
+        if (t.mr - row >= 2) {
+          rows_panel<2>(t, x, ldxf, row, panel, p0, pc, acc + row * 64);
+        } else {
+          rows_panel<1>(t, x, ldxf, row, panel, p0, pc, acc + row * 64);
+        }
       }
     }
-    for (int r = 0; r < rows; ++r) {
-      const int cols = t.np * 32;
-      if (!t.epilogue) {
-        std::copy(acc + r * 64, acc + r * 64 + cols, t.c + static_cast<size_t>(row + r) * t.ldc);
-        continue;
-      }
-      const size_t o = static_cast<size_t>(row + r) * t.ldo;
-      finish_row(acc + r * 64, t.n_valid, t.bias,
-                 t.residual ? t.residual + static_cast<size_t>(row + r) * t.ldr : nullptr,
-                 t.out_f32 ? t.out_f32 + o : nullptr, t.out_bf16 ? t.out_bf16 + o : nullptr);
+  }
+  for (int r = 0; r < t.mr; ++r) {
+    if (!t.epilogue) {
+      std::copy(acc + r * 64, acc + r * 64 + cols, t.c + static_cast<size_t>(r) * t.ldc);
+      continue;
     }
+    const size_t o = static_cast<size_t>(r) * t.ldo;
+    finish_row(acc + r * 64, t.n_valid, t.bias, t.residual ? t.residual + static_cast<size_t>(r) * t.ldr : nullptr,
+               t.out_f32 ? t.out_f32 + o : nullptr, t.out_bf16 ? t.out_bf16 + o : nullptr);
   }
 }
 
