@@ -91,6 +91,15 @@ void finish_swiglu(const LinearArgs& a, const float* c, size_t ldc, int row, int
   }
 }
 
+// M <= 8, one panel per tile (M > kDecodeWideM): the tile streams its panel with software
+// prefetches blocking.decode_prefetch_bytes ahead, both lines of each k-pair (AVX-512 only).
+void set_decode_prefetch(Tile& t, const LinearArgs& a) {
+  if (a.isa != Isa::avx512_bf16 || a.m <= kDecodeWideM || a.blocking.decode_prefetch_bytes == 0) return;
+  t.pf = t.b + a.blocking.decode_prefetch_bytes / sizeof(bf16_t);
+  t.pf_lines = 2 * (t.n_pairs + (t.half_pair ? 1 : 0));
+  t.pf_per_pair = 2;
+}
+
 // M <= 8, SwiGLU: panel pairs [q0, q1) over the whole of K, sums to a stack scratch, then the
 // activation. Up to 4 rows one 64-column tile covers the pair; beyond, one 32-column tile each.
 void decode_swiglu_pairs(const LinearArgs& a, int q0, int q1) {
@@ -110,6 +119,7 @@ void decode_swiglu_pairs(const LinearArgs& a, int q0, int q1) {
       t.half_pair = (a.w.k & 1) != 0;
       t.c = sums + part * kPanelCols;
       t.ldc = 2 * kPanelCols;
+      set_decode_prefetch(t, a);
       run_tile(t, a.isa);
     }
     finish_swiglu(a, sums, 2 * kPanelCols, 0, a.m, q);
@@ -137,6 +147,7 @@ void decode_panels(const LinearArgs& a, int p0, int p1) {
     t.n_pairs = a.w.k / 2;
     t.half_pair = (a.w.k & 1) != 0;
     set_epilogue(t, a, 0, p * kPanelCols);
+    set_decode_prefetch(t, a);
     run_tile(t, a.isa);
     p += t.np;
   }
@@ -336,8 +347,7 @@ void amx_group_blocked(const LinearArgs& a, int g, int rt0, int rt1, detail::Amx
 }
 
 void amx_compute(const LinearArgs& a, int thread, int n_threads) {
-  const LargeSplit s =
-      large_split(a.m, a.w.n, n_threads, a.swiglu, LargeTile{kAmxRows, 2}, a.work_cursor != nullptr);
+  const LargeSplit s = large_split(a.m, a.w.n, n_threads, a.swiglu, LargeTile{kAmxRows, 2}, a.work_cursor != nullptr);
   std::optional<AmxEmulator> emulator;
   detail::AmxTiles tiles;
   if (a.amx_emulated) tiles.emulator = &emulator.emplace();
@@ -410,6 +420,10 @@ void check_linear_blocking(const LinearBlocking& b) {
   if (b.amx_k_block != 0 && (b.amx_k_block < 64 || b.amx_k_block > 1024 || b.amx_k_block % 32 != 0)) {
     fail("amx_k_block must be 0 or a multiple of 32 in 64..1024");
   }
+  if (b.decode_prefetch_bytes != 0 &&
+      (b.decode_prefetch_bytes < 1024 || b.decode_prefetch_bytes > 65536 || b.decode_prefetch_bytes % 64 != 0)) {
+    fail("decode_prefetch_bytes must be 0 or a multiple of 64 in 1024..65536");
+  }
 }
 
 const char* isa_name(Isa isa) {
@@ -479,14 +493,14 @@ void linear_bf16_compute(const LinearArgs& a, int thread, int n_threads) {
   const int panels = packed_panels(a.w.n);
   if (a.m <= kDecodeMaxM && a.swiglu) {
     for_each_decode_share(a, thread, n_threads, weight_panels(a) / 2, kDecodeRunPanels / 2,
-                   [&a](int lo, int hi) { decode_swiglu_pairs(a, lo, hi); });
+                          [&a](int lo, int hi) { decode_swiglu_pairs(a, lo, hi); });
     return;
   }
   if (a.m <= kDecodeMaxM) {
     const int splits = decode_splits(a.m, a.w.n, a.w.k, n_threads, false);
     if (splits == 1) {
       for_each_decode_share(a, thread, n_threads, panels, kDecodeRunPanels,
-                     [&a](int lo, int hi) { decode_panels(a, lo, hi); });
+                            [&a](int lo, int hi) { decode_panels(a, lo, hi); });
     } else if (thread < panels * splits) {
       decode_split_unit(a, thread, splits);
     }

@@ -84,6 +84,10 @@ struct LinearBlocking {
   // Threads take their work from a shared counter (work_cursor; kernels/work_split.h says why),
   // or, false, fixed contiguous shares: the baseline the dynamic split is measured against.
   bool dynamic_split = true;
+  // AVX-512 decode of 5..8 rows (one 32-column panel per tile): software prefetch of the panel
+  // this many bytes ahead into L2, 0 for none (the hardware prefetcher alone). Up to 4 rows the
+  // two-panel tile keeps the memory stream full without it. A multiple of 64 in 1024..65536.
+  int decode_prefetch_bytes = 0;
 };
 // Throws std::invalid_argument naming the field that is out of range.
 void check_linear_blocking(const LinearBlocking& b);

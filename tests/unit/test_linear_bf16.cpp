@@ -61,8 +61,8 @@ struct Options {
   bool bias = false;
   bool residual = false;
   bool bf16_out = false;
-  bool in_place = false;  // residual == out_f32
-  bool amx = false;       // LinearArgs::amx (with Isa::avx512_bf16; checked to take the AMX path)
+  bool in_place = false;      // residual == out_f32
+  bool amx = false;           // LinearArgs::amx (with Isa::avx512_bf16; checked to take the AMX path)
   bool amx_emulated = false;  // LinearArgs::amx_emulated: the AMX path on kern::AmxEmulator
   LinearBlocking blocking;
   // With a work cursor, only thread 0 of the n_threads runs phase 1 (the others never start):
@@ -461,8 +461,8 @@ TEST_CASE("linear_bf16 on AMX tiles matches the reference", "[kernels]") {
 }
 
 // Every cache blocking a CPU's entry (model/linear_tuning.h) or --blocking may choose computes the
-// same product: K blocks down to 64 elements and past K, every register tile shape, prefetch off;
-// on the AMX tiles, K blocks of 64..1024 elements with x packed per block, bit-identical across
+// same product: K blocks down to 64 elements and past K, every register tile shape, prefetch off,
+// the decode tiles' software prefetch (5 and 8 rows; its lines run past the matrix); on the AMX tiles, K blocks of 64..1024 elements with x packed per block, bit-identical across
 // thread counts.
 TEST_CASE("linear_bf16 cache blockings match the reference", "[kernels]") {
   std::mt19937 rng(99);
@@ -473,12 +473,15 @@ TEST_CASE("linear_bf16 cache blockings match the reference", "[kernels]") {
       {.tile_rows = 5, .tile_panels = 2, .prefetch = false},
       {.k_block_pairs = 128, .tile_rows = 8, .tile_panels = 1},
       {.tile_rows = 3, .tile_panels = 1},
+      {.decode_prefetch_bytes = 1024},
+      {.decode_prefetch_bytes = 8192},
   };
   for (Isa isa : isas()) {
     for (const LinearBlocking& b : blockings) {
-      for (int m : {17, 37}) {
+      for (int m : {5, 8, 17, 37}) {
         INFO("isa " << isa_name(isa) << " m " << m << " k_block_pairs " << b.k_block_pairs << " tile " << b.tile_rows
-                    << "x" << 32 * b.tile_panels << " prefetch " << b.prefetch);
+                    << "x" << 32 * b.tile_panels << " prefetch " << b.prefetch << " decode prefetch "
+                    << b.decode_prefetch_bytes);
         const Problem p = make_problem(m, 100, 2 * 300 + 9, rng, true);
         Options o;
         o.bias = true;
@@ -518,6 +521,8 @@ TEST_CASE("check_linear_blocking refuses out-of-range fields", "[kernels]") {
   CHECK_THROWS_WITH(check_linear_blocking({.tile_rows = 4, .tile_panels = 3}), Catch::Contains("tile_panels"));
   CHECK_THROWS_WITH(check_linear_blocking({.amx_k_block = 48}), Catch::Contains("amx_k_block"));
   CHECK_THROWS_WITH(check_linear_blocking({.amx_k_block = 2048}), Catch::Contains("amx_k_block"));
+  CHECK_THROWS_WITH(check_linear_blocking({.decode_prefetch_bytes = 64}), Catch::Contains("decode_prefetch_bytes"));
+  CHECK_THROWS_WITH(check_linear_blocking({.decode_prefetch_bytes = 1000}), Catch::Contains("decode_prefetch_bytes"));
   LinearArgs a;  // the kernel checks its arguments' blocking too
   a.w = {nullptr, 32, 32};
   a.blocking.tile_rows = 0;
@@ -586,7 +591,8 @@ TEST_CASE("fused SwiGLU linear matches gate and up linears followed by silu·up 
         a.gated_act = act;
         a.amx = amx;
         if (threads == 3) {  // another cache blocking: SwiGLU reads both halves from one tile
-          a.blocking = amx ? LinearBlocking{.amx_k_block = 64} : LinearBlocking{.k_block_pairs = 32, .tile_rows = 4};
+          a.blocking = amx ? LinearBlocking{.amx_k_block = 64}
+                           : LinearBlocking{.k_block_pairs = 32, .tile_rows = 4, .decode_prefetch_bytes = 1024};
         }
         CHECK(linear_bf16_uses_amx(a) == amx);
         if (threads == 2) {

@@ -52,14 +52,15 @@ TEST_CASE("every microarchitecture's blocking is valid and names its source", "[
 
 TEST_CASE("linear blocking text round-trips and bad specs name the key", "[runtime]") {
   const kern::LinearBlocking d;
-  CHECK(describe_linear_blocking(d) == "k=512,tile=6x64,prefetch=on,amx=0,split=dynamic");
-  const kern::LinearBlocking b = parse_linear_blocking("k=1024,tile=8x32,prefetch=off,amx=256,split=static");
+  CHECK(describe_linear_blocking(d) == "k=512,tile=6x64,prefetch=on,amx=0,split=dynamic,dpf=0");
+  const kern::LinearBlocking b = parse_linear_blocking("k=1024,tile=8x32,prefetch=off,amx=256,split=static,dpf=4096");
   CHECK(b.k_block_pairs == 512);
   CHECK(b.tile_rows == 8);
   CHECK(b.tile_panels == 1);
   CHECK_FALSE(b.prefetch);
   CHECK(b.amx_k_block == 256);
   CHECK_FALSE(b.dynamic_split);
+  CHECK(b.decode_prefetch_bytes == 4096);
   CHECK(describe_linear_blocking(parse_linear_blocking(describe_linear_blocking(b))) == describe_linear_blocking(b));
   const kern::LinearBlocking partial = parse_linear_blocking("tile=4x64");
   CHECK(partial.tile_rows == 4);
@@ -71,6 +72,8 @@ TEST_CASE("linear blocking text round-trips and bad specs name the key", "[runti
   CHECK_THROWS_WITH(parse_linear_blocking("prefetch=maybe"), Catch::Contains("prefetch must be on or off"));
   CHECK_THROWS_WITH(parse_linear_blocking("amx=40"), Catch::Contains("amx_k_block"));
   CHECK_THROWS_WITH(parse_linear_blocking("split=random"), Catch::Contains("split must be dynamic or static"));
+  CHECK_THROWS_WITH(parse_linear_blocking("dpf=100"), Catch::Contains("decode_prefetch_bytes"));
+  CHECK_THROWS_WITH(parse_linear_blocking("dpf=4100"), Catch::Contains("decode_prefetch_bytes"));
   CHECK_THROWS_WITH(parse_linear_blocking("speed=11"), Catch::Contains("unknown key 'speed'"));
   CHECK_THROWS_WITH(parse_linear_blocking("k"), Catch::Contains("not key=value"));
 }
