@@ -14,7 +14,8 @@
 #   ATTN     prefill attention alone (bench_attention, one layer, 512 and 2048 tokens) on the
 #            AVX-512 block and on the AMX tiles, alternating, two rounds
 #   LINEARS  the linears alone (BF16 with --sweep on gate_up, which includes the split flip;
-#            the quantized ones)
+#            the quantized ones; the decode prefetch of 5..8 rows off and on, dpf=0/8192, each
+#            read against its run's M = 4 row)
 #   SERVED   slabserve serve at c = 64 (128 in / 64 out), all threads, 8, 4 and 2
 #   SCALING  the 1/2/4/8/16-thread table (bench/scaling.py)
 #   PAIRS    the vdpbf16ps and tdpbf16ps peaks on cpu 0 alone, on cpus 0,1 and on cpus 0,8: the
@@ -151,6 +152,9 @@ if on LINEARS; then
     "$bin/bench_linear_bf16" --quick --model tinyllama --op gate_up --m 512 --cycle-x 1 --sweep
     "$bin/bench_linear_bf16" --quick --model tinyllama --op down --m 512 --cycle-x 1 --sweep --isa amx
     "$bin/bench_linear_quant" --quick --cycle-x 1 --m 512 --ops up,down --kinds w8,q4k
+    for dpf in 0 8192 0 8192; do
+      "$bin/bench_linear_bf16" --quick --model tinyllama --op gate_up --m 4,5,8 --blocking "dpf=$dpf"
+    done
   } > "$out/linear.log" 2>&1
 fi
 
