@@ -8,12 +8,11 @@
 // as fma(−(zero − 128), Σxq, Σ xq·(code − 128)) whose terms are exact), and the FP32 epilogue
 // does the same operations: results are bit-identical to the scalar path.
 //
-// W8 decode (weight-only): 16 registers do not hold separate group and total sums for 16
-// columns, so codes are dequantized in registers, w = code · scale + (−scale · zero) (one FMA,
-// lane scales rebuilt per group), and multiplied with FP32 x; one row at a time (the panel, at
-// most 90 KB, comes from cache for the next row). Lanes are (column, k mod 4); the four are
-// added at the end. W4 decode runs the batched tiles on INT8 activations (linear_quant.h): this
-// dequantizing form reached 35-44 % of the read bandwidth at M = 1 and 5 % at M = 8 on 2 Zen 5
+// W8 decode (weight-only, BF16 activations): per group, Σ code·x in FP32 lanes (column, k mod 4)
+// and Σx, then scale · (Σ code·x − zero · Σx) into the totals; the four lanes of a column are
+// added at the end. Rows go two at a time, sharing each widened code vector (decode_rows2_panel;
+// the panel comes from cache for the later rows). W4 decode runs the batched tiles on INT8
+// activations (linear_quant.h): a form that dequantized W4 codes to FP32 weights reached 35-44 % of the read bandwidth at M = 1 and 5 % at M = 8 on 2 Zen 5
 // cores, the INT8 one 71-83 % and 31-36 %. Compiled per function for avx2/fma; only called
 // after cpuid said so.
 #include <immintrin.h>
@@ -88,6 +87,129 @@ SLAB_AVX2 void decode_row_panel(const QuantTile& t, int r, int q, float* out16) 
     const float* lanes = total[i];
     out16[2 * i] = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
     out16[2 * i + 1] = (lanes[4] + lanes[5]) + (lanes[6] + lanes[7]);
+  }
+}
+
+// Column pairs 4·half .. 4·half + 3 of a group of two rows: Σ code·x per lane into acc and Σx into
+// xsum, from x widened to FP32 (xf rows of ldxf floats, at the group's first k).
+SLAB_AVX2 inline void rows2_steps(const uint8_t* codes, int s0, int n, int half, bool prefetch, const float* xf,
+                                  size_t ldxf, __m256 (&acc)[2][4], __m256 (&xsum)[2]) {
+  for (int s = 0; s < n; ++s) {
+    const uint8_t* step = codes + 64 * static_cast<size_t>(s0 + s) + 32 * static_cast<size_t>(half);
+    if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(step) + 4096, _MM_HINT_T0);
+    const __m256 xv0 = _mm256_broadcast_ps(reinterpret_cast<const __m128*>(xf + 4 * s));
+    const __m256 xv1 = _mm256_broadcast_ps(reinterpret_cast<const __m128*>(xf + ldxf + 4 * s));
+    xsum[0] = _mm256_add_ps(xsum[0], xv0);
+    xsum[1] = _mm256_add_ps(xsum[1], xv1);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {  // columns 2i, 2i + 1 with i = 4·half + j
+      const __m256 w =
+          _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(step + 8 * j))));
+      acc[0][j] = _mm256_fmadd_ps(w, xv0, acc[0][j]);
+      acc[1][j] = _mm256_fmadd_ps(w, xv1, acc[1][j]);
+    }
+  }
+}
+
+// total[row][i] += scale · (sums[row][i] − zero · xsum[row]) for column pair i of group g: the
+// group epilogue of decode_row_panel.
+SLAB_AVX2 inline void rows2_group_end(const QuantTile& t, int q, int g, int i, const __m256 (&sum)[2],
+                                      const __m256 (&xsum)[2], float (&total)[2][8][8]) {
+  const bf16_t* scales = tile_scales(t, q, g);
+  const bf16_t* zeros = t.zero_point ? tile_zeros(t, q, g) : nullptr;
+  const float z0 = zeros ? bf16_to_f32(zeros[2 * i]) : static_cast<float>(implied_zero(8));
+  const float z1 = zeros ? bf16_to_f32(zeros[2 * i + 1]) : static_cast<float>(implied_zero(8));
+  const __m256 scale =
+      _mm256_set_m128(_mm_set1_ps(bf16_to_f32(scales[2 * i + 1])), _mm_set1_ps(bf16_to_f32(scales[2 * i])));
+  const __m256 zero = _mm256_set_m128(_mm_set1_ps(z1), _mm_set1_ps(z0));
+  for (int row = 0; row < 2; ++row) {
+    const __m256 d = _mm256_fnmadd_ps(zero, xsum[row], sum[row]);
+    _mm256_store_ps(total[row][i], _mm256_fmadd_ps(scale, d, _mm256_load_ps(total[row][i])));
+  }
+}
+
+// Two activation rows × one panel (W8 decode, M >= 2): decode_row_panel's operations in its order
+// for each row, but every widened code vector serves both rows. 8 column pairs × 2 rows of sums
+// would fill all 16 registers, so each stretch of K is walked twice, 4 column pairs at a time,
+// over x widened to FP32 once per chunk of 64 steps (Σx is summed again on the second walk: the
+// same operations, the same values). Groups of up to 64 steps (Q8_0's 32 elements) keep their
+// sums in registers; longer ones park them in L1 between chunks. One row at a time, every code
+// was widened once per row: on 2 Zen 5 cores M = 8 read 13-15 % of the bandwidth, slower than
+// BF16 weights of twice the bytes (bench/results/2026-11-27-epyc-zen5-2c-avx2-w8-decode).
+SLAB_AVX2 void decode_rows2_panel(const QuantTile& t, int r, int q, float* out0, float* out1) {
+  const uint8_t* codes = t.panel + static_cast<size_t>(q) * t.panel_stride;
+  constexpr int kChunkSteps = 64;
+  alignas(32) float xf[2][4 * kChunkSteps];
+  alignas(32) float total[2][8][8] = {};
+  const bool stream = r == 0;
+  auto widen_x = [&](int s0, int n) SLAB_AVX2 {
+    for (int row = 0; row < 2; ++row) {
+      const bf16_t* x = t.x + static_cast<size_t>(r + row) * t.ldx + 4 * static_cast<size_t>(s0);
+      for (int k = 0; k < 4 * n; k += 8) _mm256_store_ps(xf[row] + k, load_bf16x8(x + k));
+    }
+  };
+  const int gs = t.group_steps;
+  if (gs <= kChunkSteps && kChunkSteps % gs == 0) {
+    // Small groups (Q8_0's 32): a chunk holds whole groups, each group's sums stay in registers.
+    const int chunk_groups = kChunkSteps / gs;
+    for (int g0 = 0; g0 < t.groups; g0 += chunk_groups) {
+      const int g1 = g0 + chunk_groups < t.groups ? g0 + chunk_groups : t.groups;
+      widen_x(g0 * gs, (g1 - g0) * gs);
+      for (int half = 0; half < 2; ++half) {
+        for (int g = g0; g < g1; ++g) {
+          __m256 acc[2][4], xsum[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+#pragma GCC unroll 2
+          for (auto& row : acc) {
+            for (auto& a : row) a = _mm256_setzero_ps();
+          }
+          const size_t at = 4 * static_cast<size_t>((g - g0) * gs);
+          rows2_steps(codes, g * gs, gs, half, stream && half == 0, xf[0] + at, xf[1] - xf[0], acc, xsum);
+#pragma GCC unroll 4
+          for (int j = 0; j < 4; ++j) rows2_group_end(t, q, g, 4 * half + j, {acc[0][j], acc[1][j]}, xsum, total);
+        }
+      }
+    }
+  } else {
+    // Large groups (per channel, 128): the group is walked in chunks, its sums parked in L1.
+    alignas(32) float sums[2][8][8];
+    alignas(32) float xsums[2][2][8];
+    for (int g = 0; g < t.groups; ++g) {
+      std::memset(sums, 0, sizeof(sums));
+      std::memset(xsums, 0, sizeof(xsums));
+      for (int s0 = g * gs; s0 < (g + 1) * gs; s0 += kChunkSteps) {
+        const int n = (g + 1) * gs - s0 < kChunkSteps ? (g + 1) * gs - s0 : kChunkSteps;
+        widen_x(s0, n);
+        for (int half = 0; half < 2; ++half) {
+          __m256 acc[2][4], xsum[2];
+#pragma GCC unroll 2
+          for (int row = 0; row < 2; ++row) {
+            xsum[row] = _mm256_load_ps(xsums[half][row]);
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; ++j) acc[row][j] = _mm256_load_ps(sums[row][4 * half + j]);
+          }
+          rows2_steps(codes, s0, n, half, stream && half == 0, xf[0], xf[1] - xf[0], acc, xsum);
+#pragma GCC unroll 2
+          for (int row = 0; row < 2; ++row) {
+            _mm256_store_ps(xsums[half][row], xsum[row]);
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; ++j) _mm256_store_ps(sums[row][4 * half + j], acc[row][j]);
+          }
+        }
+      }
+      for (int i = 0; i < 8; ++i) {
+        const __m256 sum[2] = {_mm256_load_ps(sums[0][i]), _mm256_load_ps(sums[1][i])};
+        const __m256 xsum[2] = {_mm256_load_ps(xsums[0][0]), _mm256_load_ps(xsums[0][1])};
+        rows2_group_end(t, q, g, i, sum, xsum, total);
+      }
+    }
+  }
+  float* outs[2] = {out0, out1};
+  for (int row = 0; row < 2; ++row) {
+    for (int i = 0; i < 8; ++i) {
+      const float* lanes = total[row][i];
+      outs[row][2 * i] = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+      outs[row][2 * i + 1] = (lanes[4] + lanes[5]) + (lanes[6] + lanes[7]);
+    }
   }
 }
 
@@ -246,9 +368,14 @@ void quantize_row_avx2(int8_t* xq, float* scales, int32_t* sums, int32_t* halves
 }
 
 void quant_decode_tile_avx2(const QuantTile& t) {
-  for (int r = 0; r < t.mr; ++r) {
+  for (int r = 0; r < t.mr; r += 2) {
     for (int q = 0; q < t.np; ++q) {
-      decode_row_panel(t, r, q, t.out + static_cast<size_t>(r) * kQuantTileCols + 16 * q);
+      float* out = t.out + static_cast<size_t>(r) * kQuantTileCols + 16 * q;
+      if (r + 1 < t.mr) {
+        decode_rows2_panel(t, r, q, out, out + kQuantTileCols);
+      } else {
+        decode_row_panel(t, r, q, out);
+      }
     }
   }
 }
