@@ -181,7 +181,10 @@ LargeTile large_tile(int m, bool swiglu, Isa isa, const LinearBlocking& b) {
   // AVX2 runs 6-row FP32 blocks (tile_avx2 with wf): an 8-row tile would leave a 2-row block.
   if (isa == Isa::avx2) return LargeTile{kLargeMR, 2};
   if (m <= kMidMaxM && !swiglu) return LargeTile{8, 1};
-  if (swiglu) return LargeTile{b.tile_panels == 2 ? b.tile_rows : kLargeMR, 2};  // a gate/up pair per tile
+  // SwiGLU takes a gate/up pair per row tile. Up to 16 rows that is 8 rows run as one 8 × 32 tile
+  // per panel (split_panels): with 6 × 64, 16 rows were three row tiles, each reading the pair.
+  if (swiglu && m <= kMidMaxM && b.tile_panels == 2 && b.tile_rows == kLargeMR) return LargeTile{8, 2};
+  if (swiglu) return LargeTile{b.tile_panels == 2 ? b.tile_rows : kLargeMR, 2};
   return LargeTile{b.tile_rows, b.tile_panels};
 }
 
@@ -242,7 +245,20 @@ void large_group(const LinearArgs& a, LargeTile lt, int g, int rt0, int rt1, flo
       t.wf = wf;
       t.wf_fill = rt == rt0 ? wf : nullptr;
       if (last && !a.swiglu) set_epilogue(t, a, row, p * kPanelCols);
-      run_tile(t, a.isa);
+      if (lt.mr > kLargeMR && t.np == 2) {
+        // More rows than a 64-column tile holds (8 × 4 zmm is every register): one 32-column
+        // tile per panel, the second with the second panel's share of the prefetch.
+        Tile second = t;
+        t.np = second.np = 1;
+        second.b += stride;
+        second.pf += stride;
+        if (second.c) second.c += kPanelCols;
+        second.wf = second.wf_fill = nullptr;  // AVX2 never takes 8-row tiles (large_tile)
+        run_tile(t, a.isa);
+        run_tile(second, a.isa);
+      } else {
+        run_tile(t, a.isa);
+      }
       if (last && a.swiglu) finish_swiglu(a, t.c, t.ldc, row, t.mr, p / 2);
     }
   }
