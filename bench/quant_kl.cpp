@@ -43,6 +43,7 @@ struct Options {
   int chunks = -1;  // -1: every whole chunk
   int batch = 0;    // tokens per forward call; 0: the whole chunk
   int threads = 0;
+  std::string kernels = "auto";  // the test runners' kernel set (the reference takes the best)
   bool print_tokens = false;
 };
 
@@ -81,9 +82,10 @@ RunnerSpec parse_spec(const std::string& spec, const std::string& model) {
   return r;
 }
 
-std::unique_ptr<ModelRunner> load(const RunnerSpec& spec, int threads) {
+std::unique_ptr<ModelRunner> load(const RunnerSpec& spec, int threads, KernelChoice kernels = KernelChoice::automatic) {
   RunnerOptions ro;
   ro.n_threads = threads;
+  ro.kernels = kernels;
   ro.quantization = spec.quantization;
   ro.quantize_lm_head = spec.quantize_lm_head;
   auto runner = load_model_runner(spec.path, ro);
@@ -257,7 +259,12 @@ int run(const Options& o) {
     std::vector<float> got;
     double bits_per_weight = 0;
     {
-      auto runner = load(spec, o.threads);
+      // AVX2 on an AVX-512 machine: the kernels (and the W8 decode's INT16 activations) of the
+      // AVX2-only EPYCs.
+      auto runner = load(spec, o.threads,
+                         o.kernels == "avx2"          ? KernelChoice::avx2
+                         : o.kernels == "avx512_bf16" ? KernelChoice::avx512_bf16
+                                                      : KernelChoice::automatic);
       // All weights (embedding, norms and head included), relative to the BF16 reference.
       bits_per_weight = 16.0 * static_cast<double>(runner->weight_bytes()) / static_cast<double>(ref_bytes);
       if (runner->config().vocab_size != vocab) {
@@ -308,6 +315,10 @@ int main(int argc, char** argv) {
   app.add_option("--batch", o.batch, "Tokens per forward call (0: a whole chunk; <= 8 runs the decode kernels)")
       ->capture_default_str();
   app.add_option("--threads", o.threads, "Compute threads (0: one per core)")->capture_default_str();
+  app.add_option("--kernels", o.kernels,
+                 "Kernel set of the test runners: auto (the best the CPU runs), avx512_bf16 or avx2")
+      ->check(CLI::IsMember({"auto", "avx512_bf16", "avx2"}))
+      ->capture_default_str();
   app.add_flag("--print-tokens", o.print_tokens, "Print the token ids of --text and exit");
   CLI11_PARSE(app, argc, argv);
   if (o.text_file.empty() == o.tokens_file.empty()) {

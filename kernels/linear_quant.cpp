@@ -124,6 +124,11 @@ struct Workspace {
   // Weight-only decode (per thread): BF16 rows [m][kp] and group sums [m][groups].
   bf16_t* x = nullptr;
   float* xsum = nullptr;
+  // The same rows as INT16 for the AVX2 tiles (quant_int16_activations, in x's room), with their
+  // block scales and sums [m][kp / kQuantActBlock] (room for the smaller block).
+  int16_t* x16 = nullptr;
+  float* x16scale = nullptr;
+  int32_t* x16sum = nullptr;
   // INT8 activations (shared for M > 8, per thread for W4 decode): INT8 rows [m][kp], block
   // scales and block sums [kp / act block][m] (room for blocks of kQuantActBlock, the smaller).
   int8_t* xq = nullptr;
@@ -156,7 +161,9 @@ Workspace int8_rows_at(uint8_t* base, int m, int kp) {
 
 size_t decode_region_bytes(const QuantFormat& f, int m, int kp, int groups) {
   if (quant_int8_activations(f, m)) return int8_rows_bytes(m, kp);
-  return round_up(static_cast<size_t>(m) * kp * 2, 64) + round_up(static_cast<size_t>(m) * groups * 4, 64);
+  const size_t block_values = static_cast<size_t>(m) * (kp / kQuantActBlock);
+  return round_up(static_cast<size_t>(m) * kp * 2, 64) + round_up(static_cast<size_t>(m) * groups * 4, 64) +
+         2 * round_up(block_values * 4, 64);
 }
 
 bool amx_shape(int m, Isa isa) { return m >= kQuantAmxMinM && isa == Isa::avx512_bf16; }
@@ -180,7 +187,12 @@ Workspace workspace_of(const QuantLinearArgs& a, int thread) {
   if (quant_int8_activations(f, a.m)) return int8_rows_at(mine, a.m, kp);
   Workspace ws;
   ws.x = reinterpret_cast<bf16_t*>(mine);
-  ws.xsum = reinterpret_cast<float*>(mine + round_up(static_cast<size_t>(a.m) * kp * 2, 64));
+  ws.x16 = reinterpret_cast<int16_t*>(mine);
+  mine += round_up(static_cast<size_t>(a.m) * kp * 2, 64);
+  ws.xsum = reinterpret_cast<float*>(mine);
+  mine += round_up(static_cast<size_t>(a.m) * groups * 4, 64);
+  ws.x16scale = reinterpret_cast<float*>(mine);
+  ws.x16sum = reinterpret_cast<int32_t*>(mine + round_up(static_cast<size_t>(a.m) * (kp / kQuantActBlock) * 4, 64));
   return ws;
 }
 
@@ -294,6 +306,15 @@ void prepare_decode_rows(const QuantLinearArgs& a, const Workspace& ws) {
     }
     return;
   }
+  if (quant_int16_activations(f, a.m, a.isa)) {
+    const int block = quant_act_block(f, a.w.k);
+    const size_t blocks = static_cast<size_t>(kp / block);
+    for (int r = 0; r < a.m; ++r) {
+      detail::quantize_row_int16_avx2(ws.x16 + static_cast<size_t>(r) * kp, ws.x16scale + r * blocks,
+                                      ws.x16sum + r * blocks, a.x + static_cast<size_t>(r) * a.ldx, a.w.k, kp, block);
+    }
+    return;
+  }
   for (int r = 0; r < a.m; ++r) {
     bf16_t* dst = ws.x + static_cast<size_t>(r) * kp;
     std::copy(a.x + static_cast<size_t>(r) * a.ldx, a.x + static_cast<size_t>(r) * a.ldx + a.w.k, dst);
@@ -369,9 +390,27 @@ void int8_panels(const QuantLinearArgs& a, const Workspace& ws, int p, int np, i
             });
 }
 
+// A weight-only decode tile's activation rows: the thread's BF16 copy and group sums, or on AVX2
+// its INT16 rows.
+void set_decode_rows(QuantTile& t, const QuantLinearArgs& a, const Workspace& ws) {
+  const int kp = quant_padded_k(a.w.format, a.w.k);
+  t.mr = a.m;
+  if (quant_int16_activations(a.w.format, a.m, a.isa)) {
+    t.x16 = ws.x16;
+    t.ldx16 = static_cast<size_t>(kp);
+    t.x16_block = quant_act_block(a.w.format, a.w.k);
+    t.ldx16s = static_cast<size_t>(kp / t.x16_block);
+    t.x16scale = ws.x16scale;
+    t.x16sum = ws.x16sum;
+    return;
+  }
+  t.x = ws.x;
+  t.ldx = static_cast<size_t>(kp);
+  t.xsum = ws.xsum;
+}
+
 // Rows of the per-thread sums of a tile: decode, batched register or AMX tiles.
-constexpr int kSumsRows =
-    std::max({detail::kQuantDecodeTileRows, detail::kQuantBatchTileRows, detail::kQuantAmxRows});
+constexpr int kSumsRows = std::max({detail::kQuantDecodeTileRows, detail::kQuantBatchTileRows, detail::kQuantAmxRows});
 
 // SwiGLU: gate panels [u0, u1) with their up panels, over INT8 activations (M > 8, W4 decode) or
 // BF16 ones (W8 decode: one tile of both panels for 1-2 rows, else one tile per panel).
@@ -380,7 +419,6 @@ void swiglu_units(const QuantLinearArgs& a, const Workspace& ws, int u0, int u1)
   const int gate_panels = swiglu_gate_panels(a);
   const size_t pb = quant_panel_bytes(a.w.format, a.w.k);
   const uint8_t* stream_end = a.w.data + static_cast<size_t>(gate_panels + u1) * pb;  // the end of the up run
-  const int kp = quant_padded_k(a.w.format, a.w.k);
   for (int u = u0; u < u1; ++u) {
     const QuantTile w = pair_tile(a, u);
     if (quant_int8_activations(a.w.format, a.m)) {
@@ -389,10 +427,7 @@ void swiglu_units(const QuantLinearArgs& a, const Workspace& ws, int u0, int u1)
       continue;
     }
     QuantTile t = w;
-    t.mr = a.m;
-    t.x = ws.x;
-    t.ldx = static_cast<size_t>(kp);
-    t.xsum = ws.xsum;
+    set_decode_rows(t, a, ws);
     t.out = sums;
     if (a.m <= 2) {
       run_decode_tile(t, a.isa);
@@ -409,7 +444,6 @@ void swiglu_units(const QuantLinearArgs& a, const Workspace& ws, int u0, int u1)
 
 // M <= 8: panels [p0, p1), every row over the whole of K in one pass over the weights.
 void decode_panels(const QuantLinearArgs& a, const Workspace& ws, int p0, int p1) {
-  const int kp = quant_padded_k(a.w.format, a.w.k);
   alignas(64) float sums[detail::kQuantDecodeTileRows * detail::kQuantTileCols];
   const bool int8_x = quant_int8_activations(a.w.format, a.m);
   // 1-2 rows: two panels give the multiply-add chains more independent work.
@@ -420,10 +454,7 @@ void decode_panels(const QuantLinearArgs& a, const Workspace& ws, int p0, int p1
       int8_panels(a, ws, p, np, p1, sums);
     } else {
       QuantTile t = weight_tile(a, p, np);
-      t.mr = a.m;
-      t.x = ws.x;
-      t.ldx = static_cast<size_t>(kp);
-      t.xsum = ws.xsum;
+      set_decode_rows(t, a, ws);
       t.out = sums;
       run_decode_tile(t, a.isa);
       finish_tile(a, sums, 0, t.mr, p * kQuantPanelCols, np * kQuantPanelCols);
@@ -577,9 +608,7 @@ size_t quant_linear_workspace_bytes(int m, const PackedQuant& w, int n_threads, 
   return int8_rows_bytes(m, kp) + static_cast<size_t>(n_threads) * amx_bytes;
 }
 
-bool quant_linear_uses_amx(const QuantLinearArgs& a) {
-  return (a.amx || a.amx_emulated) && amx_shape(a.m, a.isa);
-}
+bool quant_linear_uses_amx(const QuantLinearArgs& a) { return (a.amx || a.amx_emulated) && amx_shape(a.m, a.isa); }
 
 void quant_linear_prepare(const QuantLinearArgs& a, int thread, int n_threads) {
   check_args(a);

@@ -26,7 +26,9 @@
 // Panels follow each other: a thread's range of panels is one linear stream, read once per call.
 //
 // Kernels: W8 at M <= 8 (decode) is weight-only: BF16 activations, codes expanded to BF16 in
-// registers (exact, through FP32) and multiplied with vdpbf16ps, group sums scaled in FP32.
+// registers (exact, through FP32) and multiplied with vdpbf16ps, group sums scaled in FP32; on
+// AVX2 the activations become INT16 first (quant_int16_activations: a power-of-two scale per
+// activation block, values within 2^-15 of the block's max) and multiply with vpmaddwd.
 // Everything else (M > 8, and W4 at any M: quant_int8_activations) quantizes each activation
 // row to INT8 in blocks along K (dynamic, symmetric, one scale per block: max|x| / 127 over the
 // block, as llama.cpp's Q8_0 activations; one scale per row cost 2-3x the KL divergence,
@@ -212,13 +214,19 @@ bool quant_linear_uses_amx(const QuantLinearArgs& args);
 inline bool quant_swiglu_fusable(int n) { return n % (2 * kQuantPanelCols) == 0; }
 
 // Scratch a call needs: the activations in the kernels' form (decode: a K-padded BF16 copy and
-// group sums per thread; batched: INT8 rows, their block scales and block sums, shared); with
+// group sums per thread, or on AVX2 its INT16 rows with block scales and sums; batched: INT8 rows, their block scales and block sums, shared); with
 // amx, room per thread for a panel pair's codes unpacked to bytes (32 × padded K; not for W8).
 size_t quant_linear_workspace_bytes(int m, const PackedQuant& w, int n_threads, bool amx = false);
 // M > 8 quantizes the activations in a first phase.
 inline bool quant_linear_needs_prepare(int m) { return m > kQuantDecodeMaxM; }
 // Whether a call multiplies INT8 activations (else BF16 ones: W8 decode).
 inline bool quant_int8_activations(const QuantFormat& f, int m) { return m > kQuantDecodeMaxM || f.bits != 8; }
+// Whether a W8 decode call turns its BF16 activations into INT16 ones first: the AVX2 tiles
+// (quantize_row_int16_avx2 in linear_quant_tile.h: a power-of-two scale per activation block,
+// every bit kept for values within 2^-7 of the block's max, the rest within 2^-15 of it).
+inline bool quant_int16_activations(const QuantFormat& f, int m, Isa isa) {
+  return isa == Isa::avx2 && !quant_int8_activations(f, m);
+}
 
 // Phase 1 (only when quant_linear_needs_prepare), on every thread t in [0, n_threads).
 void quant_linear_prepare(const QuantLinearArgs& args, int thread, int n_threads);

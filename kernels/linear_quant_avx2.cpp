@@ -8,10 +8,14 @@
 // as fma(−(zero − 128), Σxq, Σ xq·(code − 128)) whose terms are exact), and the FP32 epilogue
 // does the same operations: results are bit-identical to the scalar path.
 //
-// W8 decode (weight-only, BF16 activations): per group, Σ code·x in FP32 lanes (column, k mod 4)
-// and Σx, then scale · (Σ code·x − zero · Σx) into the totals; the four lanes of a column are
-// added at the end. Rows go two at a time, sharing each widened code vector (decode_rows2_panel;
-// the panel comes from cache for the later rows). W4 decode runs the batched tiles on INT8
+// W8 decode: INT16 activations (quant_int16_activations; quantize_row_int16_avx2 below), the codes
+// widened to 16 bits (vpmovzxbw) and multiplied with vpmaddwd into INT32 sums per activation
+// block, then one FP32 epilogue per block. Rows go two at a time, sharing each widened code vector
+// (decode_rows2_panel; the panel comes from cache for the later rows). The form it replaced kept
+// BF16 activations and FP32 FMAs (codes widened to FP32: three operations per 8 codes against
+// three per 16 here): Q8_0 at M = 1 ran at about 20 GB/s a core and trailed llama.cpp, whose AVX2
+// path takes INT8 activations (bench/results/2026-11-27-epyc-zen5-2c-avx2-w8-int16).
+// W4 decode runs the batched tiles on INT8
 // activations (linear_quant.h): a form that dequantized W4 codes to FP32 weights reached 35-44 % of the read bandwidth at M = 1 and 5 % at M = 8 on 2 Zen 5
 // cores, the INT8 one 71-83 % and 31-36 %. Compiled per function for avx2/fma; only called
 // after cpuid said so.
@@ -33,184 +37,114 @@ SLAB_AVX2 inline __m256 load_bf16x8(const bf16_t* p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
 }
 
-// 4 BF16 values of x as FP32 in both 128-bit halves.
-SLAB_AVX2 inline __m256 broadcast_x4(const bf16_t* p) {
-  uint64_t bits;
-  std::memcpy(&bits, p, sizeof(bits));
-  const __m128i w = _mm_cvtepu16_epi32(_mm_cvtsi64_si128(static_cast<long long>(bits)));
-  const __m128 f = _mm_castsi128_ps(_mm_slli_epi32(w, 16));
-  return _mm256_set_m128(f, f);
+// The W8 decode tiles. A step's 64 code bytes are four quarters of 4 columns × 4 k; a quarter
+// widened to 16 bits and multiplied (vpmaddwd) with x's 4 values of the step gives INT32 lanes
+// [c k01, c k23, c+1 k01, c+1 k23 | c+2 .., c+3 ..] for its first column c. The sums stay exact
+// over a block: |x16| <= 32640 and codes <= 255, so 128 elements stay below 1.07e9 < 2^31.
+struct DecodeRow {
+  const int16_t* x;     // INT16 row, padded K
+  const float* xscale;  // per block
+  const int32_t* xsum;  // per block
+  __m256 total[2];      // FP32 totals, columns 0..7 and 8..15
+};
+
+SLAB_AVX2 inline DecodeRow decode_row(const QuantTile& t, int r) {
+  return {t.x16 + static_cast<size_t>(r) * t.ldx16,
+          t.x16scale + static_cast<size_t>(r) * t.ldx16s,
+          t.x16sum + static_cast<size_t>(r) * t.ldx16s,
+          {_mm256_setzero_ps(), _mm256_setzero_ps()}};
 }
 
-// One activation row × one panel, weight-only (W8 decode): per group, Σ code·x in FP32 lanes
-// (codes are exact in FP32) and Σx, then scale · (Σ code·x − zero · Σx) folded into the totals,
-// as the AVX-512 decode tile does. Expanding every code to a weight first (fma(code, scale,
-// −scale·zero), from per-lane scale tables rebuilt per group) cost twice the instructions: W8
-// decode ran at a third of the read bandwidth on AVX2.
+// x's 4 INT16 values of step s in every 64-bit lane.
+SLAB_AVX2 inline __m256i step_x(const DecodeRow& row, int s) {
+  return _mm256_set1_epi64x(static_cast<long long>(load_u64(row.x + 4 * static_cast<size_t>(s))));
+}
+
+// Block b (of group g) of one row: acc's sums to columns in order, the zero taken off
+// (Σ code·x16 − zero·Σx16: in INT32, exact, for the implied zero; in FP32 for stored ones, as the
+// batched tiles do), then total += (scale · xscale) · d. The one- and two-row tiles both end their
+// blocks here, so a row's result does not depend on the row beside it.
+SLAB_AVX2 inline void decode_block_end(const QuantTile& t, int q, int g, int b, const __m256i (&acc)[4],
+                                       DecodeRow& row) {
+  const __m256i to_natural = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+  const int32_t xsum = row.xsum[b];
+  const __m256 xscale = _mm256_set1_ps(row.xscale[b]);
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {  // columns 8h .. 8h + 7
+    // hadd leaves columns 0 1 4 5 | 2 3 6 7 of the half.
+    const __m256i sums = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(acc[2 * h], acc[2 * h + 1]), to_natural);
+    __m256 d;
+    if (t.zero_point) {
+      d = _mm256_fnmadd_ps(load_bf16x8(tile_zeros(t, q, g) + 8 * h), _mm256_set1_ps(static_cast<float>(xsum)),
+                           _mm256_cvtepi32_ps(sums));
+    } else {
+      d = _mm256_cvtepi32_ps(_mm256_sub_epi32(sums, _mm256_set1_epi32(implied_zero(8) * xsum)));
+    }
+    const __m256 scale = _mm256_mul_ps(load_bf16x8(tile_scales(t, q, g) + 8 * h), xscale);
+    row.total[h] = _mm256_fmadd_ps(scale, d, row.total[h]);
+  }
+}
+
+SLAB_AVX2 inline void store_totals(const DecodeRow& row, float* out16) {
+  _mm256_storeu_ps(out16, row.total[0]);
+  _mm256_storeu_ps(out16 + 8, row.total[1]);
+}
+
+// One activation row × one panel. Stream: this row reads the panel first and prefetches it a few
+// KB ahead, as the AVX-512 decode tile does; later rows read it from cache.
+template <bool Stream>
 SLAB_AVX2 void decode_row_panel(const QuantTile& t, int r, int q, float* out16) {
-  const bf16_t* x = t.x + static_cast<size_t>(r) * t.ldx;
   const uint8_t* codes = t.panel + static_cast<size_t>(q) * t.panel_stride;
-  constexpr int kStepK = 4;
-  // Lanes 0..3 of pair i: column 2i at k ≡ 0..3 (mod 4); lanes 4..7: column 2i + 1.
-  alignas(32) float total[8][8] = {};
-  for (int g = 0; g < t.groups; ++g) {
-    __m256 acc[8];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
-    __m256 xsum = _mm256_setzero_ps();
-    for (int s = g * t.group_steps; s < (g + 1) * t.group_steps; ++s) {
+  const int block_steps = t.x16_block / 4;
+  const int blocks = t.groups * t.group_steps / block_steps, blocks_per_group = t.group_steps / block_steps;
+  DecodeRow row = decode_row(t, r);
+  for (int b = 0; b < blocks; ++b) {
+    __m256i acc[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) acc[j] = _mm256_setzero_si256();
+    for (int s = b * block_steps; s < (b + 1) * block_steps; ++s) {
       const uint8_t* step = codes + 64 * static_cast<size_t>(s);
-      // As in the AVX-512 decode tile: a few KB ahead; later rows read the panel from cache.
-      if (r == 0) _mm_prefetch(reinterpret_cast<const char*>(step) + 4096, _MM_HINT_T0);
-      const __m256 xv = broadcast_x4(x + static_cast<size_t>(s) * kStepK);
-      xsum = _mm256_add_ps(xsum, xv);
-#pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) {  // columns 2i, 2i + 1
-        const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(step + 8 * i)));
-        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), xv, acc[i]);
+      if (Stream) _mm_prefetch(reinterpret_cast<const char*>(step) + 4096, _MM_HINT_T0);
+      const __m256i xv = step_x(row, s);
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        const __m256i w = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(step + 16 * j)));
+        acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(w, xv));
       }
     }
-    const bf16_t* scales = tile_scales(t, q, g);
-    const bf16_t* zeros = t.zero_point ? tile_zeros(t, q, g) : nullptr;
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) {
-      const float z0 = zeros ? bf16_to_f32(zeros[2 * i]) : static_cast<float>(implied_zero(8));
-      const float z1 = zeros ? bf16_to_f32(zeros[2 * i + 1]) : static_cast<float>(implied_zero(8));
-      const __m256 scale =
-          _mm256_set_m128(_mm_set1_ps(bf16_to_f32(scales[2 * i + 1])), _mm_set1_ps(bf16_to_f32(scales[2 * i])));
-      const __m256 zero = _mm256_set_m128(_mm_set1_ps(z1), _mm_set1_ps(z0));
-      const __m256 d = _mm256_fnmadd_ps(zero, xsum, acc[i]);
-      _mm256_store_ps(total[i], _mm256_fmadd_ps(scale, d, _mm256_load_ps(total[i])));
-    }
+    decode_block_end(t, q, b / blocks_per_group, b, acc, row);
   }
-  for (int i = 0; i < 8; ++i) {
-    const float* lanes = total[i];
-    out16[2 * i] = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
-    out16[2 * i + 1] = (lanes[4] + lanes[5]) + (lanes[6] + lanes[7]);
-  }
+  store_totals(row, out16);
 }
 
-// Column pairs 4·half .. 4·half + 3 of a group of two rows: Σ code·x per lane into acc and Σx into
-// xsum, from x widened to FP32 (xf rows of ldxf floats, at the group's first k).
-SLAB_AVX2 inline void rows2_steps(const uint8_t* codes, int s0, int n, int half, bool prefetch, const float* xf,
-                                  size_t ldxf, __m256 (&acc)[2][4], __m256 (&xsum)[2]) {
-  for (int s = 0; s < n; ++s) {
-    const uint8_t* step = codes + 64 * static_cast<size_t>(s0 + s) + 32 * static_cast<size_t>(half);
-    if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(step) + 4096, _MM_HINT_T0);
-    const __m256 xv0 = _mm256_broadcast_ps(reinterpret_cast<const __m128*>(xf + 4 * s));
-    const __m256 xv1 = _mm256_broadcast_ps(reinterpret_cast<const __m128*>(xf + ldxf + 4 * s));
-    xsum[0] = _mm256_add_ps(xsum[0], xv0);
-    xsum[1] = _mm256_add_ps(xsum[1], xv1);
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {  // columns 2i, 2i + 1 with i = 4·half + j
-      const __m256 w =
-          _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(step + 8 * j))));
-      acc[0][j] = _mm256_fmadd_ps(w, xv0, acc[0][j]);
-      acc[1][j] = _mm256_fmadd_ps(w, xv1, acc[1][j]);
-    }
-  }
-}
-
-// total[row][i] += scale · (sums[row][i] − zero · xsum[row]) for column pair i of group g: the
-// group epilogue of decode_row_panel.
-SLAB_AVX2 inline void rows2_group_end(const QuantTile& t, int q, int g, int i, const __m256 (&sum)[2],
-                                      const __m256 (&xsum)[2], float (&total)[2][8][8]) {
-  const bf16_t* scales = tile_scales(t, q, g);
-  const bf16_t* zeros = t.zero_point ? tile_zeros(t, q, g) : nullptr;
-  const float z0 = zeros ? bf16_to_f32(zeros[2 * i]) : static_cast<float>(implied_zero(8));
-  const float z1 = zeros ? bf16_to_f32(zeros[2 * i + 1]) : static_cast<float>(implied_zero(8));
-  const __m256 scale =
-      _mm256_set_m128(_mm_set1_ps(bf16_to_f32(scales[2 * i + 1])), _mm_set1_ps(bf16_to_f32(scales[2 * i])));
-  const __m256 zero = _mm256_set_m128(_mm_set1_ps(z1), _mm_set1_ps(z0));
-  for (int row = 0; row < 2; ++row) {
-    const __m256 d = _mm256_fnmadd_ps(zero, xsum[row], sum[row]);
-    _mm256_store_ps(total[row][i], _mm256_fmadd_ps(scale, d, _mm256_load_ps(total[row][i])));
-  }
-}
-
-// Two activation rows × one panel (W8 decode, M >= 2): decode_row_panel's operations in its order
-// for each row, but every widened code vector serves both rows. 8 column pairs × 2 rows of sums
-// would fill all 16 registers, so each stretch of K is walked twice, 4 column pairs at a time,
-// over x widened to FP32 once per chunk of 64 steps (Σx is summed again on the second walk: the
-// same operations, the same values). Groups of up to 64 steps (Q8_0's 32 elements) keep their
-// sums in registers; longer ones park them in L1 between chunks. One row at a time, every code
-// was widened once per row: on 2 Zen 5 cores M = 8 read 13-15 % of the bandwidth, slower than
-// BF16 weights of twice the bytes (bench/results/2026-11-27-epyc-zen5-2c-avx2-w8-decode).
+// Two activation rows × one panel: decode_row_panel's sums for each row, every widened code
+// vector serving both (8 INT32 sums, 2 x vectors and the codes: 11 of the 16 registers).
+template <bool Stream>
 SLAB_AVX2 void decode_rows2_panel(const QuantTile& t, int r, int q, float* out0, float* out1) {
   const uint8_t* codes = t.panel + static_cast<size_t>(q) * t.panel_stride;
-  constexpr int kChunkSteps = 64;
-  alignas(32) float xf[2][4 * kChunkSteps];
-  alignas(32) float total[2][8][8] = {};
-  const bool stream = r == 0;
-  auto widen_x = [&](int s0, int n) SLAB_AVX2 {
-    for (int row = 0; row < 2; ++row) {
-      const bf16_t* x = t.x + static_cast<size_t>(r + row) * t.ldx + 4 * static_cast<size_t>(s0);
-      for (int k = 0; k < 4 * n; k += 8) _mm256_store_ps(xf[row] + k, load_bf16x8(x + k));
-    }
-  };
-  const int gs = t.group_steps;
-  if (gs <= kChunkSteps && kChunkSteps % gs == 0) {
-    // Small groups (Q8_0's 32): a chunk holds whole groups, each group's sums stay in registers.
-    const int chunk_groups = kChunkSteps / gs;
-    for (int g0 = 0; g0 < t.groups; g0 += chunk_groups) {
-      const int g1 = g0 + chunk_groups < t.groups ? g0 + chunk_groups : t.groups;
-      widen_x(g0 * gs, (g1 - g0) * gs);
-      for (int half = 0; half < 2; ++half) {
-        for (int g = g0; g < g1; ++g) {
-          __m256 acc[2][4], xsum[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-#pragma GCC unroll 2
-          for (auto& row : acc) {
-            for (auto& a : row) a = _mm256_setzero_ps();
-          }
-          const size_t at = 4 * static_cast<size_t>((g - g0) * gs);
-          rows2_steps(codes, g * gs, gs, half, stream && half == 0, xf[0] + at, xf[1] - xf[0], acc, xsum);
+  const int block_steps = t.x16_block / 4;
+  const int blocks = t.groups * t.group_steps / block_steps, blocks_per_group = t.group_steps / block_steps;
+  DecodeRow row0 = decode_row(t, r), row1 = decode_row(t, r + 1);
+  for (int b = 0; b < blocks; ++b) {
+    __m256i acc0[4], acc1[4];
 #pragma GCC unroll 4
-          for (int j = 0; j < 4; ++j) rows2_group_end(t, q, g, 4 * half + j, {acc[0][j], acc[1][j]}, xsum, total);
-        }
+    for (int j = 0; j < 4; ++j) acc0[j] = acc1[j] = _mm256_setzero_si256();
+    for (int s = b * block_steps; s < (b + 1) * block_steps; ++s) {
+      const uint8_t* step = codes + 64 * static_cast<size_t>(s);
+      if (Stream) _mm_prefetch(reinterpret_cast<const char*>(step) + 4096, _MM_HINT_T0);
+      const __m256i xv0 = step_x(row0, s), xv1 = step_x(row1, s);
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        const __m256i w = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(step + 16 * j)));
+        acc0[j] = _mm256_add_epi32(acc0[j], _mm256_madd_epi16(w, xv0));
+        acc1[j] = _mm256_add_epi32(acc1[j], _mm256_madd_epi16(w, xv1));
       }
     }
-  } else {
-    // Large groups (per channel, 128): the group is walked in chunks, its sums parked in L1.
-    alignas(32) float sums[2][8][8];
-    alignas(32) float xsums[2][2][8];
-    for (int g = 0; g < t.groups; ++g) {
-      std::memset(sums, 0, sizeof(sums));
-      std::memset(xsums, 0, sizeof(xsums));
-      for (int s0 = g * gs; s0 < (g + 1) * gs; s0 += kChunkSteps) {
-        const int n = (g + 1) * gs - s0 < kChunkSteps ? (g + 1) * gs - s0 : kChunkSteps;
-        widen_x(s0, n);
-        for (int half = 0; half < 2; ++half) {
-          __m256 acc[2][4], xsum[2];
-#pragma GCC unroll 2
-          for (int row = 0; row < 2; ++row) {
-            xsum[row] = _mm256_load_ps(xsums[half][row]);
-#pragma GCC unroll 4
-            for (int j = 0; j < 4; ++j) acc[row][j] = _mm256_load_ps(sums[row][4 * half + j]);
-          }
-          rows2_steps(codes, s0, n, half, stream && half == 0, xf[0], xf[1] - xf[0], acc, xsum);
-#pragma GCC unroll 2
-          for (int row = 0; row < 2; ++row) {
-            _mm256_store_ps(xsums[half][row], xsum[row]);
-#pragma GCC unroll 4
-            for (int j = 0; j < 4; ++j) _mm256_store_ps(sums[row][4 * half + j], acc[row][j]);
-          }
-        }
-      }
-      for (int i = 0; i < 8; ++i) {
-        const __m256 sum[2] = {_mm256_load_ps(sums[0][i]), _mm256_load_ps(sums[1][i])};
-        const __m256 xsum[2] = {_mm256_load_ps(xsums[0][0]), _mm256_load_ps(xsums[0][1])};
-        rows2_group_end(t, q, g, i, sum, xsum, total);
-      }
-    }
+    decode_block_end(t, q, b / blocks_per_group, b, acc0, row0);
+    decode_block_end(t, q, b / blocks_per_group, b, acc1, row1);
   }
-  float* outs[2] = {out0, out1};
-  for (int row = 0; row < 2; ++row) {
-    for (int i = 0; i < 8; ++i) {
-      const float* lanes = total[row][i];
-      outs[row][2 * i] = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
-      outs[row][2 * i + 1] = (lanes[4] + lanes[5]) + (lanes[6] + lanes[7]);
-    }
-  }
+  store_totals(row0, out0);
+  store_totals(row1, out1);
 }
 
 // u8 × s8 products of a 32-byte step half, summed per 32-bit lane (4 products).
@@ -367,14 +301,53 @@ void quantize_row_avx2(int8_t* xq, float* scales, int32_t* sums, int32_t* halves
   }
 }
 
+SLAB_AVX2 void quantize_row_int16_avx2(int16_t* x16, float* scales, int32_t* sums, const bf16_t* x, int k, int kp,
+                                       int block) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  for (int i = 0; i < kp; i += block) {
+    const size_t b = static_cast<size_t>(i / block);
+    __m256 amax = _mm256_setzero_ps();
+    for (int j = i; j < i + block; j += 8) amax = _mm256_max_ps(amax, _mm256_and_ps(load_x8(x, j, k), abs_mask));
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+    const float m = _mm_cvtss_f32(m4);
+    uint32_t max_bits;
+    std::memcpy(&max_bits, &m, sizeof(max_bits));
+    // The biased exponent e of max|x| is E + 126: x16 = x · 2^(141 − e), scale 2^(e − 141), with e
+    // raised to 15 so that both stay normal.
+    const uint32_t e = max_bits >> 23 < 15 ? 15 : max_bits >> 23;
+    const uint32_t mult_bits = (268 - e) << 23, scale_bits = (e - 14) << 23;
+    float mult, scale;
+    std::memcpy(&mult, &mult_bits, sizeof(mult));
+    std::memcpy(&scale, &scale_bits, sizeof(scale));
+    scales[b] = m > 0.0f ? scale : 0.0f;
+    const __m256 vmult = _mm256_set1_ps(mult);
+    __m256i sum = _mm256_setzero_si256();
+    for (int j = i; j < i + block; j += 8) {
+      const __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(load_x8(x, j, k), vmult));
+      sum = _mm256_add_epi32(sum, v);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(x16 + j),
+                       _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
+    }
+    sums[b] = reduce_add(sum);
+  }
+}
+
 void quant_decode_tile_avx2(const QuantTile& t) {
   for (int r = 0; r < t.mr; r += 2) {
     for (int q = 0; q < t.np; ++q) {
       float* out = t.out + static_cast<size_t>(r) * kQuantTileCols + 16 * q;
       if (r + 1 < t.mr) {
-        decode_rows2_panel(t, r, q, out, out + kQuantTileCols);
+        if (r == 0) {
+          decode_rows2_panel<true>(t, r, q, out, out + kQuantTileCols);
+        } else {
+          decode_rows2_panel<false>(t, r, q, out, out + kQuantTileCols);
+        }
+      } else if (r == 0) {
+        decode_row_panel<true>(t, r, q, out);
       } else {
-        decode_row_panel(t, r, q, out);
+        decode_row_panel<false>(t, r, q, out);
       }
     }
   }

@@ -46,6 +46,14 @@ struct QuantTile {
   const bf16_t* x = nullptr;
   size_t ldx = 0;
   const float* xsum = nullptr;  // [mr][groups]
+  // AVX2 W8 decode (quant_int16_activations): INT16 rows (padded K), row stride ldx16, and per
+  // block of x16_block elements of K a power-of-two scale and Σ x16 ([mr][ldx16s] each).
+  const int16_t* x16 = nullptr;
+  size_t ldx16 = 0;
+  int x16_block = 0;
+  size_t ldx16s = 0;
+  const float* x16scale = nullptr;
+  const int32_t* x16sum = nullptr;
   // Batched: INT8 rows (padded K), their scales and INT32 sums per act_block elements of K
   // (quant_act_block: 32, or 128 for per-channel and g128 weights; K-quant tiles: always 32).
   const int8_t* xq = nullptr;
@@ -180,5 +188,14 @@ void quantize_row_avx2(int8_t* xq, float* scales, int32_t* sums, int32_t* halves
                        int kp, int block);
 void quantize_row_avx512(int8_t* xq, float* scales, int32_t* sums, int32_t* halves, size_t stride, const bf16_t* x,
                          int k, int kp, int block);
+
+// One activation row to INT16 for the AVX2 W8 decode tiles (quant_int16_activations), per block b
+// of `block` elements of the kp (zeros past k): with E the exponent of the block's max|x| (max|x|
+// = m · 2^E, 0.5 <= m < 1), x16 = x · 2^(15 − E) rounded to nearest even (|x16| <= 32640: BF16
+// has 8 significant bits), scales[b] = 2^(E − 15), sums[b] = Σ x16. Values within 2^-7 of the
+// block's max keep every bit; the others are rounded to 2^(E − 15) (at most max|x| · 2^-15 off).
+// E is at least −111 (a block whose max is below 2^-112 takes the scale 2^-126); an all-zero
+// block gets scale 0. Non-finite x is not supported: the activations of a model that diverged.
+void quantize_row_int16_avx2(int16_t* x16, float* scales, int32_t* sums, const bf16_t* x, int k, int kp, int block);
 
 }  // namespace slab::kern::detail

@@ -7,6 +7,10 @@
 //   S = Σ_k |x_k| · scale_g · (code + 128 + zero)
 // and over K <= 400 terms stays under K·2^-24·S; the check allows 2e-6·S (a wrong code, scale
 // or column shifts the result by at least ~scale·|x|, far above that).
+// On AVX2 the W8 decode turns x to INT16 first (quant_int16_activations): per activation block,
+// with max|x| = m · 2^E (0.5 <= m < 1, E at least −111), x16 = round(x · 2^(15 − E)) and scale
+// 2^(E − 15). The reference then takes those x16 · scale values (computed here from that rule) in
+// place of x; the sums are exact integers and the same 2e-6·S bound holds.
 // INT8 activations (M > 8, and W4 at every M, as linear_quant.h documents): activations are
 // quantized per block of 32 along K (one scale per block); the integer part is exact, so every
 // SIMD path must equal the scalar path bit for bit; against the double reference the only
@@ -35,6 +39,8 @@ int top_code(const QuantFormat& f) { return (1 << f.bits) - 1; }
 // The documented rule, written out here: INT8 activations above 8 rows, and always for W4.
 bool int8_activations(const QuantFormat& f, int m) { return m > 8 || f.bits == 4; }
 int implied_zero_of(const QuantFormat& f) { return f.bits == 8 ? 128 : 8; }
+// And INT16 ones for the AVX2 W8 decode.
+bool int16_activations(const QuantFormat& f, int m, Isa isa) { return isa == Isa::avx2 && !int8_activations(f, m); }
 
 std::string describe(const QuantFormat& f) {
   std::ostringstream s;
@@ -220,14 +226,41 @@ void quantize_activations(const QuantFormat& f, const Inputs& in, int k, std::ve
   }
 }
 
-// Checks got against the double reference: decode on BF16 x, batched on the quantized x.
+// The AVX2 W8 decode's INT16 activations by the rule above, as values: x16 · scale, [m][k].
+std::vector<double> int16_activation_values(const QuantFormat& f, const Inputs& in, int k) {
+  const int block = act_block(f, k);
+  std::vector<double> xv(static_cast<size_t>(in.m) * k, 0.0);
+  for (int r = 0; r < in.m; ++r) {
+    for (int lo = 0; lo < k; lo += block) {
+      const int hi = std::min(k, lo + block);
+      float amax = 0.0f;
+      for (int c = lo; c < hi; ++c)
+        amax = std::max(amax, std::fabs(bf16_to_f32(in.x[static_cast<size_t>(r) * in.ldx + c])));
+      if (amax == 0.0f) continue;
+      int e = 0;
+      std::frexp(amax, &e);
+      e = std::max(e, -111);
+      for (int c = lo; c < hi; ++c) {
+        const double x16 = std::nearbyint(std::ldexp(bf16_to_f32(in.x[static_cast<size_t>(r) * in.ldx + c]), 15 - e));
+        xv[static_cast<size_t>(r) * k + c] = std::ldexp(x16, e - 15);
+      }
+    }
+  }
+  return xv;
+}
+
+// Checks got against the double reference: decode on BF16 x (INT16 x on AVX2), batched on the
+// quantized x.
 void check_against_reference(const QuantMatrix& q, const Inputs& in, const Options& o, const std::vector<float>& got,
-                             const char* what) {
+                             Isa isa) {
+  const char* what = isa_name(isa);
   const int m = in.m, n = q.n, k = q.k;
   const bool batched = int8_activations(q.f, m);
   std::vector<int> xq;
   std::vector<float> xscale;
   if (batched) quantize_activations(q.f, in, k, xq, xscale);
+  const std::vector<double> x16 =
+      int16_activations(q.f, m, isa) ? int16_activation_values(q.f, in, k) : std::vector<double>{};
   for (int r = 0; r < m; ++r) {
     for (int c = 0; c < n; ++c) {
       double sum = 0.0, bound = 0.0;
@@ -242,7 +275,8 @@ void check_against_reference(const QuantMatrix& q, const Inputs& in, const Optio
             group_sum += xs * xq[static_cast<size_t>(r) * k + kk] * wv;
             group_bound += std::fabs(xs * xq[static_cast<size_t>(r) * k + kk] * wv);
           } else {
-            const double xv = bf16_to_f32(in.x[static_cast<size_t>(r) * in.ldx + kk]);
+            const double xv = x16.empty() ? double{bf16_to_f32(in.x[static_cast<size_t>(r) * in.ldx + kk])}
+                                          : x16[static_cast<size_t>(r) * k + kk];
             group_sum += xv * wv;
             group_bound += std::fabs(xv) * q.scales[gi] * (code + 128 + q.zeros[gi]);
           }
@@ -432,7 +466,7 @@ TEST_CASE("quantized linear matches the reference on ragged shapes for every for
         std::vector<float> batched_scalar;
         for (Isa isa : isas) {
           const std::vector<float> got = run(q, in, Options{}, isa, 1);
-          check_against_reference(q, in, Options{}, got, isa_name(isa));
+          check_against_reference(q, in, Options{}, got, isa);
           if (int8_activations(f, m)) {
             // The integer sums are exact and the FP32 epilogue runs the same operations: every
             // ISA gives the scalar path's bits.
@@ -443,6 +477,79 @@ TEST_CASE("quantized linear matches the reference on ragged shapes for every for
                                        << (fractional ? " fractional zeros" : "") << " m=" << m << " n=" << n
                                        << " k=" << k);
             }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("W8 decode: INT16 activations keep small blocks, zero blocks and rows' bits", "[quant]") {
+  // Blocks of x of very different sizes: the AVX2 tiles scale each activation block on its own,
+  // so a block of small values keeps its precision beside a block of large ones.
+  std::mt19937 rng(77);
+  const std::vector<Isa> isas = test::quant_isas();
+  const int n = 48, k = 512;
+  for (const QuantFormat& f :
+       {QuantFormat{8, 0, false}, QuantFormat{8, 32, false}, QuantFormat{8, 128, false}, QuantFormat{8, 32, true}}) {
+    const QuantMatrix q = make_matrix(f, n, k, rng);
+    Inputs in = make_inputs(3, n, k, rng);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (int r = 0; r < 3; ++r) {
+      bf16_t* x = in.x.data() + static_cast<size_t>(r) * in.ldx;
+      for (int c = 0; c < 128; ++c) x[c] = f32_to_bf16(1e-3f * dist(rng));  // a small block
+      for (int c = 128; c < 256; ++c) {  // a large value among small ones: these get rounded
+        x[c] = f32_to_bf16(c % 37 == 0 ? 3.0f : 1e-4f * dist(rng));
+      }
+      for (int c = 256; c < 384; ++c) x[c] = 0;
+      for (int c = 384; c < k; ++c) x[c] = f32_to_bf16(1e-36f * dist(rng));  // below 2^-112
+      if (r == 2) {                                                          // a row of nothing but such values
+        for (int c = 0; c < k; ++c) x[c] = f32_to_bf16(1e-36f * dist(rng));
+      }
+    }
+    for (Isa isa : isas) {
+      const std::vector<float> together = run(q, in, Options{}, isa, 1);
+      check_against_reference(q, in, Options{}, together, isa);
+      for (float v : together) REQUIRE(std::isfinite(v));
+      // Against BF16 x as it is: INT16 activations are off by at most half their step, 2^(E − 16)
+      // <= max|x| · 2^-15 of each block, or 2^-127 where max|x| < 2^-112 (the smallest scale), so
+      // the output by that times Σ|w| over the block.
+      for (int r = 0; r < 3; ++r) {
+        for (int c = 0; c < n; ++c) {
+          double exact = 0.0, allowed = 1e-44;  // FP32's subnormal steps, for the tiny row
+          for (int lo = 0; lo < k; lo += 32) {
+            double amax = 0.0, wsum = 0.0;
+            for (int kk = lo; kk < lo + 32; ++kk) {
+              const double xv = bf16_to_f32(in.x[static_cast<size_t>(r) * in.ldx + kk]);
+              const double wv = q.w[static_cast<size_t>(c) * k + kk];
+              exact += xv * wv;
+              wsum += std::fabs(wv);
+              amax = std::max(amax, std::fabs(xv));
+            }
+            // Blocks of 128 take their max over four of these 32s: a bound for each.
+            double block_max = 0.0;
+            for (int kk = lo / 128 * 128; kk < lo / 128 * 128 + 128; ++kk)
+              block_max =
+                  std::max(block_max, double{std::fabs(bf16_to_f32(in.x[static_cast<size_t>(r) * in.ldx + kk]))});
+            allowed += (std::max(block_max * std::ldexp(1.0, -15), std::ldexp(1.0, -127)) + 4e-6 * amax) * wsum;
+          }
+          const double got = together[static_cast<size_t>(r) * n + c];
+          if (!(std::fabs(got - exact) <= allowed)) {
+            FAIL_CHECK(isa_name(isa) << " " << describe(f) << " row " << r << " col " << c << ": got " << got
+                                     << " want " << exact << " allowed " << allowed);
+          }
+        }
+      }
+      // Each row alone gives the bits it had among the three (speculative decoding relies on it).
+      for (int r = 0; r < 3; ++r) {
+        Inputs one = in;
+        one.m = 1;
+        one.x.assign(in.x.begin() + static_cast<std::ptrdiff_t>(r * in.ldx), in.x.end());
+        const std::vector<float> alone = run(q, one, Options{}, isa, 1);
+        for (int c = 0; c < n; ++c) {
+          if (alone[static_cast<size_t>(c)] != together[static_cast<size_t>(r) * n + c]) {
+            FAIL_CHECK(isa_name(isa) << " " << describe(f) << " row " << r << " alone differs at col " << c);
+            break;
           }
         }
       }
@@ -463,7 +570,7 @@ TEST_CASE("quantized linear epilogues: bias, residual, in place, BF16 out, sever
       const Inputs in = make_inputs(m, 75, 260, rng);
       for (Isa isa : isas) {
         for (const Options& o : variants) {
-          for (int threads : {1, 3, 8}) check_against_reference(q, in, o, run(q, in, o, isa, threads), isa_name(isa));
+          for (int threads : {1, 3, 8}) check_against_reference(q, in, o, run(q, in, o, isa, threads), isa);
         }
       }
     }
@@ -587,7 +694,7 @@ TEST_CASE("quantized linear through a thread pool gives the single-thread bits",
             }
           }
         }
-        check_against_reference(q, in, Options{true, true, false, false}, single, isa_name(isa));
+        check_against_reference(q, in, Options{true, true, false, false}, single, isa);
       }
     }
   }
