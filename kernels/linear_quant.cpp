@@ -121,11 +121,8 @@ void pack_rtn(uint8_t* dst, const QuantFormat& f, const Src* w, int n, int k, si
 // ---- work split ----
 
 struct Workspace {
-  // Weight-only decode (per thread): BF16 rows [m][kp] and group sums [m][groups].
-  bf16_t* x = nullptr;
-  float* xsum = nullptr;
-  // The same rows as INT16 for the AVX2 tiles (quant_int16_activations, in x's room), with their
-  // block scales and sums [m][kp / kQuantActBlock] (room for the smaller block).
+  // Weight-only decode (per thread, quant_int16_activations): INT16 rows [m][kp], their block
+  // scales and block sums [m][kp / act block] (room for blocks of kQuantActBlock, the smaller).
   int16_t* x16 = nullptr;
   float* x16scale = nullptr;
   int32_t* x16sum = nullptr;
@@ -159,11 +156,10 @@ Workspace int8_rows_at(uint8_t* base, int m, int kp) {
   return ws;
 }
 
-size_t decode_region_bytes(const QuantFormat& f, int m, int kp, int groups) {
+size_t decode_region_bytes(const QuantFormat& f, int m, int kp) {
   if (quant_int8_activations(f, m)) return int8_rows_bytes(m, kp);
   const size_t block_values = static_cast<size_t>(m) * (kp / kQuantActBlock);
-  return round_up(static_cast<size_t>(m) * kp * 2, 64) + round_up(static_cast<size_t>(m) * groups * 4, 64) +
-         2 * round_up(block_values * 4, 64);
+  return round_up(static_cast<size_t>(m) * kp * 2, 64) + 2 * round_up(block_values * 4, 64);
 }
 
 bool amx_shape(int m, Isa isa) { return m >= kQuantAmxMinM && isa == Isa::avx512_bf16; }
@@ -174,7 +170,7 @@ size_t amx_unpacked_bytes(const QuantFormat& f, int kp) {
 
 Workspace workspace_of(const QuantLinearArgs& a, int thread) {
   const QuantFormat& f = a.w.format;
-  const int kp = quant_padded_k(f, a.w.k), groups = quant_groups(f, a.w.k);
+  const int kp = quant_padded_k(f, a.w.k);
   auto* base = static_cast<uint8_t*>(a.workspace);
   if (a.m > kQuantDecodeMaxM) {
     Workspace ws = int8_rows_at(base, a.m, kp);
@@ -183,14 +179,11 @@ Workspace workspace_of(const QuantLinearArgs& a, int thread) {
     }
     return ws;
   }
-  uint8_t* mine = base + static_cast<size_t>(thread) * decode_region_bytes(f, a.m, kp, groups);
+  uint8_t* mine = base + static_cast<size_t>(thread) * decode_region_bytes(f, a.m, kp);
   if (quant_int8_activations(f, a.m)) return int8_rows_at(mine, a.m, kp);
   Workspace ws;
-  ws.x = reinterpret_cast<bf16_t*>(mine);
   ws.x16 = reinterpret_cast<int16_t*>(mine);
   mine += round_up(static_cast<size_t>(a.m) * kp * 2, 64);
-  ws.xsum = reinterpret_cast<float*>(mine);
-  mine += round_up(static_cast<size_t>(a.m) * groups * 4, 64);
   ws.x16scale = reinterpret_cast<float*>(mine);
   ws.x16sum = reinterpret_cast<int32_t*>(mine + round_up(static_cast<size_t>(a.m) * (kp / kQuantActBlock) * 4, 64));
   return ws;
@@ -291,44 +284,31 @@ QuantizeRowFn quantize_row_for(Isa isa) {
   return detail::quantize_row_scalar;
 }
 
+using QuantizeRowInt16Fn = void (*)(int16_t*, float*, int32_t*, const bf16_t*, int, int, int);
+QuantizeRowInt16Fn quantize_row_int16_for(Isa isa) {
+  // One row per thread and call: AVX2 serves the AVX-512 machines too (the same bits).
+  return isa == Isa::scalar ? detail::quantize_row_int16_scalar : detail::quantize_row_int16_avx2;
+}
+
 // M <= 8: this thread's copy of x padded to kp, and its group sums; or, with INT8 activations
 // (W4), its own INT8 rows (a few rows: cheaper than a barrier between two phases).
 void prepare_decode_rows(const QuantLinearArgs& a, const Workspace& ws) {
   const QuantFormat& f = a.w.format;
-  const int kp = quant_padded_k(f, a.w.k), groups = quant_groups(f, a.w.k);
-  const int gs = quant_group_size(f, a.w.k);
+  const int kp = quant_padded_k(f, a.w.k);
+  const int act_block = quant_act_block(f, a.w.k);
   if (quant_int8_activations(f, a.m)) {
     const QuantizeRowFn quantize = quantize_row_for(a.isa);
-    const int act_block = quant_act_block(f, a.w.k);
     for (int r = 0; r < a.m; ++r) {
       quantize(ws.xq + static_cast<size_t>(r) * kp, ws.xscale + r, ws.xqsum + r, ws.xqhalf + r,
                static_cast<size_t>(a.m), a.x + static_cast<size_t>(r) * a.ldx, a.w.k, kp, act_block);
     }
     return;
   }
-  if (quant_int16_activations(f, a.m, a.isa)) {
-    const int block = quant_act_block(f, a.w.k);
-    const size_t blocks = static_cast<size_t>(kp / block);
-    for (int r = 0; r < a.m; ++r) {
-      detail::quantize_row_int16_avx2(ws.x16 + static_cast<size_t>(r) * kp, ws.x16scale + r * blocks,
-                                      ws.x16sum + r * blocks, a.x + static_cast<size_t>(r) * a.ldx, a.w.k, kp, block);
-    }
-    return;
-  }
+  const QuantizeRowInt16Fn quantize = quantize_row_int16_for(a.isa);
+  const size_t blocks = static_cast<size_t>(kp / act_block);
   for (int r = 0; r < a.m; ++r) {
-    bf16_t* dst = ws.x + static_cast<size_t>(r) * kp;
-    std::copy(a.x + static_cast<size_t>(r) * a.ldx, a.x + static_cast<size_t>(r) * a.ldx + a.w.k, dst);
-    std::fill(dst + a.w.k, dst + kp, bf16_t{0});
-    // Eight partial sums (groups are multiples of 32): one chain of K dependent FP32 adds took
-    // ~1.5 us per row at K = 2048, 7 % of a thread's share of an M = 1 call at N = 2048.
-    for (int g = 0; g < groups; ++g) {
-      float part[8] = {};
-      for (int kk = g * gs; kk < (g + 1) * gs; kk += 8) {
-        for (int j = 0; j < 8; ++j) part[j] += bf16_to_f32(dst[kk + j]);
-      }
-      ws.xsum[static_cast<size_t>(r) * groups + g] =
-          ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-    }
+    quantize(ws.x16 + static_cast<size_t>(r) * kp, ws.x16scale + r * blocks, ws.x16sum + r * blocks,
+             a.x + static_cast<size_t>(r) * a.ldx, a.w.k, kp, act_block);
   }
 }
 
@@ -390,23 +370,16 @@ void int8_panels(const QuantLinearArgs& a, const Workspace& ws, int p, int np, i
             });
 }
 
-// A weight-only decode tile's activation rows: the thread's BF16 copy and group sums, or on AVX2
-// its INT16 rows.
+// A weight-only decode tile's activation rows: the thread's INT16 rows, block scales and sums.
 void set_decode_rows(QuantTile& t, const QuantLinearArgs& a, const Workspace& ws) {
   const int kp = quant_padded_k(a.w.format, a.w.k);
   t.mr = a.m;
-  if (quant_int16_activations(a.w.format, a.m, a.isa)) {
-    t.x16 = ws.x16;
-    t.ldx16 = static_cast<size_t>(kp);
-    t.x16_block = quant_act_block(a.w.format, a.w.k);
-    t.ldx16s = static_cast<size_t>(kp / t.x16_block);
-    t.x16scale = ws.x16scale;
-    t.x16sum = ws.x16sum;
-    return;
-  }
-  t.x = ws.x;
-  t.ldx = static_cast<size_t>(kp);
-  t.xsum = ws.xsum;
+  t.x16 = ws.x16;
+  t.ldx16 = static_cast<size_t>(kp);
+  t.x16_block = quant_act_block(a.w.format, a.w.k);
+  t.ldx16s = static_cast<size_t>(kp / t.x16_block);
+  t.x16scale = ws.x16scale;
+  t.x16sum = ws.x16sum;
 }
 
 // Rows of the per-thread sums of a tile: decode, batched register or AMX tiles.
@@ -602,8 +575,8 @@ void dequantize_quant_rows(float* w, size_t ldw, const uint8_t* packed, const Qu
 }
 
 size_t quant_linear_workspace_bytes(int m, const PackedQuant& w, int n_threads, bool amx) {
-  const int kp = quant_padded_k(w.format, w.k), groups = quant_groups(w.format, w.k);
-  if (m <= kQuantDecodeMaxM) return static_cast<size_t>(n_threads) * decode_region_bytes(w.format, m, kp, groups);
+  const int kp = quant_padded_k(w.format, w.k);
+  if (m <= kQuantDecodeMaxM) return static_cast<size_t>(n_threads) * decode_region_bytes(w.format, m, kp);
   const size_t amx_bytes = amx && amx_shape(m, Isa::avx512_bf16) ? amx_unpacked_bytes(w.format, kp) : 0;
   return int8_rows_bytes(m, kp) + static_cast<size_t>(n_threads) * amx_bytes;
 }

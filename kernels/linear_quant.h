@@ -25,10 +25,11 @@
 //   padded to 64 bytes, so every panel starts on a cache line.
 // Panels follow each other: a thread's range of panels is one linear stream, read once per call.
 //
-// Kernels: W8 at M <= 8 (decode) is weight-only: BF16 activations, codes expanded to BF16 in
-// registers (exact, through FP32) and multiplied with vdpbf16ps, group sums scaled in FP32; on
-// AVX2 the activations become INT16 first (quant_int16_activations: a power-of-two scale per
-// activation block, values within 2^-15 of the block's max) and multiply with vpmaddwd.
+// Kernels: W8 at M <= 8 (decode) is weight-only: each thread turns its few activation rows into
+// INT16 per activation block (quant_int16_activations: a power-of-two scale per block, every
+// value within 2^-15 of the block's max, quantize_row_int16_* in linear_quant_tile.h), the codes
+// are widened to 16 bits and multiplied into exact INT32 block sums (vpdpwssd, vpmaddwd), and one
+// FP32 epilogue per block scales them: every ISA gives the same bits.
 // Everything else (M > 8, and W4 at any M: quant_int8_activations) quantizes each activation
 // row to INT8 in blocks along K (dynamic, symmetric, one scale per block: max|x| / 127 over the
 // block, as llama.cpp's Q8_0 activations; one scale per row cost 2-3x the KL divergence,
@@ -40,8 +41,8 @@
 // TinyLlama (bench/README): w4g128's KL is unchanged (0.2060 vs 0.2065, within its ± 0.0008),
 // w8's rises from 0.0025 to 0.0029; prefill 512 ran 1.10x (w8) and 1.16-1.30x (w4g128) faster. W4 decode does so because expanding nibbles to BF16 or FP32 made it
 // compute-bound (AVX2: 37 % of the read bandwidth at M = 1) while its INT8 rounding is far below
-// the 4-bit weights' (KL of a Q4_0 file 0.1834 vs 0.1829 weight-only); W8 keeps BF16 activations,
-// where INT8 ones would be a visible share of its error. The integer part
+// the 4-bit weights' (KL of a Q4_0 file 0.1834 vs 0.1829 weight-only); W8 decode takes INT16 ones,
+// where INT8 would be a visible share of its error. The integer part
 //   d[r][n][b] = Σ_{k in b} xq[r][k] · code[n][k] − zero[n][g(b)] · Σ_{k in b} xq[r][k]
 // is exact for integer zeros up to 255 (and the one rounding of the exact value for others: the
 // zero term is applied in FP32, fma(−zero, float(Σxq), float(Σ xq·code)), both sums below 2^24),
@@ -213,20 +214,17 @@ bool quant_linear_uses_amx(const QuantLinearArgs& args);
 // Whether a [gate; up] matrix of n rows can run fused (swiglu above): its halves start on panels.
 inline bool quant_swiglu_fusable(int n) { return n % (2 * kQuantPanelCols) == 0; }
 
-// Scratch a call needs: the activations in the kernels' form (decode: a K-padded BF16 copy and
-// group sums per thread, or on AVX2 its INT16 rows with block scales and sums; batched: INT8 rows, their block scales and block sums, shared); with
-// amx, room per thread for a panel pair's codes unpacked to bytes (32 × padded K; not for W8).
+// Scratch a call needs: the activations in the kernels' form (decode: per thread its K-padded
+// INT16 rows with block scales and sums, or INT8 ones for W4; batched: INT8 rows, their block
+// scales and block sums, shared); with amx, room per thread for a panel pair's codes unpacked to
+// bytes (32 × padded K; not for W8).
 size_t quant_linear_workspace_bytes(int m, const PackedQuant& w, int n_threads, bool amx = false);
 // M > 8 quantizes the activations in a first phase.
 inline bool quant_linear_needs_prepare(int m) { return m > kQuantDecodeMaxM; }
-// Whether a call multiplies INT8 activations (else BF16 ones: W8 decode).
+// Whether a call multiplies INT8 activations (else INT16 ones: W8 decode).
 inline bool quant_int8_activations(const QuantFormat& f, int m) { return m > kQuantDecodeMaxM || f.bits != 8; }
-// Whether a W8 decode call turns its BF16 activations into INT16 ones first: the AVX2 tiles
-// (quantize_row_int16_avx2 in linear_quant_tile.h: a power-of-two scale per activation block,
-// every bit kept for values within 2^-7 of the block's max, the rest within 2^-15 of it).
-inline bool quant_int16_activations(const QuantFormat& f, int m, Isa isa) {
-  return isa == Isa::avx2 && !quant_int8_activations(f, m);
-}
+// Else (W8 decode) the activations become INT16 (the Kernels paragraph above).
+inline bool quant_int16_activations(const QuantFormat& f, int m) { return !quant_int8_activations(f, m); }
 
 // Phase 1 (only when quant_linear_needs_prepare), on every thread t in [0, n_threads).
 void quant_linear_prepare(const QuantLinearArgs& args, int thread, int n_threads);

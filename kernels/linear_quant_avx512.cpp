@@ -1,5 +1,5 @@
-// AVX-512 tiles of the quantized linear: decode (weight-only: codes expanded to BF16 in
-// registers, vdpbf16ps) and batched (INT8 activations, vpdpbusd), and the INT8 activation rows.
+// AVX-512 tiles of the quantized linear: decode (weight-only: INT16 activations, codes widened
+// to 16 bits, vpdpwssd) and batched (INT8 activations, vpdpbusd), and the INT8 activation rows.
 // Target attributes per function, as in linear_bf16_avx512.cpp; only called after cpuid said
 // avx512 bf16 + vnni (CpuFeatures::has_avx512_quant_kernels()).
 #include <immintrin.h>
@@ -13,35 +13,21 @@
 namespace slab::kern::detail {
 namespace {
 
-// ---- W8 decode: weight-only, vdpbf16ps ----
+// ---- W8 decode: weight-only, INT16 activations, vpdpwssd ----
 //
-// A step's codes become two BF16 vectors of 16 lanes, each lane one column's pair of
-// consecutive k ("phase" 0 and 1 of the four k a lane's x broadcast covers): codes -> FP32
-// (vpmovzxbd, vcvtdq2ps) -> BF16 (vcvtne2ps2bf16), exact for 0..255; vector 0 holds columns
-// 0..7, vector 1 columns 8..15. Lanes 2c' and 2c'+1 of a vector belong to one column, so the
-// FP32 group sums are scaled per lane and the two phases added at the end. (W4 decode runs the
-// batched tiles below on INT8 activations: linear_quant.h.)
+// A step's 64 code bytes widen (vpmovzxbw) to two vectors of 32 INT16: vector 0 holds columns
+// 0..7, vector 1 columns 8..15, each column's four k in lanes 2c', 2c' + 1 of the INT32 result
+// of vpdpwssd against x's four INT16 values of the step (lane 2c': k0·x0 + k1·x1, lane 2c' + 1:
+// k2·x2 + k3·x3). The sums are exact INT32 over an activation block; at its end the two lanes
+// of each column are added (exact) and the block's FP32 epilogue is the scalar tile's, in its
+// order, so every ISA gives the same bits. (W4 decode runs the batched tiles below on INT8
+// activations: linear_quant.h.)
 
-// Column of each lane of vector 0 and vector 1.
-constexpr int decode_lane_column(int vec, int lane) { return 8 * vec + lane / 2; }
-
-SLAB_AVX512_QUANT inline __m512i lane_columns(int vec) {
+// Natural column c <- lane 2c' (+ 1 for the odd ones) of vector 0 (lanes 0..15) or vector 1
+// (16..31) of a permutex2var.
+SLAB_AVX512_QUANT inline __m512i column_lanes(int odd) {
   alignas(64) int32_t idx[16];
-  for (int l = 0; l < 16; ++l) idx[l] = decode_lane_column(vec, l);
-  return _mm512_load_si512(idx);
-}
-
-// Natural column c <- the even lane (phase 0 + phase 1 sum) holding it, in vector 0 (lanes
-// 0..15) or vector 1 (lanes 16..31) of a permutex2var.
-SLAB_AVX512_QUANT inline __m512i column_lanes() {
-  alignas(64) int32_t idx[16];
-  for (int c = 0; c < 16; ++c) {
-    for (int vec = 0; vec < 2; ++vec) {
-      for (int l = 0; l < 16; l += 2) {
-        if (decode_lane_column(vec, l) == c) idx[c] = 16 * vec + l;
-      }
-    }
-  }
+  for (int c = 0; c < 16; ++c) idx[c] = 16 * (c / 8) + 2 * (c % 8) + odd;
   return _mm512_load_si512(idx);
 }
 
@@ -53,101 +39,74 @@ SLAB_AVX512_QUANT inline __m512i column_lanes() {
 // 1, 2, 8 or 12 KB against 4 for the INT8 W4 tile: no clear difference.
 constexpr int kDecodePrefetchBytes = 4096;
 
+// acc + the INT16 pair products of a and b, in place. As inline assembly: with the intrinsic GCC 12
+// copied every accumulator to another register and back on each step of decode_tile.
+SLAB_AVX512_QUANT inline void dpwssd(__m512i& acc, __m512i a, __m512i b) {
+  __asm__("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+}
+
 template <int MR, int NP>
 SLAB_AVX512_QUANT void decode_tile(const QuantTile& t) {
-  // All 8 rows in one pass expand the codes once: from L2, one core, M = 8 went from 12.9 GB/s
-  // (two passes of 4 rows) to 22.8. From 5 rows the registers no longer hold the running totals
-  // as well as the group sums, so those stay in L1 (one load and store per group).
-  constexpr bool kTotalsInL1 = MR >= 5;
-  __m512 total[kTotalsInL1 ? 1 : MR][NP][2], acc[MR][NP][2];
-  alignas(64) float total_l1[kTotalsInL1 ? MR : 1][NP][2][16];
-  if constexpr (kTotalsInL1) {
-    std::memset(total_l1, 0, sizeof(total_l1));
-  } else {
-    for (int r = 0; r < MR; ++r) {
-      for (int q = 0; q < NP; ++q) total[r][q][0] = total[r][q][1] = _mm512_setzero_ps();
-    }
-  }
-  const __m512i lanes0 = lane_columns(0), lanes1 = lane_columns(1);
+  // All 8 rows in one pass widen the codes once. The running totals stay in L1 (a load and a
+  // store per block), the block sums in registers (2 · MR · NP <= 16).
+  alignas(64) float total[MR][NP][16] = {};
+  __m512i acc[MR][NP][2];
+  const __m512i even = column_lanes(0), odd = column_lanes(1);
   const __m512 implied = _mm512_set1_ps(static_cast<float>(implied_zero(8)));
   constexpr int kStepK = 4;
-  for (int g = 0; g < t.groups; ++g) {
+  const int block_steps = t.x16_block / kStepK;
+  const int blocks = t.groups * t.group_steps / block_steps, blocks_per_group = t.group_steps / block_steps;
+  for (int b = 0; b < blocks; ++b) {
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 2
-      for (int q = 0; q < NP; ++q) acc[r][q][0] = acc[r][q][1] = _mm512_setzero_ps();
+      for (int q = 0; q < NP; ++q) acc[r][q][0] = acc[r][q][1] = _mm512_setzero_si512();
     }
-    const int s0 = g * t.group_steps, s1 = s0 + t.group_steps;
-    for (int s = s0; s < s1; ++s) {
-      const bf16_t* xk = t.x + static_cast<size_t>(s) * kStepK;
+    for (int s = b * block_steps; s < (b + 1) * block_steps; ++s) {
 #pragma GCC unroll 2
       for (int q = 0; q < NP; ++q) {
         const uint8_t* codes = t.panel + static_cast<size_t>(q) * t.panel_stride + 64 * static_cast<size_t>(s);
         _mm_prefetch(reinterpret_cast<const char*>(codes) + kDecodePrefetchBytes, _MM_HINT_T0);
-        __m512 f[4];
-#pragma GCC unroll 8
-        for (int i = 0; i < 4; ++i) {
-          f[i] = _mm512_cvtepi32_ps(
-              _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + 16 * i))));
-        }
-        const __m512bh w0 = _mm512_cvtne2ps_pbh(f[1], f[0]);
-        const __m512bh w1 = _mm512_cvtne2ps_pbh(f[3], f[2]);
+        const __m512i w0 = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes)));
+        const __m512i w1 = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 32)));
 #pragma GCC unroll 8
         for (int r = 0; r < MR; ++r) {
-          const __m512bh xv =
-              (__m512bh)_mm512_set1_epi64(static_cast<long long>(load_u64(xk + static_cast<size_t>(r) * t.ldx)));
-          acc[r][q][0] = _mm512_dpbf16_ps(acc[r][q][0], w0, xv);
-          acc[r][q][1] = _mm512_dpbf16_ps(acc[r][q][1], w1, xv);
+          const __m512i xv = _mm512_set1_epi64(static_cast<long long>(
+              load_u64(t.x16 + static_cast<size_t>(r) * t.ldx16 + kStepK * static_cast<size_t>(s))));
+          dpwssd(acc[r][q][0], w0, xv);
+          dpwssd(acc[r][q][1], w1, xv);
         }
       }
     }
-    // total += scale · acc − scale · zero · Σx, the second term on phase 0 only.
+    // The scalar tile's epilogue: d = Σ code·x16 − zero·Σx16 (INT32 for the implied zero, one FP32
+    // rounding for stored ones), total = fma(scale · xscale, d, total).
+    const int g = b / blocks_per_group;
 #pragma GCC unroll 2
     for (int q = 0; q < NP; ++q) {
       const __m512 scale = load_bf16x16(tile_scales(t, q, g));
       const __m512 zero = t.zero_point ? load_bf16x16(tile_zeros(t, q, g)) : implied;
-      const __m512 offset = _mm512_mul_ps(scale, zero);
-      const __m512 s0v = _mm512_permutexvar_ps(lanes0, scale), s1v = _mm512_permutexvar_ps(lanes1, scale);
-      const __m512 o0 = _mm512_maskz_permutexvar_ps(0x5555, lanes0, offset);
-      const __m512 o1 = _mm512_maskz_permutexvar_ps(0x5555, lanes1, offset);
 #pragma GCC unroll 8
       for (int r = 0; r < MR; ++r) {
-        const __m512 xs = _mm512_set1_ps(t.xsum[static_cast<size_t>(r) * t.groups + g]);
-        if constexpr (kTotalsInL1) {
-          float* t0 = total_l1[r][q][0];
-          float* t1 = total_l1[r][q][1];
-          _mm512_store_ps(t0, _mm512_fnmadd_ps(o0, xs, _mm512_fmadd_ps(s0v, acc[r][q][0], _mm512_load_ps(t0))));
-          _mm512_store_ps(t1, _mm512_fnmadd_ps(o1, xs, _mm512_fmadd_ps(s1v, acc[r][q][1], _mm512_load_ps(t1))));
-        } else {
-          total[r][q][0] = _mm512_fnmadd_ps(o0, xs, _mm512_fmadd_ps(s0v, acc[r][q][0], total[r][q][0]));
-          total[r][q][1] = _mm512_fnmadd_ps(o1, xs, _mm512_fmadd_ps(s1v, acc[r][q][1], total[r][q][1]));
-        }
+        const size_t bi = static_cast<size_t>(r) * t.ldx16s + static_cast<size_t>(b);
+        const int32_t xsum = t.x16sum[bi];
+        const __m512i sums = _mm512_add_epi32(_mm512_permutex2var_epi32(acc[r][q][0], even, acc[r][q][1]),
+                                              _mm512_permutex2var_epi32(acc[r][q][0], odd, acc[r][q][1]));
+        const __m512 d =
+            t.zero_point ? _mm512_fnmadd_ps(zero, _mm512_set1_ps(static_cast<float>(xsum)), _mm512_cvtepi32_ps(sums))
+                         : _mm512_cvtepi32_ps(_mm512_sub_epi32(sums, _mm512_set1_epi32(implied_zero(8) * xsum)));
+        float* to = total[r][q];
+        _mm512_store_ps(to,
+                        _mm512_fmadd_ps(_mm512_mul_ps(scale, _mm512_set1_ps(t.x16scale[bi])), d, _mm512_load_ps(to)));
       }
     }
   }
-  const __m512i cols = column_lanes();
   for (int r = 0; r < MR; ++r) {
     for (int q = 0; q < NP; ++q) {
-      // Even lanes: phase 0 + phase 1 of a column.
-      const __m512 sum0 = kTotalsInL1 ? _mm512_load_ps(total_l1[r][q][0]) : total[kTotalsInL1 ? 0 : r][q][0];
-      const __m512 sum1 = kTotalsInL1 ? _mm512_load_ps(total_l1[r][q][1]) : total[kTotalsInL1 ? 0 : r][q][1];
-      const __m512 v0 = _mm512_add_ps(sum0, _mm512_permute_ps(sum0, 0xb1));
-      const __m512 v1 = _mm512_add_ps(sum1, _mm512_permute_ps(sum1, 0xb1));
-      _mm512_storeu_ps(t.out + static_cast<size_t>(r) * kQuantTileCols + 16 * q, _mm512_permutex2var_ps(v0, cols, v1));
+      std::memcpy(t.out + static_cast<size_t>(r) * kQuantTileCols + 16 * q, total[r][q], sizeof(total[r][q]));
     }
   }
 }
 
-// ---- batched: INT8 activations, vpdpbusd (codes unsigned, activations signed) ----
-
-// PER_CHANNEL: one weight group, its scale applied once at the end; else each block's sums are
-// scaled by weight scale · activation scale (one more multiply per block).
-//
-// Loops: groups, then the group's activation blocks, then the block's 64-byte steps (a constant
-// count, fully unrolled). Written with the group outside so that the compiler keeps the group's
-// scales and zeros in registers and sees the step count: folded into one block loop with an
-// in-group counter, GCC 12 kept them on the stack and unrolled the steps behind a jump table,
-// and a W4 row of 1 ran at ~20 GB/s from L3 on one Zen 5 core against ~55 for the bare steps.
 template <int MR, int NP, int BITS, bool PER_CHANNEL>
 SLAB_AVX512_QUANT void batch_tile(const QuantTile& t) {
   // W4 in 1-2 rows (decode): the high nibbles get chains of their own, so that a block's eight

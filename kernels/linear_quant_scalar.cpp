@@ -1,8 +1,9 @@
 // Scalar tiles of the quantized linear (decode and batched) and the scalar INT8 activation rows:
-// the reference every SIMD tile equals (batched: bit for bit) and the path of CPUs without AVX2.
+// the reference every SIMD tile equals bit for bit, and the path of CPUs without AVX2.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/linear_quant_tile.h"
 
@@ -27,6 +28,30 @@ void quantize_row_scalar(int8_t* xq, float* scales, int32_t* sums, int32_t* halv
   }
 }
 
+void quantize_row_int16_scalar(int16_t* x16, float* scales, int32_t* sums, const bf16_t* x, int k, int kp, int block) {
+  for (int b = 0; b * block < kp; ++b) {
+    const int lo = b * block, hi = lo + block;
+    float amax = 0.0f;
+    for (int i = lo; i < std::min(hi, k); ++i) amax = std::max(amax, std::fabs(bf16_to_f32(x[i])));
+    uint32_t max_bits;
+    std::memcpy(&max_bits, &amax, sizeof(max_bits));
+    // The biased exponent e of max|x| is E + 126: x16 = x · 2^(141 − e), scale 2^(e − 141), with e
+    // raised to 15 so that both stay normal.
+    const int e = std::max(15, static_cast<int>(max_bits >> 23));
+    const float mult = std::ldexp(1.0f, 141 - e);
+    scales[b] = amax > 0.0f ? std::ldexp(1.0f, e - 141) : 0.0f;
+    int32_t sum = 0;
+    for (int i = lo; i < hi; ++i) {
+      const float v = i < k ? std::nearbyint(bf16_to_f32(x[i]) * mult) : 0.0f;
+      // Finite x stays within ±32640; non-finite x becomes −32768, as vcvtps2dq and a saturating
+      // pack make it (garbage either way, but no undefined conversion).
+      x16[i] = v >= -32768.0f && v <= 32767.0f ? static_cast<int16_t>(v) : int16_t{-32768};
+      sum += x16[i];
+    }
+    sums[b] = sum;
+  }
+}
+
 namespace {
 int tile_code(const QuantTile& t, int q, int c, int kk) {
   bool high = false;
@@ -39,18 +64,25 @@ float tile_zero(const QuantTile& t, int q, int g, int c) {
 }  // namespace
 
 void quant_decode_tile_scalar(const QuantTile& t) {
-  const int gk = t.group_steps * quant_step_k(t.bits);
+  const int block_steps = t.x16_block / quant_step_k(t.bits);
+  const int blocks = t.groups * t.group_steps / block_steps, blocks_per_group = t.group_steps / block_steps;
   for (int r = 0; r < t.mr; ++r) {
-    const bf16_t* x = t.x + static_cast<size_t>(r) * t.ldx;
+    const int16_t* x = t.x16 + static_cast<size_t>(r) * t.ldx16;
+    const float* xscale = t.x16scale + static_cast<size_t>(r) * t.ldx16s;
+    const int32_t* xsum = t.x16sum + static_cast<size_t>(r) * t.ldx16s;
     for (int q = 0; q < t.np; ++q) {
       for (int c = 0; c < kQuantPanelCols; ++c) {
         float total = 0.0f;
-        for (int g = 0; g < t.groups; ++g) {
-          float dot = 0.0f;
-          for (int kk = g * gk; kk < (g + 1) * gk; ++kk)
-            dot += bf16_to_f32(x[kk]) * static_cast<float>(tile_code(t, q, c, kk));
-          const float scale = bf16_to_f32(tile_scales(t, q, g)[c]);
-          total += scale * (dot - tile_zero(t, q, g, c) * t.xsum[static_cast<size_t>(r) * t.groups + g]);
+        for (int b = 0; b < blocks; ++b) {
+          const int g = b / blocks_per_group;
+          int32_t dot = 0;  // exact: |x16| <= 32640, codes <= 255, at most 128 of them
+          for (int kk = b * t.x16_block; kk < (b + 1) * t.x16_block; ++kk) dot += x[kk] * tile_code(t, q, c, kk);
+          // Σ code·x16 − zero·Σx16: in INT32 for the implied zero (exact), the one FP32 rounding of
+          // the exact value for stored ones.
+          const float d = t.zero_point
+                              ? std::fma(-tile_zero(t, q, g, c), static_cast<float>(xsum[b]), static_cast<float>(dot))
+                              : static_cast<float>(dot - implied_zero(t.bits) * xsum[b]);
+          total = std::fma(bf16_to_f32(tile_scales(t, q, g)[c]) * xscale[b], d, total);
         }
         t.out[static_cast<size_t>(r) * kQuantTileCols + q * kQuantPanelCols + c] = total;
       }

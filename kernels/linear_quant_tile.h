@@ -42,11 +42,7 @@ struct QuantTile {
   int group_steps = 0;      // 64-byte code steps per group
   bool zero_point = false;  // zeros stored after the scales; else implied_zero(bits)
   int mr = 1;               // rows 1..kQuantDecodeTileRows (decode) or batch_tile_rows()
-  // Decode (weight-only): BF16 rows padded with zeros to the padded K, FP32 sums per group.
-  const bf16_t* x = nullptr;
-  size_t ldx = 0;
-  const float* xsum = nullptr;  // [mr][groups]
-  // AVX2 W8 decode (quant_int16_activations): INT16 rows (padded K), row stride ldx16, and per
+  // Decode (weight-only, quant_int16_activations): INT16 rows (padded K), row stride ldx16, and per
   // block of x16_block elements of K a power-of-two scale and Σ x16 ([mr][ldx16s] each).
   const int16_t* x16 = nullptr;
   size_t ldx16 = 0;
@@ -139,7 +135,7 @@ inline const bf16_t* tile_zeros(const QuantTile& t, int q, int g) {
   return tile_scales(t, q, g) + static_cast<size_t>(t.groups) * 16;
 }
 
-// Weight-only decode tiles: W8 (the scalar one takes either width).
+// Weight-only decode tiles (W8 on INT16 activations): every ISA gives the scalar tile's bits.
 void quant_decode_tile_scalar(const QuantTile& t);
 void quant_decode_tile_avx2(const QuantTile& t);
 void quant_decode_tile_avx512(const QuantTile& t);
@@ -189,13 +185,15 @@ void quantize_row_avx2(int8_t* xq, float* scales, int32_t* sums, int32_t* halves
 void quantize_row_avx512(int8_t* xq, float* scales, int32_t* sums, int32_t* halves, size_t stride, const bf16_t* x,
                          int k, int kp, int block);
 
-// One activation row to INT16 for the AVX2 W8 decode tiles (quant_int16_activations), per block b
-// of `block` elements of the kp (zeros past k): with E the exponent of the block's max|x| (max|x|
-// = m · 2^E, 0.5 <= m < 1), x16 = x · 2^(15 − E) rounded to nearest even (|x16| <= 32640: BF16
-// has 8 significant bits), scales[b] = 2^(E − 15), sums[b] = Σ x16. Values within 2^-7 of the
-// block's max keep every bit; the others are rounded to 2^(E − 15) (at most max|x| · 2^-15 off).
-// E is at least −111 (a block whose max is below 2^-112 takes the scale 2^-126); an all-zero
-// block gets scale 0. Non-finite x is not supported: the activations of a model that diverged.
+// One activation row to INT16 for the W8 decode tiles (quant_int16_activations), per block b of
+// `block` elements of the kp (zeros past k): with E the exponent of the block's max|x| (max|x| =
+// m · 2^E, 0.5 <= m < 1), x16 = x · 2^(15 − E) rounded to nearest even (|x16| <= 32640: BF16 has
+// 8 significant bits), scales[b] = 2^(E − 15), sums[b] = Σ x16. Values whose exponent is within 7
+// of the max's keep every bit; the others are rounded to a multiple of 2^(E − 15) (half a step,
+// at most max|x| · 2^-15 off). E is at least −111 (a block whose max is below 2^-112 takes the scale
+// 2^-126); an all-zero block gets scale 0. Non-finite x is not supported (the activations of a
+// model that diverged). Bit-identical across ISAs.
+void quantize_row_int16_scalar(int16_t* x16, float* scales, int32_t* sums, const bf16_t* x, int k, int kp, int block);
 void quantize_row_int16_avx2(int16_t* x16, float* scales, int32_t* sums, const bf16_t* x, int k, int kp, int block);
 
 }  // namespace slab::kern::detail

@@ -2,15 +2,14 @@
 // format, not from the kernel's helpers: W = scale · (code − zero) in double, activations
 // quantized to INT8 by the documented rule for M > 8.
 //
-// W8 decode (M <= 8, weight-only, FP32 sums of BF16 x · codes): the kernels sum x·code and
-// subtract zero·Σx per group, so their FP32 rounding is relative to
-//   S = Σ_k |x_k| · scale_g · (code + 128 + zero)
-// and over K <= 400 terms stays under K·2^-24·S; the check allows 2e-6·S (a wrong code, scale
-// or column shifts the result by at least ~scale·|x|, far above that).
-// On AVX2 the W8 decode turns x to INT16 first (quant_int16_activations): per activation block,
-// with max|x| = m · 2^E (0.5 <= m < 1, E at least −111), x16 = round(x · 2^(15 − E)) and scale
-// 2^(E − 15). The reference then takes those x16 · scale values (computed here from that rule) in
-// place of x; the sums are exact integers and the same 2e-6·S bound holds.
+// W8 decode (M <= 8, weight-only) turns x to INT16 first (quant_int16_activations): per
+// activation block, with max|x| = m · 2^E (0.5 <= m < 1, E at least −111), x16 = round(x ·
+// 2^(15 − E)) and scale 2^(E − 15). The reference takes those x16 · scale values (computed here
+// from that rule) in place of x. The kernels' integer sums are exact and each block's epilogue
+// rounds a few times relative to
+//   S = Σ_k |x16_k · scale| · scale_g · (code + 128 + zero),
+// so the check allows 2e-6·S (a wrong code, scale or column shifts the result by at least
+// ~scale·|x|, far above that); every SIMD path must equal the scalar one bit for bit.
 // INT8 activations (M > 8, and W4 at every M, as linear_quant.h documents): activations are
 // quantized per block of 32 along K (one scale per block); the integer part is exact, so every
 // SIMD path must equal the scalar path bit for bit; against the double reference the only
@@ -39,8 +38,6 @@ int top_code(const QuantFormat& f) { return (1 << f.bits) - 1; }
 // The documented rule, written out here: INT8 activations above 8 rows, and always for W4.
 bool int8_activations(const QuantFormat& f, int m) { return m > 8 || f.bits == 4; }
 int implied_zero_of(const QuantFormat& f) { return f.bits == 8 ? 128 : 8; }
-// And INT16 ones for the AVX2 W8 decode.
-bool int16_activations(const QuantFormat& f, int m, Isa isa) { return isa == Isa::avx2 && !int8_activations(f, m); }
 
 std::string describe(const QuantFormat& f) {
   std::ostringstream s;
@@ -226,7 +223,7 @@ void quantize_activations(const QuantFormat& f, const Inputs& in, int k, std::ve
   }
 }
 
-// The AVX2 W8 decode's INT16 activations by the rule above, as values: x16 · scale, [m][k].
+// The W8 decode's INT16 activations by the rule above, as values: x16 · scale, [m][k].
 std::vector<double> int16_activation_values(const QuantFormat& f, const Inputs& in, int k) {
   const int block = act_block(f, k);
   std::vector<double> xv(static_cast<size_t>(in.m) * k, 0.0);
@@ -249,8 +246,7 @@ std::vector<double> int16_activation_values(const QuantFormat& f, const Inputs& 
   return xv;
 }
 
-// Checks got against the double reference: decode on BF16 x (INT16 x on AVX2), batched on the
-// quantized x.
+// Checks got against the double reference: decode on the INT16 x, batched on the INT8 x.
 void check_against_reference(const QuantMatrix& q, const Inputs& in, const Options& o, const std::vector<float>& got,
                              Isa isa) {
   const char* what = isa_name(isa);
@@ -259,8 +255,7 @@ void check_against_reference(const QuantMatrix& q, const Inputs& in, const Optio
   std::vector<int> xq;
   std::vector<float> xscale;
   if (batched) quantize_activations(q.f, in, k, xq, xscale);
-  const std::vector<double> x16 =
-      int16_activations(q.f, m, isa) ? int16_activation_values(q.f, in, k) : std::vector<double>{};
+  const std::vector<double> x16 = batched ? std::vector<double>{} : int16_activation_values(q.f, in, k);
   for (int r = 0; r < m; ++r) {
     for (int c = 0; c < n; ++c) {
       double sum = 0.0, bound = 0.0;
@@ -275,8 +270,7 @@ void check_against_reference(const QuantMatrix& q, const Inputs& in, const Optio
             group_sum += xs * xq[static_cast<size_t>(r) * k + kk] * wv;
             group_bound += std::fabs(xs * xq[static_cast<size_t>(r) * k + kk] * wv);
           } else {
-            const double xv = x16.empty() ? double{bf16_to_f32(in.x[static_cast<size_t>(r) * in.ldx + kk])}
-                                          : x16[static_cast<size_t>(r) * k + kk];
+            const double xv = x16[static_cast<size_t>(r) * k + kk];
             group_sum += xv * wv;
             group_bound += std::fabs(xv) * q.scales[gi] * (code + 128 + q.zeros[gi]);
           }
@@ -463,20 +457,18 @@ TEST_CASE("quantized linear matches the reference on ragged shapes for every for
       const QuantMatrix q = make_matrix(f, n, k, rng, fractional);
       for (int m : {1, 2, 3, 4, 5, 7, 8, 9, 13, 17, 33, 70}) {
         const Inputs in = make_inputs(m, n, k, rng);
-        std::vector<float> batched_scalar;
+        std::vector<float> scalar_bits;
         for (Isa isa : isas) {
           const std::vector<float> got = run(q, in, Options{}, isa, 1);
           check_against_reference(q, in, Options{}, got, isa);
-          if (int8_activations(f, m)) {
-            // The integer sums are exact and the FP32 epilogue runs the same operations: every
-            // ISA gives the scalar path's bits.
-            if (isa == Isa::scalar) {
-              batched_scalar = got;
-            } else if (std::memcmp(got.data(), batched_scalar.data(), got.size() * sizeof(float)) != 0) {
-              FAIL_CHECK(isa_name(isa) << " batched differs from scalar: " << describe(f)
-                                       << (fractional ? " fractional zeros" : "") << " m=" << m << " n=" << n
-                                       << " k=" << k);
-            }
+          // The integer sums are exact and the FP32 epilogue runs the same operations (INT8
+          // activations batched, INT16 ones in decode): every ISA gives the scalar path's bits.
+          if (isa == Isa::scalar) {
+            scalar_bits = got;
+          } else if (std::memcmp(got.data(), scalar_bits.data(), got.size() * sizeof(float)) != 0) {
+            FAIL_CHECK(isa_name(isa) << " differs from scalar: " << describe(f)
+                                     << (fractional ? " fractional zeros" : "") << " m=" << m << " n=" << n
+                                     << " k=" << k);
           }
         }
       }
@@ -485,7 +477,7 @@ TEST_CASE("quantized linear matches the reference on ragged shapes for every for
 }
 
 TEST_CASE("W8 decode: INT16 activations keep small blocks, zero blocks and rows' bits", "[quant]") {
-  // Blocks of x of very different sizes: the AVX2 tiles scale each activation block on its own,
+  // Blocks of x of very different sizes: the decode tiles scale each activation block on its own,
   // so a block of small values keeps its precision beside a block of large ones.
   std::mt19937 rng(77);
   const std::vector<Isa> isas = test::quant_isas();
