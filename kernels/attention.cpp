@@ -248,6 +248,8 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
     lw.qt = scratch + lay.qt;
     lw.s = scratch + lay.s;
     lw.ot = scratch + lay.ot;
+    lw.k = scratch + lay.k;
+    lw.v = scratch + lay.v;
     std::fill(lw.ot, lw.ot + lane_width * uhd, 0.0f);
   }
   const bool amx = tiles && avx && amx_item(sh, classify_attention(sq.q_len));
@@ -314,8 +316,8 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
           static_cast<int>((static_cast<size_t>(std::min(bs, it.kv1 - nb * bs)) * uhd * sizeof(bf16_t) + 63) / 64);
       if (!avx) prefetch_block(a, sq.block_table[nb], it.kv_head, static_cast<size_t>(bs) * uhd);
     }
-    if (avx) {
-      blk.kraw = kb;  // read as BF16 by vdpbf16ps
+    if (avx || lanes) {
+      blk.kraw = kb;  // read as BF16 by vdpbf16ps, or widened by the lanes block as it goes
       blk.vraw = vb;
     } else {
       const size_t off = static_cast<size_t>(t0) * uhd, n = static_cast<size_t>(t1 - t0) * uhd;

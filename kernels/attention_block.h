@@ -52,6 +52,10 @@ struct LanesScratch {
   const float* qt = nullptr;  // Q^T from stage_qt_avx2
   float* s = nullptr;         // S^T then P: block_size rows
   float* ot = nullptr;        // O^T: hd rows, carried across the item's blocks
+  // K and V of the block widened to FP32 [nt][hd] (rows [lo, hi) of the item), which the block
+  // writes from AttnBlock::kraw / vraw as it goes, a chunk of tokens ahead of the scores.
+  float* k = nullptr;
+  float* v = nullptr;
 };
 
 // Scratch of the AMX prefill block (attention_amx.cpp). Its tiles are 16 vectors high, so the

@@ -1,7 +1,7 @@
 // AVX2 block of SLAB attention with the query vectors in the lanes, for shapes whose GQA group
 // fills an 8-lane register (kernels/attention.h: chosen per shape, so decode rows run it too).
-// FP32 on 8-lane FMAs like attention_avx2.cpp (K and V widened by the driver), 8 or 16 vectors a
-// register group:
+// FP32 on 8-lane FMAs like attention_avx2.cpp (K and V widened from the cache's BF16 as the
+// scores go, below), 8 or 16 vectors a register group:
 //   - Q is transposed once per item (stage_qt_avx2), so scores broadcast one K element a token
 //     against the group's Q^T registers: with 16 vectors, 12 FMAs a column for 2 loads and 6
 //     broadcasts, where the one-vector block loads q and k for every FMA (two loads an FMA:
@@ -25,6 +25,13 @@
 namespace slab::kern::detail {
 namespace {
 
+// Rows [t_a, t_b) of a BF16 [nt][hd] block into FP32 dst (same layout).
+SLAB_AVX2 inline void widen_rows(const bf16_t* src, float* dst, int hd, int t_a, int t_b) {
+  if (t_b <= t_a) return;
+  const size_t off = static_cast<size_t>(t_a) * hd;
+  convert_bf16_to_f32_avx2(dst + off, src + off, static_cast<size_t>(t_b - t_a) * hd);
+}
+
 // Vectors go in register groups of R 8-lane registers (R = 2 from 16 vectors, else 1: a decode
 // row of 8 query heads a KV head fills one); w (the row stride of Q^T, S^T and O^T) is the
 // vectors rounded up to a whole group, lanes_width_avx2.
@@ -45,7 +52,7 @@ SLAB_AVX2 void score_tokens(const AttnBlock& b, const LanesScratch& l, int g, in
     for (int r = 0; r < R; ++r) acc[t][r] = _mm256_setzero_ps();
   }
   const float* qt = l.qt + 8 * R * g;
-  const float* k0 = b.k + static_cast<size_t>(t0) * b.hd;
+  const float* k0 = l.k + static_cast<size_t>(t0) * b.hd;
   for (int d = 0; d < b.hd; ++d) {
     __m256 q[R];
 #pragma GCC unroll 2
@@ -88,7 +95,7 @@ SLAB_AVX2 void pv_rows(const AttnBlock& b, const LanesScratch& l, int g, int d0,
     const float* p = l.s + static_cast<size_t>(t - t_lo) * w + 8 * R * g;
     __m256 pr[R];
     for (int r = 0; r < R; ++r) pr[r] = _mm256_loadu_ps(p + 8 * r);
-    const float* v = b.v + static_cast<size_t>(t) * b.hd + d0;
+    const float* v = l.v + static_cast<size_t>(t) * b.hd + d0;
 #pragma GCC unroll 8
     for (int d = 0; d < DB; ++d) {
       const __m256 vb = _mm256_broadcast_ss(v + d);
@@ -122,8 +129,21 @@ SLAB_AVX2 void block_lanes(const AttnBlock& b, const LanesScratch& l) {
       lo[r] = _mm256_load_si256(reinterpret_cast<const __m256i*>(lo_a + 8 * r));
       hi[r] = _mm256_load_si256(reinterpret_cast<const __m256i*>(hi_a + 8 * r));
     }
+    // The first group widens K and V from the cache's BF16, one chunk of tokens ahead for K and
+    // alongside for V: the loads of a chunk then go out while the FMAs of the one before run.
+    // Widened in a pass before the block, the loads had nothing to overlap and the pass took as
+    // long as the block (bench_attention --isa avx2 decode, one Zen 5 core).
+    const bool widen = g == 0;
     int t = t_lo;
-    for (; t + TT <= t_hi; t += TT) score_tokens<R, TT>(b, l, g, t, t_lo, lo, hi);
+    if (widen) widen_rows(b.kraw, l.k, b.hd, t_lo, std::min(t_lo + TT, t_hi));
+    for (; t + TT <= t_hi; t += TT) {
+      if (widen) {
+        widen_rows(b.kraw, l.k, b.hd, t + TT, std::min(t + 2 * TT, t_hi));
+        widen_rows(b.vraw, l.v, b.hd, t, t + TT);
+      }
+      score_tokens<R, TT>(b, l, g, t, t_lo, lo, hi);
+    }
+    if (widen) widen_rows(b.vraw, l.v, b.hd, t, t_hi);
     switch (t_hi - t) {
       case 0: break;
       case 1: score_tokens<R, 1>(b, l, g, t, t_lo, lo, hi); break;
