@@ -316,18 +316,17 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
           static_cast<int>((static_cast<size_t>(std::min(bs, it.kv1 - nb * bs)) * uhd * sizeof(bf16_t) + 63) / 64);
       if (!avx) prefetch_block(a, sq.block_table[nb], it.kv_head, static_cast<size_t>(bs) * uhd);
     }
-    if (avx || lanes) {
-      blk.kraw = kb;  // read as BF16 by vdpbf16ps, or widened by the lanes block as it goes
+    if (avx || avx2) {
+      blk.kraw = kb;  // read as BF16 by vdpbf16ps, or widened by the AVX2 blocks as they go
       blk.vraw = vb;
+      if (avx2 && !lanes) {
+        blk.k_widen = scratch + lay.k;
+        blk.v_widen = scratch + lay.v;
+      }
     } else {
       const size_t off = static_cast<size_t>(t0) * uhd, n = static_cast<size_t>(t1 - t0) * uhd;
-      if (avx2) {
-        detail::convert_bf16_to_f32_avx2(scratch + lay.k + off, kb + off, n);
-        detail::convert_bf16_to_f32_avx2(scratch + lay.v + off, vb + off, n);
-      } else {
-        convert_bf16_to_f32(scratch + lay.k + off, kb + off, n);
-        convert_bf16_to_f32(scratch + lay.v + off, vb + off, n);
-      }
+      convert_bf16_to_f32(scratch + lay.k + off, kb + off, n);
+      convert_bf16_to_f32(scratch + lay.v + off, vb + off, n);
     }
     for (int r = 0; r < it.row1 - it.row0; ++r) {
       const int p = pos0 + it.row0 + r;

@@ -1,5 +1,5 @@
-// AVX2 block of SLAB attention: the scalar block's algorithm (K and V widened to FP32 by the
-// driver, attention_block.h) with 8-lane FMAs. Scores take four tokens at a time, each an 8-lane
+// AVX2 block of SLAB attention: the scalar block's algorithm (K and V widened to FP32,
+// attention_block.h) with 8-lane FMAs. Scores take four tokens at a time, each an 8-lane
 // dot product over head_dim reduced by one hadd tree; the softmax uses exp_avx2; P·V keeps 32
 // elements of a query vector's output in registers across the block's tokens. Needs head_dim a
 // multiple of 8 (else the driver runs the scalar block). The scalar path's sums are sequential
@@ -66,6 +66,39 @@ SLAB_AVX2 float scores(const float* q, const float* kb, int hd, int lo, int hi, 
   return best;
 }
 
+// Rows [t_a, t_b) of a BF16 [nt][hd] block into FP32 dst (same layout).
+SLAB_AVX2 inline void widen_rows(const bf16_t* src, float* dst, size_t hd, int t_a, int t_b) {
+  if (t_b > t_a) convert_bf16_to_f32_avx2(dst + t_a * hd, src + t_a * hd, static_cast<size_t>(t_b - t_a) * hd);
+}
+
+// scores() for the block's first vector, widening its K rows four tokens ahead of the dot
+// products and its V rows alongside, so that a chunk's cache reads overlap the arithmetic of
+// the one before (as a pass of their own they had nothing to overlap). Same sums as scores().
+SLAB_AVX2 float scores_widening(const float* q, const AttnBlock& b, int lo, int hi, float* s) {
+  const auto uhd = static_cast<size_t>(b.hd);
+  widen_rows(b.kraw, b.k_widen, uhd, lo, std::min(lo + 4, hi));
+  __m128 best4 = _mm_set1_ps(-std::numeric_limits<float>::infinity());
+  int t = lo;
+  for (; t + 4 <= hi; t += 4) {
+    widen_rows(b.kraw, b.k_widen, uhd, t + 4, std::min(t + 8, hi));
+    widen_rows(b.vraw, b.v_widen, uhd, t, t + 4);
+    const float* k = b.k_widen + static_cast<size_t>(t) * uhd;
+    const __m128 four = hsum4(dot_lanes(q, k, b.hd), dot_lanes(q, k + uhd, b.hd), dot_lanes(q, k + 2 * uhd, b.hd),
+                              dot_lanes(q, k + 3 * uhd, b.hd));
+    _mm_storeu_ps(s + t, four);
+    best4 = _mm_max_ps(best4, four);
+  }
+  widen_rows(b.vraw, b.v_widen, uhd, t, hi);
+  alignas(16) float b4[4];
+  _mm_store_ps(b4, best4);
+  float best = std::max(std::max(b4[0], b4[1]), std::max(b4[2], b4[3]));
+  for (; t < hi; ++t) {
+    s[t] = hsum(dot_lanes(q, b.k_widen + static_cast<size_t>(t) * uhd, b.hd));
+    best = std::max(best, s[t]);
+  }
+  return best;
+}
+
 // s[t] = exp(s[t] - m) for t in [lo, hi); returns their sum.
 SLAB_AVX2 float exp_shifted(float* s, int lo, int hi, float m) {
   const __m256 mv = _mm256_set1_ps(m);
@@ -124,11 +157,31 @@ SLAB_AVX2 void accumulate_pv(float* o, float alpha, const float* p, const float*
 
 SLAB_AVX2 void attn_block_avx2(const AttnBlock& b) {
   const auto hd = static_cast<size_t>(b.hd);
+  // With k_widen set this block widens K and V itself: the rows any vector reads, [u_lo, u_hi),
+  // those of the first live vector while its scores go, the rest (rows of later vectors only:
+  // multi-token items under a causal mask) before.
+  int first = -1, u_lo = b.nt, u_hi = 0;
+  if (b.k_widen) {
+    for (int i = 0; i < b.m; ++i) {
+      if (b.lo[i] >= b.hi[i]) continue;
+      if (first < 0) first = i;
+      u_lo = std::min(u_lo, b.lo[i]);
+      u_hi = std::max(u_hi, b.hi[i]);
+    }
+    if (first >= 0) {
+      for (const bf16_t* src : {b.kraw, b.vraw}) {
+        float* dst = src == b.kraw ? b.k_widen : b.v_widen;
+        widen_rows(src, dst, hd, u_lo, b.lo[first]);
+        widen_rows(src, dst, hd, b.hi[first], u_hi);
+      }
+    }
+  }
   for (int i = 0; i < b.m; ++i) {
     const int lo = b.lo[i], hi = b.hi[i];
     if (lo >= hi) continue;
     float* s = b.s + static_cast<size_t>(i) * static_cast<size_t>(b.lds);
-    const float local = scores(b.q + static_cast<size_t>(i) * hd, b.k, b.hd, lo, hi, s);
+    const float* q = b.q + static_cast<size_t>(i) * hd;
+    const float local = i == first ? scores_widening(q, b, lo, hi, s) : scores(q, b.k, b.hd, lo, hi, s);
     const float mnew = std::max(b.mx[i], local);
     const float alpha = std::exp(b.mx[i] - mnew);  // 0 when nothing was seen yet
     b.l[i] = b.l[i] * alpha + exp_shifted(s, lo, hi, mnew);

@@ -33,6 +33,10 @@ struct AttnBlock {
   int pf_lines = 0;  // of each of K and V
   int* pf_next = nullptr;
   const float* v = nullptr;
+  // AVX2 one-vector block: k and v as writable scratch, which it fills from kraw / vraw (rows in
+  // the vectors' [lo, hi) only) as its first vector's scores go.
+  float* k_widen = nullptr;
+  float* v_widen = nullptr;
   float* s = nullptr;
   int lds = 0;
   float* o = nullptr;
