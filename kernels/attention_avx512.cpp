@@ -141,8 +141,8 @@ SLAB_ATTN_AVX512 void score_groups(const AttnBlock& b, KTiles kts, int i0, int g
   int pf = *b.pf_next;
   for (int c = 0; c < ncols; ++c) {
     if (pf < pf_end) {
-      _mm_prefetch(line(pf), _MM_HINT_T1);
-      if (pf + 1 < pf_end) _mm_prefetch(line(pf + 1), _MM_HINT_T1);
+      _mm_prefetch(line(pf), _MM_HINT_T0);
+      if (pf + 1 < pf_end) _mm_prefetch(line(pf + 1), _MM_HINT_T0);
       pf += 2;
     }
     __m512bh k[G];
@@ -201,7 +201,7 @@ SLAB_ATTN_AVX512 void block_impl(const AttnBlock& b) {
   for (int i = 0; i < b.m; i += 4) {
     if (i + 4 >= b.m) {  // last chunk: whatever is left of the prefetch goes out now
       for (int l = *b.pf_next; l < 2 * b.pf_lines; ++l) {
-        _mm_prefetch((l < b.pf_lines ? b.pf_k + 64 * l : b.pf_v + 64 * (l - b.pf_lines)), _MM_HINT_T1);
+        _mm_prefetch((l < b.pf_lines ? b.pf_k + 64 * l : b.pf_v + 64 * (l - b.pf_lines)), _MM_HINT_T0);
       }
       *b.pf_next = 2 * b.pf_lines;
     }

@@ -167,7 +167,11 @@ SLAB_ATTN_AVX512 inline void softmax16(const AttnBlock& b, int i0, int n, float*
   __mmask16 live = 0;
 #pragma GCC unroll 16
   for (int j = 0; j < 16; ++j) r[j] = neg_inf;
-  for (int j = 0; j < n; ++j) {
+    // The vector loops are unrolled so that r[j] stays in a register (a run-time index keeps the
+    // array on the stack: a store and a reload on every group).
+#pragma GCC unroll 16
+  for (int j = 0; j < 16; ++j) {
+    if (j >= n) break;
     const int lo = b.lo[i0 + j], hi = b.hi[i0 + j];
     if (lo >= hi) continue;
     live = static_cast<__mmask16>(live | (1u << j));
@@ -187,7 +191,9 @@ SLAB_ATTN_AVX512 inline void softmax16(const AttnBlock& b, int i0, int n, float*
   _mm512_store_ps(mn, mnew);
 #pragma GCC unroll 16
   for (int j = 0; j < 16; ++j) r[j] = _mm512_setzero_ps();
-  for (int j = 0; j < n; ++j) {
+#pragma GCC unroll 16
+  for (int j = 0; j < 16; ++j) {
+    if (j >= n) break;
     if (!(live >> j & 1)) continue;
     const int lo = b.lo[i0 + j], hi = b.hi[i0 + j];
     float* s = b.s + static_cast<size_t>(i0 + j) * lds;

@@ -26,8 +26,9 @@ struct AttnBlock {
   float* kt = nullptr;           // AVX-512: scratch for the transposed K, >= block_size * hd floats
   const bf16_t* vraw = nullptr;  // AVX-512: V as BF16 [nt][hd], rows in [lo, hi) only
   const float* qhl = nullptr;
-  // AVX-512: lines to prefetch while computing (a later block of the item), spread over the
-  // score loop two at a time: K lines then V lines, *pf_next counts the ones issued.
+  // AVX-512 and AMX: lines to prefetch while computing (a later block of the item). The AVX-512
+  // block spreads them over its score loop two at a time, into L1: K lines then V lines,
+  // *pf_next counts the ones issued; the AMX block issues them at its start, into L2.
   const char* pf_k = nullptr;
   const char* pf_v = nullptr;
   int pf_lines = 0;  // of each of K and V
