@@ -60,9 +60,10 @@ struct Config {
   std::string only;              // "", "decode" or "prefill"
 };
 
-size_t head_stride() { return static_cast<size_t>(kBlock) * kHeadDim; }
-size_t kv_stride() { return head_stride() * kKvHeads; }
-size_t layer_stride() { return 2 * kv_stride(); }
+// The engine's block layout (KvGeometry): [layer][kv_head][K then V][token][head_dim].
+size_t kv_stride() { return static_cast<size_t>(kBlock) * kHeadDim; }  // K -> V
+size_t head_stride() { return 2 * kv_stride(); }
+size_t layer_stride() { return head_stride() * kKvHeads; }
 size_t block_stride() { return layer_stride() * kLayers; }
 
 struct Result {

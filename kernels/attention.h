@@ -3,7 +3,7 @@
 // of query rows over the paged BF16 KV cache.
 //
 // Dtypes: K and V are BF16 in the cache's block layout (src/kv/kv_cache.h:
-// [layer][K then V][kv_head][token][head_dim] per block). Q is FP32 (the QKV projection's FP32
+// [layer][kv_head][K then V][token][head_dim] per block; AttnKvPool's strides say where). Q is FP32 (the QKV projection's FP32
 // output after RoPE). Scores, softmax and the P·V accumulation are FP32; the output is FP32
 // [row][n_heads * head_dim] (the O projection converts it to BF16 rows).
 //
@@ -99,7 +99,7 @@ struct AttnKvPool {
   size_t block_stride = 0;  // block -> block
   size_t k_offset = 0;      // layer's K inside a block (layer * layer_stride)
   size_t v_offset = 0;      // layer's V inside a block (k_offset + kv_stride)
-  size_t head_stride = 0;   // KV head -> KV head: block_size * head_dim
+  size_t head_stride = 0;   // KV head -> KV head (KvGeometry: 2 * block_size * head_dim)
   // K in the tiled order (kernels/kv_block.h, kv_tiled_k_offset), as kv_write writes it when its
   // layout says so: the AVX-512 and AMX blocks then read it as it is instead of transposing each
   // block at every read. Only for shapes where attention_k_tiled holds.

@@ -1,8 +1,9 @@
 #pragma once
 // Where K and V live in the paged KV pool, and the one kernel that writes them.
 //
-// A block holds block_size tokens of K and V for every layer and KV head, laid out
-// [layer][K then V][kv_head][token][head_dim]; blocks are block_stride elements apart. A
+// A block holds block_size tokens of K and V for every layer and KV head; blocks are block_stride
+// elements apart. The strides and offsets below say where each (layer, K or V, head) run is: the
+// engine's layout is [layer][kv_head][K then V][token][head_dim] (src/kv/kv_cache.h, KvGeometry). A
 // sequence's positions map to blocks through its block table (block ids in position order).
 // Every address into the pool (the writes below, the SLAB attention kernel, the scalar reference
 // attention) comes from kv_block_offset.
@@ -18,7 +19,7 @@ struct KvBlockLayout {
   int block_size = 0;
   int head_dim = 0;
   size_t block_stride = 0;  // block -> block
-  size_t head_stride = 0;   // KV head -> KV head inside a block: block_size * head_dim
+  size_t head_stride = 0;   // KV head -> KV head inside a block (KvGeometry: 2 * block_size * head_dim)
   size_t k_offset = 0;      // the layer's K inside a block
   size_t v_offset = 0;      // the layer's V inside a block
   // K in the tiled order (kv_tiled_k_offset) instead of a row per token: what the AVX-512 and

@@ -58,7 +58,7 @@ struct PagedKv {
   size_t block_stride = 0;
   size_t k_offset = 0;
   size_t v_offset = 0;
-  size_t head_stride = 0;  // between KV heads inside a block: block_size * head_dim
+  size_t head_stride = 0;  // between KV heads inside a block (KvGeometry: 2 * block_size * head_dim)
 };
 
 // Causal attention of one query token at position `pos` over the cached positions

@@ -4,9 +4,11 @@
 // bookkeeping the scheduler owns (KvCacheManager); each forward batch carries the tables.
 //
 // Memory is cut into blocks of `block_size` tokens; one block holds K and V of every layer and KV
-// head for its tokens, laid out [layer][K then V][kv_head][token][head_dim], so attention reads
-// one contiguous run of block_size * head_dim values per (layer, K/V, head, block); within that
-// run the fast runner keeps K in the tiled order the AVX-512 attention block reads
+// head for its tokens, laid out [layer][kv_head][K then V][token][head_dim], so attention reads
+// one contiguous run of 2 * block_size * head_dim values per (layer, head, block): K then V. Blocks
+// are scattered through the pool, and a run of 8 KB (TinyLlama's heads, blocks of 32) streams at
+// ~1.2-1.4x the rate of runs of 4 KB (bench/results/2026-11-27-epyc-zen5-2c-kv-head-runs). Within
+// the K half the fast runner keeps K in the tiled order the AVX-512 attention block reads
 // (kern::kv_tiled_k_offset). Addresses inside the pool come from kern::kv_block_offset
 // (kernels/kv_block.h), the one place that knows.
 //
@@ -33,10 +35,10 @@ struct KvGeometry {
   int head_dim = 0;
   int block_size = 32;
 
-  size_t head_stride() const { return static_cast<size_t>(block_size) * head_dim; }
-  size_t kv_stride() const { return head_stride() * num_kv_heads; }    // K -> V
-  size_t layer_stride() const { return 2 * kv_stride(); }              // layer -> layer
-  size_t block_stride() const { return layer_stride() * num_layers; }  // block -> block
+  size_t kv_stride() const { return static_cast<size_t>(block_size) * head_dim; }  // K -> V
+  size_t head_stride() const { return 2 * kv_stride(); }                           // KV head -> KV head
+  size_t layer_stride() const { return head_stride() * num_kv_heads; }             // layer -> layer
+  size_t block_stride() const { return layer_stride() * num_layers; }              // block -> block
   // Bytes one token's K and V take over all layers.
   size_t bytes_per_token(KvDtype dtype) const {
     return static_cast<size_t>(num_layers) * 2 * num_kv_heads * head_dim * kv_dtype_bytes(dtype);

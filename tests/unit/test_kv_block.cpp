@@ -1,5 +1,5 @@
-// kv_write against positions computed here from the documented block layout
-// ([block][layer][K then V][kv_head][token][head_dim]): every value lands in its slot, nothing
+// kv_write against positions computed here from the engine's block layout
+// ([block][layer][kv_head][K then V][token][head_dim], src/kv/kv_cache.h): every value lands in its slot, nothing
 // else in the pool changes, and the BF16 pool holds the round-to-nearest-even value.
 #include <catch2/catch.hpp>
 
@@ -16,9 +16,9 @@ namespace {
 
 struct Shape {
   int layers = 3, kv_heads = 2, head_dim = 16, block_size = 16;
-  size_t head_stride() const { return static_cast<size_t>(block_size) * head_dim; }
-  size_t part_stride() const { return head_stride() * kv_heads; }
-  size_t layer_stride() const { return 2 * part_stride(); }
+  size_t part_stride() const { return static_cast<size_t>(block_size) * head_dim; }  // K -> V
+  size_t head_stride() const { return 2 * part_stride(); }
+  size_t layer_stride() const { return head_stride() * kv_heads; }
   size_t block_stride() const { return layer_stride() * layers; }
   KvBlockLayout layout(int layer) const {
     const size_t k = static_cast<size_t>(layer) * layer_stride();
@@ -26,7 +26,7 @@ struct Shape {
   }
   // Index of (block, layer, K=0/V=1, head, token, dim), written out longhand.
   size_t index(int block, int layer, int part, int head, int token, int dim) const {
-    return ((((static_cast<size_t>(block) * layers + layer) * 2 + part) * kv_heads + head) * block_size + token) *
+    return ((((static_cast<size_t>(block) * layers + layer) * kv_heads + head) * 2 + part) * block_size + token) *
                head_dim +
            dim;
   }

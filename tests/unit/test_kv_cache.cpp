@@ -2,6 +2,7 @@
 // memory's dtype.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
 #include <stdexcept>
@@ -218,4 +219,33 @@ TEST_CASE("KV memory carries its dtype: BF16 halves the bytes and only the match
   REQUIRE(c.num_blocks() == 4);                                    // 2 slots of ceil(20 / 16) blocks
   REQUIRE(c.block_table(1)[0] == 2);
   REQUIRE_THROWS_AS(c.block_table(2), std::out_of_range);
+}
+
+TEST_CASE("KV geometry lays a block out [layer][kv_head][K then V][token][head_dim]", "[kv]") {
+  // Attention reads each (layer, head)'s K and V as one run: the strides must put V right after K
+  // and the next head after that V. Every element's address, written out longhand here.
+  const KvGeometry g{3, 2, 16, 32};
+  const int layers = 3, heads = 2, hd = 16, bs = 32;
+  std::vector<int> seen(2 * g.block_stride(), 0);
+  for (int block = 0; block < 2; ++block) {
+    for (int layer = 0; layer < layers; ++layer) {
+      const kern::KvBlockLayout l = g.layer_layout(layer);
+      for (int head = 0; head < heads; ++head) {
+        for (int part = 0; part < 2; ++part) {
+          for (int t = 0; t < bs; ++t) {
+            for (int d = 0; d < hd; ++d) {
+              const size_t want =
+                  ((((static_cast<size_t>(block) * layers + layer) * heads + head) * 2 + part) * bs + t) * hd + d;
+              const size_t got = kern::kv_block_offset(block, l.block_stride, part == 0 ? l.k_offset : l.v_offset, head,
+                                                       l.head_stride, t, hd) +
+                                 static_cast<size_t>(d);
+              REQUIRE(got == want);
+              ++seen[got];
+            }
+          }
+        }
+      }
+    }
+  }
+  REQUIRE(std::count(seen.begin(), seen.end(), 1) == static_cast<long>(seen.size()));  // each slot once
 }
