@@ -12,7 +12,8 @@
 #            this host's vector throughput moves by 2x within minutes, so only adjacent runs
 #            compare
 #   ATTN     prefill attention alone (bench_attention, one layer, 512 and 2048 tokens) on the
-#            AVX-512 block and on the AMX tiles, alternating, two rounds
+#            AVX-512 block and on the AMX tiles, alternating, two rounds; then decode attention
+#            (22 layers, batch 1 and 16, contexts 128 to 4096) at all threads
 #   LINEARS  the linears alone (BF16 with --sweep on gate_up, which includes the split flip;
 #            the quantized ones; the decode prefetch of 5..8 rows off and on, dpf=0/8192, each
 #            read against its run's M = 4 row)
@@ -144,6 +145,10 @@ if on ATTN; then
       "$bin/bench_attention" --only prefill --reps 5 --cycle-x 1 $amx 2>&1 | grep -E "peak|threads:|^ +[0-9]+ +[0-9]+ "
     done
   done > "$out/attention.log" 2>&1
+  step "decode attention, all threads"
+  # KV read as one 8 KB run per (block, layer, head) since 5b336da: the share of the bandwidth
+  # it reaches on 16 cores (on 2 Zen 5 threads: 62-65 %).
+  "$bin/bench_attention" --quick --only decode >> "$out/attention.log" 2>&1
 fi
 
 if on LINEARS; then
