@@ -202,9 +202,10 @@ AttentionPlan plan_attention(const AttnShape& shape, const AttnSeq* seqs, int n_
 
 namespace {
 
-// KV blocks of an item prefetched ahead: by the AVX-512 block into L1, spread over its scores
-// (1.09-1.24x on decode against L2 with the softmax change beside it, 2026-11-27-epyc-zen5-2c-
-// avx512-decode-attention), by prefetch_block into L2 for the others.
+// KV blocks of an item prefetched ahead: by the AVX-512 and AVX2 blocks into L1, spread over
+// their work (AVX-512: 1.09-1.24x on decode against L2 with the softmax change beside it,
+// 2026-11-27-epyc-zen5-2c-avx512-decode-attention; AVX2: see prefetch_stream), by the AMX block
+// into L2 at its start, by prefetch_block into L2 for the scalar block.
 constexpr int kPrefetchBlocks = 2;
 
 // Prefetches the first n elements of K and V of one KV head of a block into L2 (locality 2: prefetcht1).
@@ -317,7 +318,7 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
                                                                     a.kv.v_offset, it.kv_head, a.kv.head_stride, 0, 0));
       blk.pf_lines =
           static_cast<int>((static_cast<size_t>(std::min(bs, it.kv1 - nb * bs)) * uhd * sizeof(bf16_t) + 63) / 64);
-      if (!avx) prefetch_block(a, sq.block_table[nb], it.kv_head, static_cast<size_t>(bs) * uhd);
+      if (!avx && !avx2) prefetch_block(a, sq.block_table[nb], it.kv_head, static_cast<size_t>(bs) * uhd);
     }
     if (avx || avx2) {
       blk.kraw = kb;  // read as BF16 by vdpbf16ps, or widened by the AVX2 blocks as they go
@@ -400,7 +401,8 @@ void attention_run(const AttentionArgs& args, const AttentionPlan& plan, int thr
   if (args.item_cursor) {
     const int n = static_cast<int>(plan.by_cost.size());
     std::atomic_ref<int> next(*args.item_cursor);
-    for (int i = next.fetch_add(1, std::memory_order_relaxed); i < n; i = next.fetch_add(1, std::memory_order_relaxed)) {
+    for (int i = next.fetch_add(1, std::memory_order_relaxed); i < n;
+         i = next.fetch_add(1, std::memory_order_relaxed)) {
       run_item(args, plan, plan.items[static_cast<size_t>(plan.by_cost[static_cast<size_t>(i)])], scratch, lay, avx,
                avx2, tiles);
     }

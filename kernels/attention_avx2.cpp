@@ -78,8 +78,11 @@ SLAB_AVX2 float scores_widening(const float* q, const AttnBlock& b, int lo, int 
   const auto uhd = static_cast<size_t>(b.hd);
   widen_rows(b.kraw, b.k_widen, uhd, lo, std::min(lo + 4, hi));
   __m128 best4 = _mm_set1_ps(-std::numeric_limits<float>::infinity());
+  const int pf_share = prefetch_share(b, (hi - lo + 3) / 4);  // a later block's lines, spread
+  int pf = 0;
   int t = lo;
   for (; t + 4 <= hi; t += 4) {
+    pf = prefetch_stream(b, pf, std::min(pf + pf_share, 2 * b.pf_lines));
     widen_rows(b.kraw, b.k_widen, uhd, t + 4, std::min(t + 8, hi));
     widen_rows(b.vraw, b.v_widen, uhd, t, t + 4);
     const float* k = b.k_widen + static_cast<size_t>(t) * uhd;
@@ -89,6 +92,7 @@ SLAB_AVX2 float scores_widening(const float* q, const AttnBlock& b, int lo, int 
     best4 = _mm_max_ps(best4, four);
   }
   widen_rows(b.vraw, b.v_widen, uhd, t, hi);
+  prefetch_stream(b, pf, 2 * b.pf_lines);
   alignas(16) float b4[4];
   _mm_store_ps(b4, best4);
   float best = std::max(std::max(b4[0], b4[1]), std::max(b4[2], b4[3]));

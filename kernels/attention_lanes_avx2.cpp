@@ -133,17 +133,24 @@ SLAB_AVX2 void block_lanes(const AttnBlock& b, const LanesScratch& l) {
     // alongside for V: the loads of a chunk then go out while the FMAs of the one before run.
     // Widened in a pass before the block, the loads had nothing to overlap and the pass took as
     // long as the block (bench_attention --isa avx2 decode, one Zen 5 core).
+    // It also spreads the prefetch of a later block over its chunks (prefetch_stream).
     const bool widen = g == 0;
+    const int pf_share = widen ? prefetch_share(b, (t_hi - t_lo + TT - 1) / TT) : 0;
+    int pf = 0;
     int t = t_lo;
     if (widen) widen_rows(b.kraw, l.k, b.hd, t_lo, std::min(t_lo + TT, t_hi));
     for (; t + TT <= t_hi; t += TT) {
       if (widen) {
+        pf = prefetch_stream(b, pf, std::min(pf + pf_share, 2 * b.pf_lines));
         widen_rows(b.kraw, l.k, b.hd, t + TT, std::min(t + 2 * TT, t_hi));
         widen_rows(b.vraw, l.v, b.hd, t, t + TT);
       }
       score_tokens<R, TT>(b, l, g, t, t_lo, lo, hi);
     }
-    if (widen) widen_rows(b.vraw, l.v, b.hd, t, t_hi);
+    if (widen) {
+      widen_rows(b.vraw, l.v, b.hd, t, t_hi);
+      prefetch_stream(b, pf, 2 * b.pf_lines);
+    }
     switch (t_hi - t) {
       case 0: break;
       case 1: score_tokens<R, 1>(b, l, g, t, t_lo, lo, hi); break;
