@@ -202,10 +202,10 @@ AttentionPlan plan_attention(const AttnShape& shape, const AttnSeq* seqs, int n_
 
 namespace {
 
-// KV blocks of an item prefetched ahead: by the AVX-512 and AVX2 blocks into L1, spread over
+// KV blocks of an item prefetched ahead: by the AVX-512, AVX2 and AMX blocks into L1, spread over
 // their work (AVX-512: 1.09-1.24x on decode against L2 with the softmax change beside it,
-// 2026-11-27-epyc-zen5-2c-avx512-decode-attention; AVX2: see prefetch_stream), by the AMX block
-// into L2 at its start, by prefetch_block into L2 for the scalar block.
+// 2026-11-27-epyc-zen5-2c-avx512-decode-attention; AVX2: see prefetch_stream), by
+// prefetch_block into L2 for the scalar block.
 constexpr int kPrefetchBlocks = 2;
 
 // Prefetches the first n elements of K and V of one KV head of a block into L2 (locality 2: prefetcht1).

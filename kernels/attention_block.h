@@ -28,8 +28,8 @@ struct AttnBlock {
   const float* qhl = nullptr;
   // Lines to prefetch while computing (a later block of the item): K lines then V lines. The
   // AVX-512 block spreads them over its score loop two at a time, into L1, *pf_next counting the
-  // ones issued; the AVX2 blocks over their chunks of tokens (prefetch_stream); the AMX block
-  // issues them at its start, into L2; the scalar block gets them from the driver.
+  // ones issued; the AVX2 blocks over their chunks of tokens and the AMX block over its vectors
+  // (prefetch_stream); the scalar block gets them from the driver.
   const char* pf_k = nullptr;
   const char* pf_v = nullptr;
   int pf_lines = 0;  // of each of K and V
