@@ -83,8 +83,8 @@ bool use_amx(const AttnShape& sh, Isa isa) { return use_avx512(sh, isa) && sh.he
 // KV head (a decode item's vectors). The block's AVX-512 work alone (softmax, V relayout, P and
 // O passes) measured 0.6-0.7x of the whole AVX-512 block's time on batch-1/16 decode with 8
 // heads a KV head (Zen 4, tile calls made no-ops); with fewer heads that work stays while the
-// AVX-512 block's products shrink, so smaller groups keep decode on AVX-512. Per shape, never per item: with every class on one block a row's result
-// does not depend on the rows sharing its item.
+// AVX-512 block's products shrink, so smaller groups keep decode on AVX-512. Per shape, never per
+// item: with every class on one block a row's result does not depend on the rows sharing its item.
 bool amx_all_classes(const AttnShape& sh) { return group_of(sh) >= kAttnAmxMinGroup; }
 bool amx_item(const AttnShape& sh, AttnClass cls) { return cls == AttnClass::prefill || amx_all_classes(sh); }
 

@@ -3,8 +3,8 @@
 // of query rows over the paged BF16 KV cache.
 //
 // Dtypes: K and V are BF16 in the cache's block layout (src/kv/kv_cache.h:
-// [layer][kv_head][K then V][token][head_dim] per block; AttnKvPool's strides say where). Q is FP32 (the QKV projection's FP32
-// output after RoPE). Scores, softmax and the P·V accumulation are FP32; the output is FP32
+// [layer][kv_head][K then V][token][head_dim] per block; AttnKvPool's strides say where). Q is
+// FP32 (the QKV projection's FP32 output after RoPE). Scores, softmax and the P·V accumulation are FP32; the output is FP32
 // [row][n_heads * head_dim] (the O projection converts it to BF16 rows).
 //
 // Kernel: one work item = (sequence, KV head, range of query rows, range of KV positions). The

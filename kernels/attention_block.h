@@ -53,9 +53,9 @@ struct AttnBlock {
 };
 
 // Lines [from, to) of the block's prefetch stream (pf_k's lines, then pf_v's) into L1; returns to.
-// The AVX2 blocks spread the stream over their chunks of tokens: issued all at once at the start
-// of a block, as the driver did, the prefetches did not land, and the K/V reads of the widening
-// waited on memory (1.4x slower decode attention on a Zen 5 core).
+// The AVX2 and AMX blocks spread the stream over their chunks of tokens or vectors: issued all at
+// once at the start of a block, as the driver did, the prefetches did not land, and the AVX2
+// blocks' K/V widening waited on memory (1.3-1.45x slower decode attention on Zen 5).
 inline int prefetch_stream(const AttnBlock& b, int from, int to) {
   for (int l = from; l < to; ++l) {
     __builtin_prefetch(l < b.pf_lines ? b.pf_k + 64 * l : b.pf_v + 64 * (l - b.pf_lines), 0, 3);
