@@ -7,10 +7,11 @@
 //     they stand. The A tiles are the staged Q's hi and lo parts (16 vectors × 32 dims each),
 //     both accumulated into the same C tile, so scores are FP32 Q over the BF16 cache to ~2^-16
 //     as on AVX-512. C tiles go straight to the score rows s.
-//   - The masked softmax (softmax16, the vectorised exp) leaves P in s; p_to_bf16 writes it as
-//     BF16 rows, zero outside each vector's tokens, over whole 32-token steps: each 16-vector
-//     stretch of a step is an A tile. With AttentionArgs::round_p_to_bf16 P is rounded, else
-//     split hi + lo like Q.
+//   - The masked softmax (softmax16, the vectorised exp) writes P as BF16 rows, zero outside
+//     each vector's tokens, over whole 32-token steps: each 16-vector stretch of a step is an A
+//     tile. Groups of 16 vectors that see the same whole 16-token groups get their rows from the
+//     softmax itself; the others leave P in s and p_to_bf16 converts it. With
+//     AttentionArgs::round_p_to_bf16 P is rounded, else split hi + lo like Q.
 //   - V is relaid once per block into B tiles of token pairs (row k: v[2k][d], v[2k + 1][d] for 16
 //     dims), rows outside the block's visible tokens zero so that 0 · V never meets a NaN.
 //   - O (FP32, in the item's scratch) is scaled by the softmax's alpha on AVX-512, then loaded as
@@ -211,7 +212,12 @@ SLAB_AMX_KERNEL void block(const AttnBlock& b, const AmxScratch& w, AmxTiles& st
   const int t0 = t_lo / kStep * kStep, t1 = (t_hi + kStep - 1) / kStep * kStep;
   const auto hd = static_cast<size_t>(b.hd);
   float alphas[kAttnMaxVectors];
-  for (int i = 0; i < b.m; i += 16) softmax16<true>(b, i, std::min(16, b.m - i), alphas);
+  // P as BF16 A-tile rows: written by the softmax where a group of 16 vectors sees the same whole
+  // token groups, by p_to_bf16 from s otherwise (~190 of ~770 ns of a 64-vector prefill block's
+  // AVX-512 work on Zen 5 went to that second pass).
+  const PRows rows{w.p, w.p_lo, w.ldp, t0, t1, !b.round_p_to_bf16};
+  bool p_written[kAttnMaxVectors / 16];
+  for (int i = 0; i < b.m; i += 16) p_written[i / 16] = softmax16<true>(b, i, std::min(16, b.m - i), alphas, &rows);
   // A later block of the item, spread over the vectors (prefetch_stream): the AVX-512 and AVX2
   // blocks ran 1.1-1.45x slower on Zen 5 when they sent such a stream in bursts. Not measured on
   // an AMX machine yet.
@@ -219,7 +225,7 @@ SLAB_AMX_KERNEL void block(const AttnBlock& b, const AmxScratch& w, AmxTiles& st
   int pf = 0;
   for (int i = 0; i < b.m; ++i) {
     pf = prefetch_stream(b, pf, std::min(pf + pf_share, 2 * b.pf_lines));
-    p_to_bf16(b, w, i, t0, t1);
+    if (!p_written[i / 16]) p_to_bf16(b, w, i, t0, t1);
     const float alpha = alphas[i];
     if (alpha == 1.0f) continue;
     const __m512 va = _mm512_set1_ps(alpha);
