@@ -9,9 +9,7 @@
 //     as on AVX-512. C tiles go straight to the score rows s.
 //   - The masked softmax (softmax16, the vectorised exp) writes P as BF16 rows, zero outside
 //     each vector's tokens, over whole 32-token steps: each 16-vector stretch of a step is an A
-//     tile. Groups of 16 vectors that see the same whole 16-token groups get their rows from the
-//     softmax itself; the others leave P in s and p_to_bf16 converts it. With
-//     AttentionArgs::round_p_to_bf16 P is rounded, else split hi + lo like Q.
+//     tile. With AttentionArgs::round_p_to_bf16 P is rounded, else split hi + lo like Q.
 //   - V is relaid once per block into B tiles of token pairs (row k: v[2k][d], v[2k + 1][d] for 16
 //     dims), rows outside the block's visible tokens zero so that 0 · V never meets a NaN.
 //   - O (FP32, in the item's scratch) is scaled by the softmax's alpha on AVX-512, then loaded as
@@ -98,24 +96,6 @@ SLAB_AMX_KERNEL void score_tiles(const Tiles& tiles, const AttnBlock& b, const f
 SLAB_AMX_KERNEL inline __m512i v_row(const AttnBlock& b, int t, size_t c, int t_lo, int t_hi) {
   if (t < t_lo || t >= t_hi) return _mm512_setzero_si512();
   return _mm512_loadu_si512(b.vraw + static_cast<size_t>(t) * static_cast<size_t>(b.hd) + 32 * c);
-}
-
-// Vector i's P (from softmax16, FP32 in its score row on the 16-token groups from lo & ~15 up
-// to hi) as BF16 over the steps [t0, t1) into its rows of w.p (and w.p_lo), zero elsewhere.
-SLAB_AMX_KERNEL void p_to_bf16(const AttnBlock& b, const AmxScratch& w, int i, int t0, int t1) {
-  const bool split = !b.round_p_to_bf16;
-  bf16_t* ph = w.p + static_cast<size_t>(i) * static_cast<size_t>(w.ldp);
-  bf16_t* pl = w.p_lo + static_cast<size_t>(i) * static_cast<size_t>(w.ldp);
-  const int lo = b.lo[i], hi = b.hi[i];
-  const int written_lo = lo < hi ? lo & ~15 : hi;
-  const float* s = b.s + static_cast<size_t>(i) * static_cast<size_t>(b.lds);
-  for (int g = t0; g < t1; g += kStep) {
-    const __m512 p0 = g >= written_lo && g < hi ? _mm512_loadu_ps(s + g) : _mm512_setzero_ps();
-    const __m512 p1 = g + 16 >= written_lo && g + 16 < hi ? _mm512_loadu_ps(s + g + 16) : _mm512_setzero_ps();
-    const BF16Parts parts = split_bf16(p0, p1, split);
-    _mm512_storeu_si512(ph + g, parts.hi);
-    if (split) _mm512_storeu_si512(pl + g, parts.lo);
-  }
 }
 
 // V rows [t0, t1) as B tiles of token pairs: the tile of step s and dims 16j..16j+15 at
@@ -212,12 +192,10 @@ SLAB_AMX_KERNEL void block(const AttnBlock& b, const AmxScratch& w, AmxTiles& st
   const int t0 = t_lo / kStep * kStep, t1 = (t_hi + kStep - 1) / kStep * kStep;
   const auto hd = static_cast<size_t>(b.hd);
   float alphas[kAttnMaxVectors];
-  // P as BF16 A-tile rows: written by the softmax where a group of 16 vectors sees the same whole
-  // token groups, by p_to_bf16 from s otherwise (~190 of ~770 ns of a 64-vector prefill block's
-  // AVX-512 work on Zen 5 went to that second pass).
+  // P as BF16 A-tile rows, written by the softmax itself (a second pass converting it from s took
+  // ~190 of ~770 ns of a 64-vector prefill block's AVX-512 work on Zen 5).
   const PRows rows{w.p, w.p_lo, w.ldp, t0, t1, !b.round_p_to_bf16};
-  bool p_written[kAttnMaxVectors / 16];
-  for (int i = 0; i < b.m; i += 16) p_written[i / 16] = softmax16<true>(b, i, std::min(16, b.m - i), alphas, &rows);
+  for (int i = 0; i < b.m; i += 16) softmax16<true>(b, i, std::min(16, b.m - i), alphas, &rows);
   // A later block of the item, spread over the vectors (prefetch_stream): the AVX-512 and AVX2
   // blocks ran 1.1-1.45x slower on Zen 5 when they sent such a stream in bursts. Not measured on
   // an AMX machine yet.
@@ -225,7 +203,6 @@ SLAB_AMX_KERNEL void block(const AttnBlock& b, const AmxScratch& w, AmxTiles& st
   int pf = 0;
   for (int i = 0; i < b.m; ++i) {
     pf = prefetch_stream(b, pf, std::min(pf + pf_share, 2 * b.pf_lines));
-    if (!p_written[i / 16]) p_to_bf16(b, w, i, t0, t1);
     const float alpha = alphas[i];
     if (alpha == 1.0f) continue;
     const __m512 va = _mm512_set1_ps(alpha);

@@ -152,7 +152,8 @@ SLAB_ATTN_AVX512 inline __m512 reduce16(const __m512* r) {
 }
 
 // P as BF16 rows for the AMX block's A tiles (AmxScratch::p, p_lo): vector i's row at p + i · ldp
-// over the 32-token steps [t0, t1), zero outside its [lo, hi); with `split`, p_lo the lo parts.
+// over the 32-token steps [t0, t1) (t0 <= every vector's lo, t1 >= its hi), zero outside its
+// [lo, hi); with `split`, p_lo the lo parts.
 struct PRows {
   bf16_t* p = nullptr;
   bf16_t* p_lo = nullptr;
@@ -177,6 +178,11 @@ SLAB_ATTN_AVX512 inline void zero_p_bf16(const PRows& rows, int i, int from, int
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(rows.p + at + t), _mm256_setzero_si256());
     if (rows.split) _mm256_storeu_si256(reinterpret_cast<__m256i*>(rows.p_lo + at + t), _mm256_setzero_si256());
   }
+}
+// Zeros over row i's steps outside the 16-token groups that its [lo, hi) touches.
+SLAB_ATTN_AVX512 inline void zero_p_bf16_outside(const PRows& rows, int i, int lo, int hi) {
+  zero_p_bf16(rows, i, rows.t0, lo & ~15);
+  zero_p_bf16(rows, i, (hi + 15) & ~15, rows.t1);
 }
 
 // Whether the vectors [i0, i0 + n) all see the same whole 16-token groups (lo and hi multiples of
@@ -204,10 +210,10 @@ SLAB_ATTN_AVX512 inline bool same_whole_groups(const AttnBlock& b, int i0, int n
 // order on the lanes that count, so the same bits: a row's result does not depend on which
 // rows share its group of 16). Masked, with a range_mask per group, the softmax of an AMX
 // prefill block's 64 vectors took ~720 ns on one Zen 5 core and ~270 ns without.
-// Given `rows` (the AMX block), the whole-groups pass writes P there as BF16 instead of into s
-// and returns true; otherwise P is left in s and it returns false.
+// Given `rows` (the AMX block), P goes there as BF16 over the block's steps instead of into s:
+// zero outside each vector's [lo, hi), the whole row for a vector with lo >= hi.
 template <bool Masked>
-SLAB_ATTN_AVX512 inline bool softmax16(const AttnBlock& b, int i0, int n, float* alphas, const PRows* rows = nullptr) {
+SLAB_ATTN_AVX512 inline void softmax16(const AttnBlock& b, int i0, int n, float* alphas, const PRows* rows = nullptr) {
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   const auto lds = static_cast<size_t>(b.lds);
   const __mmask16 lanes = static_cast<__mmask16>((1u << n) - 1u);
@@ -268,33 +274,38 @@ SLAB_ATTN_AVX512 inline bool softmax16(const AttnBlock& b, int i0, int n, float*
         }
         r[j] = _mm512_add_ps(r[j], p);
       }
-      if (rows) {
-        zero_p_bf16(*rows, i0 + j, rows->t0, lo);
-        zero_p_bf16(*rows, i0 + j, hi, rows->t1);
-      }
+      if (rows) zero_p_bf16_outside(*rows, i0 + j, lo, hi);
     }
   } else {
 #pragma GCC unroll 16
     for (int j = 0; j < 16; ++j) {
       if (j >= n) break;
-      if (!(live >> j & 1)) continue;
+      if (!(live >> j & 1)) {
+        if (rows) zero_p_bf16(*rows, i0 + j, rows->t0, rows->t1);
+        continue;
+      }
       const int lo = b.lo[i0 + j], hi = b.hi[i0 + j];
       float* s = b.s + static_cast<size_t>(i0 + j) * lds;
+      const size_t row = static_cast<size_t>(i0 + j) * static_cast<size_t>(rows ? rows->ldp : 0);
       const __m512 vm = _mm512_set1_ps(mn[j]);
       for (int g = lo & ~15; g < hi; g += 16) {
         const __mmask16 m = range_mask(g, lo, hi);
         const __m512 x = Masked ? _mm512_maskz_loadu_ps(m, s + g) : _mm512_loadu_ps(s + g);
         const __m512 p = _mm512_maskz_mov_ps(m, exp_nonpositive_avx512(_mm512_sub_ps(x, vm)));
-        _mm512_storeu_ps(s + g, p);
+        if (rows) {
+          store_p_bf16(rows->p + row + g, rows->p_lo + row + g, p, rows->split);
+        } else {
+          _mm512_storeu_ps(s + g, p);
+        }
         r[j] = _mm512_add_ps(r[j], p);
       }
+      if (rows) zero_p_bf16_outside(*rows, i0 + j, lo, hi);
     }
   }
   const __m512 l = _mm512_mask_loadu_ps(_mm512_setzero_ps(), lanes, b.l + i0);
   _mm512_mask_storeu_ps(b.l + i0, live, _mm512_add_ps(_mm512_mul_ps(l, alpha), reduce16<AddOp>(r)));
   _mm512_mask_storeu_ps(b.mx + i0, live, mnew);
   _mm512_mask_storeu_ps(alphas + i0, lanes, alpha);
-  return whole && rows;
 }
 
 }  // namespace slab::kern::detail
