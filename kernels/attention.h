@@ -31,7 +31,7 @@
 // are exact in FP32. Scores are therefore those of FP32 Q over the BF16 cache to ~2^-16
 // relative: they matter most, since an error in a score is multiplied by exp. The softmax
 // weights P are split the same way unless AttentionArgs::round_p_to_bf16, which rounds each to
-// BF16 (relative error <= 2^-9 of the weight, so |out - exact| <= 2^-9 max|v|) and halves the
+// BF16 (relative error <= 2^-8 of the weight, so |out - exact| <= 2^-8 max|v|) and halves the
 // P·V work, as FlashAttention does; the model runner sets it. Measured on the transformers
 // fixtures: the same logit error as the split (tests/unit/test_model_runner.cpp), where
 // rounding Q as well doubled it. Without round_p_to_bf16 the result matches FP32 attention

@@ -228,7 +228,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     aa.workspace = attn_ws;
     aa.isa = attn_isa;
     // The softmax weights enter P·V as BF16, as FlashAttention does: each weight off by at most
-    // 2^-9 of itself, no change against transformers on the fixtures (kernels/attention.h).
+    // 2^-8 of itself, no change against transformers on the fixtures (kernels/attention.h).
     aa.round_p_to_bf16 = true;
     aa.dynamic_split = blocking_.dynamic_split;  // bench_model --blocking split=static: the fixed lists
     aa.amx = amx_;                               // attention on the AMX tiles too (kernels/attention.h)
