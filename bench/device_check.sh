@@ -13,7 +13,8 @@
 #            compare
 #   ATTN     prefill attention alone (bench_attention, one layer, 512 and 2048 tokens) on the
 #            AVX-512 block and on the AMX tiles, alternating, two rounds; then decode attention
-#            (22 layers, batch 1 and 16, contexts 128 to 4096) at all threads
+#            (22 layers, batch 1 and 16, contexts 128 to 4096) at all threads; then one block at a
+#            time on cpu 0 (bench_attention_block): the AMX block whole and its AVX-512 work alone
 #   LINEARS  the linears alone (BF16 with --sweep on gate_up, which includes the split flip;
 #            the quantized ones; the decode prefetch of 5..8 rows off and on, dpf=0/8192, each
 #            read against its run's M = 4 row)
@@ -149,6 +150,10 @@ if on ATTN; then
   # KV read as one 8 KB run per (block, layer, head) since 5b336da: the share of the bandwidth
   # it reaches on 16 cores (on 2 Zen 5 threads: 62-65 %).
   "$bin/bench_attention" --quick --only decode >> "$out/attention.log" 2>&1
+  step "attention blocks on cpu 0: AVX-512, the AMX block's AVX-512 work, the AMX block"
+  for round in 1 2; do
+    taskset -c 0 "$bin/bench_attention_block"
+  done >> "$out/attention.log" 2>&1
 fi
 
 if on LINEARS; then

@@ -121,6 +121,23 @@ struct EmulatedTiles {
   }
 };
 
+// Tile calls that do nothing: a kernel run on it does only its AVX-512 work, which
+// bench_attention_block times against the whole kernel on the hardware tiles. Never for results.
+struct NoTiles {
+  void load_config(const AmxTileConfig&) const {}
+  void release() const {}
+  template <int T>
+  void zero() const {}
+  template <int T>
+  void load(const void*, size_t) const {}
+  template <int T>
+  void store(void*, size_t) const {}
+  template <int C, int A, int B>
+  void dpbsud() const {}
+  template <int C, int A, int B>
+  void dpbf16ps() const {}
+};
+
 // TILERELEASE on the emulator when there is one, else on the hardware.
 SLAB_AMX_KERNEL inline void release_tiles(AmxEmulator* emulator) {
   if (emulator) {

@@ -217,6 +217,11 @@ SLAB_AMX_KERNEL void block(const AttnBlock& b, const AmxScratch& w, AmxTiles& st
 
 }  // namespace
 
+SLAB_AMX_KERNEL void attn_block_amx_avx512_work(const AttnBlock& b, const AmxScratch& w) {
+  AmxTiles state;
+  block(b, w, state, NoTiles{});
+}
+
 SLAB_AMX_KERNEL void attn_block_amx(const AttnBlock& b, const AmxScratch& w, AmxTiles& tiles) {
   if (tiles.emulator) {
     block(b, w, tiles, EmulatedTiles{*tiles.emulator});

@@ -112,6 +112,9 @@ void attn_block_avx512(const AttnBlock& b);
 // The same update on the AMX-BF16 tiles (attention_amx.cpp): b as for attn_block_avx512 (Q staged
 // hi + lo), head_dim a multiple of 32; configures `tiles` on first use (amx_release after).
 void attn_block_amx(const AttnBlock& b, const AmxScratch& w, AmxTiles& tiles);
+// The same block with every tile call a no-op (NoTiles): its AVX-512 work alone, for
+// bench_attention_block; its results are meaningless. Needs AVX-512 BF16, not AMX.
+void attn_block_amx_avx512_work(const AttnBlock& b, const AmxScratch& w);
 // The driver's widening of a K or V block for the scalar and AVX2 blocks.
 void convert_bf16_to_f32_avx2(float* dst, const bf16_t* src, size_t n);
 // Floats per query vector of the staged hi/lo Q.
