@@ -171,6 +171,16 @@ SLAB_ATTN_AVX512 inline void store_p_bf16(bf16_t* hi, bf16_t* lo, __m512 p, bool
   }
 }
 
+// A vector's P over the 16 tokens from g: as BF16 at `row` of `rows` (the AMX block), else in
+// place of its scores s.
+SLAB_ATTN_AVX512 inline void put_p(const PRows* rows, size_t row, float* s, int g, __m512 p) {
+  if (rows) {
+    store_p_bf16(rows->p + row + g, rows->p_lo + row + g, p, rows->split);
+  } else {
+    _mm512_storeu_ps(s + g, p);
+  }
+}
+
 // Zeros over the tokens [from, to) (multiples of 16) of row i of `rows`.
 SLAB_ATTN_AVX512 inline void zero_p_bf16(const PRows& rows, int i, int from, int to) {
   const size_t at = static_cast<size_t>(i) * static_cast<size_t>(rows.ldp);
@@ -267,11 +277,7 @@ SLAB_ATTN_AVX512 inline void softmax16(const AttnBlock& b, int i0, int n, float*
       const size_t row = static_cast<size_t>(i0 + j) * static_cast<size_t>(rows ? rows->ldp : 0);
       for (int g = lo; g < hi; g += 16) {
         const __m512 p = exp_nonpositive_avx512(_mm512_sub_ps(_mm512_loadu_ps(s + g), vm));
-        if (rows) {
-          store_p_bf16(rows->p + row + g, rows->p_lo + row + g, p, rows->split);
-        } else {
-          _mm512_storeu_ps(s + g, p);
-        }
+        put_p(rows, row, s, g, p);
         r[j] = _mm512_add_ps(r[j], p);
       }
       if (rows) zero_p_bf16_outside(*rows, i0 + j, lo, hi);
@@ -292,11 +298,7 @@ SLAB_ATTN_AVX512 inline void softmax16(const AttnBlock& b, int i0, int n, float*
         const __mmask16 m = range_mask(g, lo, hi);
         const __m512 x = Masked ? _mm512_maskz_loadu_ps(m, s + g) : _mm512_loadu_ps(s + g);
         const __m512 p = _mm512_maskz_mov_ps(m, exp_nonpositive_avx512(_mm512_sub_ps(x, vm)));
-        if (rows) {
-          store_p_bf16(rows->p + row + g, rows->p_lo + row + g, p, rows->split);
-        } else {
-          _mm512_storeu_ps(s + g, p);
-        }
+        put_p(rows, row, s, g, p);
         r[j] = _mm512_add_ps(r[j], p);
       }
       if (rows) zero_p_bf16_outside(*rows, i0 + j, lo, hi);
