@@ -20,28 +20,50 @@ __attribute__((target("avx512f"))) float hsum(__m512 v) {
   return s;
 }
 
+// Both sums read their n floats as kStreams parts at once, one vector of each part per step.
+// One sequential stream does not reach a core's bandwidth everywhere: on a Zen 2 EPYC one stream
+// read 17 GB/s on one core and 28-29 on two, where 4 streams read 24-25 and 31-32 (8 no more), so
+// a one-stream probe put kernels that read several streams above 100 % of the "roofline"
+// (bench/results/2026-11-29-epyc-zen2-2c-avx2-decode-streams). The parts start kSkewFloats apart
+// modulo 16 KB: 4 parts exactly 256 MB apart (a 1 GB probe) read 12-13 GB/s on that core, the
+// same addresses modulo every power of two up to 256 MB; 4 KB + 64 bytes off, 24 GB/s.
+constexpr size_t kStreams = 4;
+constexpr size_t kSkewFloats = (4096 + 64) / sizeof(float);
+
+// Floats in each part of an n-float buffer: a multiple of 4096 (16 KB), so that the parts, one
+// part and kSkewFloats apart, start 4 KB + 64 bytes apart modulo 16 KB.
+size_t stream_part(size_t n) {
+  constexpr size_t kRound = 4096;
+  return n / kStreams > kSkewFloats + kRound ? (n / kStreams - kSkewFloats) / kRound * kRound : 0;
+}
+
 __attribute__((target("avx512f"))) double sum_avx512(const float* p, size_t n) {
+  const size_t part = stream_part(n), step = part + kSkewFloats;
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (size_t i = 0; i + 64 <= n; i += 64) {
+  for (size_t i = 0; i < part; i += 16) {
     a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
-    a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
-    a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
-    a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
+    a1 = _mm512_add_ps(a1, _mm512_load_ps(p + step + i));
+    a2 = _mm512_add_ps(a2, _mm512_load_ps(p + 2 * step + i));
+    a3 = _mm512_add_ps(a3, _mm512_load_ps(p + 3 * step + i));
   }
   return hsum(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
 __attribute__((target("avx2"))) double sum_avx2(const float* p, size_t n) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (size_t i = 0; i + 32 <= n; i += 32) {
-    a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
-    a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
-    a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
-    a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
+  const size_t part = stream_part(n), step = part + kSkewFloats;
+  __m256 a[kStreams][2];
+  for (auto& s : a) s[0] = s[1] = _mm256_setzero_ps();
+  for (size_t i = 0; i < part; i += 16) {
+#pragma GCC unroll 4
+    for (size_t s = 0; s < kStreams; ++s) {
+      a[s][0] = _mm256_add_ps(a[s][0], _mm256_load_ps(p + s * step + i));
+      a[s][1] = _mm256_add_ps(a[s][1], _mm256_load_ps(p + s * step + i + 8));
+    }
   }
-  const __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+  __m256 sum = _mm256_setzero_ps();
+  for (const auto& s : a) sum = _mm256_add_ps(sum, _mm256_add_ps(s[0], s[1]));
   float t[8];
-  _mm256_storeu_ps(t, s);
+  _mm256_storeu_ps(t, sum);
   return double{t[0]} + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
 }
 
@@ -215,7 +237,7 @@ Rate ReadBandwidthProbe::once() {
     cpu[static_cast<size_t>(t) * 8] = thread_cpu_seconds() - c0;
   });
   const double dt = now_seconds() - t0;
-  const double bytes = static_cast<double>(per_thread_) * pool_.size();
+  const double bytes = static_cast<double>(kStreams * stream_part(floats) * sizeof(float)) * pool_.size();
   return {bytes / dt / 1e9, bytes / *std::max_element(cpu.begin(), cpu.end()) / 1e9};
 }
 

@@ -36,7 +36,8 @@ inline double now_seconds() {
 }
 
 // Streaming read of a buffer of `bytes` (rounded to 4 KiB per thread), split over all pool
-// threads, each reading its own contiguous part (first-touched by that thread). Keep one probe
+// threads, each reading its own contiguous part (first-touched by that thread) as four
+// concurrent streams (one did not reach a Zen 2 core's bandwidth: machine_limits.cpp). Keep one probe
 // to interleave bandwidth samples with kernel samples: the shared machine's bandwidth drifts by
 // tens of percent within a minute, so a ratio is only meaningful between adjacent samples.
 class ReadBandwidthProbe {

@@ -100,29 +100,43 @@ void set_decode_prefetch(Tile& t, const LinearArgs& a) {
   t.pf_per_pair = 2;
 }
 
+// M <= 8: panels a decode tile covers. Up to kDecodeWideM rows one tile is 64 columns wide;
+// beyond, 32. The AVX2 tile reads 1 or 2 rows' panels as concurrent streams and takes 4
+// (kernels/linear_bf16_avx2.cpp, decode_streams: one or two streams left a Zen 2 core well short
+// of its read bandwidth).
+int decode_tile_panels(const LinearArgs& a) {
+  if (a.isa == Isa::avx2 && a.m <= 2) return 4;
+  return a.m <= kDecodeWideM ? 2 : 1;
+}
+
 // M <= 8, SwiGLU: panel pairs [q0, q1) over the whole of K, sums to a stack scratch, then the
-// activation. Up to 4 rows one 64-column tile covers the pair; beyond, one 32-column tile each.
+// activation: one 32-column tile per panel, one 64-column tile per pair, or (decode_tile_panels
+// 4) one tile of two pairs.
 void decode_swiglu_pairs(const LinearArgs& a, int q0, int q1) {
   alignas(64) float sums[kDecodeMaxM * 2 * kPanelCols];
   const size_t stride = panel_stride(a.w.k);
-  const int np = a.m <= kDecodeWideM ? 2 : 1;
-  for (int q = q0; q < q1; ++q) {
-    for (int part = 0; part < 2; part += np) {
+  const int np = decode_tile_panels(a);
+  for (int q = q0; q < q1;) {
+    const int pairs = np == 4 ? std::min(2, q1 - q) : 1;
+    const int span = 2 * pairs;  // panels
+    const size_t ldc = static_cast<size_t>(span) * kPanelCols;
+    for (int part = 0; part < span; part += np) {
       Tile t;
       t.a = a.x;
       t.lda = a.ldx;
       t.b = a.w.data + static_cast<size_t>(2 * q + part) * stride;
       t.panel_stride = stride;
       t.mr = a.m;
-      t.np = np;
+      t.np = std::min(np, span - part);
       t.n_pairs = a.w.k / 2;
       t.half_pair = (a.w.k & 1) != 0;
       t.c = sums + part * kPanelCols;
-      t.ldc = 2 * kPanelCols;
+      t.ldc = ldc;
       set_decode_prefetch(t, a);
       run_tile(t, a.isa);
     }
-    finish_swiglu(a, sums, 2 * kPanelCols, 0, a.m, q);
+    for (int i = 0; i < pairs; ++i) finish_swiglu(a, sums + 2 * i * kPanelCols, ldc, 0, a.m, q + i);
+    q += pairs;
   }
 }
 
@@ -134,7 +148,7 @@ void for_each_decode_share(const LinearArgs& a, int thread, int n_threads, int u
 
 // M <= 8: panels [p0, p1) over the whole of K, all rows at once.
 void decode_panels(const LinearArgs& a, int p0, int p1) {
-  const int np_max = a.m <= kDecodeWideM ? 2 : 1;
+  const int np_max = decode_tile_panels(a);
   const size_t stride = panel_stride(a.w.k);
   for (int p = p0; p < p1;) {
     Tile t;

@@ -22,30 +22,30 @@ namespace {
 // activations stay in registers and each 8-column weight vector is widened right before its
 // FMAs, so 8 accumulators, 4 activations and 2 temporaries fit the 16 registers. Widening all
 // four vectors first and broadcasting each activation from BF16 (a scalar shift per element)
-// spilled to the stack and ran M = 4..8 at 38-40 % of the FMA peak.
+// spilled to the stack and ran M = 4..8 at 38-40 % of the FMA peak. acc_io holds the tile's sums,
+// ldacc floats a row.
 //
-// The first pair of rows streams the panel from memory and prefetches it kDecodeAheadBytes ahead
-// (both lines of a pair, into L2); the later rows find the chunk in L1/L2. Without it the
-// hardware prefetcher alone left one Zen 5 core at 82-87 % of its read bandwidth at M = 1 and
-// M = 3..8 ran 1.24-1.38x slower (bench_linear_bf16 --isa avx2, alternating; 4 and 16 KB ahead
-// were level with 8 or behind).
+// With `prefetch` (M = 3..8: the first pair of rows, which streams the panel from memory; the
+// later rows find the chunk in L1/L2) both lines of a pair are prefetched kDecodeAheadBytes
+// ahead into L2. Without it the hardware prefetcher alone left one Zen 5 core at 82-87 % of its
+// read bandwidth at M = 1 and M = 3..8 ran 1.24-1.38x slower (bench_linear_bf16 --isa avx2,
+// alternating; 4 and 16 KB ahead were level with 8 or behind).
 constexpr size_t kDecodeAheadBytes = 8192;
 
 template <int R>
 SLAB_AVX2 void rows_panel(const Tile& t, const float* xf, size_t ldxf, int row0, int panel, int pair0, int pairs,
-                          float* acc_io) {
+                          float* acc_io, size_t ldacc, bool prefetch) {
   __m256 acc[R][4];
 #pragma GCC unroll 2
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) acc[r][j] = _mm256_loadu_ps(acc_io + r * 64 + panel * 32 + 8 * j);
+    for (int j = 0; j < 4; ++j) acc[r][j] = _mm256_loadu_ps(acc_io + r * ldacc + panel * 32 + 8 * j);
   }
   const bf16_t* b = t.b + static_cast<size_t>(panel) * t.panel_stride + 64 * static_cast<size_t>(pair0);
   const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   const float* x = xf ? xf + static_cast<size_t>(row0) * ldxf : nullptr;
-  const bool stream = row0 == 0;
   for (int p = 0; p < pairs; ++p) {
-    if (stream) {
+    if (prefetch) {
       const char* ahead = reinterpret_cast<const char*>(b + 64 * static_cast<size_t>(p)) + kDecodeAheadBytes;
       _mm_prefetch(ahead, _MM_HINT_T1);
       _mm_prefetch(ahead + 64, _MM_HINT_T1);
@@ -93,7 +93,42 @@ SLAB_AVX2 void rows_panel(const Tile& t, const float* xf, size_t ldxf, int row0,
 #pragma GCC unroll 2
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) _mm256_storeu_ps(acc_io + r * 64 + panel * 32 + 8 * j, acc[r][j]);
+    for (int j = 0; j < 4; ++j) _mm256_storeu_ps(acc_io + r * ldacc + panel * 32 + 8 * j, acc[r][j]);
+  }
+}
+
+// Decode of one row over two panels at once (panel, panel + 1), pairs [pair0, pair0 + pairs):
+// the two streams advance together, a pair of each per step (decode_streams says why). x is
+// read as BF16 (one row: no widened copy); 8 accumulators, 2 activations and the widened vector.
+SLAB_AVX2 void row_panel_pair(const Tile& t, int panel, int pair0, int pairs, float* acc_io) {
+  __m256 acc[2][4];
+#pragma GCC unroll 2
+  for (int q = 0; q < 2; ++q) {
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) acc[q][j] = _mm256_loadu_ps(acc_io + (panel + q) * 32 + 8 * j);
+  }
+  const bf16_t* b0 = t.b + static_cast<size_t>(panel) * t.panel_stride + 64 * static_cast<size_t>(pair0);
+  const bf16_t* b1 = b0 + t.panel_stride;
+  const bf16_t* x = t.a + 2 * static_cast<size_t>(pair0);
+  const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  for (int p = 0; p < pairs; ++p) {
+    const __m256 x0 = _mm256_set1_ps(bf16_to_f32(x[2 * p]));
+    const __m256 x1 = _mm256_set1_ps(pair0 + p < t.n_pairs ? bf16_to_f32(x[2 * p + 1]) : 0.0f);
+#pragma GCC unroll 2
+    for (int q = 0; q < 2; ++q) {
+      const bf16_t* b = (q == 0 ? b0 : b1) + 64 * static_cast<size_t>(p);
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 * j));
+        acc[q][j] = _mm256_fmadd_ps(x0, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)), acc[q][j]);
+        acc[q][j] = _mm256_fmadd_ps(x1, _mm256_castsi256_ps(_mm256_and_si256(w, hi_mask)), acc[q][j]);
+      }
+    }
+  }
+#pragma GCC unroll 2
+  for (int q = 0; q < 2; ++q) {
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) _mm256_storeu_ps(acc_io + (panel + q) * 32 + 8 * j, acc[q][j]);
   }
 }
 
@@ -236,6 +271,54 @@ void tile_block_avx2(const Tile& t) {
   }
 }
 
+// Decode of 1 or 2 rows over the tile's np panels (up to 4, linear_bf16.cpp's
+// decode_tile_panels) as that many streams from memory: chunks of kStreamChunkPairs pairs, panel
+// after panel (one row takes two panels in one loop), the sums carried in acc between chunks. One
+// sequential stream does not reach a Zen 2 core's read bandwidth (17 GB/s, where four read 24-25).
+// There one panel at a time over the whole of K ran M = 1 at 52-61 % of the bandwidth on one core
+// and 57-74 % on two, prefetching 4 to 32 KB ahead or not; two panels in one loop 73-83 % on one
+// core; four streams in chunks of 4 to 16 pairs 85-91 % and 87-97 %, batch-1 decode 1.50-1.57x /
+// 1.14-1.36x
+// (bench/results/2026-11-29-epyc-zen2-2c-avx2-decode-streams). Each column still sums its pairs
+// in order: the same bits as one panel at a time.
+constexpr int kStreamChunkPairs = 8;
+
+SLAB_AVX2 void decode_streams(const Tile& t, float* acc, size_t ldacc) {
+  const int pairs = t.n_pairs + (t.half_pair ? 1 : 0);
+  for (int p0 = 0; p0 < pairs; p0 += kStreamChunkPairs) {
+    const int pc = std::min(kStreamChunkPairs, pairs - p0);
+    if (t.mr == 2) {
+      for (int panel = 0; panel < t.np; ++panel) rows_panel<2>(t, nullptr, 0, 0, panel, p0, pc, acc, ldacc, false);
+      continue;
+    }
+    int panel = 0;
+    for (; panel + 2 <= t.np; panel += 2) row_panel_pair(t, panel, p0, pc, acc);
+    if (panel < t.np) rows_panel<1>(t, nullptr, 0, 0, panel, p0, pc, acc, ldacc, false);
+  }
+}
+
+// Decode of 3..8 rows: K in chunks whose x (FP32) and weights (both panels: 32 KB) stay in L1
+// while every pair of rows passes over them; sums carried in acc between chunks.
+SLAB_AVX2 void decode_widened(const Tile& t, float* acc, size_t ldacc) {
+  constexpr int kChunkPairs = 128;
+  alignas(32) float xf[8 * 2 * kChunkPairs];
+  constexpr size_t ldxf = 2 * kChunkPairs;
+  const int pairs = t.n_pairs + (t.half_pair ? 1 : 0);
+  for (int p0 = 0; p0 < pairs; p0 += kChunkPairs) {
+    const int pc = std::min(kChunkPairs, pairs - p0);
+    convert_rows(t, p0, pc, xf, ldxf);
+    for (int row = 0; row < t.mr; row += 2) {
+      for (int panel = 0; panel < t.np; ++panel) {
+        if (t.mr - row >= 2) {
+          rows_panel<2>(t, xf, ldxf, row, panel, p0, pc, acc + row * ldacc, ldacc, row == 0);
+        } else {
+          rows_panel<1>(t, xf, ldxf, row, panel, p0, pc, acc + row * ldacc, ldacc, row == 0);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 float* avx2_block_buffer(int np, int pairs) {
@@ -251,40 +334,25 @@ void tile_avx2(const Tile& t) {
     tile_block_avx2(t);
     return;
   }
-  // Decode: K in chunks whose x (FP32) and weights (both panels: 32 KB) stay in L1 while every
-  // pair of rows passes over them; sums carried in acc between chunks. One or two rows read each
-  // weight once whatever the chunk: long chunks, fewer passes.
-  const bool widen = t.mr > 2;
-  const int chunk_pairs = widen ? 128 : 1024;
-  alignas(32) float xf[8 * 2 * 128];
-  const auto ldxf = static_cast<size_t>(2 * chunk_pairs);
+  const int cols = t.np * 32;  // 1..4 panels for 1 or 2 rows, 1..2 for more
+  const auto ldacc = static_cast<size_t>(cols);
   float acc[8 * 64];
-  const int cols = t.np * 32;
   for (int r = 0; r < t.mr; ++r) {
-    for (int c = 0; c < cols; ++c) acc[r * 64 + c] = t.load_c ? t.c[static_cast<size_t>(r) * t.ldc + c] : 0.0f;
+    for (int c = 0; c < cols; ++c) acc[r * ldacc + c] = t.load_c ? t.c[static_cast<size_t>(r) * t.ldc + c] : 0.0f;
   }
-  const int pairs = t.n_pairs + (t.half_pair ? 1 : 0);
-  for (int p0 = 0; p0 < pairs; p0 += chunk_pairs) {
-    const int pc = std::min(chunk_pairs, pairs - p0);
-    if (widen) convert_rows(t, p0, pc, xf, ldxf);
-    const float* x = widen ? xf : nullptr;
-    for (int row = 0; row < t.mr; row += 2) {
-      for (int panel = 0; panel < t.np; ++panel) {
-        if (t.mr - row >= 2) {
-          rows_panel<2>(t, x, ldxf, row, panel, p0, pc, acc + row * 64);
-        } else {
-          rows_panel<1>(t, x, ldxf, row, panel, p0, pc, acc + row * 64);
-        }
-      }
-    }
+  if (t.mr <= 2) {
+    decode_streams(t, acc, ldacc);
+  } else {
+    decode_widened(t, acc, ldacc);
   }
   for (int r = 0; r < t.mr; ++r) {
+    const float* sums = acc + r * ldacc;
     if (!t.epilogue) {
-      std::copy(acc + r * 64, acc + r * 64 + cols, t.c + static_cast<size_t>(r) * t.ldc);
+      std::copy(sums, sums + cols, t.c + static_cast<size_t>(r) * t.ldc);
       continue;
     }
     const size_t o = static_cast<size_t>(r) * t.ldo;
-    finish_row(acc + r * 64, t.n_valid, t.bias, t.residual ? t.residual + static_cast<size_t>(r) * t.ldr : nullptr,
+    finish_row(sums, t.n_valid, t.bias, t.residual ? t.residual + static_cast<size_t>(r) * t.ldr : nullptr,
                t.out_f32 ? t.out_f32 + o : nullptr, t.out_bf16 ? t.out_bf16 + o : nullptr);
   }
 }

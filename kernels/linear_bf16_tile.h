@@ -14,7 +14,7 @@ struct Tile {
   const bf16_t* b = nullptr;  // panel 0 at pair0 (next panel: + panel_stride elements)
   size_t panel_stride = 0;
   int mr = 1;              // rows, 1..8
-  int np = 1;              // panels, 1..2 (32 or 64 columns)
+  int np = 1;              // panels, 1..2 (32 or 64 columns); the AVX2 decode tile of 1..2 rows: 1..4
   int n_pairs = 0;         // full k-pairs
   bool half_pair = false;  // then one more pair whose x high element is K's end (zero)
   // Software prefetch: pf_lines 64-byte lines from pf (in panel 0; the same offset in the
