@@ -470,6 +470,10 @@ void convert_f32_to_bf16(bf16_t* dst, const float* src, size_t n, Isa isa) {
     detail::convert_f32_to_bf16_avx512(dst, src, n);
     return;
   }
+  if (isa == Isa::avx2) {
+    detail::convert_f32_to_bf16_avx2(dst, src, n);
+    return;
+  }
   for (size_t i = 0; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
 }
 

@@ -319,6 +319,18 @@ SLAB_AVX2 void decode_widened(const Tile& t, float* acc, size_t ldacc) {
   }
 }
 
+// Round to nearest even, 8 floats to 8 BF16 lanes (the low 16 bits of each 32-bit lane): the
+// bits of f32_to_bf16, NaNs quieted, denormals kept.
+SLAB_AVX2 inline __m256i f32_to_bf16_lanes(__m256 v) {
+  const __m256i bits = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
+  const __m256i nan =
+      _mm256_cmpgt_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+  const __m256i quiet = _mm256_or_si256(bits, _mm256_set1_epi32(0x400000));
+  return _mm256_srli_epi32(_mm256_blendv_epi8(rounded, quiet, nan), 16);
+}
+
 }  // namespace
 
 float* avx2_block_buffer(int np, int pairs) {
@@ -327,6 +339,18 @@ float* avx2_block_buffer(int np, int pairs) {
   thread_local std::vector<float> buffer;
   buffer.resize(std::max(buffer.size(), 2 * static_cast<size_t>(pairs) * np * 32));
   return buffer.data();
+}
+
+SLAB_AVX2 void convert_f32_to_bf16_avx2(bf16_t* dst, const float* src, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i lo = f32_to_bf16_lanes(_mm256_loadu_ps(src + i));
+    const __m256i hi = f32_to_bf16_lanes(_mm256_loadu_ps(src + i + 8));
+    // packus works within 128-bit halves: lo0-3 hi0-3 lo4-7 hi4-7, put back in order.
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xd8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), packed);
+  }
+  for (; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
 }
 
 void tile_avx2(const Tile& t) {

@@ -56,6 +56,7 @@ void tile_avx512_bf16(const Tile& t);
 void finish_row(const float* acc, int n_valid, const float* bias, const float* residual, float* out_f32,
                 bf16_t* out_bf16);
 void convert_f32_to_bf16_avx512(bf16_t* dst, const float* src, size_t n);
+void convert_f32_to_bf16_avx2(bf16_t* dst, const float* src, size_t n);
 
 // The AMX block (linear_bf16_amx.cpp), on a thread's AmxTiles (kernels/amx_tiles.h).
 // c[r][0..32) = x[r][0..k) · panel for r < rows (1..32): one 32-column panel at pair 0, k a

@@ -1,5 +1,6 @@
-// Portable loops, and dispatch to the AVX-512 forms (rowwise_bf16_avx512.cpp) for RMSNorm and
-// SiLU·up. The portable BF16 conversion goes through convert_f32_to_bf16.
+// Portable loops, and dispatch to the AVX-512 and AVX2 forms (rowwise_bf16_avx512.cpp,
+// rowwise_bf16_avx2.cpp) for RMSNorm and SiLU·up. The portable BF16 conversion goes through
+// convert_f32_to_bf16.
 #include "kernels/rowwise_bf16.h"
 
 #include <algorithm>
@@ -15,6 +16,10 @@ constexpr int kChunk = 256;  // FP32 staging on the stack before the BF16 conver
 void rmsnorm_to_bf16(bf16_t* out, const float* x, const float* weight, int n, float eps, Isa isa) {
   if (isa == Isa::avx512_bf16) {
     detail::rmsnorm_to_bf16_avx512(out, x, weight, n, eps);
+    return;
+  }
+  if (isa == Isa::avx2) {
+    detail::rmsnorm_to_bf16_avx2(out, x, weight, n, eps);
     return;
   }
   // Four partial sums: lets the compiler keep several adds in flight without reassociating.
@@ -36,6 +41,10 @@ void rmsnorm_to_bf16(bf16_t* out, const float* x, const float* weight, int n, fl
 void silu_mul_to_bf16(bf16_t* out, const float* gate, const float* up, int n, Isa isa) {
   if (isa == Isa::avx512_bf16) {
     detail::silu_mul_to_bf16_avx512(out, gate, up, n);
+    return;
+  }
+  if (isa == Isa::avx2) {
+    detail::silu_mul_to_bf16_avx2(out, gate, up, n);
     return;
   }
   alignas(64) float buf[kChunk];

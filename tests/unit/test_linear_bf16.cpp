@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -41,6 +42,25 @@ TEST_CASE("bf16 conversions round to nearest even", "[kernels]") {
       std::vector<float> back(n);
       convert_bf16_to_f32(back.data(), dst.data(), n);
       for (size_t i = 0; i < n; ++i) CHECK(back[i] == round_to_bf16(src[i]));
+    }
+  }
+  // Ties, NaNs, infinities, overflow to infinity and denormals, in the vector loop and the tail,
+  // on every path that keeps denormals (AVX-512's vcvtneps2bf16 flushes them to zero).
+  const float tie = 1.0f + std::ldexp(1.0f, -8), odd_tie = 1.0f + 3 * std::ldexp(1.0f, -8);
+  const uint32_t low_payload_nan_bits = 0x7f800001u;  // rounding alone would carry it to infinity
+  float low_payload_nan;
+  std::memcpy(&low_payload_nan, &low_payload_nan_bits, sizeof(float));
+  const float specials[] = {tie,   odd_tie, -tie,    NAN,    -NAN,    low_payload_nan, INFINITY, -INFINITY,   0.0f,
+                            -0.0f, 1e-40f,  -3e-39f, 1e-45f, 3.4e38f, -3.39e38f,       65504.0f, 1.00390625f, 0.1f};
+  std::vector<float> src;
+  for (int rep = 0; rep < 3; ++rep) src.insert(src.end(), std::begin(specials), std::end(specials));
+  for (Isa isa : isas()) {
+    if (isa == Isa::avx512_bf16) continue;
+    std::vector<bf16_t> dst(src.size());
+    convert_f32_to_bf16(dst.data(), src.data(), src.size(), isa);
+    for (size_t i = 0; i < src.size(); ++i) {
+      INFO("isa " << isa_name(isa) << " value " << src[i]);
+      CHECK(dst[i] == f32_to_bf16(src[i]));
     }
   }
 }
