@@ -23,18 +23,11 @@ namespace {
 // FMAs, so 8 accumulators, 4 activations and 2 temporaries fit the 16 registers. Widening all
 // four vectors first and broadcasting each activation from BF16 (a scalar shift per element)
 // spilled to the stack and ran M = 4..8 at 38-40 % of the FMA peak. acc_io holds the tile's sums,
-// ldacc floats a row.
-//
-// With `prefetch` (M = 3..8: the first pair of rows, which streams the panel from memory; the
-// later rows find the chunk in L1/L2) both lines of a pair are prefetched kDecodeAheadBytes
-// ahead into L2. Without it the hardware prefetcher alone left one Zen 5 core at 82-87 % of its
-// read bandwidth at M = 1 and M = 3..8 ran 1.24-1.38x slower (bench_linear_bf16 --isa avx2,
-// alternating; 4 and 16 KB ahead were level with 8 or behind).
-constexpr size_t kDecodeAheadBytes = 8192;
-
+// ldacc floats a row. pf_lines 64-byte lines from pf are prefetched into L2 over the pairs, a few
+// every 8 pairs (decode_widened gives each pass its share of the next chunk).
 template <int R>
 SLAB_AVX2 void rows_panel(const Tile& t, const float* xf, size_t ldxf, int row0, int panel, int pair0, int pairs,
-                          float* acc_io, size_t ldacc, bool prefetch) {
+                          float* acc_io, size_t ldacc, const char* pf = nullptr, int pf_lines = 0) {
   __m256 acc[R][4];
 #pragma GCC unroll 2
   for (int r = 0; r < R; ++r) {
@@ -44,11 +37,13 @@ SLAB_AVX2 void rows_panel(const Tile& t, const float* xf, size_t ldxf, int row0,
   const bf16_t* b = t.b + static_cast<size_t>(panel) * t.panel_stride + 64 * static_cast<size_t>(pair0);
   const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   const float* x = xf ? xf + static_cast<size_t>(row0) * ldxf : nullptr;
+  const int pf_per_8 = pf_lines > 0 ? (8 * pf_lines + pairs - 1) / pairs : 0;
+  int pf_next = 0;
   for (int p = 0; p < pairs; ++p) {
-    if (prefetch) {
-      const char* ahead = reinterpret_cast<const char*>(b + 64 * static_cast<size_t>(p)) + kDecodeAheadBytes;
-      _mm_prefetch(ahead, _MM_HINT_T1);
-      _mm_prefetch(ahead + 64, _MM_HINT_T1);
+    if ((p & 7) == 0) {
+      for (const int e = std::min(pf_lines, pf_next + pf_per_8); pf_next < e; ++pf_next) {
+        _mm_prefetch(pf + 64 * static_cast<size_t>(pf_next), _MM_HINT_T1);
+      }
     }
     __m256 x0[R], x1[R];
 #pragma GCC unroll 2
@@ -288,31 +283,46 @@ SLAB_AVX2 void decode_streams(const Tile& t, float* acc, size_t ldacc) {
   for (int p0 = 0; p0 < pairs; p0 += kStreamChunkPairs) {
     const int pc = std::min(kStreamChunkPairs, pairs - p0);
     if (t.mr == 2) {
-      for (int panel = 0; panel < t.np; ++panel) rows_panel<2>(t, nullptr, 0, 0, panel, p0, pc, acc, ldacc, false);
+      for (int panel = 0; panel < t.np; ++panel) rows_panel<2>(t, nullptr, 0, 0, panel, p0, pc, acc, ldacc);
       continue;
     }
     int panel = 0;
     for (; panel + 2 <= t.np; panel += 2) row_panel_pair(t, panel, p0, pc, acc);
-    if (panel < t.np) rows_panel<1>(t, nullptr, 0, 0, panel, p0, pc, acc, ldacc, false);
+    if (panel < t.np) rows_panel<1>(t, nullptr, 0, 0, panel, p0, pc, acc, ldacc);
   }
 }
 
-// Decode of 3..8 rows: K in chunks whose x (FP32) and weights (both panels: 32 KB) stay in L1
-// while every pair of rows passes over them; sums carried in acc between chunks.
+// Decode of 3..8 rows: K in chunks whose x (FP32) and weights (both panels: 32 KB) stay in L1/L2
+// while every pair of rows passes over them; sums carried in acc between chunks. Each pass (a
+// pair of rows over one panel) prefetches its share of that panel's next chunk into L2, so that
+// the next chunk's first pass finds it there. Prefetching 8 KB ahead of the first pass only (its
+// form until 2026-11-29) left the later passes, three quarters of the work at M = 8, with no
+// memory traffic beside them: on one Zen 2 core M = 3, 4 and 8 ran at 30-32, 38-40 and 49-51
+// GFLOP/s, now 39-44, 49-57 and 62-66; on two, 55-59 / 66-76 / 89-99 against 64-75 / 79-99 /
+// 114-128; batch-4 and batch-8 decode 1.28-1.31x on two cores
+// (bench/results/2026-11-29-epyc-zen2-2c-avx2-batched-decode).
 SLAB_AVX2 void decode_widened(const Tile& t, float* acc, size_t ldacc) {
   constexpr int kChunkPairs = 128;
   alignas(32) float xf[8 * 2 * kChunkPairs];
   constexpr size_t ldxf = 2 * kChunkPairs;
   const int pairs = t.n_pairs + (t.half_pair ? 1 : 0);
+  const int passes = (t.mr + 1) / 2;  // per panel
   for (int p0 = 0; p0 < pairs; p0 += kChunkPairs) {
     const int pc = std::min(kChunkPairs, pairs - p0);
     convert_rows(t, p0, pc, xf, ldxf);
+    const int next_lines = 2 * std::min(kChunkPairs, pairs - p0 - pc);  // a pair of a panel: 2 lines
+    const int share = (next_lines + passes - 1) / passes;
     for (int row = 0; row < t.mr; row += 2) {
+      const int from = std::min(next_lines, row / 2 * share);
+      const int lines = std::min(share, next_lines - from);
       for (int panel = 0; panel < t.np; ++panel) {
+        const char* pf = reinterpret_cast<const char*>(t.b + static_cast<size_t>(panel) * t.panel_stride +
+                                                       64 * static_cast<size_t>(p0 + pc)) +
+                         64 * static_cast<size_t>(from);
         if (t.mr - row >= 2) {
-          rows_panel<2>(t, xf, ldxf, row, panel, p0, pc, acc + row * ldacc, ldacc, row == 0);
+          rows_panel<2>(t, xf, ldxf, row, panel, p0, pc, acc + row * ldacc, ldacc, pf, lines);
         } else {
-          rows_panel<1>(t, xf, ldxf, row, panel, p0, pc, acc + row * ldacc, ldacc, row == 0);
+          rows_panel<1>(t, xf, ldxf, row, panel, p0, pc, acc + row * ldacc, ldacc, pf, lines);
         }
       }
     }
