@@ -34,6 +34,15 @@ LinearTuning linear_tuning_for(const CpuFeatures& cpu) {
     t.source = "zen5 (measured: k=2048 1.05-1.09x prefill, dpf=8192 M=8 1.25-1.32x)";
     return t;
   }
+  if (arch == "zen2") {
+    // 2 cores (EPYC Rome, family 23 model 49; the AVX2 kernels): no candidate beyond the
+    // run-to-run spread (bench_linear_bf16 --sweep, M = 128 and 512,
+    // bench/results/2026-11-29-epyc-zen2-2c-scaling/). The AVX2 FP32 blocks cap K at 512
+    // elements and keep their 6 x 16 tile, so k = 1024 and 2048 and the tile shapes run the same
+    // code as the default: those rows read 0.86-1.21x of it, the spread; prefetch off 0.92-0.99x.
+    t.source = "zen2 (measured: defaults best)";
+    return t;
+  }
   if (arch == "emerald_rapids") {
     // 16 threads: no AVX-512 candidate beyond the run-to-run spread (2026-11-26, and again with
     // the shared work counter on 2026-11-27: gate_up 0.95-1.05x), and the AMX K blocks ran
