@@ -41,6 +41,10 @@ template <int MR, int BITS>
 SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
   constexpr int kBlocks = kKQuantSuperK / kQuantActBlock;
   constexpr bool kMins = kquant_has_mins(BITS);
+  // Steps whose pair sums still add in 16 bits before vpmaddwd widens them: a step's four
+  // products are at most 4 · (2^BITS - 1) · 128 (7680, 15872, 32256), so four 4-bit steps, two
+  // 5-bit ones, one 6-bit one. Fewer vpmaddwd: the multiplies are this tile's bottleneck port.
+  constexpr int kSteps16 = BITS == 4 ? 4 : BITS == 5 ? 2 : 1;
   const KQuantLayout l = kquant_layout(BITS);
   const uint8_t* panel = t.panel + static_cast<size_t>(q) * t.panel_stride;
   const __m256i ones = _mm256_set1_epi16(1);
@@ -68,8 +72,8 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
         // 8 KB). Past the panel's end the stream goes on where this tile reads next: it runs its
         // panels one after another (the AVX-512 tile reads them side by side), so the tile's next
         // panel, and after the last one the next tile's first.
-        const uint8_t* after = q + 1 < t.np ? t.panel + static_cast<size_t>(q + 1) * t.panel_stride
-                                            : t.panel + t.next_tile_bytes;
+        const uint8_t* after =
+            q + 1 < t.np ? t.panel + static_cast<size_t>(q + 1) * t.panel_stride : t.panel + t.next_tile_bytes;
         const size_t pos = static_cast<size_t>(sb) * l.record + kStreamAheadBytes, share = l.record / kBlocks;
         const size_t from = (pos + static_cast<size_t>(lb) * share) & ~size_t{63};
         const size_t to =
@@ -95,6 +99,8 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
         const __m256i start = _mm256_set1_epi32(kMins ? 0 : -32 * t.xqhalf[b * t.ldxs + r]);
         acc[r][0] = acc[r][1] = start;
       }
+      __m256i pairs16[MR][2];
+#pragma GCC unroll 4
       for (int i = 0; i < 4; ++i) {
         const int s = 4 * lb + i;
         __m256i hb = _mm256_setzero_si256();
@@ -120,7 +126,9 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
             const __m256i x_lo = _mm256_set1_epi32(static_cast<int>(load_u32(xr)));
             const __m256i x_hi = _mm256_set1_epi32(static_cast<int>(load_u32(xr + 4)));
             const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi));
-            acc[r][h] = _mm256_add_epi32(acc[r][h], _mm256_madd_epi16(pairs, ones));
+            pairs16[r][h] = i % kSteps16 == 0 ? pairs : _mm256_add_epi16(pairs16[r][h], pairs);
+            if ((i + 1) % kSteps16 == 0)
+              acc[r][h] = _mm256_add_epi32(acc[r][h], _mm256_madd_epi16(pairs16[r][h], ones));
           }
         }
         if constexpr (BITS == 6) {

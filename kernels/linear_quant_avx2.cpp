@@ -198,6 +198,10 @@ SLAB_AVX2 void batch_panel(const QuantTile& t, int q, float* out) {
   const __m256i ones = _mm256_set1_epi16(1);
   const __m256i nibble = _mm256_set1_epi8(0x0f);
   constexpr int kStepK = BITS == 8 ? 4 : 8;
+  // W4: a step's s16 pair sums (both halves) are at most 4·15·128 = 7680, so four steps add in 16
+  // bits before one vpmaddwd widens them (the multiplies are the tile's busiest port). Blocks of
+  // 32 and 128 are 4 and 16 steps.
+  constexpr int kSteps16 = BITS == 8 ? 1 : 4;
   const int block_steps = t.act_block / kStepK;
   // W8's lane_dot already subtracted 128 · Σxq.
   const int code_shift = BITS == 8 ? 128 : 0;
@@ -221,27 +225,36 @@ SLAB_AVX2 void batch_panel(const QuantTile& t, int q, float* out) {
     }
     __m256i acc[MR][2];
     for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-    for (int s = b * block_steps; s < (b + 1) * block_steps; ++s) {
-      const uint8_t* step = codes + 64 * static_cast<size_t>(s);
-      // Into L2 (T1), as the AVX-512 tiles: the Q4_0 file at --kernels avx2 decoded 39-40 ->
-      // 45 tok/s on Zen 4 against T0 (three alternating rounds, same bandwidth).
-      if (t.stream) _mm_prefetch(reinterpret_cast<const char*>(step) + 4096, _MM_HINT_T1);
-      for (int h = 0; h < 2; ++h) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(step + 32 * h));
+    for (int s0 = b * block_steps; s0 < (b + 1) * block_steps; s0 += kSteps16) {
+      __m256i pairs16[MR][2];
 #pragma GCC unroll 4
-        for (int r = 0; r < MR; ++r) {
-          const int8_t* xr = t.xq + static_cast<size_t>(r) * t.ldxq + static_cast<size_t>(s) * kStepK;
-          const __m256i x_lo = _mm256_set1_epi32(static_cast<int>(load_u32(xr)));
-          if constexpr (BITS == 8) {
-            acc[r][h] = _mm256_add_epi32(acc[r][h], lane_dot<8>(v, x_lo, ones));
-          } else {
-            const __m256i x_hi = _mm256_set1_epi32(static_cast<int>(load_u32(xr + 4)));
-            const __m256i lo = _mm256_and_si256(v, nibble);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
-            // Both halves' s16 pair sums stay <= 4·15·127: add before widening.
-            const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi));
-            acc[r][h] = _mm256_add_epi32(acc[r][h], _mm256_madd_epi16(pairs, ones));
+      for (int j = 0; j < kSteps16; ++j) {
+        const int s = s0 + j;
+        const uint8_t* step = codes + 64 * static_cast<size_t>(s);
+        // Into L2 (T1), as the AVX-512 tiles: the Q4_0 file at --kernels avx2 decoded 39-40 ->
+        // 45 tok/s on Zen 4 against T0 (three alternating rounds, same bandwidth).
+        if (t.stream) _mm_prefetch(reinterpret_cast<const char*>(step) + 4096, _MM_HINT_T1);
+        for (int h = 0; h < 2; ++h) {
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(step + 32 * h));
+#pragma GCC unroll 4
+          for (int r = 0; r < MR; ++r) {
+            const int8_t* xr = t.xq + static_cast<size_t>(r) * t.ldxq + static_cast<size_t>(s) * kStepK;
+            const __m256i x_lo = _mm256_set1_epi32(static_cast<int>(load_u32(xr)));
+            if constexpr (BITS == 8) {
+              acc[r][h] = _mm256_add_epi32(acc[r][h], lane_dot<8>(v, x_lo, ones));
+            } else {
+              const __m256i x_hi = _mm256_set1_epi32(static_cast<int>(load_u32(xr + 4)));
+              const __m256i lo = _mm256_and_si256(v, nibble);
+              const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+              const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi));
+              pairs16[r][h] = j == 0 ? pairs : _mm256_add_epi16(pairs16[r][h], pairs);
+            }
           }
+        }
+      }
+      if constexpr (BITS == 4) {
+        for (int r = 0; r < MR; ++r) {
+          for (int h = 0; h < 2; ++h) acc[r][h] = _mm256_add_epi32(acc[r][h], _mm256_madd_epi16(pairs16[r][h], ones));
         }
       }
     }

@@ -274,6 +274,52 @@ TEST_CASE("K-quant integer math is exact with unit scales", "[quant][kquant]") {
   }
 }
 
+TEST_CASE("K-quant sums are exact at the largest codes and activations", "[quant][kquant]") {
+  // Every code at its top value and every activation ±127 (row 0 all +127, row 1 all -127, row 2
+  // alternating in runs): the SIMD tiles add several steps' products in 16 bits before widening,
+  // which these values take to their bound. Unit scales: the result is Σ v·w exactly.
+  std::mt19937 rng(9);
+  for (const QuantFormat& f : kKFormats) {
+    KMatrix q = make_kmatrix(f, 32, 512, rng);
+    std::fill(q.codes.begin(), q.codes.end(), static_cast<uint8_t>((1 << f.bits) - 1));
+    std::fill(q.d.begin(), q.d.end(), half_bits(15, 0));
+    std::fill(q.dmin.begin(), q.dmin.end(), half_bits(15, 0));
+    std::fill(q.scales.begin(), q.scales.end(), static_cast<int8_t>(1));
+    q.compute_w();
+    q.pack();
+    const int m = 3;
+    Rows in = make_rows(m, q.k, rng);
+    std::vector<long> v(static_cast<size_t>(m) * q.k);
+    for (int c = 0; c < q.k; ++c) {
+      v[static_cast<size_t>(c)] = 127;
+      v[static_cast<size_t>(q.k + c)] = -127;
+      v[static_cast<size_t>(2 * q.k + c)] = c / 64 % 2 ? 127 : -127;
+    }
+    for (int r = 0; r < m; ++r) {
+      for (int c = 0; c < q.k; ++c)
+        in.x[static_cast<size_t>(r) * in.ldx + c] =
+            f32_to_bf16(static_cast<float>(v[static_cast<size_t>(r) * q.k + c]));
+    }
+    for (Isa isa : test::quant_isas()) {
+      const std::vector<float> got = run(q, in, isa, 1);
+      for (int r = 0; r < m; ++r) {
+        for (int c = 0; c < q.n; ++c) {
+          double want = 0.0;
+          for (int kk = 0; kk < q.k; ++kk)
+            want += static_cast<double>(v[static_cast<size_t>(r) * q.k + kk]) * q.w[static_cast<size_t>(c) * q.k + kk];
+          REQUIRE(std::fabs(want) < (1 << 24));
+          if (got[static_cast<size_t>(r) * q.n + c] != static_cast<float>(want)) {
+            FAIL_CHECK(isa_name(isa) << " W" << f.bits << " row " << r << " col " << c << ": "
+                                     << got[static_cast<size_t>(r) * q.n + c] << " vs " << want);
+            r = m;
+            break;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("K-quant linear through a pool and fused as SwiGLU gives the single-thread bits", "[quant][kquant]") {
   std::mt19937 rng(31);
   ThreadPool pool({.n_threads = 3});

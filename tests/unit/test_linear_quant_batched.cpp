@@ -117,6 +117,56 @@ TEST_CASE("batched integer math is exact: power-of-two block scales give the exa
   }
 }
 
+TEST_CASE("batched integer sums are exact at the largest codes and activations", "[quant]") {
+  // Codes at the top of their range (even columns) and at 0 (odd ones), activations all +127, all
+  // -127, or +127 and -127 in runs of 64: the SIMD tiles' 16-bit partial sums (W8: |code − 128| ·
+  // ±x pairs; W4: several steps added before widening) reach their bounds. Weight scales 1 and
+  // each block's activation scale 1, so the result is the exact integer dot product.
+  std::mt19937 rng(5);
+  const std::vector<Isa> isas = test::quant_isas();
+  for (const QuantFormat& f : kFormats) {
+    const int n = 32, k = 512, m = 3;
+    QuantMatrix q = make_matrix(f, n, k, rng);
+    for (int c = 0; c < n; ++c) {
+      std::fill_n(q.codes.begin() + static_cast<long>(c) * k, k, static_cast<uint8_t>(c % 2 ? 0 : top_code(f)));
+    }
+    std::fill(q.scales.begin(), q.scales.end(), 1.0f);
+    pack_quant_linear_codes(q.packed.data(), f, q.codes.data(), static_cast<size_t>(k), q.scales.data(),
+                            f.zero_point ? q.zeros.data() : nullptr, n, k);
+    Inputs in = make_inputs(m, n, k, rng);
+    std::vector<int> v(static_cast<size_t>(m) * k);
+    for (int c = 0; c < k; ++c) {
+      v[static_cast<size_t>(c)] = 127;
+      v[static_cast<size_t>(k + c)] = -127;
+      v[static_cast<size_t>(2 * k + c)] = c / 64 % 2 ? 127 : -127;
+    }
+    for (int r = 0; r < m; ++r) {
+      for (int c = 0; c < k; ++c)
+        in.x[static_cast<size_t>(r) * in.ldx + c] = f32_to_bf16(static_cast<float>(v[static_cast<size_t>(r) * k + c]));
+    }
+    for (Isa isa : isas) {
+      const std::vector<float> got = run(q, in, Options{}, isa, 1);
+      for (int r = 0; r < m; ++r) {
+        for (int c = 0; c < n; ++c) {
+          double want = 0.0;
+          for (int kk = 0; kk < k; ++kk) {
+            const size_t gi = static_cast<size_t>(c) * q.groups + static_cast<size_t>(kk / q.gs);
+            want += double{1.0} * v[static_cast<size_t>(r) * k + kk] *
+                    (q.codes[static_cast<size_t>(c) * k + kk] - static_cast<double>(q.zeros[gi]));
+          }
+          REQUIRE(std::fabs(want) < (1 << 24));
+          if (got[static_cast<size_t>(r) * n + c] != static_cast<float>(want)) {
+            FAIL_CHECK(isa_name(isa) << " " << describe(f) << " row " << r << " col " << c << ": "
+                                     << got[static_cast<size_t>(r) * n + c] << " vs " << want);
+            r = m;
+            break;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("quantized linear through a thread pool gives the single-thread bits", "[quant]") {
   std::mt19937 rng(17);
   ThreadPool pool({.n_threads = 3});
