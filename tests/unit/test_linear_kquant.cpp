@@ -230,6 +230,33 @@ TEST_CASE("K-quant linear matches the reference on ragged shapes, every ISA the 
   }
 }
 
+// Runs integer activations v ([m][k], |v| <= 127 with one 127 per block: scale 1) through q on
+// every ISA and requires Σ v·w exactly (every partial sum an integer below 2^24).
+static void require_exact(const KMatrix& q, int m, const std::vector<long>& v, std::mt19937& rng) {
+  Rows in = make_rows(m, q.k, rng);
+  for (int r = 0; r < m; ++r) {
+    for (int c = 0; c < q.k; ++c)
+      in.x[static_cast<size_t>(r) * in.ldx + c] = f32_to_bf16(static_cast<float>(v[static_cast<size_t>(r) * q.k + c]));
+  }
+  for (Isa isa : test::quant_isas()) {
+    const std::vector<float> got = run(q, in, isa, 1);
+    for (int r = 0; r < m; ++r) {
+      for (int c = 0; c < q.n; ++c) {
+        double want = 0.0;
+        for (int kk = 0; kk < q.k; ++kk)
+          want += static_cast<double>(v[static_cast<size_t>(r) * q.k + kk]) * q.w[static_cast<size_t>(c) * q.k + kk];
+        REQUIRE(std::fabs(want) < (1 << 24));
+        if (got[static_cast<size_t>(r) * q.n + c] != static_cast<float>(want)) {
+          FAIL_CHECK(isa_name(isa) << " W" << q.f.bits << " m=" << m << " row " << r << " col " << c << ": "
+                                   << got[static_cast<size_t>(r) * q.n + c] << " vs " << want);
+          r = m;  // the first difference of each ISA
+          break;
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("K-quant integer math is exact with unit scales", "[quant][kquant]") {
   // d = dmin = 1 and sub-scales 1 (6-bit: ±1), activations integers v with one |v| = 127 per block
   // (scale exactly 1): the result must be Σ v·w exactly. A lost top bit, a swapped half or a
@@ -243,33 +270,12 @@ TEST_CASE("K-quant integer math is exact with unit scales", "[quant][kquant]") {
     q.compute_w();
     q.pack();
     for (int m : {1, 3, 12}) {
-      Rows in = make_rows(m, q.k, rng);
       std::vector<long> v(static_cast<size_t>(m) * q.k);
       std::uniform_int_distribution<int> value(-127, 127);
       for (int r = 0; r < m; ++r) {
         for (int c = 0; c < q.k; ++c) v[static_cast<size_t>(r) * q.k + c] = c % 32 == 5 ? 127 : value(rng);
-        for (int c = 0; c < q.k; ++c)
-          in.x[static_cast<size_t>(r) * in.ldx + c] =
-              f32_to_bf16(static_cast<float>(v[static_cast<size_t>(r) * q.k + c]));
       }
-      for (Isa isa : test::quant_isas()) {
-        const std::vector<float> got = run(q, in, isa, 1);
-        for (int r = 0; r < m; ++r) {
-          for (int c = 0; c < q.n; ++c) {
-            double want = 0.0;
-            for (int kk = 0; kk < q.k; ++kk)
-              want +=
-                  static_cast<double>(v[static_cast<size_t>(r) * q.k + kk]) * q.w[static_cast<size_t>(c) * q.k + kk];
-            REQUIRE(std::fabs(want) < (1 << 24));
-            if (got[static_cast<size_t>(r) * q.n + c] != static_cast<float>(want)) {
-              FAIL_CHECK(isa_name(isa) << " W" << f.bits << " m=" << m << " row " << r << " col " << c << ": "
-                                       << got[static_cast<size_t>(r) * q.n + c] << " vs " << want);
-              r = m;
-              break;
-            }
-          }
-        }
-      }
+      require_exact(q, m, v, rng);
     }
   }
 }
@@ -288,35 +294,13 @@ TEST_CASE("K-quant sums are exact at the largest codes and activations", "[quant
     q.compute_w();
     q.pack();
     const int m = 3;
-    Rows in = make_rows(m, q.k, rng);
     std::vector<long> v(static_cast<size_t>(m) * q.k);
     for (int c = 0; c < q.k; ++c) {
       v[static_cast<size_t>(c)] = 127;
       v[static_cast<size_t>(q.k + c)] = -127;
       v[static_cast<size_t>(2 * q.k + c)] = c / 64 % 2 ? 127 : -127;
     }
-    for (int r = 0; r < m; ++r) {
-      for (int c = 0; c < q.k; ++c)
-        in.x[static_cast<size_t>(r) * in.ldx + c] =
-            f32_to_bf16(static_cast<float>(v[static_cast<size_t>(r) * q.k + c]));
-    }
-    for (Isa isa : test::quant_isas()) {
-      const std::vector<float> got = run(q, in, isa, 1);
-      for (int r = 0; r < m; ++r) {
-        for (int c = 0; c < q.n; ++c) {
-          double want = 0.0;
-          for (int kk = 0; kk < q.k; ++kk)
-            want += static_cast<double>(v[static_cast<size_t>(r) * q.k + kk]) * q.w[static_cast<size_t>(c) * q.k + kk];
-          REQUIRE(std::fabs(want) < (1 << 24));
-          if (got[static_cast<size_t>(r) * q.n + c] != static_cast<float>(want)) {
-            FAIL_CHECK(isa_name(isa) << " W" << f.bits << " row " << r << " col " << c << ": "
-                                     << got[static_cast<size_t>(r) * q.n + c] << " vs " << want);
-            r = m;
-            break;
-          }
-        }
-      }
-    }
+    require_exact(q, m, v, rng);
   }
 }
 
