@@ -382,6 +382,15 @@ void set_decode_rows(QuantTile& t, const QuantLinearArgs& a, const Workspace& ws
   t.x16sum = ws.x16sum;
 }
 
+// W8 decode of one row with blocks of 32 (Q8_0) on AVX2 takes four panels a tile and reads them
+// as four streams (decode_row_panels in linear_quant_avx2.cpp); elsewhere tiles hold one or two
+// panels. Two rows read four panels no faster than one at a time (Zen 2): their tile is bound by
+// its multiplies.
+bool four_panel_decode(const QuantLinearArgs& a) {
+  return a.isa == Isa::avx2 && a.m == 1 && quant_int16_activations(a.w.format, a.m) &&
+         quant_act_block(a.w.format, a.w.k) == kQuantActBlock;
+}
+
 // Rows of the per-thread sums of a tile: decode, batched register or AMX tiles.
 constexpr int kSumsRows = std::max({detail::kQuantDecodeTileRows, detail::kQuantBatchTileRows, detail::kQuantAmxRows});
 
@@ -393,6 +402,18 @@ void swiglu_units(const QuantLinearArgs& a, const Workspace& ws, int u0, int u1)
   const size_t pb = quant_panel_bytes(a.w.format, a.w.k);
   const uint8_t* stream_end = a.w.data + static_cast<size_t>(gate_panels + u1) * pb;  // the end of the up run
   for (int u = u0; u < u1; ++u) {
+    if (four_panel_decode(a) && u + 1 < u1) {  // units u and u + 1: gate, up, next gate, next up
+      QuantTile t = pair_tile(a, u);
+      t.np = 4;
+      t.pair_stride = pb;
+      t.next_tile_bytes = 2 * pb;
+      set_decode_rows(t, a, ws);
+      t.out = sums;
+      run_decode_tile(t, a.isa);
+      finish_swiglu_tile(a, sums, 0, 1, u);
+      finish_swiglu_tile(a, sums + 2 * kQuantPanelCols, 0, 1, ++u);
+      continue;
+    }
     const QuantTile w = pair_tile(a, u);
     if (quant_int8_activations(a.w.format, a.m)) {
       int8_rows(a, ws, w, stream_end, sums,
@@ -422,11 +443,12 @@ void decode_panels(const QuantLinearArgs& a, const Workspace& ws, int p0, int p1
   // 1-2 rows: two panels give the multiply-add chains more independent work.
   const int np_max = a.m <= 2 || int8_x ? 2 : 1;
   for (int p = p0; p < p1;) {
-    const int np = std::min(np_max, p1 - p);
+    const int np = four_panel_decode(a) && p1 - p >= 4 ? 4 : std::min(np_max, p1 - p);
     if (int8_x) {
       int8_panels(a, ws, p, np, p1, sums);
     } else {
       QuantTile t = weight_tile(a, p, np);
+      t.pair_stride = 2 * t.panel_bytes;
       set_decode_rows(t, a, ws);
       t.out = sums;
       run_decode_tile(t, a.isa);

@@ -29,14 +29,17 @@ inline constexpr int kQuantTileCols = 32;  // out row stride of a tile
 
 struct QuantTile {
   // Weights: np panels from `panel`, panel_stride bytes apart (panel_bytes: consecutive; SwiGLU:
-  // a gate panel and its up panel), see linear_quant.h for the layout. next_tile_bytes: from
-  // `panel` to the next tile's first panel in the thread's stream (prefetches run ahead into it).
+  // a gate panel and its up panel), see linear_quant.h for the layout; panels 2 and 3 (W8 decode
+  // of one row on AVX2 only) are panels 0 and 1 moved on by pair_stride bytes (tile_panel).
+  // next_tile_bytes: from `panel` to the next tile's first panel in the thread's stream
+  // (prefetches run ahead into it).
   const uint8_t* panel = nullptr;
   size_t panel_bytes = 0;
   size_t panel_stride = 0;
+  size_t pair_stride = 0;
   size_t next_tile_bytes = 0;
   size_t code_bytes = 0;  // offset of a panel's scales
-  int np = 1;             // 1..2
+  int np = 1;             // 1..2, or 4 (pair_stride)
   int bits = 8;           // 8 or 4
   int groups = 1;
   int group_steps = 0;      // 64-byte code steps per group
@@ -67,7 +70,7 @@ struct QuantTile {
   // prefetch ahead; the batched M > 8 ones read them from L2 after the first row tile.
   bool stream = false;
   const uint8_t* stream_end = nullptr;  // prefetches stop here (the end of the thread's run)
-  float* out = nullptr;                 // [mr][kQuantTileCols]
+  float* out = nullptr;                 // [mr][kQuantTileCols] (four panels: one row of 64)
   // AMX tiles: each panel's codes one byte per code in W8's step layout (64-byte steps of 4 k per
   // 32-bit lane): W8 the panel's own codes, W4 and K-quant ones unpacked (unpack_*_codes).
   const uint8_t* byte_codes[2] = {};
@@ -126,10 +129,13 @@ inline size_t code_offset(int bits, int c, int k, bool* high) {
 inline int block_steps(const QuantTile& t) { return t.act_block / quant_step_k(t.bits); }
 inline int blocks_per_group(const QuantTile& t) { return t.group_steps / block_steps(t); }
 
+// Panel q of the tile.
+inline const uint8_t* tile_panel(const QuantTile& t, int q) {
+  return t.panel + static_cast<size_t>(q % 2) * t.panel_stride + static_cast<size_t>(q / 2) * t.pair_stride;
+}
 // Scales and zeros of panel q (of the tile) and group g, 16 BF16 values each.
 inline const bf16_t* tile_scales(const QuantTile& t, int q, int g) {
-  return reinterpret_cast<const bf16_t*>(t.panel + static_cast<size_t>(q) * t.panel_stride + t.code_bytes) +
-         static_cast<size_t>(g) * 16;
+  return reinterpret_cast<const bf16_t*>(tile_panel(t, q) + t.code_bytes) + static_cast<size_t>(g) * 16;
 }
 inline const bf16_t* tile_zeros(const QuantTile& t, int q, int g) {
   return tile_scales(t, q, g) + static_cast<size_t>(t.groups) * 16;
