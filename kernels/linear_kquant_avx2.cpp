@@ -36,6 +36,16 @@ SLAB_AVX2_KQUANT inline __m256i spread_bits(uint32_t bits) {
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
 }
 
+// Block lb's sub-scales of a record's 16 columns, half h, times the super-scale d: 4/5-bit the
+// block's scale, 6-bit its first 16's. The tiles load them after the block's steps, where they
+// are used, so that they take no registers while the steps run.
+template <int BITS>
+SLAB_AVX2_KQUANT inline __m256 first_scale(const float* d, const uint8_t* rec, const KQuantLayout& l, int lb, int h) {
+  const __m256 dv = _mm256_load_ps(d + 8 * h);
+  if constexpr (kquant_has_mins(BITS)) return _mm256_mul_ps(dv, load_u8x8(rec + l.scales + 16 * lb + 8 * h));
+  return _mm256_mul_ps(dv, load_i8x8(rec + l.scales + 32 * lb + 8 * h));
+}
+
 // MR rows × panel q; FP32 totals in `total` [MR][16] (L1) across the activation blocks.
 template <int MR, int BITS>
 SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
@@ -83,17 +93,6 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
           if (line < t.stream_end) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
         }
       }
-      __m256 s0[2], s1[2], o[2];
-      for (int h = 0; h < 2; ++h) {
-        const __m256 dv = _mm256_load_ps(d + 8 * h);
-        if constexpr (kMins) {
-          s0[h] = _mm256_mul_ps(dv, load_u8x8(rec + l.scales + 16 * lb + 8 * h));
-          o[h] = _mm256_mul_ps(_mm256_load_ps(dmin + 8 * h), load_u8x8(rec + l.mins + 16 * lb + 8 * h));
-        } else {
-          s0[h] = _mm256_mul_ps(dv, load_i8x8(rec + l.scales + 32 * lb + 8 * h));
-          s1[h] = _mm256_mul_ps(dv, load_i8x8(rec + l.scales + 32 * lb + 16 + 8 * h));
-        }
-      }
       __m256i acc[MR][2];
       for (int r = 0; r < MR; ++r) {
         const __m256i start = _mm256_set1_epi32(kMins ? 0 : -32 * t.xqhalf[b * t.ldxs + r]);
@@ -103,36 +102,47 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
 #pragma GCC unroll 4
       for (int i = 0; i < 4; ++i) {
         const int s = 4 * lb + i;
+        // Both halves' codes first, then each row's x once for both: 8 sums, 4 code vectors and 2
+        // x vectors stay in registers at 4 rows (unpacking per half inside the row loop kept
+        // every row's x live across the halves and spilled).
+        __m256i lo[2], hi[2];
         __m256i hb = _mm256_setzero_si256();
         if constexpr (BITS == 6) hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + l.high + 32 * s));
         for (int h = 0; h < 2; ++h) {
           const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 64 * s + 32 * h));
-          __m256i lo = _mm256_and_si256(v, nibble);
-          __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+          lo[h] = _mm256_and_si256(v, nibble);
+          hi[h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
           if constexpr (BITS == 6) {
             // Lane bytes 0..31 (h = 0) keep their top bits in bits 0-3 of hb, 32..63 in bits 4-7.
             const __m256i top = h == 0 ? hb : _mm256_srli_epi16(hb, 4);
-            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(top, low2), 4));
-            hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(top, next2), 2));
+            lo[h] = _mm256_or_si256(lo[h], _mm256_slli_epi16(_mm256_and_si256(top, low2), 4));
+            hi[h] = _mm256_or_si256(hi[h], _mm256_slli_epi16(_mm256_and_si256(top, next2), 2));
           }
           if constexpr (BITS == 5) {  // lane bytes 32h..32h+31: bits 32h.. of the step's two masks
             const uint8_t* fifth = rec + l.high + 16 * static_cast<size_t>(s) + 4 * h;
-            lo = _mm256_or_si256(lo, spread_bits(load_u32(fifth)));
-            hi = _mm256_or_si256(hi, spread_bits(load_u32(fifth + 8)));
+            lo[h] = _mm256_or_si256(lo[h], spread_bits(load_u32(fifth)));
+            hi[h] = _mm256_or_si256(hi[h], spread_bits(load_u32(fifth + 8)));
           }
+        }
 #pragma GCC unroll 4
-          for (int r = 0; r < MR; ++r) {
-            const int8_t* xr = t.xq + static_cast<size_t>(r) * t.ldxq + static_cast<size_t>(sb * kKQuantSuperK + 8 * s);
-            const __m256i x_lo = _mm256_set1_epi32(static_cast<int>(load_u32(xr)));
-            const __m256i x_hi = _mm256_set1_epi32(static_cast<int>(load_u32(xr + 4)));
-            const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi));
+        for (int r = 0; r < MR; ++r) {
+          const int8_t* xr = t.xq + static_cast<size_t>(r) * t.ldxq + static_cast<size_t>(sb * kKQuantSuperK + 8 * s);
+          const __m256i x_lo = _mm256_set1_epi32(static_cast<int>(load_u32(xr)));
+          const __m256i x_hi = _mm256_set1_epi32(static_cast<int>(load_u32(xr + 4)));
+          for (int h = 0; h < 2; ++h) {
+            const __m256i pairs =
+                _mm256_add_epi16(_mm256_maddubs_epi16(lo[h], x_lo), _mm256_maddubs_epi16(hi[h], x_hi));
             pairs16[r][h] = i % kSteps16 == 0 ? pairs : _mm256_add_epi16(pairs16[r][h], pairs);
+            // Keeps the running sum a register here: GCC otherwise reassociates the block's
+            // 16-bit adds into a tree, which holds every step's products at once and spills them.
+            __asm__("" : "+x"(pairs16[r][h]));
             if ((i + 1) % kSteps16 == 0)
               acc[r][h] = _mm256_add_epi32(acc[r][h], _mm256_madd_epi16(pairs16[r][h], ones));
           }
         }
         if constexpr (BITS == 6) {
           if (i == 1) {  // the block's first half ends: fold it in
+            const __m256 s0[2] = {first_scale<BITS>(d, rec, l, lb, 0), first_scale<BITS>(d, rec, l, lb, 1)};
             for (int r = 0; r < MR; ++r) {
               const size_t rb = b * t.ldxs + static_cast<size_t>(r);
               const __m256 xscale = _mm256_set1_ps(t.xscale[rb]);
@@ -145,6 +155,15 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
               }
             }
           }
+        }
+      }
+      __m256 s0[2], s1[2], o[2];
+      for (int h = 0; h < 2; ++h) {
+        if constexpr (kMins) {
+          s0[h] = first_scale<BITS>(d, rec, l, lb, h);
+          o[h] = _mm256_mul_ps(_mm256_load_ps(dmin + 8 * h), load_u8x8(rec + l.mins + 16 * lb + 8 * h));
+        } else {
+          s1[h] = _mm256_mul_ps(_mm256_load_ps(d + 8 * h), load_i8x8(rec + l.scales + 32 * lb + 16 + 8 * h));
         }
       }
       for (int r = 0; r < MR; ++r) {
