@@ -1,5 +1,6 @@
 // AVX2 tile of the K-quant formats (linear_quant.h), for x86-64 CPUs without AVX-512: one panel
-// at a time as two ymm of 8 columns, vpmaddubsw + vpmaddwd as in linear_quant_avx2.cpp. Codes are
+// at a time as two ymm of 8 columns (one row: both panels side by side), vpmaddubsw + vpmaddwd as
+// in linear_quant_avx2.cpp. Codes are
 // at most 63 and activations at most 127 in magnitude, so a step's low- and high-nibble pair sums
 // (4 · 63 · 127 = 32004) add in 16 bits before widening. The FP32 epilogue is the scalar tile's
 // (linear_kquant.cpp), operation for operation: bit-identical results.
@@ -46,30 +47,46 @@ SLAB_AVX2_KQUANT inline __m256 first_scale(const float* d, const uint8_t* rec, c
   return _mm256_mul_ps(dv, load_i8x8(rec + l.scales + 32 * lb + 8 * h));
 }
 
-// MR rows × panel q; FP32 totals in `total` [MR][16] (L1) across the activation blocks.
-template <int MR, int BITS>
+// MR rows × NP panels from panel q, side by side (NP = 2 for one row: its two streams advance
+// together, see kquant_tile_avx2); FP32 totals in `total` [MR][16 · NP] (L1) across the
+// activation blocks, out [r][16 · (q + p)].
+template <int MR, int BITS, int NP>
 SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
   constexpr int kBlocks = kKQuantSuperK / kQuantActBlock;
   constexpr bool kMins = kquant_has_mins(BITS);
+  constexpr int kU = 2 * NP;  // 8-column units: panel p's halves h are units 2p + h
   // Steps whose pair sums still add in 16 bits before vpmaddwd widens them: a step's four
   // products are at most 4 · (2^BITS - 1) · 128 (7680, 15872, 32256), so four 4-bit steps, two
   // 5-bit ones, one 6-bit one. Fewer vpmaddwd: the multiplies are this tile's bottleneck port.
   constexpr int kSteps16 = BITS == 4 ? 4 : BITS == 5 ? 2 : 1;
   const KQuantLayout l = kquant_layout(BITS);
-  const uint8_t* panel = t.panel + static_cast<size_t>(q) * t.panel_stride;
+  // Each panel's stream, and where it goes on past the panel's end (the prefetches run into
+  // it): one panel at a time, the tile's next panel, and after the last one the next tile's
+  // first; side by side, the next tile's panel in the same place.
+  const uint8_t* panels[NP];
+  const uint8_t* afters[NP];
+  for (int p = 0; p < NP; ++p) {
+    panels[p] = t.panel + static_cast<size_t>(q + p) * t.panel_stride;
+    afters[p] = NP == 2        ? panels[p] + t.next_tile_bytes
+                : q + 1 < t.np ? t.panel + static_cast<size_t>(q + 1) * t.panel_stride
+                               : t.panel + t.next_tile_bytes;
+  }
   const __m256i ones = _mm256_set1_epi16(1);
   const __m256i nibble = _mm256_set1_epi8(0x0f);
   const __m256i low2 = _mm256_set1_epi8(0x03), next2 = _mm256_set1_epi8(0x0c);
-  alignas(32) float total[MR][16] = {};
+  alignas(32) float total[MR][16 * NP] = {};
   for (int sb = 0; sb < t.super_blocks; ++sb) {
-    const uint8_t* rec = panel + static_cast<size_t>(sb) * l.record;
+    const uint8_t* recs[NP];
+    for (int p = 0; p < NP; ++p) recs[p] = panels[p] + static_cast<size_t>(sb) * l.record;
     // The super-scales as FP32 (F16C: Isa::avx2 implies it, CpuFeatures::has_avx2_kernels()).
-    alignas(32) float d[16], dmin[16];
-    for (int h = 0; h < 2; ++h) {
-      _mm256_store_ps(d + 8 * h,
+    alignas(32) float d[8 * kU], dmin[8 * kU];
+    for (int u = 0; u < kU; ++u) {
+      const uint8_t* rec = recs[u / 2];
+      const int h = u % 2;
+      _mm256_store_ps(d + 8 * u,
                       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + l.d + 16 * h))));
       if constexpr (kMins) {
-        _mm256_store_ps(dmin + 8 * h,
+        _mm256_store_ps(dmin + 8 * u,
                         _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + l.dmin + 16 * h))));
       }
     }
@@ -79,49 +96,51 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
         // As the AVX-512 tile, each line of the record once, into L2, but 8 KB ahead: against
         // 4 KB, Q4_K_M decode at --kernels avx2 went from 41-42 to 46-57 tok/s on Zen 4 (three
         // alternating rounds; the AVX-512 tile and the W8/W4 AVX2 tiles were 3-8 % slower at
-        // 8 KB). Past the panel's end the stream goes on where this tile reads next: it runs its
-        // panels one after another (the AVX-512 tile reads them side by side), so the tile's next
-        // panel, and after the last one the next tile's first.
-        const uint8_t* after =
-            q + 1 < t.np ? t.panel + static_cast<size_t>(q + 1) * t.panel_stride : t.panel + t.next_tile_bytes;
+        // 8 KB).
         const size_t pos = static_cast<size_t>(sb) * l.record + kStreamAheadBytes, share = l.record / kBlocks;
         const size_t from = (pos + static_cast<size_t>(lb) * share) & ~size_t{63};
         const size_t to =
             lb == kBlocks - 1 ? pos + l.record : (pos + static_cast<size_t>(lb + 1) * share) & ~size_t{63};
-        for (size_t off = from; off < to; off += 64) {
-          const uint8_t* line = off < t.panel_bytes ? panel + off : after + (off - t.panel_bytes);
-          if (line < t.stream_end) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
+        for (int p = 0; p < NP; ++p) {
+          for (size_t off = from; off < to; off += 64) {
+            const uint8_t* line = off < t.panel_bytes ? panels[p] + off : afters[p] + (off - t.panel_bytes);
+            if (line < t.stream_end) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
+          }
         }
       }
-      __m256i acc[MR][2];
+      __m256i acc[MR][kU];
       for (int r = 0; r < MR; ++r) {
         const __m256i start = _mm256_set1_epi32(kMins ? 0 : -32 * t.xqhalf[b * t.ldxs + r]);
-        acc[r][0] = acc[r][1] = start;
+        for (int u = 0; u < kU; ++u) acc[r][u] = start;
       }
-      __m256i pairs16[MR][2];
+      __m256i pairs16[MR][kU];
 #pragma GCC unroll 4
       for (int i = 0; i < 4; ++i) {
         const int s = 4 * lb + i;
         // Both halves' codes first, then each row's x once for both: 8 sums, 4 code vectors and 2
         // x vectors stay in registers at 4 rows (unpacking per half inside the row loop kept
         // every row's x live across the halves and spilled).
-        __m256i lo[2], hi[2];
-        __m256i hb = _mm256_setzero_si256();
-        if constexpr (BITS == 6) hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + l.high + 32 * s));
-        for (int h = 0; h < 2; ++h) {
-          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 64 * s + 32 * h));
-          lo[h] = _mm256_and_si256(v, nibble);
-          hi[h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
-          if constexpr (BITS == 6) {
-            // Lane bytes 0..31 (h = 0) keep their top bits in bits 0-3 of hb, 32..63 in bits 4-7.
-            const __m256i top = h == 0 ? hb : _mm256_srli_epi16(hb, 4);
-            lo[h] = _mm256_or_si256(lo[h], _mm256_slli_epi16(_mm256_and_si256(top, low2), 4));
-            hi[h] = _mm256_or_si256(hi[h], _mm256_slli_epi16(_mm256_and_si256(top, next2), 2));
-          }
-          if constexpr (BITS == 5) {  // lane bytes 32h..32h+31: bits 32h.. of the step's two masks
-            const uint8_t* fifth = rec + l.high + 16 * static_cast<size_t>(s) + 4 * h;
-            lo[h] = _mm256_or_si256(lo[h], spread_bits(load_u32(fifth)));
-            hi[h] = _mm256_or_si256(hi[h], spread_bits(load_u32(fifth + 8)));
+        __m256i lo[kU], hi[kU];
+        for (int p = 0; p < NP; ++p) {
+          const uint8_t* rec = recs[p];
+          __m256i hb = _mm256_setzero_si256();
+          if constexpr (BITS == 6) hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + l.high + 32 * s));
+          for (int h = 0; h < 2; ++h) {
+            const int u = 2 * p + h;
+            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 64 * s + 32 * h));
+            lo[u] = _mm256_and_si256(v, nibble);
+            hi[u] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+            if constexpr (BITS == 6) {
+              // Lane bytes 0..31 (h = 0) keep their top bits in bits 0-3 of hb, 32..63 in bits 4-7.
+              const __m256i top = h == 0 ? hb : _mm256_srli_epi16(hb, 4);
+              lo[u] = _mm256_or_si256(lo[u], _mm256_slli_epi16(_mm256_and_si256(top, low2), 4));
+              hi[u] = _mm256_or_si256(hi[u], _mm256_slli_epi16(_mm256_and_si256(top, next2), 2));
+            }
+            if constexpr (BITS == 5) {  // lane bytes 32h..32h+31: bits 32h.. of the step's two masks
+              const uint8_t* fifth = rec + l.high + 16 * static_cast<size_t>(s) + 4 * h;
+              lo[u] = _mm256_or_si256(lo[u], spread_bits(load_u32(fifth)));
+              hi[u] = _mm256_or_si256(hi[u], spread_bits(load_u32(fifth + 8)));
+            }
           }
         }
 #pragma GCC unroll 4
@@ -129,57 +148,56 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
           const int8_t* xr = t.xq + static_cast<size_t>(r) * t.ldxq + static_cast<size_t>(sb * kKQuantSuperK + 8 * s);
           const __m256i x_lo = _mm256_set1_epi32(static_cast<int>(load_u32(xr)));
           const __m256i x_hi = _mm256_set1_epi32(static_cast<int>(load_u32(xr + 4)));
-          for (int h = 0; h < 2; ++h) {
+          for (int u = 0; u < kU; ++u) {
             const __m256i pairs =
-                _mm256_add_epi16(_mm256_maddubs_epi16(lo[h], x_lo), _mm256_maddubs_epi16(hi[h], x_hi));
-            pairs16[r][h] = i % kSteps16 == 0 ? pairs : _mm256_add_epi16(pairs16[r][h], pairs);
+                _mm256_add_epi16(_mm256_maddubs_epi16(lo[u], x_lo), _mm256_maddubs_epi16(hi[u], x_hi));
+            pairs16[r][u] = i % kSteps16 == 0 ? pairs : _mm256_add_epi16(pairs16[r][u], pairs);
             // Keeps the running sum a register here: GCC otherwise reassociates the block's
             // 16-bit adds into a tree, which holds every step's products at once and spills them.
-            __asm__("" : "+x"(pairs16[r][h]));
+            __asm__("" : "+x"(pairs16[r][u]));
             if ((i + 1) % kSteps16 == 0)
-              acc[r][h] = _mm256_add_epi32(acc[r][h], _mm256_madd_epi16(pairs16[r][h], ones));
+              acc[r][u] = _mm256_add_epi32(acc[r][u], _mm256_madd_epi16(pairs16[r][u], ones));
           }
         }
         if constexpr (BITS == 6) {
           if (i == 1) {  // the block's first half ends: fold it in
-            const __m256 s0[2] = {first_scale<BITS>(d, rec, l, lb, 0), first_scale<BITS>(d, rec, l, lb, 1)};
-            for (int r = 0; r < MR; ++r) {
-              const size_t rb = b * t.ldxs + static_cast<size_t>(r);
-              const __m256 xscale = _mm256_set1_ps(t.xscale[rb]);
-              const __m256i rest = _mm256_set1_epi32(-32 * (t.xqsum[rb] - t.xqhalf[rb]));
-              for (int h = 0; h < 2; ++h) {
-                _mm256_store_ps(total[r] + 8 * h,
-                                _mm256_fmadd_ps(_mm256_mul_ps(xscale, s0[h]), _mm256_cvtepi32_ps(acc[r][h]),
-                                                _mm256_load_ps(total[r] + 8 * h)));
-                acc[r][h] = rest;
+            for (int u = 0; u < kU; ++u) {
+              const __m256 s0 = first_scale<BITS>(d + 16 * (u / 2), recs[u / 2], l, lb, u % 2);
+              for (int r = 0; r < MR; ++r) {
+                const size_t rb = b * t.ldxs + static_cast<size_t>(r);
+                const __m256 xscale = _mm256_set1_ps(t.xscale[rb]);
+                _mm256_store_ps(total[r] + 8 * u,
+                                _mm256_fmadd_ps(_mm256_mul_ps(xscale, s0), _mm256_cvtepi32_ps(acc[r][u]),
+                                                _mm256_load_ps(total[r] + 8 * u)));
+                acc[r][u] = _mm256_set1_epi32(-32 * (t.xqsum[rb] - t.xqhalf[rb]));
               }
             }
           }
         }
       }
-      __m256 s0[2], s1[2], o[2];
-      for (int h = 0; h < 2; ++h) {
+      for (int u = 0; u < kU; ++u) {
+        const uint8_t* rec = recs[u / 2];
+        const int h = u % 2;
+        __m256 s0 = _mm256_setzero_ps(), s1 = s0, o = s0;
         if constexpr (kMins) {
-          s0[h] = first_scale<BITS>(d, rec, l, lb, h);
-          o[h] = _mm256_mul_ps(_mm256_load_ps(dmin + 8 * h), load_u8x8(rec + l.mins + 16 * lb + 8 * h));
+          s0 = first_scale<BITS>(d + 16 * (u / 2), rec, l, lb, h);
+          o = _mm256_mul_ps(_mm256_load_ps(dmin + 8 * u), load_u8x8(rec + l.mins + 16 * lb + 8 * h));
         } else {
-          s1[h] = _mm256_mul_ps(_mm256_load_ps(d + 8 * h), load_i8x8(rec + l.scales + 32 * lb + 16 + 8 * h));
+          s1 = _mm256_mul_ps(_mm256_load_ps(d + 8 * u), load_i8x8(rec + l.scales + 32 * lb + 16 + 8 * h));
         }
-      }
-      for (int r = 0; r < MR; ++r) {
-        const size_t rb = b * t.ldxs + static_cast<size_t>(r);
-        const __m256 xscale = _mm256_set1_ps(t.xscale[rb]);
-        for (int h = 0; h < 2; ++h) {
-          const __m256 sum = _mm256_cvtepi32_ps(acc[r][h]);
-          __m256 v = _mm256_load_ps(total[r] + 8 * h);
+        for (int r = 0; r < MR; ++r) {
+          const size_t rb = b * t.ldxs + static_cast<size_t>(r);
+          const __m256 xscale = _mm256_set1_ps(t.xscale[rb]);
+          const __m256 sum = _mm256_cvtepi32_ps(acc[r][u]);
+          __m256 v = _mm256_load_ps(total[r] + 8 * u);
           if constexpr (kMins) {
             const __m256 inner =
-                _mm256_fnmadd_ps(o[h], _mm256_set1_ps(static_cast<float>(t.xqsum[rb])), _mm256_mul_ps(s0[h], sum));
+                _mm256_fnmadd_ps(o, _mm256_set1_ps(static_cast<float>(t.xqsum[rb])), _mm256_mul_ps(s0, sum));
             v = _mm256_fmadd_ps(xscale, inner, v);
           } else {
-            v = _mm256_fmadd_ps(_mm256_mul_ps(xscale, s1[h]), sum, v);
+            v = _mm256_fmadd_ps(_mm256_mul_ps(xscale, s1), sum, v);
           }
-          _mm256_store_ps(total[r] + 8 * h, v);
+          _mm256_store_ps(total[r] + 8 * u, v);
         }
       }
     }
@@ -189,13 +207,25 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
 
 using PanelFn = void (*)(const QuantTile&, int, float*);
 // [bits - 4][mr - 1]
-constexpr PanelFn kPanels[3][4] = {{kquant_panel<1, 4>, kquant_panel<2, 4>, kquant_panel<3, 4>, kquant_panel<4, 4>},
-                                   {kquant_panel<1, 5>, kquant_panel<2, 5>, kquant_panel<3, 5>, kquant_panel<4, 5>},
-                                   {kquant_panel<1, 6>, kquant_panel<2, 6>, kquant_panel<3, 6>, kquant_panel<4, 6>}};
+constexpr PanelFn kPanels[3][4] = {
+    {kquant_panel<1, 4, 1>, kquant_panel<2, 4, 1>, kquant_panel<3, 4, 1>, kquant_panel<4, 4, 1>},
+    {kquant_panel<1, 5, 1>, kquant_panel<2, 5, 1>, kquant_panel<3, 5, 1>, kquant_panel<4, 5, 1>},
+    {kquant_panel<1, 6, 1>, kquant_panel<2, 6, 1>, kquant_panel<3, 6, 1>, kquant_panel<4, 6, 1>}};
+// [bits - 4]: one row over both panels side by side.
+constexpr PanelFn kRowPanelPairs[3] = {kquant_panel<1, 4, 2>, kquant_panel<1, 5, 2>, kquant_panel<1, 6, 2>};
 
 }  // namespace
 
+// One row over two panels reads them side by side, a step of each in turn (16 sums, 4 code and 2
+// x vectors: the 16 registers), their prefetches issued together: on a Zen 2 core the tile
+// streamed Q4_K at 14-15 GB/s from memory against 11-12 one panel after the other, and Q4_K_M
+// decode ran 1.08-1.12x (bench/results/2026-11-29-epyc-zen2-2c-avx2-kquant-side-by-side). More
+// rows keep one panel at a time: two rows over two panels would need 26 registers.
 void kquant_tile_avx2(const QuantTile& t) {
+  if (t.mr == 1 && t.np == 2) {
+    kRowPanelPairs[t.bits - 4](t, 0, t.out);
+    return;
+  }
   for (int q = 0; q < t.np; ++q) kPanels[t.bits - 4][t.mr - 1](t, q, t.out + 16 * q);
 }
 
