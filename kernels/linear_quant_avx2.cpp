@@ -199,11 +199,14 @@ SLAB_AVX2 inline __m256i lane_dot(__m256i codes, __m256i x, __m256i ones) {
   }
 }
 
-// MR rows × one panel (two ymm of 8 columns); FP32 totals in `total` [MR][16] across the
-// activation blocks, in the scalar tile's order (see linear_quant.h).
-template <int MR, int BITS>
+// MR rows × NP panels from panel q (two ymm of 8 columns each; NP = 2, one W4 row only: side
+// by side, see quant_batch_tile_avx2); FP32 totals in `total` [MR][16 · NP] across the
+// activation blocks, in the scalar tile's order (see linear_quant.h); out [r][16 · (q + p)].
+template <int MR, int BITS, int NP = 1>
 SLAB_AVX2 void batch_panel(const QuantTile& t, int q, float* out) {
-  const uint8_t* codes = t.panel + static_cast<size_t>(q) * t.panel_stride;
+  constexpr int kU = 2 * NP;  // 8-column units: panel p's halves h are units 2p + h
+  const uint8_t* codes[NP];
+  for (int p = 0; p < NP; ++p) codes[p] = t.panel + static_cast<size_t>(q + p) * t.panel_stride;
   const __m256i ones = _mm256_set1_epi16(1);
   const __m256i nibble = _mm256_set1_epi8(0x0f);
   constexpr int kStepK = BITS == 8 ? 4 : 8;
@@ -216,54 +219,67 @@ SLAB_AVX2 void batch_panel(const QuantTile& t, int q, float* out) {
   const int code_shift = BITS == 8 ? 128 : 0;
   const bool per_channel = t.groups == 1;
   const int per_group = blocks_per_group(t);
-  alignas(32) float total[MR][16] = {};
-  __m256 wscale[2] = {};
-  __m256 zero_left[2] = {};
+  alignas(32) float total[MR][16 * NP] = {};
+  __m256 wscale[kU] = {};
+  __m256 zero_left[kU] = {};
   for (int b = 0, g = 0, in_group = 0; b < t.blocks; ++b, ++in_group) {
     if (in_group == per_group) {
       in_group = 0;
       ++g;
     }
     if (in_group == 0) {
-      for (int h = 0; h < 2; ++h) {
-        wscale[h] = load_bf16x8(tile_scales(t, q, g) + 8 * h);
-        const __m256 zero = t.zero_point ? load_bf16x8(tile_zeros(t, q, g) + 8 * h)
+      for (int u = 0; u < kU; ++u) {
+        const int p = u / 2, h = u % 2;
+        wscale[u] = load_bf16x8(tile_scales(t, q + p, g) + 8 * h);
+        const __m256 zero = t.zero_point ? load_bf16x8(tile_zeros(t, q + p, g) + 8 * h)
                                          : _mm256_set1_ps(static_cast<float>(implied_zero(BITS)));
-        zero_left[h] = _mm256_sub_ps(zero, _mm256_set1_ps(static_cast<float>(code_shift)));  // exact
+        zero_left[u] = _mm256_sub_ps(zero, _mm256_set1_ps(static_cast<float>(code_shift)));  // exact
       }
     }
-    __m256i acc[MR][2];
-    for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+    __m256i acc[MR][kU];
+    for (int r = 0; r < MR; ++r) {
+      for (int u = 0; u < kU; ++u) acc[r][u] = _mm256_setzero_si256();
+    }
     for (int s0 = b * block_steps; s0 < (b + 1) * block_steps; s0 += kSteps16) {
-      __m256i pairs16[MR][2];
+      __m256i pairs16[MR][kU];
 #pragma GCC unroll 4
       for (int j = 0; j < kSteps16; ++j) {
         const int s = s0 + j;
-        const uint8_t* step = codes + 64 * static_cast<size_t>(s);
-        // Into L2 (T1), as the AVX-512 tiles: the Q4_0 file at --kernels avx2 decoded 39-40 ->
-        // 45 tok/s on Zen 4 against T0 (three alternating rounds, same bandwidth).
-        if (t.stream) _mm_prefetch(reinterpret_cast<const char*>(step) + 4096, _MM_HINT_T1);
-        for (int h = 0; h < 2; ++h) {
-          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(step + 32 * h));
+        for (int p = 0; p < NP; ++p) {
+          const uint8_t* step = codes[p] + 64 * static_cast<size_t>(s);
+          // Into L2 (T1), as the AVX-512 tiles: the Q4_0 file at --kernels avx2 decoded 39-40 ->
+          // 45 tok/s on Zen 4 against T0 (three alternating rounds, same bandwidth). One panel
+          // at a time, the stream runs on into the next panel; side by side, each panel's runs
+          // on into the next tile's panel in its place.
+          if (t.stream) {
+            const size_t off = 64 * static_cast<size_t>(s) + 4096;
+            const uint8_t* line =
+                NP == 1 || off < t.panel_bytes ? codes[p] + off : codes[p] + t.next_tile_bytes + (off - t.panel_bytes);
+            if (NP == 1 || line < t.stream_end) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
+          }
+          for (int h = 0; h < 2; ++h) {
+            const int u = 2 * p + h;
+            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(step + 32 * h));
 #pragma GCC unroll 4
-          for (int r = 0; r < MR; ++r) {
-            const int8_t* xr = t.xq + static_cast<size_t>(r) * t.ldxq + static_cast<size_t>(s) * kStepK;
-            const __m256i x_lo = _mm256_set1_epi32(static_cast<int>(load_u32(xr)));
-            if constexpr (BITS == 8) {
-              acc[r][h] = _mm256_add_epi32(acc[r][h], lane_dot<8>(v, x_lo, ones));
-            } else {
-              const __m256i x_hi = _mm256_set1_epi32(static_cast<int>(load_u32(xr + 4)));
-              const __m256i lo = _mm256_and_si256(v, nibble);
-              const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
-              const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi));
-              pairs16[r][h] = j == 0 ? pairs : _mm256_add_epi16(pairs16[r][h], pairs);
+            for (int r = 0; r < MR; ++r) {
+              const int8_t* xr = t.xq + static_cast<size_t>(r) * t.ldxq + static_cast<size_t>(s) * kStepK;
+              const __m256i x_lo = _mm256_set1_epi32(static_cast<int>(load_u32(xr)));
+              if constexpr (BITS == 8) {
+                acc[r][u] = _mm256_add_epi32(acc[r][u], lane_dot<8>(v, x_lo, ones));
+              } else {
+                const __m256i x_hi = _mm256_set1_epi32(static_cast<int>(load_u32(xr + 4)));
+                const __m256i lo = _mm256_and_si256(v, nibble);
+                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+                const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi));
+                pairs16[r][u] = j == 0 ? pairs : _mm256_add_epi16(pairs16[r][u], pairs);
+              }
             }
           }
         }
       }
       if constexpr (BITS == 4) {
         for (int r = 0; r < MR; ++r) {
-          for (int h = 0; h < 2; ++h) acc[r][h] = _mm256_add_epi32(acc[r][h], _mm256_madd_epi16(pairs16[r][h], ones));
+          for (int u = 0; u < kU; ++u) acc[r][u] = _mm256_add_epi32(acc[r][u], _mm256_madd_epi16(pairs16[r][u], ones));
         }
       }
     }
@@ -271,18 +287,18 @@ SLAB_AVX2 void batch_panel(const QuantTile& t, int q, float* out) {
       const size_t rb = static_cast<size_t>(b) * t.ldxs + r;
       const __m256 xscale = _mm256_set1_ps(t.xscale[rb]);
       const __m256 xs = _mm256_set1_ps(static_cast<float>(t.xqsum[rb]));
-      for (int h = 0; h < 2; ++h) {
-        const __m256 d = _mm256_fnmadd_ps(zero_left[h], xs, _mm256_cvtepi32_ps(acc[r][h]));
-        const __m256 scale = per_channel ? xscale : _mm256_mul_ps(wscale[h], xscale);
-        _mm256_store_ps(total[r] + 8 * h, _mm256_fmadd_ps(scale, d, _mm256_load_ps(total[r] + 8 * h)));
+      for (int u = 0; u < kU; ++u) {
+        const __m256 d = _mm256_fnmadd_ps(zero_left[u], xs, _mm256_cvtepi32_ps(acc[r][u]));
+        const __m256 scale = per_channel ? xscale : _mm256_mul_ps(wscale[u], xscale);
+        _mm256_store_ps(total[r] + 8 * u, _mm256_fmadd_ps(scale, d, _mm256_load_ps(total[r] + 8 * u)));
       }
     }
   }
   for (int r = 0; r < MR; ++r) {
-    for (int h = 0; h < 2; ++h) {
-      const __m256 v = _mm256_load_ps(total[r] + 8 * h);
-      _mm256_storeu_ps(out + static_cast<size_t>(r) * kQuantTileCols + 8 * h,
-                       per_channel ? _mm256_mul_ps(v, wscale[h]) : v);
+    for (int u = 0; u < kU; ++u) {
+      const __m256 v = _mm256_load_ps(total[r] + 8 * u);
+      _mm256_storeu_ps(out + static_cast<size_t>(r) * kQuantTileCols + 8 * u,
+                       per_channel ? _mm256_mul_ps(v, wscale[u]) : v);
     }
   }
 }
@@ -410,6 +426,10 @@ void quant_decode_tile_avx2(const QuantTile& t) {
   }
 }
 
+// One W4 row over two panels reads them side by side, a step of each in turn, their prefetch
+// streams together (as the K-quant tile, linear_kquant_avx2.cpp: one prefetched stream kept too
+// few lines in flight for a Zen 2 core); Q4_0 decode 52-55 -> 58-64 % of the roofline on one core
+// (bench/results/2026-11-29-epyc-zen2-2c-avx2-w4-side-by-side).
 void quant_batch_tile_avx2(const QuantTile& t) {
   // 16 ymm hold 4 rows: taller tiles go 4 rows at a time.
   for (int row = 0; row < t.mr; row += 4) {
@@ -419,6 +439,10 @@ void quant_batch_tile_avx2(const QuantTile& t) {
     part.xscale = t.xscale + row;
     part.xqsum = t.xqsum + row;
     part.xqhalf = t.xqhalf + row;
+    if (t.bits == 4 && t.mr == 1 && t.np == 2) {  // W4 decode of one row: both panels side by side
+      batch_panel<1, 4, 2>(part, 0, t.out);
+      continue;
+    }
     for (int q = 0; q < t.np; ++q) {
       kBatchPanels[t.bits == 4][part.mr - 1](part, q, t.out + static_cast<size_t>(row) * kQuantTileCols + 16 * q);
     }
