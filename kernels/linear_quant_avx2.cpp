@@ -405,9 +405,11 @@ SLAB_AVX2 void quantize_row_int16_avx2(int16_t* x16, float* scales, int32_t* sum
 }
 
 void quant_decode_tile_avx2(const QuantTile& t) {
-  // Blocks of 32 (Q8_0): one core ran the two panels together 1.2-1.3x faster with the weights in
-  // L3; blocks of 128 ran 0.9-1.1x, so they keep a panel at a time.
-  if (t.mr == 1 && (t.np == 2 || t.np == 4) && t.x16_block == kQuantActBlock) return decode_row_panels(t, t.out);
+  // One row reads its panels side by side. Blocks of 32 (Q8_0): one core ran two panels together
+  // 1.2-1.3x faster with the weights in L3. Blocks of 128 (per-channel and g128 W8) ran 0.9x in
+  // cache but 1.2x from memory, where a model's weights are: a single prefetched stream kept too
+  // few lines in flight (bench/results/2026-11-29-epyc-zen2-2c-avx2-w8-wide-side-by-side).
+  if (t.mr == 1 && (t.np == 2 || t.np == 4)) return decode_row_panels(t, t.out);
   for (int r = 0; r < t.mr; r += 2) {
     for (int q = 0; q < t.np; ++q) {
       float* out = t.out + static_cast<size_t>(r) * kQuantTileCols + 16 * q;

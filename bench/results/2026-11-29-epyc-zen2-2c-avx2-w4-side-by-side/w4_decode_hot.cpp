@@ -1,4 +1,4 @@
-// W8 g32 / W4 g32 decode (M rows, one thread, AVX2) over N x 2048 weights, repeated.
+// W8 / W4 decode (M rows, one thread, AVX2) over N x 2048 weights, repeated: N BITS M [GROUP: 32, 128 or 0 per-channel; 32 when absent].
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -9,11 +9,12 @@ using namespace slab::kern;
 int main(int argc, char** argv) {
   const int n = argc > 1 ? atoi(argv[1]) : 256, k = 2048, bits = argc > 2 ? atoi(argv[2]) : 8;
   const int m = argc > 3 ? atoi(argv[3]) : 1;
-  const QuantFormat f{bits, 32, false, false};
+  const int group = argc > 4 ? atoi(argv[4]) : 32;
+  const QuantFormat f{bits, group, false, false};
   std::mt19937 rng(1);
   std::vector<uint8_t> codes(size_t(n) * k);
   for (auto& c : codes) c = rng() % (1 << bits);
-  std::vector<float> scales(size_t(n) * k / 32, 0.01f);
+  std::vector<float> scales(size_t(n) * (group ? k / group : 1), 0.01f);
   std::vector<uint8_t> packed(packed_quant_bytes(f, n, k));
   pack_quant_linear_codes(packed.data(), f, codes.data(), size_t(k), scales.data(), nullptr, n, k);
   std::vector<bf16_t> x(size_t(m) * k);
