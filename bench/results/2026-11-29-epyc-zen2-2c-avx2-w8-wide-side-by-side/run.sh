@@ -1,6 +1,6 @@
 #!/bin/bash
 # Base (5fef2a4, BASE=its build-bench) against this commit (NEW=build-bench), alternating, three
-# rounds: the W8 decode hot loop (../2026-11-29-epyc-zen2-2c-avx2-w4-side-by-side/w4_decode_hot.cpp: N BITS M GROUP, linked against
+# rounds: the W8 decode hot loop (../2026-11-29-epyc-zen2-2c-avx2-int8-16bit-sums/kquant_decode_hot.cpp: N BITS M GROUP, linked against
 # each build's kernels: W_BASE, W_NEW), the W8 per-channel and g128 linears at M = 1, and decode
 # of the BF16 GGUF under --quantization w8 (per-channel) on 1 and 2 cores.
 # usage: run.sh OUTDIR MODEL_BF16_GGUF
