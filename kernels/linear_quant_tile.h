@@ -69,7 +69,9 @@ struct QuantTile {
   // Batched tiles that stream their panels from memory (W4 decode: each panel is read once)
   // prefetch ahead; the batched M > 8 ones read them from L2 after the first row tile.
   bool stream = false;
-  const uint8_t* stream_end = nullptr;  // prefetches stop here (the end of the thread's run)
+  // Prefetches stop here: the end of the thread's run, or for a run's last tile the end of the
+  // thread's next run, which next_tile_bytes then points into (linear_quant.cpp, DecodeRun).
+  const uint8_t* stream_end = nullptr;
   float* out = nullptr;                 // [mr][kQuantTileCols] (four panels: one row of 64)
   // AMX tiles: each panel's codes one byte per code in W8's step layout (64-byte steps of 4 k per
   // 32-bit lane): W8 the panel's own codes, W4 and K-quant ones unpacked (unpack_*_codes).

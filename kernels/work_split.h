@@ -46,15 +46,17 @@ void for_each_share(int* cursor, int thread, int n_threads, int units, int run, 
 }
 
 // This thread's tasks of [0, units), one at a time in the order it will run them: its static
-// share when cursor is null, else single tasks taken from *cursor. next() tells the task after the
-// current one before the current one ends, so that its work can prefetch the next task's data
-// (with the counter, "the next task" is whatever the counter hands this thread, not current + 1:
-// prefetching current + 1 warmed the other core's task). Under the counter next() claims that
-// task when first asked: ask late in the current task (its last K block), so the claim holds
-// back little of the counter's balancing.
+// share when cursor is null, else tasks taken from *cursor. A task is a run of `run` units
+// starting at the int the stream hands out, up to end(start) (run 1: single units). next() tells
+// the task after the current one before the current one ends, so that its work can prefetch the
+// next task's data (with the counter, "the next task" is whatever the counter hands this thread,
+// not current + 1: prefetching current + 1 warmed the other core's task). Under the counter
+// next() claims that task when first asked: ask late in the current task (its last K block or
+// tile), so the claim holds back little of the counter's balancing.
 class TaskStream {
  public:
-  TaskStream(int* cursor, int thread, int n_threads, int units) : cursor_(cursor), units_(units) {
+  TaskStream(int* cursor, int thread, int n_threads, int units, int run = 1)
+      : cursor_(cursor), units_(units), run_(std::max(1, run)) {
     if (cursor_) {
       current_ = claim();
     } else {
@@ -64,9 +66,11 @@ class TaskStream {
     }
   }
   int current() const { return current_; }  // -1: none left
+  // One past the last unit of the task starting at `start` (current() or next()).
+  int end(int start) const { return std::min(start + run_, cursor_ ? units_ : static_end_); }
   int next() {
     if (current_ < 0) return -1;
-    if (!cursor_) return current_ + 1 < static_end_ ? current_ + 1 : -1;
+    if (!cursor_) return current_ + run_ < static_end_ ? current_ + run_ : -1;
     if (!next_claimed_) {
       next_ = claim();
       next_claimed_ = true;
@@ -81,11 +85,12 @@ class TaskStream {
 
  private:
   int claim() {
-    const int t = std::atomic_ref<int>(*cursor_).fetch_add(1, std::memory_order_relaxed);
+    const int t = std::atomic_ref<int>(*cursor_).fetch_add(run_, std::memory_order_relaxed);
     return t < units_ ? t : -1;
   }
   int* cursor_;
   int units_;
+  int run_;
   int current_ = -1, static_end_ = 0, next_ = -1;
   bool next_claimed_ = false;
 };

@@ -1,5 +1,6 @@
-// How kernels deal tasks to threads (kernels/work_split.h): every task exactly once, in each
-// thread's order, and the task announced by TaskStream::next() is the one the thread runs next.
+// How kernels deal tasks to threads (kernels/work_split.h): every unit exactly once, in each
+// thread's order, and the task announced by TaskStream::next() is the one the thread runs next;
+// tasks of one unit (the BF16 linears) and runs of several (quantized decode).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -15,11 +16,14 @@ using slab::kern::detail::TaskStream;
 namespace {
 
 // One thread's walk over its stream: asks next() (sometimes twice, sometimes not at all) before
-// advancing, and checks that the announced task is the one it gets.
-std::vector<int> walk(TaskStream& s, std::mt19937& rng, int* mismatches) {
+// advancing, and checks that the announced task is the one it gets. Returns the units of its
+// tasks in order, and counts tasks longer than `run` or empty as mismatches.
+std::vector<int> walk(TaskStream& s, std::mt19937& rng, int run, int* mismatches) {
   std::vector<int> seen;
   for (int task = s.current(); task >= 0;) {
-    seen.push_back(task);
+    const int end = s.end(task);
+    if (end <= task || end - task > run) ++*mismatches;
+    for (int u = task; u < end; ++u) seen.push_back(u);
     const int ask = static_cast<int>(rng() % 3);  // 0: never ask, 1: once, 2: twice
     int announced = -2;
     for (int i = 0; i < ask; ++i) {
@@ -37,50 +41,54 @@ std::vector<int> walk(TaskStream& s, std::mt19937& rng, int* mismatches) {
 
 TEST_CASE("TaskStream without a counter walks the thread's static share", "[kernels]") {
   std::mt19937 rng(5);
-  for (const int units : {0, 1, 7, 10, 64}) {
-    for (const int threads : {1, 3, 8}) {
-      for (int t = 0; t < threads; ++t) {
-        INFO("units " << units << " threads " << threads << " thread " << t);
-        TaskStream s(nullptr, t, threads, units);
-        int mismatches = 0;
-        const std::vector<int> seen = walk(s, rng, &mismatches);
-        const auto r = chunk(units, threads, t);
-        std::vector<int> want;
-        for (int u = r.lo; u < r.hi; ++u) want.push_back(u);
-        CHECK(seen == want);
-        CHECK(mismatches == 0);
-        CHECK(s.next() == -1);
+  for (const int run : {1, 3, 8}) {
+    for (const int units : {0, 1, 7, 10, 64}) {
+      for (const int threads : {1, 3, 8}) {
+        for (int t = 0; t < threads; ++t) {
+          INFO("run " << run << " units " << units << " threads " << threads << " thread " << t);
+          TaskStream s(nullptr, t, threads, units, run);
+          int mismatches = 0;
+          const std::vector<int> seen = walk(s, rng, run, &mismatches);
+          const auto r = chunk(units, threads, t);
+          std::vector<int> want;
+          for (int u = r.lo; u < r.hi; ++u) want.push_back(u);
+          CHECK(seen == want);
+          CHECK(mismatches == 0);
+          CHECK(s.next() == -1);
+        }
       }
     }
   }
 }
 
 TEST_CASE("TaskStream on a shared counter hands out every task once", "[kernels]") {
-  for (const int units : {0, 1, 5, 97, 1000}) {
-    for (const int threads : {1, 2, 4}) {
-      INFO("units " << units << " threads " << threads);
-      int cursor = 0;
-      std::vector<std::vector<int>> seen(threads);
-      std::vector<int> mismatches(threads, 0);
-      std::vector<std::thread> workers;
-      for (int t = 0; t < threads; ++t) {
-        workers.emplace_back([&, t] {
-          std::mt19937 rng(100 + t);
-          TaskStream s(&cursor, t, threads, units);
-          seen[t] = walk(s, rng, &mismatches[t]);
-        });
+  for (const int run : {1, 8}) {
+    for (const int units : {0, 1, 5, 97, 1000}) {
+      for (const int threads : {1, 2, 4}) {
+        INFO("run " << run << " units " << units << " threads " << threads);
+        int cursor = 0;
+        std::vector<std::vector<int>> seen(threads);
+        std::vector<int> mismatches(threads, 0);
+        std::vector<std::thread> workers;
+        for (int t = 0; t < threads; ++t) {
+          workers.emplace_back([&, t] {
+            std::mt19937 rng(100 + t);
+            TaskStream s(&cursor, t, threads, units, run);
+            seen[t] = walk(s, rng, run, &mismatches[t]);
+          });
+        }
+        for (auto& w : workers) w.join();
+        std::vector<int> all;
+        for (int t = 0; t < threads; ++t) {
+          CHECK(mismatches[t] == 0);
+          CHECK(std::is_sorted(seen[t].begin(), seen[t].end()));  // claims only move forward
+          all.insert(all.end(), seen[t].begin(), seen[t].end());
+        }
+        std::sort(all.begin(), all.end());
+        std::vector<int> want(units);
+        for (int u = 0; u < units; ++u) want[u] = u;
+        CHECK(all == want);
       }
-      for (auto& w : workers) w.join();
-      std::vector<int> all;
-      for (int t = 0; t < threads; ++t) {
-        CHECK(mismatches[t] == 0);
-        CHECK(std::is_sorted(seen[t].begin(), seen[t].end()));  // claims only move forward
-        all.insert(all.end(), seen[t].begin(), seen[t].end());
-      }
-      std::sort(all.begin(), all.end());
-      std::vector<int> want(units);
-      for (int u = 0; u < units; ++u) want[u] = u;
-      CHECK(all == want);
     }
   }
 }
