@@ -95,6 +95,7 @@ void print_peaks(ThreadPool& pool, const ModelRunner& runner) {
     }
   } else {
     std::printf(" 256-bit FMA %.0f GFLOP/s", measure_fma_peak(pool, 3).median);
+    if (runner.has_quantized_weights()) std::printf(", vpmaddubsw %.0f GOP/s", measure_maddubs_peak(pool, 3).median);
   }
   std::printf("\n");
 }
@@ -136,9 +137,9 @@ int run_bench(const BenchOptions& o) {
               dir.c_str(), c.model_type.c_str(), describe_model_weights(dir).c_str(), c.num_layers, c.hidden_size,
               c.vocab_size, runner->describe().c_str(), describe_thread_bindings(pool.bindings()).c_str(), load_s);
   std::printf("weights: %s\n", runner->weight_format().c_str());
-  std::printf("linear blocking: %s (%s)\n", describe_linear_blocking(runner->blocking()).c_str(),
-              o.blocking.empty() ? ("this CPU's entry: " + linear_tuning_for(cpu_features()).source).c_str()
-                                 : "--blocking");
+  std::printf(
+      "linear blocking: %s (%s)\n", describe_linear_blocking(runner->blocking()).c_str(),
+      o.blocking.empty() ? ("this CPU's entry: " + linear_tuning_for(cpu_features()).source).c_str() : "--blocking");
 
   const int B = o.batch, P = o.prompt_len, D = o.decode_tokens;
   KvGeometry g{c.num_layers, c.num_kv_heads, c.head_dim, 32};
@@ -286,7 +287,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "avx512_bf16", "avx2"}))
       ->capture_default_str();
   app.add_flag("--no-amx", o.no_amx,
-               "Keep the linears on AVX-512 where the CPU has AMX (default: AMX tiles from 16 rows: BF16, and W8/W4 with AMX-INT8)");
+               "Keep the linears on AVX-512 where the CPU has AMX (default: AMX tiles from 16 rows: BF16, and W8/W4 "
+               "with AMX-INT8)");
   app.add_option("--blocking", o.blocking,
                  "BF16 linears' cache blocking, e.g. k=512,tile=6x64,prefetch=on,amx=0 (default: this CPU's entry)");
   CLI11_PARSE(app, argc, argv);

@@ -101,22 +101,37 @@ __attribute__((target("avx512f,avx512vnni"))) long dpbusd_loop(long iters) {
   return iters + left;
 }
 
-// The AVX2 FP32 twin (what the AVX2 BF16 kernels multiply with): 12 vfmadd231ps chains on
-// ymm4..ymm15, enough for 2 FMA pipes at 5 cycles' latency.
+// 12 independent instructions on ymm4..ymm15 `iters` times, the loop in asm (as SLAB_24_CHAINS):
+// the AVX2 twins below.
+#define SLAB_OP3_YMM(op, a, b, c) \
+  op " %1, %2, %%ymm" #a "\n\t" op " %1, %2, %%ymm" #b "\n\t" op " %1, %2, %%ymm" #c "\n\t"
+#define SLAB_12_YMM_CHAINS(op, x, y, left)                                                                        \
+  __asm__ volatile("1:\n\t" SLAB_OP3_YMM(op, 4, 5, 6) SLAB_OP3_YMM(op, 7, 8, 9) SLAB_OP3_YMM(op, 10, 11, 12)      \
+                       SLAB_OP3_YMM(op, 13, 14, 15) "dec %0\n\tjnz 1b"                                            \
+                   : "+r"(left)                                                                                   \
+                   : "x"(x), "x"(y)                                                                               \
+                   : "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", \
+                     "xmm15", "cc")
+
+// The AVX2 FP32 twin (what the AVX2 BF16 kernels multiply with): 12 vfmadd231ps chains, enough
+// for 2 FMA pipes at 5 cycles' latency.
 __attribute__((target("avx2,fma"))) long fma_loop(long iters) {
   const __m256 x = _mm256_set1_ps(1.0f);
   const __m256 y = _mm256_set1_ps(0.0f);  // the sums stay zero
   long left = iters;
-  __asm__ volatile(
-      "1:\n\t"
-      "vfmadd231ps %1, %2, %%ymm4\n\tvfmadd231ps %1, %2, %%ymm5\n\tvfmadd231ps %1, %2, %%ymm6\n\t"
-      "vfmadd231ps %1, %2, %%ymm7\n\tvfmadd231ps %1, %2, %%ymm8\n\tvfmadd231ps %1, %2, %%ymm9\n\t"
-      "vfmadd231ps %1, %2, %%ymm10\n\tvfmadd231ps %1, %2, %%ymm11\n\tvfmadd231ps %1, %2, %%ymm12\n\t"
-      "vfmadd231ps %1, %2, %%ymm13\n\tvfmadd231ps %1, %2, %%ymm14\n\tvfmadd231ps %1, %2, %%ymm15\n\t"
-      "dec %0\n\tjnz 1b"
-      : "+r"(left)
-      : "x"(x), "x"(y)
-      : "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc");
+  SLAB_12_YMM_CHAINS("vfmadd231ps", x, y, left);
+  return iters + left;
+}
+
+// The AVX2 INT8 twin: without VNNI the AVX2 quantized kernels multiply u8 codes by s8
+// activations with vpmaddubsw (32 products a ymm, adjacent pairs summed to 16 bits). Independent
+// instructions: the multiply port's throughput alone, the kernels' widening (vpmaddwd) and adds
+// come on top of it.
+__attribute__((target("avx2"))) long maddubs_loop(long iters) {
+  const __m256i x = _mm256_set1_epi8(1);
+  const __m256i y = _mm256_set1_epi8(1);
+  long left = iters;
+  SLAB_12_YMM_CHAINS("vpmaddubsw", x, y, left);
   return iters + left;
 }
 
@@ -256,6 +271,11 @@ Stat measure_bf16_peak(ThreadPool& pool, int reps, Stat* cpu_based) {
 Stat measure_fma_peak(ThreadPool& pool, int reps, Stat* cpu_based) {
   if (!cpu_features().has_avx2_kernels()) return {};
   return measure_peak(pool, reps, cpu_based, 4'000'000, 16.0 * 12, fma_loop);
+}
+
+Stat measure_maddubs_peak(ThreadPool& pool, int reps, Stat* cpu_based) {
+  if (!cpu_features().has_avx2_kernels()) return {};
+  return measure_peak(pool, reps, cpu_based, 4'000'000, 64.0 * 12, maddubs_loop);
 }
 
 Stat measure_amx_bf16_peak(ThreadPool& pool, int reps, Stat* cpu_based) {

@@ -60,6 +60,10 @@ Stat measure_int8_peak(ThreadPool& pool, int reps, Stat* cpu_based = nullptr);
 // GFLOP/s of 256-bit vfmadd231ps (16 flops) on all pool threads: the AVX2 kernels' limit; 0
 // without avx2/fma.
 Stat measure_fma_peak(ThreadPool& pool, int reps, Stat* cpu_based = nullptr);
+// GOP/s (multiply and add counted apart: 32 u8·s8 products a ymm = 64 ops) of vpmaddubsw on all
+// pool threads: the AVX2 quantized kernels' multiply, their int8 limit where the CPU has no
+// VNNI; 0 without avx2.
+Stat measure_maddubs_peak(ThreadPool& pool, int reps, Stat* cpu_based = nullptr);
 // The same for AMX-BF16 (tdpbf16ps on 4 C tiles); all zero where amx_bf16_usable() is false.
 Stat measure_amx_bf16_peak(ThreadPool& pool, int reps, Stat* cpu_based = nullptr);
 // GOP/s of AMX-INT8 (tdpbsud on 4 C tiles, 16 x 16 x 64 products each); all zero where
