@@ -84,22 +84,23 @@ __attribute__((target("avx2"))) double sum_avx2(const float* p, size_t n) {
                      "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28",        \
                      "xmm29", "xmm30", "xmm31", "cc")
 
-__attribute__((target("avx512f,avx512bf16"))) long dp_loop(long iters) {
-  const __m512i x = _mm512_set1_epi32(0x3f803f80);
-  const __m512i y = _mm512_set1_epi32(0x00010001);  // tiny: no overflow
-  long left = iters;
-  SLAB_24_CHAINS("vdpbf16ps", x, y, left);
-  return iters + left;
-}
+// One peak loop: `name(iters)` runs `chains` of instruction `insn` on inputs x and y `iters`
+// times (the sums are never read) and returns the iterations done.
+#define SLAB_PEAK_LOOP(name, isa, vec, x_init, y_init, chains, insn) \
+  __attribute__((target(isa))) long name(long iters) {               \
+    const vec x = x_init;                                            \
+    const vec y = y_init;                                            \
+    long left = iters;                                               \
+    chains(insn, x, y, left);                                        \
+    return iters + left;                                             \
+  }
 
+// BF16: y tiny, so no overflow.
+SLAB_PEAK_LOOP(dp_loop, "avx512f,avx512bf16", __m512i, _mm512_set1_epi32(0x3f803f80), _mm512_set1_epi32(0x00010001),
+               SLAB_24_CHAINS, "vdpbf16ps")
 // The INT8 twin of dp_loop (integer: no exceptions).
-__attribute__((target("avx512f,avx512vnni"))) long dpbusd_loop(long iters) {
-  const __m512i x = _mm512_set1_epi8(1);
-  const __m512i y = _mm512_set1_epi8(1);
-  long left = iters;
-  SLAB_24_CHAINS("vpdpbusd", x, y, left);
-  return iters + left;
-}
+SLAB_PEAK_LOOP(dpbusd_loop, "avx512f,avx512vnni", __m512i, _mm512_set1_epi8(1), _mm512_set1_epi8(1), SLAB_24_CHAINS,
+               "vpdpbusd")
 
 // 12 independent instructions on ymm4..ymm15 `iters` times, the loop in asm (as SLAB_24_CHAINS):
 // the AVX2 twins below.
@@ -114,26 +115,15 @@ __attribute__((target("avx512f,avx512vnni"))) long dpbusd_loop(long iters) {
                      "xmm15", "cc")
 
 // The AVX2 FP32 twin (what the AVX2 BF16 kernels multiply with): 12 vfmadd231ps chains, enough
-// for 2 FMA pipes at 5 cycles' latency.
-__attribute__((target("avx2,fma"))) long fma_loop(long iters) {
-  const __m256 x = _mm256_set1_ps(1.0f);
-  const __m256 y = _mm256_set1_ps(0.0f);  // the sums stay zero
-  long left = iters;
-  SLAB_12_YMM_CHAINS("vfmadd231ps", x, y, left);
-  return iters + left;
-}
-
+// for 2 FMA pipes at 5 cycles' latency; y = 0, so the sums stay zero.
+SLAB_PEAK_LOOP(fma_loop, "avx2,fma", __m256, _mm256_set1_ps(1.0f), _mm256_set1_ps(0.0f), SLAB_12_YMM_CHAINS,
+               "vfmadd231ps")
 // The AVX2 INT8 twin: without VNNI the AVX2 quantized kernels multiply u8 codes by s8
 // activations with vpmaddubsw (32 products a ymm, adjacent pairs summed to 16 bits). Independent
 // instructions: the multiply port's throughput alone, the kernels' widening (vpmaddwd) and adds
 // come on top of it.
-__attribute__((target("avx2"))) long maddubs_loop(long iters) {
-  const __m256i x = _mm256_set1_epi8(1);
-  const __m256i y = _mm256_set1_epi8(1);
-  long left = iters;
-  SLAB_12_YMM_CHAINS("vpmaddubsw", x, y, left);
-  return iters + left;
-}
+SLAB_PEAK_LOOP(maddubs_loop, "avx2", __m256i, _mm256_set1_epi8(1), _mm256_set1_epi8(1), SLAB_12_YMM_CHAINS,
+               "vpmaddubsw")
 
 // The AMX twin: 4 independent C tiles, each tdpbf16ps 16 x 16 x 32 multiply-adds (int8:
 // tdpbsud, 16 x 16 x 64) on A and B tiles loaded once (zeros: the sums stay zero). The tile data
