@@ -307,13 +307,7 @@ int main(int argc, char** argv) {
     } else if (arg == "--cycle-x" && i + 1 < argc) {
       cfg.cycle_x = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--m" && i + 1 < argc) {
-      cfg.ms.clear();
-      for (const char* p = argv[++i]; *p;) {
-        char* end = nullptr;
-        cfg.ms.push_back(static_cast<int>(std::strtol(p, &end, 10)));
-        p = *end == ',' ? end + 1 : end;
-        if (end == p && *p) break;
-      }
+      cfg.ms = bench::parse_int_list(argv[++i]);
     } else if (arg == "--model" && i + 1 < argc) {
       cfg.model = argv[++i];
     } else if (arg == "--blocking" && i + 1 < argc) {

@@ -214,17 +214,6 @@ Result bench_one(ThreadPool& pool, bench::ReadBandwidthProbe& probe, const Kind&
   return res;
 }
 
-std::vector<int> parse_list(const char* p) {
-  std::vector<int> v;
-  while (*p) {
-    char* end = nullptr;
-    v.push_back(static_cast<int>(std::strtol(p, &end, 10)));
-    if (end == p) break;
-    p = *end == ',' ? end + 1 : end;
-  }
-  return v;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -248,7 +237,7 @@ int main(int argc, char** argv) {
     } else if (arg == "--kinds" && i + 1 < argc) {
       cfg.kinds = argv[++i];
     } else if (arg == "--m" && i + 1 < argc) {
-      cfg.ms = parse_list(argv[++i]);
+      cfg.ms = bench::parse_int_list(argv[++i]);
     } else {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--threads N] [--reps N] [--m 1,4,8,64,256] [--isa scalar|avx2] [--cycle-x N]\n"

@@ -200,7 +200,7 @@ int run_bench(const BenchOptions& o) {
   (void)probe.once();
   std::vector<int> next(static_cast<size_t>(B));
   for (int& t : next) t = static_cast<int>(rng() % static_cast<unsigned>(c.vocab_size));
-  std::vector<double> step_s, step_cpu, step_serial, bw_wall, bw_cpu, ratio_wall, ratio_cpu;
+  std::vector<double> step_s, step_cpu, step_serial, step_regions, bw_wall, bw_cpu, ratio_wall, ratio_cpu;
   double step_bytes_sum = 0;
   const ForwardPhaseSeconds decode_phases0 = runner->phase_seconds();
   for (int i = 0; i < D; ++i) {
@@ -208,12 +208,13 @@ int run_bench(const BenchOptions& o) {
     ForwardBatch step;
     step.tokens = next;
     for (int s = 0; s < B; ++s) step.sequences.push_back({s, P + i, 1, cache.block_table(s), 1});
-    const double par0 = pool.stats().parallel_seconds;
+    const ThreadPoolStats pool0 = pool.stats();
     t0 = std::chrono::steady_clock::now();
     const double c0 = thread_cpu_seconds();
     const auto logits = runner->forward(step, cache);
     step_s.push_back(seconds_since(t0));
-    step_serial.push_back(step_s.back() - (pool.stats().parallel_seconds - par0));
+    step_serial.push_back(step_s.back() - (pool.stats().parallel_seconds - pool0.parallel_seconds));
+    step_regions.push_back(static_cast<double>(pool.stats().dispatched - pool0.dispatched));
     step_cpu.push_back(thread_cpu_seconds() - c0);
     bw_wall.push_back(bw_sample.wall);
     bw_cpu.push_back(bw_sample.cpu);
@@ -241,6 +242,14 @@ int run_bench(const BenchOptions& o) {
   const double step_serial_med = summarize(step_serial).median;
   std::printf("decode serial: %.3f ms per step outside the pool's parallel regions (%.1f %% of the median step)\n",
               step_serial_med * 1e3, 100.0 * step_serial_med / step_med);
+  // Synchronisation: the step's parallel regions times what an empty one costs on these threads
+  // (bench_thread_pool has the detail), the part of the step that is only dispatch and waiting.
+  const double regions = summarize(step_regions).median;
+  const double region_us = measure_dispatch_us(pool, 5, 2000).median;
+  std::printf(
+      "decode sync: %.0f dispatched parallel regions per step x %.2f us (an empty region on these threads) = %.3f ms, "
+      "%.1f %% of the median step\n",
+      regions, region_us, regions * region_us * 1e-3, 100.0 * regions * region_us * 1e-6 / step_med);
   print_phases("decode", decode_phases, D, c, B, B);
   std::printf(
       "roofline: %.1f MB of packed weights per step (mean); read bandwidth %.1f GB/s (median of %zu samples, min %.1f, "

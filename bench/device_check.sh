@@ -20,6 +20,8 @@
 #            read against its run's M = 4 row)
 #   SERVED   slabserve serve at c = 64 (128 in / 64 out), all threads, 8, 4 and 2
 #   SCALING  the 1/2/4/8/16-thread table (bench/scaling.py)
+#   POOL     an empty parallel region at 1/2/4/8/16 threads, the workers' completion as
+#            per-worker slots against the shared counter (bench_thread_pool, into setup.log), ~20 s
 #   PAIRS    the vdpbf16ps and tdpbf16ps peaks on cpu 0 alone, on cpus 0,1 and on cpus 0,8: the
 #            guest reports one thread per core, but if 0,1 gives about cpu 0's rate and 0,8
 #            twice it, vCPUs 0 and 1 share a physical core (the 2-thread baselines then run on
@@ -31,7 +33,7 @@
 # There (the device tool's run: carry [".device-pack.tar.xz"]; ~6.5 minutes; the machine stays
 # warm for 30 s after a call, and the GGUF files with it):
 #   sh bench/device_check.sh
-#   TESTS=0 AB=0 MODEL=0 SERVED=0 PAIRS=0 LINEARS=0 ATTN=0 SCALING=1 sh bench/device_check.sh  # ~3.5 min
+#   TESTS=0 AB=0 MODEL=0 SERVED=0 PAIRS=0 POOL=0 LINEARS=0 ATTN=0 SCALING=1 sh bench/device_check.sh  # ~3.5 min
 # (the tool brings back 8 files at most: the scaling table's four go in a call of their own).
 # Logs go to $OUT (the tool brings back 8 files at most), else /tmp/device-check.
 set -u
@@ -127,6 +129,12 @@ for _ in range(120):
       --num-prompts 64 --max-concurrency 64 --label "c64-${t}t"
     kill "$pid"; wait "$pid"
   done > "$out/served.log" 2>&1
+fi
+
+if on POOL; then
+  step "empty parallel regions, slots against the counter"
+  # Into setup.log beside lscpu: the tool brings back 8 files at most.
+  "$bin/bench_thread_pool" --rounds 5 >> "$out/setup.log" 2>&1
 fi
 
 if on PAIRS; then

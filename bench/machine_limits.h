@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdlib>
 #include <vector>
 
 #include "runtime/aligned_buffer.h"
@@ -15,6 +16,22 @@ namespace slab::bench {
 struct Stat {
   double median = 0, min = 0, max = 0;
 };
+
+// "1,4,16" as {1, 4, 16}: the benchmarks' list flags (--m, --threads); stops at the first item
+// that is not a number.
+inline std::vector<int> parse_int_list(const char* p) {
+  std::vector<int> v;
+  while (*p) {
+    char* end = nullptr;
+    v.push_back(static_cast<int>(std::strtol(p, &end, 10)));
+    if (end == p) {
+      v.pop_back();
+      break;
+    }
+    p = *end == ',' ? end + 1 : end;
+  }
+  return v;
+}
 
 inline Stat summarize(std::vector<double> v) {
   std::sort(v.begin(), v.end());

@@ -4,7 +4,6 @@
 #include "kernels/attention.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -15,6 +14,7 @@
 #include "kernels/amx_tiles.h"
 #include "kernels/attention_block.h"
 #include "kernels/kv_block.h"
+#include "kernels/work_split.h"
 
 namespace slab::kern {
 namespace {
@@ -399,13 +399,12 @@ void attention_run(const AttentionArgs& args, const AttentionPlan& plan, int thr
   if (args.amx_emulated) amx_tiles.emulator = &emulator.emplace();
   detail::AmxTiles* tiles = amx ? &amx_tiles : nullptr;
   if (args.item_cursor) {
-    const int n = static_cast<int>(plan.by_cost.size());
-    std::atomic_ref<int> next(*args.item_cursor);
-    for (int i = next.fetch_add(1, std::memory_order_relaxed); i < n;
-         i = next.fetch_add(1, std::memory_order_relaxed)) {
-      run_item(args, plan, plan.items[static_cast<size_t>(plan.by_cost[static_cast<size_t>(i)])], scratch, lay, avx,
-               avx2, tiles);
-    }
+    // Costliest first; thread t's first item is the t-th (detail::RunCounter).
+    detail::for_each_share(args.item_cursor, thread, n_threads, static_cast<int>(plan.by_cost.size()), 1,
+                           [&](int i, int) {
+                             run_item(args, plan, plan.items[static_cast<size_t>(plan.by_cost[static_cast<size_t>(i)])],
+                                      scratch, lay, avx, avx2, tiles);
+                           });
   } else {
     const int b = plan.thread_begin[static_cast<size_t>(thread)];
     const int e = plan.thread_begin[static_cast<size_t>(thread) + 1];

@@ -64,9 +64,9 @@ struct Options {
   bool amx = false;           // LinearArgs::amx (with Isa::avx512_bf16; checked to take the AMX path)
   bool amx_emulated = false;  // LinearArgs::amx_emulated: the AMX path on kern::AmxEmulator
   LinearBlocking blocking;
-  // With a work cursor, only thread 0 of the n_threads runs phase 1 (the others never start):
-  // it must take every task from the counter.
-  bool cursor_thread0_only = false;
+  // With a work cursor, the n_threads run phase 1 one after another: thread 0 takes its own
+  // first task and every task the counter deals, each later thread only its own first one.
+  bool cursor_in_turn = false;
 };
 
 // Runs the kernel as n_threads threads would (each thread index in turn, then the reduction),
@@ -110,11 +110,11 @@ inline std::vector<float> run(const Problem& p, const Options& o, Isa isa, int n
   if (pool) {
     REQUIRE(pool->size() == n_threads);
     linear_bf16(a, n_threads, [pool](auto&& f) { pool->run_on_all(f); });
-  } else if (o.cursor_thread0_only) {
+  } else if (o.cursor_in_turn) {
     REQUIRE_FALSE(linear_bf16_needs_reduce(p.m, p.n, p.k, n_threads));
     int cursor = 0;
     a.work_cursor = &cursor;
-    linear_bf16_compute(a, 0, n_threads);
+    for (int t = 0; t < n_threads; ++t) linear_bf16_compute(a, t, n_threads);
   } else {
     for (int t = 0; t < n_threads; ++t) linear_bf16_compute(a, t, n_threads);
     if (linear_bf16_needs_reduce(p.m, p.n, p.k, n_threads)) {

@@ -74,7 +74,8 @@ static_assert(std::atomic<uint32_t>::is_always_lock_free && sizeof(std::atomic<u
 
 int ThreadPool::current_thread_index() { return tls_thread; }
 
-ThreadPool::ThreadPool(const ThreadPoolOptions& options) : spin_iterations_(options.spin_iterations) {
+ThreadPool::ThreadPool(const ThreadPoolOptions& options)
+    : spin_iterations_(options.spin_iterations), completion_(options.completion) {
   const Topology& topo = Topology::system();
   const TopologyInfo info =
       (!options.cpu_list || !*options.cpu_list) ? topo.process_info() : topo.info_for(options.cpu_list);
@@ -85,6 +86,7 @@ ThreadPool::ThreadPool(const ThreadPoolOptions& options) : spin_iterations_(opti
   if (pin) {
     for (int t = 0; t < n_threads_; ++t) bindings_[static_cast<size_t>(t)] = info.cores[static_cast<size_t>(t)].os_cpus;
   }
+  if (completion_ == PoolCompletion::slots) arrivals_ = std::make_unique<Arrival[]>(static_cast<size_t>(n_threads_));
   workers_.reserve(static_cast<size_t>(n_threads_ - 1));
   for (int t = 1; t < n_threads_; ++t) {
     workers_.emplace_back([this, t] { worker_main(t); });
@@ -128,19 +130,64 @@ void ThreadPool::worker_main(int thread) {
     seen = g;
     if (stop_) return;
     run_chunk(thread);
+    arrive(thread, g);
+  }
+}
+
+// The parking handshake (both forms): the worker's seq_cst store (or decrement) then load of
+// caller_parked_, against the caller's seq_cst store of caller_parked_ then re-check of the
+// worker's word: one of the two sees the other, so a parked caller is always woken.
+void ThreadPool::arrive(int thread, uint32_t generation) {
+  if (completion_ == PoolCompletion::counter) {
     if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 && caller_parked_.load(std::memory_order_seq_cst) != 0) {
       futex_wake_all(&pending_);
     }
+    return;
+  }
+  arrivals_[static_cast<size_t>(thread)].generation.store(generation, std::memory_order_seq_cst);
+  if (caller_parked_.load(std::memory_order_seq_cst) != 0) {
+    caller_wake_.fetch_add(1, std::memory_order_seq_cst);
+    futex_wake_all(&caller_wake_);
+  }
+}
+
+void ThreadPool::wait_for_workers(uint32_t generation) {
+  int spins = 0;
+  auto spin_or_park = [&](auto done, std::atomic<uint32_t>* word) {
+    // Returns once done() holds: pause for the pool's spin budget (shared by every wait of the
+    // region), then park on the futex word, which arrive() bumps or zeroes.
+    while (!done(std::memory_order_acquire)) {
+      if (++spins < spin_iterations_) {
+        cpu_relax();
+        continue;
+      }
+      caller_parked_.store(1, std::memory_order_seq_cst);
+      const uint32_t seen = word->load(std::memory_order_seq_cst);
+      if (!done(std::memory_order_seq_cst)) futex_wait(word, seen);
+      caller_parked_.store(0, std::memory_order_relaxed);
+      spins = 0;
+    }
+  };
+  if (completion_ == PoolCompletion::counter) {
+    spin_or_park([this](std::memory_order o) { return pending_.load(o) == 0; }, &pending_);
+    return;
+  }
+  for (int t = 1; t < n_threads_; ++t) {
+    const std::atomic<uint32_t>& slot = arrivals_[static_cast<size_t>(t)].generation;
+    spin_or_park([&slot, generation](std::memory_order o) { return slot.load(o) == generation; }, &caller_wake_);
   }
 }
 
 void ThreadPool::run_chunk(int thread) {
   try {
     if (job_grain_ > 0) {
-      for (int lo = job_next_.fetch_add(job_grain_, std::memory_order_relaxed); lo < job_n_;
-           lo = job_next_.fetch_add(job_grain_, std::memory_order_relaxed)) {
-        const int hi = std::min(job_n_, lo + job_grain_);
-        for (int task = lo; task < hi; ++task) job_fn_(job_ctx_, task, thread);
+      // Runs of job_grain_ tasks: this thread's first one is its own, the rest come from the
+      // counter past the first n_threads_ (kernels/work_split.h, RunCounter, says why).
+      const int64_t grain = job_grain_, dealt_from = grain * n_threads_;
+      for (int64_t lo = grain * thread; lo < job_n_;
+           lo = dealt_from + job_next_.fetch_add(job_grain_, std::memory_order_relaxed)) {
+        const int hi = static_cast<int>(std::min<int64_t>(job_n_, lo + grain));
+        for (int task = static_cast<int>(lo); task < hi; ++task) job_fn_(job_ctx_, task, thread);
       }
       return;
     }
@@ -153,7 +200,8 @@ void ThreadPool::run_chunk(int thread) {
 }
 
 ThreadPoolStats ThreadPool::stats() const {
-  return {regions_.load(std::memory_order_relaxed), 1e-9 * static_cast<double>(parallel_ns_.load(std::memory_order_relaxed))};
+  return {regions_.load(std::memory_order_relaxed), dispatched_.load(std::memory_order_relaxed),
+          1e-9 * static_cast<double>(parallel_ns_.load(std::memory_order_relaxed))};
 }
 
 void ThreadPool::dispatch(int n_tasks, TaskFn fn, void* ctx, int grain) {
@@ -170,6 +218,7 @@ void ThreadPool::dispatch(int n_tasks, TaskFn fn, void* ctx, int grain) {
     for (int task = 0; task < n_tasks; ++task) fn(ctx, task, 0);
     return;
   }
+  dispatched_.fetch_add(1, std::memory_order_relaxed);
   job_fn_ = fn;
   job_ctx_ = ctx;
   job_n_ = n_tasks;
@@ -178,25 +227,12 @@ void ThreadPool::dispatch(int n_tasks, TaskFn fn, void* ctx, int grain) {
   has_error_.store(false, std::memory_order_relaxed);
   error_ = nullptr;
   pending_.store(static_cast<uint32_t>(n_threads_ - 1), std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_seq_cst);  // publishes the job (release)
+  // Publishes the job (release); the region's generation is what workers then arrive with.
+  const uint32_t generation = generation_.fetch_add(1, std::memory_order_seq_cst) + 1;
   if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake_all(&generation_);
 
   run_chunk(0);
-
-  int spins = 0;
-  uint32_t left = pending_.load(std::memory_order_acquire);
-  while (left != 0) {
-    if (++spins < spin_iterations_) {
-      cpu_relax();
-    } else {
-      caller_parked_.store(1, std::memory_order_seq_cst);
-      left = pending_.load(std::memory_order_seq_cst);
-      if (left != 0) futex_wait(&pending_, left);
-      caller_parked_.store(0, std::memory_order_relaxed);
-      spins = 0;
-    }
-    left = pending_.load(std::memory_order_acquire);
-  }
+  wait_for_workers(generation);
   if (has_error_.load(std::memory_order_acquire)) {
     std::exception_ptr e = std::exchange(error_, nullptr);
     std::rethrow_exception(e);

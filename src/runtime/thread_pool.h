@@ -2,10 +2,12 @@
 // Fixed pool of worker threads, one per physical core of the instance's cpuset, each pinned to
 // its core. The thread that calls parallel_for takes part as worker 0, so a pool of N threads
 // owns N-1 std::threads. Dispatch is a generation counter that idle workers spin on for a bounded
-// time and then park on (futex); completion is a counter the caller spins then parks on. Work is
+// time and then park on (futex). Completion (PoolCompletion): each worker stores the generation
+// it finished in a cache line of its own, and the caller reads them (spins, then parks). Work is
 // split statically by parallel_for: with T threads, thread t runs the t-th of T contiguous
 // chunks of near-equal size (see chunk()), in order; parallel_for_dynamic instead lets threads
-// take runs of tasks from a shared counter (kernels/work_split.h says why).
+// take runs of tasks from a shared counter (kernels/work_split.h says why), each thread's first
+// run its own.
 //
 // One dispatcher at a time: concurrent parallel_for calls from different threads are serialised
 // by a mutex. A parallel_for called from inside a task (nested) runs all its tasks inline on the
@@ -14,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -23,6 +26,14 @@
 
 namespace slab {
 
+// How the caller learns that every worker has finished a region. A parallel region is ~130-200
+// per decode step, so on many cores this is a share of the step: a shared counter takes one
+// read-modify-write per worker on one cache line, and those run one after another (on the
+// 16-core Xeon an empty region cost 2.6 µs with the counter); per-worker slots are written in
+// parallel and the caller's reads of them overlap. The counter stays for A/B runs
+// (bench_thread_pool).
+enum class PoolCompletion { slots, counter };
+
 struct ThreadPoolOptions {
   int n_threads = 0;  // 0: one per physical core of the cpuset
   bool pin = true;    // pin worker t to core t (only when threads <= cores)
@@ -31,6 +42,7 @@ struct ThreadPoolOptions {
   bool pin_caller = true;
   int spin_iterations = 1 << 14;   // pause iterations (~50-100 us) before a waiter parks
   const char* cpu_list = nullptr;  // null or "": the process's current cpuset; else e.g. "0-3,8"
+  PoolCompletion completion = PoolCompletion::slots;
 };
 
 // What the pool has run since it started: parallel regions dispatched (parallel_for and
@@ -39,6 +51,9 @@ struct ThreadPoolOptions {
 // cores do not shorten.
 struct ThreadPoolStats {
   uint64_t regions = 0;
+  // Of those, the ones the workers ran: a region of one task (or a pool of one thread) runs
+  // inline on the caller, with no dispatch to wait for.
+  uint64_t dispatched = 0;
   double parallel_seconds = 0;
 };
 
@@ -50,6 +65,7 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return n_threads_; }
+  PoolCompletion completion() const { return completion_; }
   // The OS cpus each thread is pinned to (empty vectors when unpinned); index = thread.
   const std::vector<std::vector<int>>& bindings() const { return bindings_; }
 
@@ -105,28 +121,40 @@ class ThreadPool {
   void dispatch(int n_tasks, TaskFn fn, void* ctx, int grain = 0);  // grain 0: static chunks
   void run_chunk(int thread);
   void worker_main(int thread);
+  void arrive(int thread, uint32_t generation);  // a worker's end of a region
+  void wait_for_workers(uint32_t generation);    // the caller's
 
+  struct alignas(64) Arrival {
+    std::atomic<uint32_t> generation{0};  // the last region this worker finished
+  };
+
+  // Set by the constructor, read by workers every region.
   int n_threads_ = 1;
   int spin_iterations_ = 0;
+  PoolCompletion completion_ = PoolCompletion::slots;
+  std::unique_ptr<Arrival[]> arrivals_;  // [n_threads]; slots only, worker 0 (the caller) unused
   std::vector<std::thread> workers_;
   std::vector<std::vector<int>> bindings_;
-  std::mutex dispatch_mutex_;
+  alignas(64) std::mutex dispatch_mutex_;
 
-  // Job description: written by the dispatcher before it bumps generation_ (release).
+  // The job, written by the dispatcher before it bumps generation_ (release), in generation_'s
+  // cache line: a worker that sees the bump has the job in the same transfer.
+  alignas(64) std::atomic<uint32_t> generation_{0};  // futex word: workers wait for a change
+  bool stop_ = false;
+  int job_n_ = 0;
+  int job_grain_ = 0;  // 0: static chunks; else runs, each thread's first its own, then from job_next_
   TaskFn job_fn_ = nullptr;
   void* job_ctx_ = nullptr;
-  int job_n_ = 0;
-  int job_grain_ = 0;                  // 0: static chunks; else runs taken from job_next_
   alignas(64) std::atomic<int> job_next_{0};
-  std::exception_ptr error_;
+  alignas(64) std::exception_ptr error_;
   std::atomic<bool> has_error_{false};
-  bool stop_ = false;
 
-  alignas(64) std::atomic<uint32_t> generation_{0};  // futex word: workers wait for a change
-  alignas(64) std::atomic<int> sleepers_{0};         // workers parked on generation_
-  alignas(64) std::atomic<uint32_t> pending_{0};     // futex word: workers yet to finish
+  alignas(64) std::atomic<int> sleepers_{0};      // workers parked on generation_
+  alignas(64) std::atomic<uint32_t> pending_{0};  // counter: workers yet to finish (futex word)
   alignas(64) std::atomic<int> caller_parked_{0};
-  std::atomic<uint64_t> regions_{0};
+  alignas(64) std::atomic<uint32_t> caller_wake_{0};  // slots: bumped to wake a parked caller (futex word)
+  alignas(64) std::atomic<uint64_t> regions_{0};      // the caller's, once a region
+  std::atomic<uint64_t> dispatched_{0};
   std::atomic<uint64_t> parallel_ns_{0};
 };
 

@@ -334,8 +334,8 @@ TEST_CASE("attention plan classifies sequences and skips masked blocks", "[atten
 }
 
 // Items taken longest first from the shared counter compute what the plan's per-thread lists do:
-// each item writes its own rows (or its own partial), whichever thread runs it. One thread can
-// take every item (the others never start), and the merge still finds every partial.
+// each item writes its own rows (or its own partial), whichever thread runs it. Run in turn,
+// thread 0 takes all but the others' first items, and the merge still finds every partial.
 TEST_CASE("attention items from the shared counter give the plan lists' bits", "[attention]") {
   const AttnShape shape{32, 4, 64, 32, 0};
   const Problem p = make_problem(shape, {{1, 1500}, {1, 33}, {20, 50}, {100, 300}}, 7);
@@ -352,7 +352,7 @@ TEST_CASE("attention items from the shared counter give the plan lists' bits", "
     AttentionArgs args = make_args(p, out.data(), ws.data(), isa);
     int cursor = 0;
     args.item_cursor = &cursor;
-    attention_run(args, plan, 0, n_threads);
+    for (int t = 0; t < n_threads; ++t) attention_run(args, plan, t, n_threads);
     for (int t = 0; t < n_threads; ++t) attention_merge(args, plan, t, n_threads);
     CHECK(out == lists);
   }

@@ -228,7 +228,7 @@ TEST_CASE("linear_bf16 on emulated AMX tiles matches the reference", "[kernels]"
           const std::vector<float> one = run(p, o, Isa::avx512_bf16, 1);
           check_against_reference(p, o, one);
           CHECK(run(p, o, Isa::avx512_bf16, 3) == one);
-          o.cursor_thread0_only = true;
+          o.cursor_in_turn = true;
           o.blocking.dynamic_split = true;
           CHECK(run(p, o, Isa::avx512_bf16, 3) == one);
         }
@@ -239,8 +239,8 @@ TEST_CASE("linear_bf16 on emulated AMX tiles matches the reference", "[kernels]"
 
 // Threads taking work from the shared counter (LinearBlocking::dynamic_split, the default) compute
 // the same bits as fixed shares: tasks are whole output blocks over the whole K, whichever thread
-// runs them. One thread can take all of them (a pool whose other threads are slow), and a real
-// pool splits them at run time; decode, small and large M, K blocked, AMX where the CPU has it.
+// runs them. Run in turn, one thread takes all but the others' first tasks (a pool whose other
+// threads are slow), and a real pool splits them at run time; decode, small and large M, K blocked, AMX where the CPU has it.
 TEST_CASE("linear_bf16 work from the shared counter gives the static split's bits", "[kernels]") {
   std::mt19937 rng(77);
   ThreadPool pool({.n_threads = 4, .pin = false});
@@ -265,7 +265,7 @@ TEST_CASE("linear_bf16 work from the shared counter gives the static split's bit
         CHECK(run(p, o, isa, 4, &pool) == fixed);
         o.blocking.dynamic_split = true;
         CHECK(run(p, o, isa, 4, &pool) == fixed);
-        o.cursor_thread0_only = true;
+        o.cursor_in_turn = true;
         CHECK(run(p, o, isa, 4) == fixed);
         CHECK(run(p, o, isa, 16) == fixed);
       }

@@ -180,7 +180,7 @@ struct AmxCase {
 // compute), as FP32 (BF16 outputs widened).
 std::vector<float> run(const AmxCase& c, const std::vector<uint8_t>& packed, const std::vector<bf16_t>& x,
                        const std::vector<float>& bias, const std::vector<float>& residual, Isa isa, bool amx,
-                       bool emulated, int n_threads, bool cursor_thread0_only = false) {
+                       bool emulated, int n_threads, bool cursor_in_turn = false) {
   const int n_out = c.swiglu ? c.n / 2 : c.n;
   QuantLinearArgs a;
   a.x = x.data();
@@ -208,14 +208,11 @@ std::vector<float> run(const AmxCase& c, const std::vector<uint8_t>& packed, con
   std::vector<uint64_t> ws(quant_linear_workspace_bytes(c.m, a.w, n_threads, amx || emulated) / 8 + 8);
   a.workspace = ws.data();
   for (int t = 0; t < n_threads; ++t) quant_linear_prepare(a, t, n_threads);
-  if (cursor_thread0_only) {
-    // The shared counter: thread 0 takes every unit, the others never start.
-    int cursor = 0;
-    a.work_cursor = &cursor;
-    quant_linear_compute(a, 0, n_threads);
-  } else {
-    for (int t = 0; t < n_threads; ++t) quant_linear_compute(a, t, n_threads);
-  }
+  // With the shared counter run in turn, thread 0 takes its own first unit and every unit the
+  // counter deals; each later thread finds only its own first one.
+  int cursor = 0;
+  if (cursor_in_turn) a.work_cursor = &cursor;
+  for (int t = 0; t < n_threads; ++t) quant_linear_compute(a, t, n_threads);
   if (a.out_f32) return out_f;
   std::vector<float> widened(out_b.size());
   for (size_t i = 0; i < out_b.size(); ++i) widened[i] = bf16_to_f32(out_b[i]);
@@ -256,7 +253,7 @@ void check_amx_case(const AmxCase& c, bool hardware) {
   if (!c.swiglu) REQUIRE(run(c, packed, x, bias, residual, Isa::scalar, false, false, 1) == want);
   for (const int threads : {1, 3}) {
     for (const bool cursor : {false, true}) {
-      INFO("threads " << threads << (cursor ? ", thread 0 takes every unit from the counter" : ""));
+      INFO("threads " << threads << (cursor ? ", the counter, threads in turn" : ""));
       const std::vector<float> got =
           run(c, packed, x, bias, residual, Isa::avx512_bf16, hardware, !hardware, threads, cursor);
       for (size_t i = 0; i < want.size(); ++i) {

@@ -178,7 +178,13 @@ TEST_CASE("parallel_for_dynamic runs every task once and routes work around a sl
         const int run = grain < 1 ? 1 : grain;
         for (int t = 0; t < n; ++t) {
           REQUIRE(hits[static_cast<size_t>(t)].load() == 1);
-          if (t % run != 0) CHECK(thread_of[static_cast<size_t>(t)].load() == thread_of[static_cast<size_t>(t - 1)].load());
+          if (t % run != 0)
+            CHECK(thread_of[static_cast<size_t>(t)].load() == thread_of[static_cast<size_t>(t - 1)].load());
+        }
+        // Each thread's first run is its own: the region's start takes nothing from the counter.
+        if (n > 1) {
+          for (int th = 0; th < threads && th * run < n; ++th)
+            CHECK(thread_of[static_cast<size_t>(th * run)].load() == th);
         }
       }
     }
@@ -257,7 +263,8 @@ TEST_CASE("nested parallel_for runs inline on the calling thread", "[runtime]") 
 
 TEST_CASE("exceptions in tasks reach the caller and the pool stays usable", "[runtime]") {
   AffinityGuard guard;
-  ThreadPool pool({.n_threads = 2, .pin = false});
+  const PoolCompletion completion = GENERATE(PoolCompletion::slots, PoolCompletion::counter);
+  ThreadPool pool({.n_threads = 2, .pin = false, .completion = completion});
   CHECK_THROWS_AS(pool.parallel_for(8,
                                     [](int task, int) {
                                       if (task == 6) throw std::runtime_error("boom");
@@ -283,31 +290,55 @@ TEST_CASE("pool stats count each parallel region once and its wall time", "[runt
   CHECK_THROWS(pool.run_on_all([](int, int) { throw std::runtime_error("boom"); }));
   const ThreadPoolStats s = pool.stats();
   CHECK(s.regions == 3);
+  CHECK(s.dispatched == 2);  // the single task ran inline
   // Four sleeps of 10 ms over two threads: at least 20 ms inside the regions.
   CHECK(s.parallel_seconds >= 0.02);
   CHECK(s.parallel_seconds < 5.0);
 }
 
+// Both completion forms (PoolCompletion): every region's results are visible to the caller when
+// it returns, with workers and caller spinning, and with both parking every time. Four threads
+// (unpinned: more than this machine may have) so that the caller waits on several workers.
 TEST_CASE("100k dispatches give correct results and parking and waking", "[runtime]") {
   AffinityGuard guard;
-  for (int spin : {1 << 14, 1}) {  // spinning workers, then workers that park every time
-    ThreadPool pool({.n_threads = 2, .pin = false, .spin_iterations = spin});
-    const int rounds = spin == 1 ? 3000 : 100000;  // a futex wake costs ~50 us here
-    std::vector<int64_t> partial(2 * 8, 0);        // one cache line per thread
-    int64_t expect = 0;
-    for (int r = 0; r < rounds; ++r) {
-      const int n = 1 + r % 5;
-      pool.parallel_for(n, [&](int task, int thread) { partial[static_cast<size_t>(thread) * 8] += task + r; });
-      for (int t = 0; t < n; ++t) expect += t + r;
+  for (const PoolCompletion completion : {PoolCompletion::slots, PoolCompletion::counter}) {
+    for (const int threads : {2, 4}) {
+      for (int spin : {1 << 14, 1}) {  // spinning workers, then workers that park every time
+        INFO("completion " << (completion == PoolCompletion::slots ? "slots" : "counter") << " threads " << threads
+                           << " spin " << spin);
+        ThreadPool pool({.n_threads = threads, .pin = false, .spin_iterations = spin, .completion = completion});
+        CHECK(pool.completion() == completion);
+        // A futex wake costs ~50 us here; four threads on two cores wait for the OS to run them.
+        const int rounds = threads == 2 ? (spin == 1 ? 3000 : 100000) : 1000;
+        std::vector<int64_t> partial(static_cast<size_t>(threads) * 8, 0);  // one cache line per thread
+        int64_t expect = 0;
+        int wrong = 0;  // regions whose sums the caller did not see complete on return
+        for (int r = 0; r < rounds; ++r) {
+          const int n = 1 + r % (threads + 3);
+          if (r % 2) {
+            pool.parallel_for(n, [&](int task, int thread) { partial[static_cast<size_t>(thread) * 8] += task + r; });
+          } else {
+            pool.parallel_for_dynamic(
+                n, 1 + r % 3, [&](int task, int thread) { partial[static_cast<size_t>(thread) * 8] += task + r; });
+          }
+          for (int t = 0; t < n; ++t) expect += t + r;
+          int64_t got = 0;
+          for (int t = 0; t < threads; ++t) got += partial[static_cast<size_t>(t) * 8];
+          wrong += got != expect;
+        }
+        CHECK(wrong == 0);
+      }
     }
-    CHECK(partial[0] + partial[8] == expect);
   }
 }
 
 TEST_CASE("pools construct and destroy cleanly, idle or busy", "[runtime]") {
   AffinityGuard guard;
   for (int i = 0; i < 50; ++i) {
-    ThreadPool pool({.n_threads = 3, .pin = false, .spin_iterations = i % 2 ? 1 : 1000});
+    ThreadPool pool({.n_threads = 3,
+                     .pin = false,
+                     .spin_iterations = i % 2 ? 1 : 1000,
+                     .completion = i % 4 < 2 ? PoolCompletion::slots : PoolCompletion::counter});
     if (i % 3 == 0) {
       std::atomic<int> c{0};
       pool.parallel_for(3, [&](int, int) { ++c; });

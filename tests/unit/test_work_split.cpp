@@ -92,3 +92,33 @@ TEST_CASE("TaskStream on a shared counter hands out every task once", "[kernels]
     }
   }
 }
+
+// A region's start: every thread's first run is its own (thread t starts at t · run) without the
+// counter, and the counter deals what comes after the first n_threads runs. Walked one thread
+// after another: thread 0 empties the counter, and the later threads still get exactly their
+// first runs; for_each_share deals the same ranges.
+TEST_CASE("under a counter each thread's first run is its own", "[kernels]") {
+  std::mt19937 rng(9);
+  const int threads = 3, units = 20, run = 2;
+  int cursor = 0, for_each_cursor = 0;
+  std::vector<std::vector<int>> want = {{0, 1, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}, {2, 3}, {4, 5}};
+  for (int t = 0; t < threads; ++t) {
+    INFO("thread " << t);
+    TaskStream s(&cursor, t, threads, units, run);
+    int mismatches = 0;
+    CHECK(walk(s, rng, run, &mismatches) == want[t]);
+    CHECK(mismatches == 0);
+    std::vector<int> ranges;
+    slab::kern::detail::for_each_share(&for_each_cursor, t, threads, units, run, [&](int lo, int hi) {
+      for (int u = lo; u < hi; ++u) ranges.push_back(u);
+    });
+    CHECK(ranges == want[t]);
+  }
+  // More threads than runs: the ones past the end get nothing, and take nothing from the counter.
+  int few = 0;
+  for (int t = 0; t < 8; ++t) {
+    TaskStream s(&few, t, 8, 5, 2);
+    CHECK(s.current() == (t < 3 ? 2 * t : -1));
+  }
+  CHECK(few == 0);
+}
