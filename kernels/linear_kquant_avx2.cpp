@@ -25,6 +25,12 @@ SLAB_AVX2_KQUANT inline __m256 load_i8x8(const uint8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
 
+// *p in every lane as FP32, exact (|*p| < 2^24): a broadcast load and one vcvtdq2ps, where
+// _mm256_set1_ps(float(*p)) took a scalar vcvtsi2ss and a shuffle.
+SLAB_AVX2_KQUANT inline __m256 broadcast_i32_as_f32(const int32_t* p) {
+  return _mm256_cvtepi32_ps(_mm256_broadcastd_epi32(_mm_cvtsi32_si128(*p)));
+}
+
 // Byte i of the result is 0x10 where bit i of `bits` is set.
 SLAB_AVX2_KQUANT inline __m256i spread_bits(uint32_t bits) {
   // Byte i takes byte i / 8 of `bits` (vpshufb works within 128-bit halves: the upper half's
@@ -45,6 +51,31 @@ SLAB_AVX2_KQUANT inline __m256 first_scale(const float* d, const uint8_t* rec, c
   const __m256 dv = _mm256_load_ps(d + 8 * h);
   if constexpr (kquant_has_mins(BITS)) return _mm256_mul_ps(dv, load_u8x8(rec + l.scales + 16 * lb + 8 * h));
   return _mm256_mul_ps(dv, load_i8x8(rec + l.scales + 32 * lb + 8 * h));
+}
+// The second factor: 4/5-bit dmin · the block's min, 6-bit d · its second 16's scale.
+template <int BITS>
+SLAB_AVX2_KQUANT inline __m256 second_scale(const float* d, const float* dmin, const uint8_t* rec,
+                                            const KQuantLayout& l, int lb, int h) {
+  if constexpr (kquant_has_mins(BITS)) {
+    return _mm256_mul_ps(_mm256_load_ps(dmin + 8 * h), load_u8x8(rec + l.mins + 16 * lb + 8 * h));
+  }
+  return _mm256_mul_ps(_mm256_load_ps(d + 8 * h), load_i8x8(rec + l.scales + 32 * lb + 16 + 8 * h));
+}
+// The super-scales of a record's 16 columns as FP32 (F16C: Isa::avx2 implies it,
+// CpuFeatures::has_avx2_kernels()).
+SLAB_AVX2_KQUANT inline void super_scales(float* d, float* dmin, const uint8_t* rec, const KQuantLayout& l, bool mins) {
+  for (int h = 0; h < 2; ++h) {
+    _mm256_store_ps(d + 8 * h, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + l.d + 16 * h))));
+    if (mins) {
+      _mm256_store_ps(dmin + 8 * h,
+                      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + l.dmin + 16 * h))));
+    }
+  }
+}
+// Where block lb's factors of half h start in a panel's scale table (kquant_scale_table_avx2;
+// the workspace is not always 32-byte aligned: unaligned loads and stores).
+inline size_t table_at(int sb, int lb, int h) {
+  return static_cast<size_t>(sb) * kKQuantTableFloats + static_cast<size_t>(2 * lb + h) * 16;
 }
 
 // MR rows × NP panels from panel q, side by side (NP = 2 for one row: its two streams advance
@@ -78,17 +109,15 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
   for (int sb = 0; sb < t.super_blocks; ++sb) {
     const uint8_t* recs[NP];
     for (int p = 0; p < NP; ++p) recs[p] = panels[p] + static_cast<size_t>(sb) * l.record;
-    // The super-scales as FP32 (F16C: Isa::avx2 implies it, CpuFeatures::has_avx2_kernels()).
+    // The super-scales, unless the panels' scale tables hold the products: unit u's factors of
+    // block lb at table_of(u, lb).
+    const float* table = t.kq_table;
+    const auto table_of = [&](int u, int lb) {
+      return table + static_cast<size_t>(q + u / 2) * t.super_blocks * kKQuantTableFloats + table_at(sb, lb, u % 2);
+    };
     alignas(32) float d[8 * kU], dmin[8 * kU];
-    for (int u = 0; u < kU; ++u) {
-      const uint8_t* rec = recs[u / 2];
-      const int h = u % 2;
-      _mm256_store_ps(d + 8 * u,
-                      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + l.d + 16 * h))));
-      if constexpr (kMins) {
-        _mm256_store_ps(dmin + 8 * u,
-                        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + l.dmin + 16 * h))));
-      }
+    if (!table) {
+      for (int p = 0; p < NP; ++p) super_scales(d + 16 * p, dmin + 16 * p, recs[p], l, kMins);
     }
     for (int lb = 0; lb < kBlocks; ++lb) {
       const size_t b = static_cast<size_t>(sb * kBlocks + lb);
@@ -162,7 +191,8 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
         if constexpr (BITS == 6) {
           if (i == 1) {  // the block's first half ends: fold it in
             for (int u = 0; u < kU; ++u) {
-              const __m256 s0 = first_scale<BITS>(d + 16 * (u / 2), recs[u / 2], l, lb, u % 2);
+              const __m256 s0 = table ? _mm256_loadu_ps(table_of(u, lb))
+                                      : first_scale<BITS>(d + 16 * (u / 2), recs[u / 2], l, lb, u % 2);
               for (int r = 0; r < MR; ++r) {
                 const size_t rb = b * t.ldxs + static_cast<size_t>(r);
                 const __m256 xscale = _mm256_set1_ps(t.xscale[rb]);
@@ -178,21 +208,23 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
       for (int u = 0; u < kU; ++u) {
         const uint8_t* rec = recs[u / 2];
         const int h = u % 2;
-        __m256 s0 = _mm256_setzero_ps(), s1 = s0, o = s0;
-        if constexpr (kMins) {
-          s0 = first_scale<BITS>(d + 16 * (u / 2), rec, l, lb, h);
-          o = _mm256_mul_ps(_mm256_load_ps(dmin + 8 * u), load_u8x8(rec + l.mins + 16 * lb + 8 * h));
+        // 4/5-bit: s0 and the min's factor o; 6-bit: the second 16's scale s1.
+        __m256 s0 = _mm256_setzero_ps(), second;
+        if (table) {
+          if constexpr (kMins) s0 = _mm256_loadu_ps(table_of(u, lb));
+          second = _mm256_loadu_ps(table_of(u, lb) + 8);
         } else {
-          s1 = _mm256_mul_ps(_mm256_load_ps(d + 8 * u), load_i8x8(rec + l.scales + 32 * lb + 16 + 8 * h));
+          if constexpr (kMins) s0 = first_scale<BITS>(d + 16 * (u / 2), rec, l, lb, h);
+          second = second_scale<BITS>(d + 16 * (u / 2), dmin + 16 * (u / 2), rec, l, lb, h);
         }
+        const __m256 o = second, s1 = second;
         for (int r = 0; r < MR; ++r) {
           const size_t rb = b * t.ldxs + static_cast<size_t>(r);
           const __m256 xscale = _mm256_set1_ps(t.xscale[rb]);
           const __m256 sum = _mm256_cvtepi32_ps(acc[r][u]);
           __m256 v = _mm256_load_ps(total[r] + 8 * u);
           if constexpr (kMins) {
-            const __m256 inner =
-                _mm256_fnmadd_ps(o, _mm256_set1_ps(static_cast<float>(t.xqsum[rb])), _mm256_mul_ps(s0, sum));
+            const __m256 inner = _mm256_fnmadd_ps(o, broadcast_i32_as_f32(t.xqsum + rb), _mm256_mul_ps(s0, sum));
             v = _mm256_fmadd_ps(xscale, inner, v);
           } else {
             v = _mm256_fmadd_ps(_mm256_mul_ps(xscale, s1), sum, v);
@@ -215,6 +247,28 @@ constexpr PanelFn kPanels[3][4] = {
 constexpr PanelFn kRowPanelPairs[3] = {kquant_panel<1, 4, 2>, kquant_panel<1, 5, 2>, kquant_panel<1, 6, 2>};
 
 }  // namespace
+
+SLAB_AVX2_KQUANT void kquant_scale_table_avx2(float* table, const uint8_t* panel, int bits, int super_blocks) {
+  const KQuantLayout l = kquant_layout(bits);
+  const bool mins = kquant_has_mins(bits);
+  for (int sb = 0; sb < super_blocks; ++sb) {
+    const uint8_t* rec = panel + static_cast<size_t>(sb) * l.record;
+    alignas(32) float d[16], dmin[16];
+    super_scales(d, dmin, rec, l, mins);
+    for (int lb = 0; lb < kKQuantSuperK / kQuantActBlock; ++lb) {
+      for (int h = 0; h < 2; ++h) {
+        float* at = table + table_at(sb, lb, h);
+        if (mins) {
+          _mm256_storeu_ps(at, first_scale<4>(d, rec, l, lb, h));
+          _mm256_storeu_ps(at + 8, second_scale<4>(d, dmin, rec, l, lb, h));
+        } else {
+          _mm256_storeu_ps(at, first_scale<6>(d, rec, l, lb, h));
+          _mm256_storeu_ps(at + 8, second_scale<6>(d, dmin, rec, l, lb, h));
+        }
+      }
+    }
+  }
+}
 
 // One row over two panels reads them side by side, a step of each in turn (16 sums, 4 code and 2
 // x vectors: the 16 registers), their prefetches issued together: on a Zen 2 core the tile

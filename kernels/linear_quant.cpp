@@ -136,6 +136,9 @@ struct Workspace {
   // panel pair's codes as bytes (amx_unpacked_bytes).
   detail::AmxQuantTiles* amx = nullptr;
   uint8_t* amx_codes = nullptr;
+  // K-quant weights on the batched AVX2 tiles (M > 8): the thread's room for a panel pair's scale
+  // tables (kquant_table_bytes).
+  float* kq_table = nullptr;
 };
 
 size_t int8_rows_bytes(int m, int kp) {
@@ -168,15 +171,25 @@ size_t amx_unpacked_bytes(const QuantFormat& f, int kp) {
   return f.bits == 8 && !f.k_quant ? 0 : 2 * static_cast<size_t>(kQuantPanelCols) * kp;
 }
 
+// Per thread for M > 8 with K-quant weights: a panel pair's scale tables
+// (detail::kquant_scale_table_avx2; other ISAs leave the room unused).
+size_t kquant_table_bytes(const QuantFormat& f, int kp) {
+  return f.k_quant ? 2 * static_cast<size_t>(kp / kKQuantSuperK) * detail::kKQuantTableFloats * sizeof(float) : 0;
+}
+
 Workspace workspace_of(const QuantLinearArgs& a, int thread) {
   const QuantFormat& f = a.w.format;
   const int kp = quant_padded_k(f, a.w.k);
   auto* base = static_cast<uint8_t*>(a.workspace);
   if (a.m > kQuantDecodeMaxM) {
     Workspace ws = int8_rows_at(base, a.m, kp);
-    if (amx_unpacked_bytes(f, kp) > 0 && quant_linear_uses_amx(a)) {
-      ws.amx_codes = base + int8_rows_bytes(a.m, kp) + static_cast<size_t>(thread) * amx_unpacked_bytes(f, kp);
-    }
+    // The thread's slot after the shared rows: the AMX codes (where used), then the tables.
+    const bool amx = quant_linear_uses_amx(a);
+    const size_t amx_bytes = amx ? amx_unpacked_bytes(f, kp) : 0;
+    uint8_t* slot =
+        base + int8_rows_bytes(a.m, kp) + static_cast<size_t>(thread) * (amx_bytes + kquant_table_bytes(f, kp));
+    if (amx_bytes > 0) ws.amx_codes = slot;
+    if (f.k_quant && !amx && a.isa == Isa::avx2) ws.kq_table = reinterpret_cast<float*>(slot + amx_bytes);
     return ws;
   }
   uint8_t* mine = base + static_cast<size_t>(thread) * decode_region_bytes(f, a.m, kp);
@@ -337,6 +350,14 @@ void int8_rows(const QuantLinearArgs& a, const Workspace& ws, const QuantTile& w
       }
       amx_w.byte_codes[q] = bytes;
     }
+  }
+  if (ws.kq_table && w.k_quant) {
+    for (int q = 0; q < w.np; ++q) {
+      detail::kquant_scale_table_avx2(
+          ws.kq_table + static_cast<size_t>(q) * w.super_blocks * detail::kKQuantTableFloats,
+          w.panel + static_cast<size_t>(q) * w.panel_stride, w.bits, w.super_blocks);
+    }
+    amx_w.kq_table = ws.kq_table;
   }
   for (int row = 0; row < a.m; row += tile_rows) {
     QuantTile t = amx_w;
@@ -631,7 +652,7 @@ size_t quant_linear_workspace_bytes(int m, const PackedQuant& w, int n_threads, 
   const int kp = quant_padded_k(w.format, w.k);
   if (m <= kQuantDecodeMaxM) return static_cast<size_t>(n_threads) * decode_region_bytes(w.format, m, kp);
   const size_t amx_bytes = amx && amx_shape(m, Isa::avx512_bf16) ? amx_unpacked_bytes(w.format, kp) : 0;
-  return int8_rows_bytes(m, kp) + static_cast<size_t>(n_threads) * amx_bytes;
+  return int8_rows_bytes(m, kp) + static_cast<size_t>(n_threads) * (amx_bytes + kquant_table_bytes(w.format, kp));
 }
 
 bool quant_linear_uses_amx(const QuantLinearArgs& a) { return (a.amx || a.amx_emulated) && amx_shape(a.m, a.isa); }

@@ -72,10 +72,14 @@ struct QuantTile {
   // Prefetches stop here: the end of the thread's run, or for a run's last tile the end of the
   // thread's next run, which next_tile_bytes then points into (linear_quant.cpp, DecodeRun).
   const uint8_t* stream_end = nullptr;
-  float* out = nullptr;                 // [mr][kQuantTileCols] (four panels: one row of 64)
+  float* out = nullptr;  // [mr][kQuantTileCols] (four panels: one row of 64)
   // AMX tiles: each panel's codes one byte per code in W8's step layout (64-byte steps of 4 k per
   // 32-bit lane): W8 the panel's own codes, W4 and K-quant ones unpacked (unpack_*_codes).
   const uint8_t* byte_codes[2] = {};
+  // K-quant batched tiles on AVX2: the np panels' scale tables (kquant_scale_table_avx2), each
+  // super_blocks · kKQuantTableFloats floats, made once for every row tile; null: the tile
+  // forms the products itself.
+  const float* kq_table = nullptr;
 };
 
 // Byte offsets inside one K-quant super-block record of a panel (linear_quant.h).
@@ -155,6 +159,12 @@ void quant_batch_tile_avx512(const QuantTile& t);
 constexpr bool kquant_has_mins(int bits) { return bits != 6; }
 void kquant_tile_scalar(const QuantTile& t);
 void kquant_tile_avx2(const QuantTile& t);
+// A K-quant panel's per-block FP32 scale factors, [super_blocks][8 blocks][2 halves of 8
+// columns][2][8]: 4/5-bit d·sc and dmin·m, 6-bit d·sc of the block's first and second 16. Every
+// row tile of a batched call needs the same ones, and forming them took ~7 % of the AVX2 tile's
+// time at M = 16-128; the same products as the tile's, so the same bits.
+inline constexpr int kKQuantTableFloats = 8 * 2 * 2 * 8;
+void kquant_scale_table_avx2(float* table, const uint8_t* panel, int bits, int super_blocks);
 void kquant_tile_avx512(const QuantTile& t);
 // The code of column c at k of panel q (0..15 or 0..63), for the scalar tiles and dequantizing.
 int kquant_code(const uint8_t* panel, int bits, int c, int k);
