@@ -37,15 +37,13 @@ struct Config {
 };
 
 enum class Region { static_for, dynamic_for, kernel_runs };
-constexpr Region kRegions[] = {Region::static_for, Region::dynamic_for, Region::kernel_runs};
-const char* region_name(Region r) {
-  switch (r) {
-    case Region::static_for: return "parallel_for, one task a thread";
-    case Region::dynamic_for: return "parallel_for_dynamic, 8 runs a thread";
-    case Region::kernel_runs: return "run_on_all + RunCounter, 4 runs a thread";
-  }
-  return "";
-}
+struct RegionKind {
+  Region region;
+  const char* name;
+};
+constexpr RegionKind kRegions[] = {{Region::static_for, "parallel_for, one task a thread"},
+                                   {Region::dynamic_for, "parallel_for_dynamic, 8 runs a thread"},
+                                   {Region::kernel_runs, "run_on_all + RunCounter, 4 runs a thread"}};
 
 // Microseconds per region, `regions` of them back to back.
 double time_regions(ThreadPool& pool, Region kind, int regions) {
@@ -163,7 +161,7 @@ int main(int argc, char** argv) {
       std::printf(" | limit: cache-line round trip from thread 0, median %.0f ns, farthest %.0f ns", rt.median, rt.max);
     }
     std::printf("\n");
-    for (Region kind : kRegions) {
+    for (const auto& [kind, name] : kRegions) {
       std::vector<double> us[2], ratio;
       for (int r = 0; r < cfg.rounds; ++r) {
         double round_us[2];
@@ -176,8 +174,8 @@ int main(int argc, char** argv) {
         ratio.push_back(round_us[1] / round_us[0]);
       }
       const bench::Stat s = bench::summarize(us[0]), c = bench::summarize(us[1]), q = bench::summarize(ratio);
-      std::printf("  %-42s %s %.3f [%.3f..%.3f]  %s %.3f [%.3f..%.3f]  counter/slots %.2fx [%.2f..%.2f]\n",
-                  region_name(kind), completion_name(PoolCompletion::slots), s.median, s.min, s.max,
+      std::printf("  %-42s %s %.3f [%.3f..%.3f]  %s %.3f [%.3f..%.3f]  counter/slots %.2fx [%.2f..%.2f]\n", name,
+                  completion_name(PoolCompletion::slots), s.median, s.min, s.max,
                   completion_name(PoolCompletion::counter), c.median, c.min, c.max, q.median, q.min, q.max);
     }
   }
