@@ -78,6 +78,193 @@ inline size_t table_at(int sb, int lb, int h) {
   return static_cast<size_t>(sb) * kKQuantTableFloats + static_cast<size_t>(2 * lb + h) * 16;
 }
 
+// Where a panel tile's block results go: FP32 totals [MR][16 · NP], the super-scales as FP32
+// (d, dmin: unless the panels' scale tables hold the products) and, for a tile that reads each
+// record's tail after its codes (kquant_panel), every block's INT32 sums [block][half].
+template <int MR, int NP>
+struct KQuantTotals {
+  float (*total)[16 * NP];
+  const float* d;
+  const float* dmin;
+  int32_t (*sums)[2][MR][2 * NP][8];
+};
+
+// The FP32 epilogue of one block, lb of super-block sb, for the NP panels' records recs, from its
+// INT32 sums acc: 6-bit its first half (fold_first_half) and its second (fold_block), 4/5-bit the
+// whole block (fold_block). Plain values, made once a block (kquant_fold): read through the
+// QuantTile they were reloaded after every store of the totals (vector stores may alias).
+template <int MR, int BITS, int NP>
+struct KQuantFold {
+  const uint8_t* const* recs;
+  int lb;
+  const float* table;    // panel 0's factors of the block in the panels' scale tables, or null
+  size_t table_panel;    // floats from one panel's table to the next
+  const float* xscale;   // the block's activation scales, [MR]
+  const int32_t* xqsum;  // and Σxq
+  const KQuantTotals<MR, NP>* out;
+
+  static constexpr int kU = 2 * NP;
+  // Unit u's factors of this block in its panel's scale table.
+  const float* table_of(int u) const { return table + static_cast<size_t>(u / 2) * table_panel + (u % 2) * 16; }
+
+  SLAB_AVX2_KQUANT void fold_first_half(const __m256i (&acc)[MR][kU]) const {
+    const KQuantLayout l = kquant_layout(BITS);
+    for (int u = 0; u < kU; ++u) {
+      const __m256 s0 =
+          table ? _mm256_loadu_ps(table_of(u)) : first_scale<BITS>(out->d + 16 * (u / 2), recs[u / 2], l, lb, u % 2);
+      for (int r = 0; r < MR; ++r) {
+        const __m256 xs = _mm256_set1_ps(xscale[r]);
+        _mm256_store_ps(out->total[r] + 8 * u, _mm256_fmadd_ps(_mm256_mul_ps(xs, s0), _mm256_cvtepi32_ps(acc[r][u]),
+                                                               _mm256_load_ps(out->total[r] + 8 * u)));
+      }
+    }
+  }
+
+  SLAB_AVX2_KQUANT void fold_block(const __m256i (&acc)[MR][kU]) const {
+    constexpr bool kMins = kquant_has_mins(BITS);
+    const KQuantLayout l = kquant_layout(BITS);
+    for (int u = 0; u < kU; ++u) {
+      const uint8_t* rec = recs[u / 2];
+      const int h = u % 2;
+      // 4/5-bit: s0 and the min's factor o; 6-bit: the second 16's scale s1.
+      __m256 s0 = _mm256_setzero_ps(), second;
+      if (table) {
+        if constexpr (kMins) s0 = _mm256_loadu_ps(table_of(u));
+        second = _mm256_loadu_ps(table_of(u) + 8);
+      } else {
+        if constexpr (kMins) s0 = first_scale<BITS>(out->d + 16 * (u / 2), rec, l, lb, h);
+        second = second_scale<BITS>(out->d + 16 * (u / 2), out->dmin + 16 * (u / 2), rec, l, lb, h);
+      }
+      const __m256 o = second, s1 = second;
+      for (int r = 0; r < MR; ++r) {
+        const __m256 xs = _mm256_set1_ps(xscale[r]);
+        const __m256 sum = _mm256_cvtepi32_ps(acc[r][u]);
+        __m256 v = _mm256_load_ps(out->total[r] + 8 * u);
+        if constexpr (kMins) {
+          const __m256 inner = _mm256_fnmadd_ps(o, broadcast_i32_as_f32(xqsum + r), _mm256_mul_ps(s0, sum));
+          v = _mm256_fmadd_ps(xs, inner, v);
+        } else {
+          v = _mm256_fmadd_ps(_mm256_mul_ps(xs, s1), sum, v);
+        }
+        _mm256_store_ps(out->total[r] + 8 * u, v);
+      }
+    }
+  }
+
+  // A half's sums kept for later (TAIL_LAST), or folded in now.
+  template <bool TAIL_LAST>
+  SLAB_AVX2_KQUANT void half_done(int half, const __m256i (&acc)[MR][kU]) const {
+    if constexpr (TAIL_LAST) {
+      for (int r = 0; r < MR; ++r) {
+        for (int u = 0; u < kU; ++u)
+          _mm256_store_si256(reinterpret_cast<__m256i*>(out->sums[lb][half][r][u]), acc[r][u]);
+      }
+    } else if (BITS == 6 && half == 0) {
+      fold_first_half(acc);
+    } else {
+      fold_block(acc);
+    }
+  }
+  // The kept sums of the block, folded in as half_done<false> would have.
+  SLAB_AVX2_KQUANT void fold_kept() const {
+    __m256i acc[MR][kU];
+    for (int half = 0; half < (BITS == 6 ? 2 : 1); ++half) {
+      for (int r = 0; r < MR; ++r) {
+        for (int u = 0; u < kU; ++u)
+          acc[r][u] = _mm256_load_si256(reinterpret_cast<const __m256i*>(out->sums[lb][half][r][u]));
+      }
+      half_done<false>(BITS == 6 ? half : 1, acc);
+    }
+  }
+};
+
+template <int MR, int BITS, int NP>
+SLAB_AVX2_KQUANT inline KQuantFold<MR, BITS, NP> kquant_fold(const QuantTile& t, int q, const uint8_t* const* recs,
+                                                             int sb, int lb, const KQuantTotals<MR, NP>& out) {
+  const size_t b = static_cast<size_t>(sb * (kKQuantSuperK / kQuantActBlock) + lb);
+  const size_t table_panel = static_cast<size_t>(t.super_blocks) * kKQuantTableFloats;
+  const float* table = t.kq_table ? t.kq_table + static_cast<size_t>(q) * table_panel + table_at(sb, lb, 0) : nullptr;
+  return {recs, lb, table, table_panel, t.xscale + b * t.ldxs, t.xqsum + b * t.ldxs, &out};
+}
+
+// Block lb of super-block sb over the NP panels' records recs, MR rows: the INT32 sums of each
+// 8-column unit (6-bit: of each half), handed to fold.half_done as each half ends.
+template <int MR, int BITS, int NP, bool TAIL_LAST>
+SLAB_AVX2_KQUANT inline void kquant_block(const QuantTile& t, const uint8_t* const* recs, int sb, int lb,
+                                          const KQuantFold<MR, BITS, NP>& fold) {
+  constexpr bool kMins = kquant_has_mins(BITS);
+  constexpr int kU = 2 * NP;
+  // Steps whose pair sums still add in 16 bits before vpmaddwd widens them: a step's four
+  // products are at most 4 · (2^BITS - 1) · 128 (7680, 15872, 32256), so four 4-bit steps, two
+  // 5-bit ones, one 6-bit one. Fewer vpmaddwd: the multiplies are this tile's bottleneck port.
+  constexpr int kSteps16 = BITS == 4 ? 4 : BITS == 5 ? 2 : 1;
+  const KQuantLayout l = kquant_layout(BITS);
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i nibble = _mm256_set1_epi8(0x0f);
+  const __m256i low2 = _mm256_set1_epi8(0x03), next2 = _mm256_set1_epi8(0x0c);
+  const size_t b = static_cast<size_t>(sb * (kKQuantSuperK / kQuantActBlock) + lb);
+  __m256i acc[MR][kU];
+  for (int r = 0; r < MR; ++r) {
+    const __m256i start = _mm256_set1_epi32(kMins ? 0 : -32 * t.xqhalf[b * t.ldxs + r]);
+    for (int u = 0; u < kU; ++u) acc[r][u] = start;
+  }
+  __m256i pairs16[MR][kU];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    const int s = 4 * lb + i;
+    // Both halves' codes first, then each row's x once for both: 8 sums, 4 code vectors and 2
+    // x vectors stay in registers at 4 rows (unpacking per half inside the row loop kept
+    // every row's x live across the halves and spilled).
+    __m256i lo[kU], hi[kU];
+    for (int p = 0; p < NP; ++p) {
+      const uint8_t* rec = recs[p];
+      __m256i hb = _mm256_setzero_si256();
+      if constexpr (BITS == 6) hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + l.high + 32 * s));
+      for (int h = 0; h < 2; ++h) {
+        const int u = 2 * p + h;
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 64 * s + 32 * h));
+        lo[u] = _mm256_and_si256(v, nibble);
+        hi[u] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+        if constexpr (BITS == 6) {
+          // Lane bytes 0..31 (h = 0) keep their top bits in bits 0-3 of hb, 32..63 in bits 4-7.
+          const __m256i top = h == 0 ? hb : _mm256_srli_epi16(hb, 4);
+          lo[u] = _mm256_or_si256(lo[u], _mm256_slli_epi16(_mm256_and_si256(top, low2), 4));
+          hi[u] = _mm256_or_si256(hi[u], _mm256_slli_epi16(_mm256_and_si256(top, next2), 2));
+        }
+        if constexpr (BITS == 5) {  // lane bytes 32h..32h+31: bits 32h.. of the step's two masks
+          const uint8_t* fifth = rec + l.high + 16 * static_cast<size_t>(s) + 4 * h;
+          lo[u] = _mm256_or_si256(lo[u], spread_bits(load_u32(fifth)));
+          hi[u] = _mm256_or_si256(hi[u], spread_bits(load_u32(fifth + 8)));
+        }
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r) {
+      const int8_t* xr = t.xq + static_cast<size_t>(r) * t.ldxq + static_cast<size_t>(sb * kKQuantSuperK + 8 * s);
+      const __m256i x_lo = _mm256_set1_epi32(static_cast<int>(load_u32(xr)));
+      const __m256i x_hi = _mm256_set1_epi32(static_cast<int>(load_u32(xr + 4)));
+      for (int u = 0; u < kU; ++u) {
+        const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo[u], x_lo), _mm256_maddubs_epi16(hi[u], x_hi));
+        pairs16[r][u] = i % kSteps16 == 0 ? pairs : _mm256_add_epi16(pairs16[r][u], pairs);
+        // Keeps the running sum a register here: GCC otherwise reassociates the block's
+        // 16-bit adds into a tree, which holds every step's products at once and spills them.
+        __asm__("" : "+x"(pairs16[r][u]));
+        if ((i + 1) % kSteps16 == 0) acc[r][u] = _mm256_add_epi32(acc[r][u], _mm256_madd_epi16(pairs16[r][u], ones));
+      }
+    }
+    if constexpr (BITS == 6) {
+      if (i == 1) {  // the block's first half ends
+        fold.template half_done<TAIL_LAST>(0, acc);
+        for (int r = 0; r < MR; ++r) {
+          const size_t rb = b * t.ldxs + static_cast<size_t>(r);
+          for (int u = 0; u < kU; ++u) acc[r][u] = _mm256_set1_epi32(-32 * (t.xqsum[rb] - t.xqhalf[rb]));
+        }
+      }
+    }
+  }
+  fold.template half_done<TAIL_LAST>(BITS == 6 ? 1 : 0, acc);
+}
+
 // MR rows × NP panels from panel q, side by side (NP = 2 for one row: its two streams advance
 // together, see kquant_tile_avx2); FP32 totals in `total` [MR][16 · NP] (L1) across the
 // activation blocks, out [r][16 · (q + p)].
@@ -86,10 +273,14 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
   constexpr int kBlocks = kKQuantSuperK / kQuantActBlock;
   constexpr bool kMins = kquant_has_mins(BITS);
   constexpr int kU = 2 * NP;  // 8-column units: panel p's halves h are units 2p + h
-  // Steps whose pair sums still add in 16 bits before vpmaddwd widens them: a step's four
-  // products are at most 4 · (2^BITS - 1) · 128 (7680, 15872, 32256), so four 4-bit steps, two
-  // 5-bit ones, one 6-bit one. Fewer vpmaddwd: the multiplies are this tile's bottleneck port.
-  constexpr int kSteps16 = BITS == 4 ? 4 : BITS == 5 ? 2 : 1;
+  // A 6-bit row over two panels (decode) reads each record's tail (super-scales, sub-scales)
+  // after all its codes, every block's INT32 sums kept in L1 until then: the FP32 epilogue's
+  // loads leave the loop over the codes, and Q6_K at M = 1 read 1.03-1.09x faster from memory on
+  // one Zen 2 core. Not for 4/5-bit: their codes then read strictly forward, Zen 2's hardware
+  // prefetcher joined the software prefetches and ran on past each panel's end, and Q4_K at
+  // M = 1 read ~10 % slower; nor for more rows (batched), where keeping the sums cost 2-6 %.
+  // The same FP32 operations in the same order either way: the same bits.
+  constexpr bool kTailLast = BITS == 6 && MR == 1 && NP == 2;
   const KQuantLayout l = kquant_layout(BITS);
   // Each panel's stream, and where it goes on past the panel's end (the prefetches run into
   // it): one panel at a time, the tile's next panel, and after the last one the next tile's
@@ -102,25 +293,18 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
                 : q + 1 < t.np ? t.panel + static_cast<size_t>(q + 1) * t.panel_stride
                                : t.panel + t.next_tile_bytes;
   }
-  const __m256i ones = _mm256_set1_epi16(1);
-  const __m256i nibble = _mm256_set1_epi8(0x0f);
-  const __m256i low2 = _mm256_set1_epi8(0x03), next2 = _mm256_set1_epi8(0x0c);
   alignas(32) float total[MR][16 * NP] = {};
+  alignas(32) float d[8 * kU], dmin[8 * kU];
+  alignas(32) int32_t sums[kTailLast ? kBlocks : 1][2][MR][kU][8];
+  const KQuantTotals<MR, NP> totals{total, d, dmin, sums};
   for (int sb = 0; sb < t.super_blocks; ++sb) {
     const uint8_t* recs[NP];
     for (int p = 0; p < NP; ++p) recs[p] = panels[p] + static_cast<size_t>(sb) * l.record;
-    // The super-scales, unless the panels' scale tables hold the products: unit u's factors of
-    // block lb at table_of(u, lb).
-    const float* table = t.kq_table;
-    const auto table_of = [&](int u, int lb) {
-      return table + static_cast<size_t>(q + u / 2) * t.super_blocks * kKQuantTableFloats + table_at(sb, lb, u % 2);
-    };
-    alignas(32) float d[8 * kU], dmin[8 * kU];
-    if (!table) {
+    const bool super_scales_needed = !t.kq_table;
+    if (super_scales_needed && !kTailLast) {
       for (int p = 0; p < NP; ++p) super_scales(d + 16 * p, dmin + 16 * p, recs[p], l, kMins);
     }
     for (int lb = 0; lb < kBlocks; ++lb) {
-      const size_t b = static_cast<size_t>(sb * kBlocks + lb);
       if (t.stream) {
         // As the AVX-512 tile, each line of the record once, into L2, but 8 KB ahead: against
         // 4 KB, Q4_K_M decode at --kernels avx2 went from 41-42 to 46-57 tok/s on Zen 4 (three
@@ -137,101 +321,13 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
           }
         }
       }
-      __m256i acc[MR][kU];
-      for (int r = 0; r < MR; ++r) {
-        const __m256i start = _mm256_set1_epi32(kMins ? 0 : -32 * t.xqhalf[b * t.ldxs + r]);
-        for (int u = 0; u < kU; ++u) acc[r][u] = start;
+      kquant_block<MR, BITS, NP, kTailLast>(t, recs, sb, lb, kquant_fold<MR, BITS, NP>(t, q, recs, sb, lb, totals));
+    }
+    if constexpr (kTailLast) {
+      if (super_scales_needed) {
+        for (int p = 0; p < NP; ++p) super_scales(d + 16 * p, dmin + 16 * p, recs[p], l, kMins);
       }
-      __m256i pairs16[MR][kU];
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) {
-        const int s = 4 * lb + i;
-        // Both halves' codes first, then each row's x once for both: 8 sums, 4 code vectors and 2
-        // x vectors stay in registers at 4 rows (unpacking per half inside the row loop kept
-        // every row's x live across the halves and spilled).
-        __m256i lo[kU], hi[kU];
-        for (int p = 0; p < NP; ++p) {
-          const uint8_t* rec = recs[p];
-          __m256i hb = _mm256_setzero_si256();
-          if constexpr (BITS == 6) hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + l.high + 32 * s));
-          for (int h = 0; h < 2; ++h) {
-            const int u = 2 * p + h;
-            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 64 * s + 32 * h));
-            lo[u] = _mm256_and_si256(v, nibble);
-            hi[u] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
-            if constexpr (BITS == 6) {
-              // Lane bytes 0..31 (h = 0) keep their top bits in bits 0-3 of hb, 32..63 in bits 4-7.
-              const __m256i top = h == 0 ? hb : _mm256_srli_epi16(hb, 4);
-              lo[u] = _mm256_or_si256(lo[u], _mm256_slli_epi16(_mm256_and_si256(top, low2), 4));
-              hi[u] = _mm256_or_si256(hi[u], _mm256_slli_epi16(_mm256_and_si256(top, next2), 2));
-            }
-            if constexpr (BITS == 5) {  // lane bytes 32h..32h+31: bits 32h.. of the step's two masks
-              const uint8_t* fifth = rec + l.high + 16 * static_cast<size_t>(s) + 4 * h;
-              lo[u] = _mm256_or_si256(lo[u], spread_bits(load_u32(fifth)));
-              hi[u] = _mm256_or_si256(hi[u], spread_bits(load_u32(fifth + 8)));
-            }
-          }
-        }
-#pragma GCC unroll 4
-        for (int r = 0; r < MR; ++r) {
-          const int8_t* xr = t.xq + static_cast<size_t>(r) * t.ldxq + static_cast<size_t>(sb * kKQuantSuperK + 8 * s);
-          const __m256i x_lo = _mm256_set1_epi32(static_cast<int>(load_u32(xr)));
-          const __m256i x_hi = _mm256_set1_epi32(static_cast<int>(load_u32(xr + 4)));
-          for (int u = 0; u < kU; ++u) {
-            const __m256i pairs =
-                _mm256_add_epi16(_mm256_maddubs_epi16(lo[u], x_lo), _mm256_maddubs_epi16(hi[u], x_hi));
-            pairs16[r][u] = i % kSteps16 == 0 ? pairs : _mm256_add_epi16(pairs16[r][u], pairs);
-            // Keeps the running sum a register here: GCC otherwise reassociates the block's
-            // 16-bit adds into a tree, which holds every step's products at once and spills them.
-            __asm__("" : "+x"(pairs16[r][u]));
-            if ((i + 1) % kSteps16 == 0)
-              acc[r][u] = _mm256_add_epi32(acc[r][u], _mm256_madd_epi16(pairs16[r][u], ones));
-          }
-        }
-        if constexpr (BITS == 6) {
-          if (i == 1) {  // the block's first half ends: fold it in
-            for (int u = 0; u < kU; ++u) {
-              const __m256 s0 = table ? _mm256_loadu_ps(table_of(u, lb))
-                                      : first_scale<BITS>(d + 16 * (u / 2), recs[u / 2], l, lb, u % 2);
-              for (int r = 0; r < MR; ++r) {
-                const size_t rb = b * t.ldxs + static_cast<size_t>(r);
-                const __m256 xscale = _mm256_set1_ps(t.xscale[rb]);
-                _mm256_store_ps(total[r] + 8 * u,
-                                _mm256_fmadd_ps(_mm256_mul_ps(xscale, s0), _mm256_cvtepi32_ps(acc[r][u]),
-                                                _mm256_load_ps(total[r] + 8 * u)));
-                acc[r][u] = _mm256_set1_epi32(-32 * (t.xqsum[rb] - t.xqhalf[rb]));
-              }
-            }
-          }
-        }
-      }
-      for (int u = 0; u < kU; ++u) {
-        const uint8_t* rec = recs[u / 2];
-        const int h = u % 2;
-        // 4/5-bit: s0 and the min's factor o; 6-bit: the second 16's scale s1.
-        __m256 s0 = _mm256_setzero_ps(), second;
-        if (table) {
-          if constexpr (kMins) s0 = _mm256_loadu_ps(table_of(u, lb));
-          second = _mm256_loadu_ps(table_of(u, lb) + 8);
-        } else {
-          if constexpr (kMins) s0 = first_scale<BITS>(d + 16 * (u / 2), rec, l, lb, h);
-          second = second_scale<BITS>(d + 16 * (u / 2), dmin + 16 * (u / 2), rec, l, lb, h);
-        }
-        const __m256 o = second, s1 = second;
-        for (int r = 0; r < MR; ++r) {
-          const size_t rb = b * t.ldxs + static_cast<size_t>(r);
-          const __m256 xscale = _mm256_set1_ps(t.xscale[rb]);
-          const __m256 sum = _mm256_cvtepi32_ps(acc[r][u]);
-          __m256 v = _mm256_load_ps(total[r] + 8 * u);
-          if constexpr (kMins) {
-            const __m256 inner = _mm256_fnmadd_ps(o, broadcast_i32_as_f32(t.xqsum + rb), _mm256_mul_ps(s0, sum));
-            v = _mm256_fmadd_ps(xscale, inner, v);
-          } else {
-            v = _mm256_fmadd_ps(_mm256_mul_ps(xscale, s1), sum, v);
-          }
-          _mm256_store_ps(total[r] + 8 * u, v);
-        }
-      }
+      for (int lb = 0; lb < kBlocks; ++lb) kquant_fold<MR, BITS, NP>(t, q, recs, sb, lb, totals).fold_kept();
     }
   }
   for (int r = 0; r < MR; ++r) std::memcpy(out + static_cast<size_t>(r) * kQuantTileCols, total[r], sizeof(total[r]));
