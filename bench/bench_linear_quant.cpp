@@ -12,7 +12,7 @@
 //
 // Usage: bench_linear_quant [--quick] [--threads N] [--reps N] [--m 1,4,8,64,256]
 //                           [--isa scalar|avx2] [--cycle-x N] [--ops o,up,down] [--no-amx]
-//                           [--kinds bf16,w8,w8g128,w8g32,w8g32z,w4g32,w4g32z,w4g128,w4g128z,q4k,q6k]
+//                           [--kinds bf16,w8,w8g128,w8g32,w8g32z,w4g32,w4g32z,w4g128,w4g128z,q4k,q5k,q6k]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -56,6 +56,7 @@ const Kind kKinds[] = {
     {"w4g128", false, {4, 128, false}},
     {"w4g128z", false, {4, 128, true}},
     {"q4k", false, kquant4_format()},  // GGUF Q4_K kept in its super-blocks
+    {"q5k", false, kquant5_format()},  // GGUF Q5_K kept in its super-blocks
     {"q6k", false, kquant6_format()},  // GGUF Q6_K kept in its super-blocks
 };
 
@@ -105,7 +106,7 @@ std::vector<AlignedBuffer> make_weights(ThreadPool& pool, const Kind& kind, cons
     std::vector<uint8_t> codes(elems), mins(elems / 32);
     std::vector<uint16_t> d(sbs, 0x2000), dmin(sbs, 0x1c00);
     std::vector<int8_t> scales(elems / static_cast<size_t>(kind.format.group));
-    const int top = kind.format.bits == 4 ? 15 : 63;
+    const int top = (1 << kind.format.bits) - 1;
     for (size_t i = 0; i < elems; ++i) codes[i] = static_cast<uint8_t>((i * 2654435761u >> 7) % (top + 1));
     for (size_t i = 0; i < scales.size(); ++i) scales[i] = static_cast<int8_t>(i * 40503u % 64);
     for (size_t i = 0; i < mins.size(); ++i) mins[i] = static_cast<uint8_t>(i * 7919u % 64);
@@ -242,7 +243,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--threads N] [--reps N] [--m 1,4,8,64,256] [--isa scalar|avx2] [--cycle-x N]\n"
                    "       [--no-amx] [--ops o,up,down] [--kinds "
-                   "bf16,w8,w8g128,w8g32,w8g32z,w4g32,w4g32z,w4g128,w4g128z,q4k,q6k]\n",
+                   "bf16,w8,w8g128,w8g32,w8g32z,w4g32,w4g32z,w4g128,w4g128z,q4k,q5k,q6k]\n",
                    argv[0]);
       return 2;
     }
