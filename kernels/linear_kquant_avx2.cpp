@@ -267,8 +267,10 @@ SLAB_AVX2_KQUANT inline void kquant_block(const QuantTile& t, const uint8_t* con
 
 // MR rows × NP panels from panel q, side by side (NP = 2 for one row: its two streams advance
 // together, see kquant_tile_avx2); FP32 totals in `total` [MR][16 · NP] (L1) across the
-// activation blocks, out [r][16 · (q + p)].
-template <int MR, int BITS, int NP>
+// activation blocks, out [r][16 · (q + p)]. G = 2 (one row over a four-panel tile, see
+// kquant_tile_avx2): two such pairs, tile panels 0-1 and 2-3, a block of each in turn; out
+// [0][16 · panel].
+template <int MR, int BITS, int NP, int G = 1>
 SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
   constexpr int kBlocks = kKQuantSuperK / kQuantActBlock;
   constexpr bool kMins = kquant_has_mins(BITS);
@@ -281,28 +283,34 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
   // More rows (batched) fold each block at once: keeping the sums cost them 2-6 %. The same FP32
   // operations in the same order either way: the same bits.
   constexpr bool kTailLast = MR == 1 && NP == 2;
+  static_assert(G == 1 || kTailLast, "pairs of pairs are one-row tiles");
   const KQuantLayout l = kquant_layout(BITS);
   // Each panel's stream, and where it goes on past the panel's end (the prefetches run into
   // it): one panel at a time, the tile's next panel, and after the last one the next tile's
   // first; side by side, the next tile's panel in the same place.
-  const uint8_t* panels[NP];
-  const uint8_t* afters[NP];
-  for (int p = 0; p < NP; ++p) {
-    panels[p] = t.panel + static_cast<size_t>(q + p) * t.panel_stride;
-    afters[p] = NP == 2        ? panels[p] + t.next_tile_bytes
-                : q + 1 < t.np ? t.panel + static_cast<size_t>(q + 1) * t.panel_stride
-                               : t.panel + t.next_tile_bytes;
+  const uint8_t* panels[G][NP];
+  const uint8_t* afters[G][NP];
+  for (int g = 0; g < G; ++g) {
+    for (int p = 0; p < NP; ++p) {
+      panels[g][p] = G == 2 ? tile_panel(t, 2 * g + p) : t.panel + static_cast<size_t>(q + p) * t.panel_stride;
+      afters[g][p] = NP == 2        ? panels[g][p] + t.next_tile_bytes
+                     : q + 1 < t.np ? t.panel + static_cast<size_t>(q + 1) * t.panel_stride
+                                    : t.panel + t.next_tile_bytes;
+    }
   }
-  alignas(32) float total[MR][16 * NP] = {};
-  alignas(32) float d[8 * kU], dmin[8 * kU];
-  alignas(32) int32_t sums[kTailLast ? kBlocks : 1][2][MR][kU][8];
-  const KQuantTotals<MR, NP> totals{total, d, dmin, sums};
+  alignas(32) float total[G][MR][16 * NP] = {};
+  alignas(32) float d[G][8 * kU], dmin[G][8 * kU];
+  alignas(32) int32_t sums[G][kTailLast ? kBlocks : 1][2][MR][kU][8];
+  KQuantTotals<MR, NP> totals[G];
+  for (int g = 0; g < G; ++g) totals[g] = {total[g], d[g], dmin[g], sums[g]};
   for (int sb = 0; sb < t.super_blocks; ++sb) {
-    const uint8_t* recs[NP];
-    for (int p = 0; p < NP; ++p) recs[p] = panels[p] + static_cast<size_t>(sb) * l.record;
+    const uint8_t* recs[G][NP];
+    for (int g = 0; g < G; ++g) {
+      for (int p = 0; p < NP; ++p) recs[g][p] = panels[g][p] + static_cast<size_t>(sb) * l.record;
+    }
     const bool super_scales_needed = !t.kq_table;
     if (super_scales_needed && !kTailLast) {
-      for (int p = 0; p < NP; ++p) super_scales(d + 16 * p, dmin + 16 * p, recs[p], l, kMins);
+      for (int p = 0; p < NP; ++p) super_scales(d[0] + 16 * p, dmin[0] + 16 * p, recs[0][p], l, kMins);
     }
     for (int lb = 0; lb < kBlocks; ++lb) {
       if (t.stream) {
@@ -314,23 +322,35 @@ SLAB_AVX2_KQUANT void kquant_panel(const QuantTile& t, int q, float* out) {
         const size_t from = (pos + static_cast<size_t>(lb) * share) & ~size_t{63};
         const size_t to =
             lb == kBlocks - 1 ? pos + l.record : (pos + static_cast<size_t>(lb + 1) * share) & ~size_t{63};
-        for (int p = 0; p < NP; ++p) {
-          for (size_t off = from; off < to; off += 64) {
-            const uint8_t* line = off < t.panel_bytes ? panels[p] + off : afters[p] + (off - t.panel_bytes);
-            if (line < t.stream_end) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
+        for (int g = 0; g < G; ++g) {
+          for (int p = 0; p < NP; ++p) {
+            for (size_t off = from; off < to; off += 64) {
+              const uint8_t* line = off < t.panel_bytes ? panels[g][p] + off : afters[g][p] + (off - t.panel_bytes);
+              if (line < t.stream_end) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
+            }
           }
         }
       }
-      kquant_block<MR, BITS, NP, kTailLast>(t, recs, sb, lb, kquant_fold<MR, BITS, NP>(t, q, recs, sb, lb, totals));
+      for (int g = 0; g < G; ++g) {
+        kquant_block<MR, BITS, NP, kTailLast>(t, recs[g], sb, lb,
+                                              kquant_fold<MR, BITS, NP>(t, q, recs[g], sb, lb, totals[g]));
+      }
     }
     if constexpr (kTailLast) {
-      if (super_scales_needed) {
-        for (int p = 0; p < NP; ++p) super_scales(d + 16 * p, dmin + 16 * p, recs[p], l, kMins);
+      for (int g = 0; g < G; ++g) {
+        if (super_scales_needed) {
+          for (int p = 0; p < NP; ++p) super_scales(d[g] + 16 * p, dmin[g] + 16 * p, recs[g][p], l, kMins);
+        }
+        for (int lb = 0; lb < kBlocks; ++lb) kquant_fold<MR, BITS, NP>(t, q, recs[g], sb, lb, totals[g]).fold_kept();
       }
-      for (int lb = 0; lb < kBlocks; ++lb) kquant_fold<MR, BITS, NP>(t, q, recs, sb, lb, totals).fold_kept();
     }
   }
-  for (int r = 0; r < MR; ++r) std::memcpy(out + static_cast<size_t>(r) * kQuantTileCols, total[r], sizeof(total[r]));
+  for (int g = 0; g < G; ++g) {
+    for (int r = 0; r < MR; ++r) {
+      std::memcpy(out + static_cast<size_t>(r) * kQuantTileCols + static_cast<size_t>(g) * 16 * NP, total[g][r],
+                  sizeof(total[g][r]));
+    }
+  }
 }
 
 using PanelFn = void (*)(const QuantTile&, int, float*);
@@ -339,8 +359,9 @@ constexpr PanelFn kPanels[3][4] = {
     {kquant_panel<1, 4, 1>, kquant_panel<2, 4, 1>, kquant_panel<3, 4, 1>, kquant_panel<4, 4, 1>},
     {kquant_panel<1, 5, 1>, kquant_panel<2, 5, 1>, kquant_panel<3, 5, 1>, kquant_panel<4, 5, 1>},
     {kquant_panel<1, 6, 1>, kquant_panel<2, 6, 1>, kquant_panel<3, 6, 1>, kquant_panel<4, 6, 1>}};
-// [bits - 4]: one row over both panels side by side.
+// [bits - 4]: one row over both panels side by side; over a four-panel tile's two pairs.
 constexpr PanelFn kRowPanelPairs[3] = {kquant_panel<1, 4, 2>, kquant_panel<1, 5, 2>, kquant_panel<1, 6, 2>};
+constexpr PanelFn kRowPanelQuads[3] = {kquant_panel<1, 4, 2, 2>, kquant_panel<1, 5, 2, 2>, kquant_panel<1, 6, 2, 2>};
 
 }  // namespace
 
@@ -370,8 +391,14 @@ SLAB_AVX2_KQUANT void kquant_scale_table_avx2(float* table, const uint8_t* panel
 // x vectors: the 16 registers), their prefetches issued together: on a Zen 2 core the tile
 // streamed Q4_K at 14-15 GB/s from memory against 11-12 one panel after the other, and Q4_K_M
 // decode ran 1.08-1.12x (bench/results/2026-11-29-epyc-zen2-2c-avx2-kquant-side-by-side). More
-// rows keep one panel at a time: two rows over two panels would need 26 registers.
+// rows keep one panel at a time: two rows over two panels would need 26 registers. One row over
+// four panels (Q4_K decode, kquant_quad in linear_quant.cpp) runs two such pairs, a block of each
+// in turn, its panels from four places in the weights (QuantTile::pair_stride).
 void kquant_tile_avx2(const QuantTile& t) {
+  if (t.mr == 1 && t.np == 4) {
+    kRowPanelQuads[t.bits - 4](t, 0, t.out);
+    return;
+  }
   if (t.mr == 1 && t.np == 2) {
     kRowPanelPairs[t.bits - 4](t, 0, t.out);
     return;

@@ -29,8 +29,8 @@ inline constexpr int kQuantTileCols = 32;  // out row stride of a tile
 
 struct QuantTile {
   // Weights: np panels from `panel`, panel_stride bytes apart (panel_bytes: consecutive; SwiGLU:
-  // a gate panel and its up panel), see linear_quant.h for the layout; panels 2 and 3 (W8 decode
-  // of one row on AVX2 only) are panels 0 and 1 moved on by pair_stride bytes (tile_panel).
+  // a gate panel and its up panel), see linear_quant.h for the layout; panels 2 and 3 (one row on
+  // AVX2 only: W8 decode and K-quant) are panels 0 and 1 moved on by pair_stride bytes (tile_panel).
   // next_tile_bytes: from `panel` to the next tile's first panel in the thread's stream
   // (prefetches run ahead into it).
   const uint8_t* panel = nullptr;

@@ -27,6 +27,7 @@
 #include "kernels/gated_activation.h"
 #include "kernels/linear_quant.h"
 #include "kernels/rowwise_bf16.h"
+#include "quant_linear_args.h"
 #include "quant_isas.h"
 #include "runtime/thread_pool.h"
 
@@ -125,17 +126,6 @@ inline Inputs make_inputs(int m, int n, int k, std::mt19937& rng) {
   in.residual.resize(static_cast<size_t>(m) * in.ldr);
   for (float& v : in.residual) v = 4.0f * dist(rng);
   return in;
-}
-
-// The arguments every call shares: q's weights and in's rows (no output, scratch or epilogue yet).
-inline QuantLinearArgs args_for(const QuantMatrix& q, const Inputs& in, Isa isa) {
-  QuantLinearArgs a;
-  a.x = in.x.data();
-  a.ldx = in.ldx;
-  a.w = {q.packed.data(), q.f, q.n, q.k};
-  a.m = in.m;
-  a.isa = isa;
-  return a;
 }
 
 // Runs the kernel as n_threads threads would: every thread's phase 1, then every phase 2.

@@ -10,11 +10,13 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/linear_quant.h"
 #include "kernels/rowwise_bf16.h"
 #include "quant_isas.h"
+#include "quant_linear_args.h"
 #include "runtime/thread_pool.h"
 
 using namespace slab;
@@ -113,16 +115,11 @@ Rows make_rows(int m, int k, std::mt19937& rng) {
 
 std::vector<float> run(const KMatrix& q, const Rows& in, Isa isa, int n_threads) {
   std::vector<float> out(static_cast<size_t>(in.m) * q.n + 1, 12345.0f);
-  QuantLinearArgs a;
-  a.x = in.x.data();
-  a.ldx = in.ldx;
-  a.w = {q.packed.data(), q.f, q.n, q.k};
-  a.m = in.m;
+  QuantLinearArgs a = args_for(q, in, isa);
   a.out_f32 = out.data();
   a.ldo = static_cast<size_t>(q.n);
   std::vector<uint64_t> ws(quant_linear_workspace_bytes(in.m, a.w, n_threads) / 8 + 8, 0xdeadbeefdeadbeefull);
   a.workspace = ws.data();
-  a.isa = isa;
   if (quant_linear_needs_prepare(in.m)) {
     for (int t = 0; t < n_threads; ++t) quant_linear_prepare(a, t, n_threads);
   }
@@ -130,6 +127,42 @@ std::vector<float> run(const KMatrix& q, const Rows& in, Isa isa, int n_threads)
   REQUIRE(out.back() == 12345.0f);
   out.pop_back();
   return out;
+}
+
+// q over `in` on the pool (threads take runs of panels from the shared counter): FP32 out, or
+// with swiglu act(gate)·up as BF16 [m][n / 2].
+struct PoolOut {
+  std::vector<float> f32;
+  std::vector<bf16_t> fused;
+};
+PoolOut run_on_pool(const KMatrix& q, const Rows& in, Isa isa, ThreadPool& pool, bool swiglu) {
+  QuantLinearArgs a = args_for(q, in, isa);
+  std::vector<uint64_t> ws(quant_linear_workspace_bytes(in.m, a.w, pool.size()) / 8 + 8);
+  a.workspace = ws.data();
+  PoolOut out;
+  if (swiglu) {
+    out.fused.resize(static_cast<size_t>(in.m) * (q.n / 2));
+    a.out_bf16 = out.fused.data();
+    a.ldo = static_cast<size_t>(q.n / 2);
+    a.swiglu = true;
+  } else {
+    out.f32.resize(static_cast<size_t>(in.m) * q.n);
+    a.out_f32 = out.f32.data();
+    a.ldo = static_cast<size_t>(q.n);
+  }
+  quant_linear(a, [&pool](auto&& fn) { pool.run_on_all(fn); });
+  return out;
+}
+
+// act(gate)·up of FP32 sums [m][n] (gate the first n / 2 columns) as BF16, the fused linear's rule.
+std::vector<bf16_t> swiglu_of(const std::vector<float>& sums, int m, int n, Isa isa) {
+  const int n_out = n / 2;
+  std::vector<bf16_t> want(static_cast<size_t>(m) * n_out);
+  for (int r = 0; r < m; ++r) {
+    const float* row = sums.data() + static_cast<size_t>(r) * n;
+    silu_mul_to_bf16(want.data() + static_cast<size_t>(r) * n_out, row, row + n_out, n_out, isa);
+  }
+  return want;
 }
 
 // Σ_k xs·xq·w in double, with the documented INT8 rule (max|x| / 127 per block of 32).
@@ -314,34 +347,53 @@ TEST_CASE("K-quant linear through a pool and fused as SwiGLU gives the single-th
       for (int m : {1, 4, 8, 20}) {
         const Rows in = make_rows(m, q.k, rng);
         const std::vector<float> single = run(q, in, isa, 1);
-        QuantLinearArgs a;
-        a.x = in.x.data();
-        a.ldx = in.ldx;
-        a.w = {q.packed.data(), q.f, q.n, q.k};
-        a.m = m;
-        a.isa = isa;
-        std::vector<uint64_t> ws(quant_linear_workspace_bytes(m, a.w, pool.size()) / 8 + 8);
-        a.workspace = ws.data();
-        std::vector<float> out(static_cast<size_t>(m) * q.n);
-        a.out_f32 = out.data();
-        a.ldo = static_cast<size_t>(q.n);
-        quant_linear(a, [&pool](auto&& fn) { pool.run_on_all(fn); });
+        const std::vector<float> out = run_on_pool(q, in, isa, pool, false).f32;
         REQUIRE(std::memcmp(out.data(), single.data(), out.size() * sizeof(float)) == 0);
         // Fused: act(gate)·up from the same sums.
-        std::vector<bf16_t> fused(static_cast<size_t>(m) * n_out), want(fused.size());
-        a.out_f32 = nullptr;
-        a.out_bf16 = fused.data();
-        a.ldo = static_cast<size_t>(n_out);
-        a.swiglu = true;
-        quant_linear(a, [&pool](auto&& fn) { pool.run_on_all(fn); });
-        for (int r = 0; r < m; ++r) {
-          const float* row = single.data() + static_cast<size_t>(r) * q.n;
-          silu_mul_to_bf16(want.data() + static_cast<size_t>(r) * n_out, row, row + n_out, n_out, isa);
-        }
+        const std::vector<bf16_t> fused = run_on_pool(q, in, isa, pool, true).fused;
+        const std::vector<bf16_t> want = swiglu_of(single, m, q.n, isa);
         for (size_t i = 0; i < fused.size(); ++i) {
           if (fused[i] != want[i]) {
             FAIL_CHECK(isa_name(isa) << " W" << f.bits << " SwiGLU m=" << m << " element " << i);
             break;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("K-quant decode of one row over runs of many panels gives the scalar bits", "[quant][kquant]") {
+  // One row on AVX2 reads four panels a tile from the quarters of a thread's run (SwiGLU: the
+  // gate and up panels of its halves), the rest of the run in pairs: run lengths 1-27 panels, as
+  // static shares (1-3 threads) and as the counter's runs (1 and 3 threads: runs of 8, 4 or 2 and
+  // a ragged last one). The scalar kernel on one thread, which never takes four panels, gives the
+  // sums' bits; the fused output is those sums through the ISA's own activation.
+  std::mt19937 rng(77);
+  ThreadPool one({.n_threads = 1}), three({.n_threads = 3});
+  for (const QuantFormat& f : kKFormats) {
+    for (int panels : {27, 54, 100}) {
+      const KMatrix q = make_kmatrix(f, 16 * panels, 256, rng);
+      const Rows in = make_rows(1, q.k, rng);
+      const std::vector<float> scalar = run(q, in, Isa::scalar, 1);
+      check_reference(q, in, scalar, "scalar");
+      for (Isa isa : test::quant_isas()) {
+        const auto where = [&] {
+          return std::string(isa_name(isa)) + " W" + std::to_string(f.bits) + " panels=" + std::to_string(panels);
+        };
+        for (int threads : {1, 2, 3}) {
+          const std::vector<float> got = run(q, in, isa, threads);
+          if (std::memcmp(got.data(), scalar.data(), got.size() * sizeof(float)) != 0) {
+            FAIL_CHECK(where() << " threads=" << threads);
+          }
+        }
+        for (ThreadPool* pool : {&one, &three}) {
+          const std::vector<float> pooled = run_on_pool(q, in, isa, *pool, false).f32;
+          if (std::memcmp(pooled.data(), scalar.data(), pooled.size() * sizeof(float)) != 0) {
+            FAIL_CHECK(where() << " on " << pool->size() << " pool threads");
+          }
+          if (panels % 2 == 0 && run_on_pool(q, in, isa, *pool, true).fused != swiglu_of(scalar, 1, q.n, isa)) {
+            FAIL_CHECK(where() << " SwiGLU on " << pool->size() << " pool threads");
           }
         }
       }
