@@ -26,9 +26,9 @@ CodeSpot code_spot(const KQuantLayout& l, int c, int kk) {
   const int step = kk / 8, j = kk % 8;
   const int lane_byte = 4 * c + j % 4;
   CodeSpot s;
-  s.nibble_byte = 64 * static_cast<size_t>(step) + static_cast<size_t>(lane_byte);
+  s.nibble_byte = kquant_nibbles_at(l, step) + static_cast<size_t>(lane_byte);
   s.high_nibble = j >= 4;
-  s.high_byte = l.high + 32 * static_cast<size_t>(step) + static_cast<size_t>(lane_byte % 32);
+  s.high_byte = kquant_high_at(l, step) + static_cast<size_t>(lane_byte % 32);
   s.high_shift = (lane_byte >= 32 ? 4 : 0) + (j >= 4 ? 2 : 0);
   return s;
 }
@@ -36,7 +36,7 @@ CodeSpot code_spot(const KQuantLayout& l, int c, int kk) {
 // 5-bit codes: the byte and bit of the fifth bit (the two 64-bit masks of a step).
 size_t fifth_byte(const KQuantLayout& l, int c, int kk) {
   const int step = kk / 8, j = kk % 8, lane_byte = 4 * c + j % 4;
-  return l.high + 16 * static_cast<size_t>(step) + (j >= 4 ? 8 : 0) + static_cast<size_t>(lane_byte / 8);
+  return kquant_high_at(l, step) + (j >= 4 ? 8 : 0) + static_cast<size_t>(lane_byte / 8);
 }
 int fifth_shift(int c, int kk) { return (4 * c + kk % 4) % 8; }
 

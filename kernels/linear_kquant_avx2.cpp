@@ -219,10 +219,10 @@ SLAB_AVX2_KQUANT inline void kquant_block(const QuantTile& t, const uint8_t* con
     for (int p = 0; p < NP; ++p) {
       const uint8_t* rec = recs[p];
       __m256i hb = _mm256_setzero_si256();
-      if constexpr (BITS == 6) hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + l.high + 32 * s));
+      if constexpr (BITS == 6) hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kquant_high_at(l, s)));
       for (int h = 0; h < 2; ++h) {
         const int u = 2 * p + h;
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 64 * s + 32 * h));
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kquant_nibbles_at(l, s) + 32 * h));
         lo[u] = _mm256_and_si256(v, nibble);
         hi[u] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
         if constexpr (BITS == 6) {
@@ -232,7 +232,7 @@ SLAB_AVX2_KQUANT inline void kquant_block(const QuantTile& t, const uint8_t* con
           hi[u] = _mm256_or_si256(hi[u], _mm256_slli_epi16(_mm256_and_si256(top, next2), 2));
         }
         if constexpr (BITS == 5) {  // lane bytes 32h..32h+31: bits 32h.. of the step's two masks
-          const uint8_t* fifth = rec + l.high + 16 * static_cast<size_t>(s) + 4 * h;
+          const uint8_t* fifth = rec + kquant_high_at(l, s) + 4 * h;
           lo[u] = _mm256_or_si256(lo[u], spread_bits(load_u32(fifth)));
           hi[u] = _mm256_or_si256(hi[u], spread_bits(load_u32(fifth + 8)));
         }

@@ -92,18 +92,18 @@ SLAB_AVX512_QUANT void kquant_tile(const QuantTile& t) {
         __m512i lo[NP], hi[NP];
 #pragma GCC unroll 2
         for (int q = 0; q < NP; ++q) {
-          const __m512i v = _mm512_loadu_si512(rec[q] + 64 * static_cast<size_t>(s));
+          const __m512i v = _mm512_loadu_si512(rec[q] + kquant_nibbles_at(l, s));
           lo[q] = _mm512_and_si512(v, nibble);
           hi[q] = _mm512_and_si512(_mm512_srli_epi32(v, 4), nibble);
           if constexpr (BITS == 6) {
             // Lane bytes 0..31 take their top bits from bits 0-3 of the 32 bytes, 32..63 from 4-7.
-            const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec[q] + l.high + 32 * s));
+            const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec[q] + kquant_high_at(l, s)));
             const __m512i hh = _mm512_inserti64x4(_mm512_castsi256_si512(h), _mm256_srli_epi16(h, 4), 1);
             lo[q] = _mm512_or_si512(lo[q], _mm512_slli_epi32(_mm512_and_si512(hh, low2), 4));
             hi[q] = _mm512_or_si512(hi[q], _mm512_slli_epi32(_mm512_and_si512(hh, next2), 2));
           }
           if constexpr (BITS == 5) {  // bit 4 added where the step's masks say
-            const uint8_t* fifth = rec[q] + l.high + 16 * static_cast<size_t>(s);
+            const uint8_t* fifth = rec[q] + kquant_high_at(l, s);
             lo[q] = _mm512_mask_add_epi8(lo[q], _cvtu64_mask64(load_u64(fifth)), lo[q], bit4);
             hi[q] = _mm512_mask_add_epi8(hi[q], _cvtu64_mask64(load_u64(fifth + 8)), hi[q], bit4);
           }

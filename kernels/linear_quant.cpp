@@ -445,19 +445,17 @@ bool four_panel_decode(const QuantLinearArgs& a) {
          quant_act_block(a.w.format, a.w.k) == kQuantActBlock;
 }
 
-// Q4_K decode of one row on AVX2 takes four panels a tile from four places in the thread's run
+// K-quant decode of one row on AVX2 takes four panels a tile from four places in the thread's run
 // (kquant_quad), so that each of its four streams runs forward through consecutive panels, and
 // leaves them to the hardware prefetcher. Panel pairs (the tile's two panels side by side) read
-// streams that leapfrog each other every panel (18-52 KB), and Zen 2's prefetcher picks each up
+// streams that leapfrog each other every panel (18-75 KB), and Zen 2's prefetcher picks each up
 // anew; with software prefetches the L1 miss buffers cap a core at ~16-17 GB/s. On one Zen 2 core
-// Q4_K at M = 1 read 1.04-1.13x faster, and Q4_K_M decode ran 1.03-1.09x
-// (bench/results/2026-11-29-epyc-zen2-2c-kquant-four-streams). Q5_K and Q6_K keep the pairs:
-// their records hold the high bits 2 KB after the nibbles, a second stream in every record that
-// the prefetcher does not follow (7-9 GB/s as quads, 12-13 with software prefetches, 13-17 as
-// prefetched pairs).
-bool four_stream_kquant(const QuantLinearArgs& a) {
-  return a.isa == Isa::avx2 && a.m == 1 && a.w.format.k_quant && a.w.format.bits == 4;
-}
+// Q4_K at M = 1 read 1.04-1.13x faster, Q4_K_M decode ran 1.03-1.09x and Q5_K_M 1.03-1.07x; Q6_K,
+// bound by its unpacking, level (bench/results/2026-11-29-epyc-zen2-2c-kquant-four-streams). Q5_K
+// and Q6_K records keep each code block's high bits right after its nibbles (kquant_layout) for
+// this: with the high bits 1-2 KB after all the nibbles, a second stream in every record, they read
+// at half speed.
+bool four_stream_kquant(const QuantLinearArgs& a) { return a.isa == Isa::avx2 && a.m == 1 && a.w.format.k_quant; }
 
 // One row over panels p, p + s, p + 2s and p + 3s (SwiGLU: gate panels p and p + s with their up
 // panels), stored with the epilogue. A run [u0, u1) takes tiles p = u0 .. u0 + s - 1 with s a

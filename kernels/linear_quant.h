@@ -72,11 +72,14 @@
 //                               code 0..15 / 0..31;
 //   6-bit (Q6_K): w = d·sc[j]·(code − 32), sc int8 per sub-group of 16, code 0..63.
 // A panel is its super-blocks' records one after another (one stream; detail::kquant_layout):
-//   nibbles: 32 steps of 64 bytes, as W4 (low nibble k = 8s + j, high nibble 8s + 4 + j);
-//   5-bit only, fifth bits: 32 steps of 16 bytes, two 64-bit masks: bit i of the first is the top
-//     bit of lane byte i's low-nibble code, of the second its high-nibble code's;
-//   6-bit only, high bits: 32 steps of 32 bytes; byte i holds the top two bits of lane byte i
-//     (bits 0-1 its low-nibble code, 2-3 its high-nibble code) and of lane byte i + 32 (bits 4-7);
+//   8 code blocks of 4 steps (32 k), each the 4 steps' nibbles and then their high bits, so that a
+//   record reads forward (a second stream of high bits in every record defeated Zen 2's hardware
+//   prefetcher, bench/results/2026-11-29-epyc-zen2-2c-kquant-four-streams):
+//     nibbles: 4 steps of 64 bytes, as W4 (low nibble k = 8s + j, high nibble 8s + 4 + j);
+//     5-bit only, fifth bits: 4 steps of 16 bytes, two 64-bit masks: bit i of the first is the
+//       top bit of lane byte i's low-nibble code, of the second its high-nibble code's;
+//     6-bit only, high bits: 4 steps of 32 bytes; byte i holds the top two bits of lane byte i
+//       (bits 0-1 its low-nibble code, 2-3 its high-nibble code) and of lane byte i + 32 (4-7);
 //   d[16] FP16, 4/5-bit: dmin[16] FP16; sub-scales [groups][16]; 4/5-bit: mins [8][16]; padding
 //   to 64.
 // They always take INT8 activations (the blocks of 32 above), at every M. Per block b of 32,

@@ -35,7 +35,6 @@
 #include "kernels/linear_quant_avx512_ops.h"
 #include "kernels/linear_quant_tile.h"
 
-
 namespace slab::kern::detail {
 namespace {
 
@@ -182,7 +181,8 @@ SLAB_AMX_KERNEL void kquant_tile(Pass& p, AmxQuantTiles& state, const Tiles& til
         const __m512 dq = load_f16x16(rec[q] + l.d);
         if (mins) {
           s0[q] = _mm512_mul_ps(dq, load_u8x16(rec[q] + l.scales + 16 * static_cast<size_t>(lb)));
-          o[q] = _mm512_mul_ps(load_f16x16(rec[q] + l.dmin), load_u8x16(rec[q] + l.mins + 16 * static_cast<size_t>(lb)));
+          o[q] =
+              _mm512_mul_ps(load_f16x16(rec[q] + l.dmin), load_u8x16(rec[q] + l.mins + 16 * static_cast<size_t>(lb)));
         } else {
           s0[q] = _mm512_mul_ps(dq, load_i8x16(rec[q] + l.scales + 32 * static_cast<size_t>(lb)));
           s1[q] = _mm512_mul_ps(dq, load_i8x16(rec[q] + l.scales + 32 * static_cast<size_t>(lb) + 16));
@@ -267,16 +267,16 @@ SLAB_AMX_KERNEL void unpack_kquant_codes(uint8_t* dst, const uint8_t* panel, int
   for (int sb = 0; sb < super_blocks; ++sb) {
     const uint8_t* rec = panel + static_cast<size_t>(sb) * l.record;
     for (int s = 0; s < kKQuantSuperK / 8; ++s) {
-      const __m512i v = _mm512_loadu_si512(rec + 64 * static_cast<size_t>(s));
+      const __m512i v = _mm512_loadu_si512(rec + kquant_nibbles_at(l, s));
       __m512i lo = _mm512_and_si512(v, nibble);
       __m512i hi = _mm512_and_si512(_mm512_srli_epi32(v, 4), nibble);
       if (bits == 6) {
-        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + l.high + 32 * s));
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kquant_high_at(l, s)));
         const __m512i hh = _mm512_inserti64x4(_mm512_castsi256_si512(h), _mm256_srli_epi16(h, 4), 1);
         lo = _mm512_or_si512(lo, _mm512_slli_epi32(_mm512_and_si512(hh, low2), 4));
         hi = _mm512_or_si512(hi, _mm512_slli_epi32(_mm512_and_si512(hh, next2), 2));
       } else if (bits == 5) {
-        const uint8_t* fifth = rec + l.high + 16 * static_cast<size_t>(s);
+        const uint8_t* fifth = rec + kquant_high_at(l, s);
         lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(load_u64(fifth)), lo, bit4);
         hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(load_u64(fifth + 8)), hi, bit4);
       }

@@ -82,32 +82,42 @@ struct QuantTile {
   const float* kq_table = nullptr;
 };
 
-// Byte offsets inside one K-quant super-block record of a panel (linear_quant.h).
+// Byte offsets inside one K-quant super-block record of a panel (linear_quant.h): 8 code blocks
+// of 4 steps (a step: 8 k of 16 columns), each block its 4 steps' nibbles (256 bytes) and then,
+// for 5- and 6-bit codes, their high bits (4 × 16 or 4 × 32 bytes), so that a tile reading a
+// block's steps reads the record forward; then the tail.
 struct KQuantLayout {
-  size_t high = 0;    // 5-bit: 32 steps of 16 bytes, 6-bit: of 32 bytes, after the nibbles
-  size_t d = 0;       // 16 FP16
-  size_t dmin = 0;    // 4/5-bit: 16 FP16
-  size_t scales = 0;  // [groups per super-block][16]
-  size_t mins = 0;    // 4/5-bit: [8][16]
-  size_t record = 0;  // the whole record, a multiple of 64
+  size_t block = 0;      // bytes of a code block: 256, 320 (5-bit), 384 (6-bit)
+  size_t high_step = 0;  // high-bit bytes of a step: 0, 16 (5-bit), 32 (6-bit)
+  size_t d = 0;          // 16 FP16
+  size_t dmin = 0;       // 4/5-bit: 16 FP16
+  size_t scales = 0;     // [groups per super-block][16]
+  size_t mins = 0;       // 4/5-bit: [8][16]
+  size_t record = 0;     // the whole record, a multiple of 64
 };
 inline KQuantLayout kquant_layout(int bits) {
-  constexpr size_t kNibbles = 32 * 64;
+  constexpr size_t kBlockNibbles = 4 * 64;
   KQuantLayout l;
+  l.high_step = bits == 4 ? 0 : bits == 5 ? 16 : 32;
+  l.block = kBlockNibbles + 4 * l.high_step;
+  l.d = 8 * l.block;
   if (bits != 6) {
-    l.high = kNibbles;
-    l.d = bits == 5 ? l.high + 32 * 16 : kNibbles;
     l.dmin = l.d + 32;
     l.scales = l.dmin + 32;
     l.mins = l.scales + 8 * 16;
     l.record = l.mins + 8 * 16;  // 2368 (4-bit), 2880 (5-bit)
   } else {
-    l.high = kNibbles;
-    l.d = l.high + 32 * 32;
     l.scales = l.d + 32;
     l.record = (l.scales + 16 * 16 + 63) / 64 * 64;  // 3392
   }
   return l;
+}
+// Where code step s (0..31) of a record starts: its 64 nibble bytes, and its high bits.
+inline size_t kquant_nibbles_at(const KQuantLayout& l, int s) {
+  return static_cast<size_t>(s / 4) * l.block + 64 * static_cast<size_t>(s % 4);
+}
+inline size_t kquant_high_at(const KQuantLayout& l, int s) {
+  return static_cast<size_t>(s / 4) * l.block + 256 + l.high_step * static_cast<size_t>(s % 4);
 }
 
 // Unaligned loads of activation bytes (a broadcast's 4 or 8 INT8 / 4 BF16 values).
