@@ -8,10 +8,13 @@
 // the vdpbf16ps peak). Medians over repetitions; 'cpu' columns repeat the ratios from the busiest
 // thread's CPU time, which stays meaningful while other processes share the cores. Where the CPU
 // has AMX-INT8, each quantized row of M >= 16 is followed by a "+amx" row: the same call on the AMX
-// tiles, against the tdpbsud peak measured here (--no-amx leaves them out).
+// tiles, against the tdpbsud peak measured here (--no-amx leaves them out). --one-copy has the
+// decode rows read one copy of the weights every call (from L2/L3 where they fit): the kernel's
+// own rate without DRAM, for telling a tile bound by its instructions from one bound by memory
+// (the bandwidth ratios then exceed 100 %).
 //
 // Usage: bench_linear_quant [--quick] [--threads N] [--reps N] [--m 1,4,8,64,256]
-//                           [--isa scalar|avx2] [--cycle-x N] [--ops o,up,down] [--no-amx]
+//                           [--isa scalar|avx2] [--cycle-x N] [--one-copy] [--ops o,up,down] [--no-amx]
 //                           [--kinds bf16,w8,w8g128,w8g32,w8g32z,w4g32,w4g32z,w4g128,w4g128z,q4k,q5k,q6k]
 #include <algorithm>
 #include <cstdio>
@@ -63,6 +66,7 @@ const Kind kKinds[] = {
 struct Config {
   bool quick = false;
   bool no_amx = false;
+  bool one_copy = false;
   int threads = 0;
   int reps = 11;
   int cycle_x = 16;
@@ -135,7 +139,7 @@ struct Result {
 Result bench_one(ThreadPool& pool, bench::ReadBandwidthProbe& probe, const Kind& kind, const Shape& s, int m, Isa isa,
                  bool amx, const std::vector<AlignedBuffer>& weights, const Config& cfg) {
   const bool memory_bound = m <= kQuantDecodeMaxM;
-  const int copies = memory_bound ? static_cast<int>(weights.size()) : 1;
+  const int copies = memory_bound && !cfg.one_copy ? static_cast<int>(weights.size()) : 1;
   AlignedBuffer x(static_cast<size_t>(m) * s.k * sizeof(bf16_t));
   for (size_t i = 0; i < static_cast<size_t>(m) * s.k; ++i) {
     x.as<bf16_t>()[i] = f32_to_bf16(static_cast<float>(static_cast<int>(i * 2654435761u % 2001) - 1000) * 1e-3f);
@@ -225,6 +229,8 @@ int main(int argc, char** argv) {
       cfg.quick = true;
     } else if (arg == "--no-amx") {
       cfg.no_amx = true;
+    } else if (arg == "--one-copy") {
+      cfg.one_copy = true;
     } else if (arg == "--threads" && i + 1 < argc) {
       cfg.threads = std::atoi(argv[++i]);
     } else if (arg == "--reps" && i + 1 < argc) {
@@ -242,7 +248,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--threads N] [--reps N] [--m 1,4,8,64,256] [--isa scalar|avx2] [--cycle-x N]\n"
-                   "       [--no-amx] [--ops o,up,down] [--kinds "
+                   "       [--one-copy] [--no-amx] [--ops o,up,down] [--kinds "
                    "bf16,w8,w8g128,w8g32,w8g32z,w4g32,w4g32z,w4g128,w4g128z,q4k,q5k,q6k]\n",
                    argv[0]);
       return 2;
@@ -284,9 +290,10 @@ int main(int argc, char** argv) {
   }
   std::printf("\n");
   std::printf(
-      "M <= 8: %%bw = GB/s of packed weight bytes (+ x, out) over the adjacent bandwidth sample.\n"
+      "M <= 8: %%bw = GB/s of packed weight bytes (+ x, out) over the adjacent bandwidth sample%s.\n"
       "M >= 64: %%peak = GOP/s over the int8 peak (bf16 rows: over the bf16 peak; +amx rows: the tdpbsud peak).\n"
-      "vs bf16 = the BF16 kernel's CPU time on the same shape and M over this kernel's.\n\n");
+      "vs bf16 = the BF16 kernel's CPU time on the same shape and M over this kernel's.\n\n",
+      cfg.one_copy ? " (--one-copy: one copy of the weights, read from cache where it fits)" : "");
   std::printf("%-5s %-8s %3s %5s %5s %7s %9s %9s %6s %5s %5s %7s %6s %5s %7s\n", "op", "weights", "M", "N", "K", "W MB",
               "us/call", "cpu us", "GB/s", "%bw", "cpu%", "GOP/s", "%peak", "cpu%", "vs bf16");
   for (const Shape& s : kShapes) {
@@ -295,8 +302,8 @@ int main(int argc, char** argv) {
     for (const Kind& kind : kKinds) {
       if (!selected(cfg.kinds, kind.name)) continue;
       const size_t bytes = weight_bytes(kind, s);
-      const auto weights =
-          make_weights(pool, kind, s, static_cast<int>(std::max<size_t>(2, (sweep + bytes - 1) / bytes)));
+      const auto weights = make_weights(
+          pool, kind, s, cfg.one_copy ? 1 : static_cast<int>(std::max<size_t>(2, (sweep + bytes - 1) / bytes)));
       for (size_t mi = 0; mi < cfg.ms.size(); ++mi) {
         const int m = cfg.ms[mi];
         const bool amx_row = amx && !kind.bf16 && m >= kQuantAmxMinM;

@@ -33,12 +33,13 @@ CodeSpot code_spot(const KQuantLayout& l, int c, int kk) {
   return s;
 }
 
-// 5-bit codes: the byte and bit of the fifth bit (the two 64-bit masks of a step).
+// 5-bit codes: the byte and bit of the fifth bit. A step's 16 bytes hold lane byte L's in byte
+// L % 16, bit L / 16 for its low-nibble code and 4 + L / 16 for its high-nibble code (linear_quant.h).
 size_t fifth_byte(const KQuantLayout& l, int c, int kk) {
-  const int step = kk / 8, j = kk % 8, lane_byte = 4 * c + j % 4;
-  return kquant_high_at(l, step) + (j >= 4 ? 8 : 0) + static_cast<size_t>(lane_byte / 8);
+  const int lane_byte = 4 * c + kk % 4;
+  return kquant_high_at(l, kk / 8) + static_cast<size_t>(lane_byte % 16);
 }
-int fifth_shift(int c, int kk) { return (4 * c + kk % 4) % 8; }
+int fifth_shift(int c, int kk) { return (kk % 8 >= 4 ? 4 : 0) + (4 * c + kk % 4) / 16; }
 
 uint16_t u16_at(const uint8_t* p) {
   uint16_t v;

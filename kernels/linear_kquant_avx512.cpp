@@ -29,7 +29,7 @@ SLAB_AVX512_QUANT void kquant_tile(const QuantTile& t) {
     for (int q = 0; q < NP; ++q) total[r][q] = _mm512_setzero_ps();
   }
   const __m512i nibble = _mm512_set1_epi8(0x0f);
-  const __m512i low2 = _mm512_set1_epi8(0x03), next2 = _mm512_set1_epi8(0x0c), bit4 = _mm512_set1_epi8(0x10);
+  const __m512i low2 = _mm512_set1_epi8(0x03), next2 = _mm512_set1_epi8(0x0c);
   for (int sb = 0; sb < t.super_blocks; ++sb) {
     const uint8_t* rec[NP];
 #pragma GCC unroll 2
@@ -102,10 +102,11 @@ SLAB_AVX512_QUANT void kquant_tile(const QuantTile& t) {
             lo[q] = _mm512_or_si512(lo[q], _mm512_slli_epi32(_mm512_and_si512(hh, low2), 4));
             hi[q] = _mm512_or_si512(hi[q], _mm512_slli_epi32(_mm512_and_si512(hh, next2), 2));
           }
-          if constexpr (BITS == 5) {  // bit 4 added where the step's masks say
-            const uint8_t* fifth = rec[q] + kquant_high_at(l, s);
-            lo[q] = _mm512_mask_add_epi8(lo[q], _cvtu64_mask64(load_u64(fifth)), lo[q], bit4);
-            hi[q] = _mm512_mask_add_epi8(hi[q], _cvtu64_mask64(load_u64(fifth + 8)), hi[q], bit4);
+          if constexpr (BITS == 5) {
+            __m512i lo_bits, hi_bits;
+            kquant_fifth_bits(rec[q] + kquant_high_at(l, s), &lo_bits, &hi_bits);
+            lo[q] = _mm512_or_si512(lo[q], lo_bits);
+            hi[q] = _mm512_or_si512(hi[q], hi_bits);
           }
         }
         nibble_step<MR, NP, kSplitHigh>(acc, acc_high, lo, hi, xk, t.ldxq);

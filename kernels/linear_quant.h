@@ -76,8 +76,12 @@
 //   record reads forward (a second stream of high bits in every record defeated Zen 2's hardware
 //   prefetcher, bench/results/2026-11-29-epyc-zen2-2c-kquant-four-streams):
 //     nibbles: 4 steps of 64 bytes, as W4 (low nibble k = 8s + j, high nibble 8s + 4 + j);
-//     5-bit only, fifth bits: 4 steps of 16 bytes, two 64-bit masks: bit i of the first is the
-//       top bit of lane byte i's low-nibble code, of the second its high-nibble code's;
+//     5-bit only, fifth bits: 4 steps of 16 bytes; byte i holds the top bits of lane bytes i,
+//       i + 16, i + 32, i + 48 (bits 0-3 their low-nibble codes', 4-7 their high-nibble codes'):
+//       a shift per 128-bit lane puts each at bit 4 (AVX-512: vpsllvd / vpsrlvd with a count
+//       per lane; AVX2: the upper lane's copy shifted right by one once a step, then one
+//       immediate shift per 32 lane bytes), then one and; 64-bit masks in lane order took five
+//       operations per 32 lane bytes on AVX2 (bench/results/2026-11-30-epyc-zen2-2c-q5k-fifth-bits);
 //     6-bit only, high bits: 4 steps of 32 bytes; byte i holds the top two bits of lane byte i
 //       (bits 0-1 its low-nibble code, 2-3 its high-nibble code) and of lane byte i + 32 (4-7);
 //   d[16] FP16, 4/5-bit: dmin[16] FP16; sub-scales [groups][16]; 4/5-bit: mins [8][16]; padding

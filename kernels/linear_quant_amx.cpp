@@ -263,7 +263,7 @@ SLAB_AMX_KERNEL void unpack_kquant_codes(uint8_t* dst, const uint8_t* panel, int
   // K-quant register tile does (linear_kquant_avx512.cpp).
   const KQuantLayout l = kquant_layout(bits);
   const __m512i nibble = _mm512_set1_epi8(0x0f);
-  const __m512i low2 = _mm512_set1_epi8(0x03), next2 = _mm512_set1_epi8(0x0c), bit4 = _mm512_set1_epi8(0x10);
+  const __m512i low2 = _mm512_set1_epi8(0x03), next2 = _mm512_set1_epi8(0x0c);
   for (int sb = 0; sb < super_blocks; ++sb) {
     const uint8_t* rec = panel + static_cast<size_t>(sb) * l.record;
     for (int s = 0; s < kKQuantSuperK / 8; ++s) {
@@ -276,9 +276,10 @@ SLAB_AMX_KERNEL void unpack_kquant_codes(uint8_t* dst, const uint8_t* panel, int
         lo = _mm512_or_si512(lo, _mm512_slli_epi32(_mm512_and_si512(hh, low2), 4));
         hi = _mm512_or_si512(hi, _mm512_slli_epi32(_mm512_and_si512(hh, next2), 2));
       } else if (bits == 5) {
-        const uint8_t* fifth = rec + kquant_high_at(l, s);
-        lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(load_u64(fifth)), lo, bit4);
-        hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(load_u64(fifth + 8)), hi, bit4);
+        __m512i lo_bits, hi_bits;
+        kquant_fifth_bits(rec + kquant_high_at(l, s), &lo_bits, &hi_bits);
+        lo = _mm512_or_si512(lo, lo_bits);
+        hi = _mm512_or_si512(hi, hi_bits);
       }
       uint8_t* out = dst + static_cast<size_t>(sb) * (kKQuantSuperK / 4) * 64 + 128 * static_cast<size_t>(s);
       _mm512_storeu_si512(out, lo);

@@ -29,6 +29,18 @@ SLAB_AVX512_QUANT inline __m512 load_bf16x16(const bf16_t* p) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
 }
 
+// A Q5_K step's fifth bits as 0x10 in the lane bytes of its low (lo) and high (hi) nibble codes:
+// lane byte L's is bit L / 16 (lo) or 4 + L / 16 (hi) of byte L % 16 of the step's 16 bytes
+// (linear_quant.h), so one broadcast and a shift of each 32-bit lane by its 128-bit lane's count
+// move it to bit 4. (The AVX2 tile shifts by immediates instead: Zen 2's variable shifts were
+// slow enough to take the gain away.)
+SLAB_AVX512_QUANT inline void kquant_fifth_bits(const uint8_t* step_bits, __m512i* lo, __m512i* hi) {
+  const __m512i b = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(step_bits)));
+  const __m512i bit4 = _mm512_set1_epi8(0x10);
+  *lo = _mm512_and_si512(_mm512_sllv_epi32(b, _mm512_setr_epi32(4, 4, 4, 4, 3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1)), bit4);
+  *hi = _mm512_and_si512(_mm512_srlv_epi32(b, _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)), bit4);
+}
+
 // 16 FP16 / u8 / i8 values of a K-quant record as FP32.
 SLAB_AVX512_QUANT inline __m512 load_f16x16(const uint8_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
