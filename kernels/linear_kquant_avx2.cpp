@@ -194,6 +194,49 @@ SLAB_AVX2_KQUANT inline KQuantFold<MR, BITS, NP> kquant_fold(const QuantTile& t,
   return {recs, lb, table, table_panel, t.xscale + b * t.ldxs, t.xqsum + b * t.ldxs, &out};
 }
 
+// Unit h (lane bytes 32h .. 32h + 31) of step s of a record: its low- and high-nibble codes as
+// bytes, with their top bits (hb: the step's high bits as the tile loaded them).
+template <int BITS>
+SLAB_AVX2_KQUANT inline void unpack_unit(const uint8_t* rec, const KQuantLayout& l, int s, int h, __m256i hb,
+                                         __m256i* lo, __m256i* hi) {
+  const __m256i nibble = _mm256_set1_epi8(0x0f);
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kquant_nibbles_at(l, s) + 32 * h));
+  *lo = _mm256_and_si256(v, nibble);
+  *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+  if constexpr (BITS == 6) {
+    // Lane bytes 0..31 (h = 0) keep their top bits in bits 0-3 of hb, 32..63 in bits 4-7.
+    const __m256i low2 = _mm256_set1_epi8(0x03), next2 = _mm256_set1_epi8(0x0c);
+    const __m256i top = h == 0 ? hb : _mm256_srli_epi16(hb, 4);
+    *lo = _mm256_or_si256(*lo, _mm256_slli_epi16(_mm256_and_si256(top, low2), 4));
+    *hi = _mm256_or_si256(*hi, _mm256_slli_epi16(_mm256_and_si256(top, next2), 2));
+  }
+  if constexpr (BITS == 5) {
+    *lo = _mm256_or_si256(*lo, fifth_bits(hb, 0, h));
+    *hi = _mm256_or_si256(*hi, fifth_bits(hb, 1, h));
+  }
+}
+
+// The step's high bits for unpack_unit (none for 4-bit codes).
+template <int BITS>
+SLAB_AVX2_KQUANT inline __m256i step_high_bits(const uint8_t* rec, const KQuantLayout& l, int s) {
+  if constexpr (BITS == 6) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kquant_high_at(l, s)));
+  if constexpr (BITS == 5) return fifth_step_bits(rec + kquant_high_at(l, s));
+  return _mm256_setzero_si256();
+}
+
+// Step i of a block for one unit and one row: the pair sums of its codes and x, added in 16 bits
+// for kSteps16 steps and then widened into acc.
+template <int kSteps16>
+SLAB_AVX2_KQUANT inline void unit_step(int i, __m256i lo, __m256i hi, __m256i x_lo, __m256i x_hi, __m256i& pairs16,
+                                       __m256i& acc) {
+  const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi));
+  pairs16 = i % kSteps16 == 0 ? pairs : _mm256_add_epi16(pairs16, pairs);
+  // Keeps the running sum a register here: GCC otherwise reassociates the block's 16-bit adds
+  // into a tree, which holds every step's products at once and spills them.
+  __asm__("" : "+x"(pairs16));
+  if ((i + 1) % kSteps16 == 0) acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs16, _mm256_set1_epi16(1)));
+}
+
 // Block lb of super-block sb over the NP panels' records recs, MR rows: the INT32 sums of each
 // 8-column unit (6-bit: of each half), handed to fold.half_done as each half ends.
 template <int MR, int BITS, int NP, bool TAIL_LAST>
@@ -206,9 +249,6 @@ SLAB_AVX2_KQUANT inline void kquant_block(const QuantTile& t, const uint8_t* con
   // 5-bit ones, one 6-bit one. Fewer vpmaddwd: the multiplies are this tile's bottleneck port.
   constexpr int kSteps16 = BITS == 4 ? 4 : BITS == 5 ? 2 : 1;
   const KQuantLayout l = kquant_layout(BITS);
-  const __m256i ones = _mm256_set1_epi16(1);
-  const __m256i nibble = _mm256_set1_epi8(0x0f);
-  const __m256i low2 = _mm256_set1_epi8(0x03), next2 = _mm256_set1_epi8(0x0c);
   const size_t b = static_cast<size_t>(sb * (kKQuantSuperK / kQuantActBlock) + lb);
   __m256i acc[MR][kU];
   for (int r = 0; r < MR; ++r) {
@@ -219,46 +259,35 @@ SLAB_AVX2_KQUANT inline void kquant_block(const QuantTile& t, const uint8_t* con
 #pragma GCC unroll 4
   for (int i = 0; i < 4; ++i) {
     const int s = 4 * lb + i;
-    // Both halves' codes first, then each row's x once for both: 8 sums, 4 code vectors and 2
-    // x vectors stay in registers at 4 rows (unpacking per half inside the row loop kept
-    // every row's x live across the halves and spilled).
-    __m256i lo[kU], hi[kU];
-    for (int p = 0; p < NP; ++p) {
-      const uint8_t* rec = recs[p];
-      __m256i hb = _mm256_setzero_si256();
-      if constexpr (BITS == 6) hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kquant_high_at(l, s)));
-      if constexpr (BITS == 5) {
-        hb = fifth_step_bits(rec + kquant_high_at(l, s));
-      }
-      for (int h = 0; h < 2; ++h) {
-        const int u = 2 * p + h;
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kquant_nibbles_at(l, s) + 32 * h));
-        lo[u] = _mm256_and_si256(v, nibble);
-        hi[u] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
-        if constexpr (BITS == 6) {
-          // Lane bytes 0..31 (h = 0) keep their top bits in bits 0-3 of hb, 32..63 in bits 4-7.
-          const __m256i top = h == 0 ? hb : _mm256_srli_epi16(hb, 4);
-          lo[u] = _mm256_or_si256(lo[u], _mm256_slli_epi16(_mm256_and_si256(top, low2), 4));
-          hi[u] = _mm256_or_si256(hi[u], _mm256_slli_epi16(_mm256_and_si256(top, next2), 2));
-        }
-        if constexpr (BITS == 5) {
-          lo[u] = _mm256_or_si256(lo[u], fifth_bits(hb, 0, h));
-          hi[u] = _mm256_or_si256(hi[u], fifth_bits(hb, 1, h));
-        }
-      }
-    }
-#pragma GCC unroll 4
-    for (int r = 0; r < MR; ++r) {
-      const int8_t* xr = t.xq + static_cast<size_t>(r) * t.ldxq + static_cast<size_t>(sb * kKQuantSuperK + 8 * s);
+    if constexpr (MR == 1) {
+      // One row: each unit's codes go to the multiplies as soon as they are unpacked, so that
+      // only one unit's codes are live (all four at once spilled the one-row tiles).
+      const int8_t* xr = t.xq + static_cast<size_t>(sb * kKQuantSuperK + 8 * s);
       const __m256i x_lo = _mm256_set1_epi32(static_cast<int>(load_u32(xr)));
       const __m256i x_hi = _mm256_set1_epi32(static_cast<int>(load_u32(xr + 4)));
-      for (int u = 0; u < kU; ++u) {
-        const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo[u], x_lo), _mm256_maddubs_epi16(hi[u], x_hi));
-        pairs16[r][u] = i % kSteps16 == 0 ? pairs : _mm256_add_epi16(pairs16[r][u], pairs);
-        // Keeps the running sum a register here: GCC otherwise reassociates the block's
-        // 16-bit adds into a tree, which holds every step's products at once and spills them.
-        __asm__("" : "+x"(pairs16[r][u]));
-        if ((i + 1) % kSteps16 == 0) acc[r][u] = _mm256_add_epi32(acc[r][u], _mm256_madd_epi16(pairs16[r][u], ones));
+      for (int p = 0; p < NP; ++p) {
+        const __m256i hb = step_high_bits<BITS>(recs[p], l, s);
+        for (int h = 0; h < 2; ++h) {
+          __m256i lo, hi;
+          unpack_unit<BITS>(recs[p], l, s, h, hb, &lo, &hi);
+          unit_step<kSteps16>(i, lo, hi, x_lo, x_hi, pairs16[0][2 * p + h], acc[0][2 * p + h]);
+        }
+      }
+    } else {
+      // Both halves' codes first, then each row's x once for both: 8 sums, 4 code vectors and 2
+      // x vectors stay in registers at 4 rows (unpacking per half inside the row loop kept
+      // every row's x live across the halves and spilled).
+      __m256i lo[kU], hi[kU];
+      for (int p = 0; p < NP; ++p) {
+        const __m256i hb = step_high_bits<BITS>(recs[p], l, s);
+        for (int h = 0; h < 2; ++h) unpack_unit<BITS>(recs[p], l, s, h, hb, &lo[2 * p + h], &hi[2 * p + h]);
+      }
+#pragma GCC unroll 4
+      for (int r = 0; r < MR; ++r) {
+        const int8_t* xr = t.xq + static_cast<size_t>(r) * t.ldxq + static_cast<size_t>(sb * kKQuantSuperK + 8 * s);
+        const __m256i x_lo = _mm256_set1_epi32(static_cast<int>(load_u32(xr)));
+        const __m256i x_hi = _mm256_set1_epi32(static_cast<int>(load_u32(xr + 4)));
+        for (int u = 0; u < kU; ++u) unit_step<kSteps16>(i, lo[u], hi[u], x_lo, x_hi, pairs16[r][u], acc[r][u]);
       }
     }
     if constexpr (BITS == 6) {
