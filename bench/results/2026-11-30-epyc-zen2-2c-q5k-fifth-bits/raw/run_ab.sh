@@ -1,19 +1,19 @@
 #!/bin/sh
-# base (ad1fc79, /tmp/base/build) against this change (/work/main/build-bench), alternating:
-# Q5_K linears at M = 1 from cache (--one-copy) and from memory, at M = 64; the Q5_K_M file's
-# decode at 1 and 2 threads and its prefill-512 at 2 threads.
+# run_ab.sh [KIND FILE]: base against this change, three alternating rounds: the KIND linears
+# (default q5k) at M = 1 from cache (--one-copy) and from memory, and at M = 64; FILE's decode
+# (default Q5_K_M) at 1 and 2 threads and its prefill-512 at 2 threads. The first commit's runs
+# (raw/ab-3-rounds.txt, base ad1fc79) used the defaults; the Q6_K trial's
+# (raw/trial-q6k-top-bits.txt, base d0fb4d7) used `run_ab.sh q6k Q6_K`.
+. "$(dirname "$0")/ab_lib.sh"
+kind=${1:-q5k}
+file=${2:-Q5_K_M}
 for round in 1 2 3; do
   for build in base new; do
-    if [ $build = base ]; then B=/tmp/base/build/bench; else B=/work/main/build-bench/bench; fi
-    echo "== round $round $build linears one-copy M=1"
-    $B/bench_linear_quant --quick --one-copy --threads 1 --m 1 --kinds q5k --ops o,up,down 2>&1 | grep -E "^(o|up|down) "
-    echo "== round $round $build linears from memory M=1, M=64"
-    $B/bench_linear_quant --quick --threads 1 --m 1,64 --kinds q5k --ops o,up,down 2>&1 | grep -E "^(o|up|down) "
+    linears $build "round $round $build linears one-copy M=1" --one-copy --m 1 --kinds "$kind" --ops o,up,down
+    linears $build "round $round $build linears from memory M=1, M=64" --m 1,64 --kinds "$kind" --ops o,up,down
     for th in 1 2; do
-      echo "== round $round $build decode threads $th"
-      $B/bench_model -m /work/models/tl-Q5_K_M.gguf --prompt-len 16 --decode-tokens 48 --threads $th 2>&1 | grep -E "^decode:|decode at"
+      model $build "round $round $build decode threads $th" "$file" $th 16 48 "^decode:|decode at"
     done
-    echo "== round $round $build prefill-512 threads 2"
-    $B/bench_model -m /work/models/tl-Q5_K_M.gguf --prompt-len 512 --decode-tokens 1 --reps 2 --threads 2 2>&1 | grep -E "^prefill:"
+    model $build "round $round $build prefill-512 threads 2" "$file" 2 512 1 "^prefill:" --reps 2
   done
 done

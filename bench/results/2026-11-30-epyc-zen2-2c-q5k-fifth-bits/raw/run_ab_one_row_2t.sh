@@ -1,10 +1,9 @@
 #!/bin/sh
-# Two more alternating rounds of the two-thread decodes (base d0fb4d7 against the one-row unit order).
+# Three more alternating rounds of the two-thread decodes, base (d0fb4d7) against the one-row
+# unit order (raw/ab-one-row-2-threads-3-rounds.txt printed each as one line: "== ... : N tokens/s").
+. "$(dirname "$0")/ab_lib.sh"
 for round in 1 2 3; do
   for f in Q4_K_M Q5_K_M Q6_K; do
-    for build in base new; do
-      if [ $build = base ]; then B=/tmp/base/build/bench; else B=/work/main/build-bench/bench; fi
-      echo "== round $round $build $f decode threads 2: $($B/bench_model -m /work/models/tl-$f.gguf --prompt-len 16 --decode-tokens 48 --threads 2 2>&1 | grep -E '^decode:' | sed 's/.*steps: //; s/ (.*//')"
-    done
+    for build in base new; do model $build "round $round $build $f decode threads 2" $f 2 16 48 "^decode:"; done
   done
 done
