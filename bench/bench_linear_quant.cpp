@@ -1,15 +1,17 @@
 // Quantized linear kernels (INT8 / INT4 weights) on TinyLlama-1.1B shapes, with the BF16 kernel
 // on the same shapes in the same run for the ratio.
 //
-// Decode rows (M <= 8): GB/s of the packed quantized bytes (codes + scales; + activations and
-// output) against the read bandwidth sampled just before each repetition, the weights cycling
-// through distinct copies totalling 16x the L3 so every call reads them from DRAM. Batched rows
-// (M >= 64): GOP/s (2·M·N·K) against the vpdpbusd peak measured here (the BF16 kernel against
-// the vdpbf16ps peak). Medians over repetitions; 'cpu' columns repeat the ratios from the busiest
+// Every call reads its weights from DRAM, as a model's linears do: they cycle through distinct
+// copies totalling 16x the L3 (batched rows read one cached copy until 2026-11-30, which hid
+// the cost of their first pass over the weights: Q4_K at M = 16 ran 1.25x faster from cache on a
+// Zen 2 core). Decode rows (M <= 8): GB/s of the packed quantized bytes (codes + scales; +
+// activations and output) against the read bandwidth sampled just before each repetition.
+// Batched rows (M > 8): GOP/s (2·M·N·K) against the vpdpbusd peak measured here (the BF16 kernel
+// against the vdpbf16ps peak). Medians over repetitions; 'cpu' columns repeat the ratios from the busiest
 // thread's CPU time, which stays meaningful while other processes share the cores. Where the CPU
 // has AMX-INT8, each quantized row of M >= 16 is followed by a "+amx" row: the same call on the AMX
-// tiles, against the tdpbsud peak measured here (--no-amx leaves them out). --one-copy has the
-// decode rows read one copy of the weights every call (from L2/L3 where they fit): the kernel's
+// tiles, against the tdpbsud peak measured here (--no-amx leaves them out). --one-copy has
+// every row read one copy of the weights every call (from L2/L3 where they fit): the kernel's
 // own rate without DRAM, for telling a tile bound by its instructions from one bound by memory
 // (the bandwidth ratios then exceed 100 %).
 //
@@ -139,7 +141,7 @@ struct Result {
 Result bench_one(ThreadPool& pool, bench::ReadBandwidthProbe& probe, const Kind& kind, const Shape& s, int m, Isa isa,
                  bool amx, const std::vector<AlignedBuffer>& weights, const Config& cfg) {
   const bool memory_bound = m <= kQuantDecodeMaxM;
-  const int copies = memory_bound && !cfg.one_copy ? static_cast<int>(weights.size()) : 1;
+  const int copies = !cfg.one_copy ? static_cast<int>(weights.size()) : 1;
   AlignedBuffer x(static_cast<size_t>(m) * s.k * sizeof(bf16_t));
   for (size_t i = 0; i < static_cast<size_t>(m) * s.k; ++i) {
     x.as<bf16_t>()[i] = f32_to_bf16(static_cast<float>(static_cast<int>(i * 2654435761u % 2001) - 1000) * 1e-3f);
