@@ -199,6 +199,70 @@ SLAB_AVX2 inline __m256i lane_dot(__m256i codes, __m256i x, __m256i ones) {
   }
 }
 
+// W4: a step's s16 pair sums (both halves) are at most 4·15·128 = 7680, so four steps add in 16
+// bits before one vpmaddwd widens them (the multiplies are the batched tile's busiest port).
+// Blocks of 32 and 128 are 4 and 16 steps.
+template <int BITS>
+constexpr int kSteps16Of = BITS == 8 ? 1 : 4;
+
+// Steps s0 .. s0 + kSteps16Of − 1 of MR rows × NP panels (batch_panel) into the INT32 sums acc,
+// set (FIRST) or added to: W8 one step's lane sums; W4 four steps' 16-bit pair sums, each running
+// sum held in a register by an empty asm (GCC otherwise reassociates the adds into a tree that
+// holds every product at once, as in the K-quant tile), then widened once.
+template <int MR, int BITS, int NP, bool FIRST>
+SLAB_AVX2 inline void step_group(const QuantTile& t, const uint8_t* const (&codes)[NP], int s0,
+                                 __m256i (&acc)[MR][2 * NP]) {
+  constexpr int kStepK = BITS == 8 ? 4 : 8;
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i nibble = _mm256_set1_epi8(0x0f);
+  __m256i pairs16[MR][2 * NP];
+#pragma GCC unroll 4
+  for (int j = 0; j < kSteps16Of<BITS>; ++j) {
+    const int s = s0 + j;
+    for (int p = 0; p < NP; ++p) {
+      const uint8_t* step = codes[p] + 64 * static_cast<size_t>(s);
+      // Into L2 (T1), as the AVX-512 tiles: the Q4_0 file at --kernels avx2 decoded 39-40 ->
+      // 45 tok/s on Zen 4 against T0 (three alternating rounds, same bandwidth). One panel
+      // at a time, the stream runs on into the next panel; side by side, each panel's runs
+      // on into the next tile's panel in its place.
+      if (t.stream) {
+        const size_t off = 64 * static_cast<size_t>(s) + 4096;
+        const uint8_t* line =
+            NP == 1 || off < t.panel_bytes ? codes[p] + off : codes[p] + t.next_tile_bytes + (off - t.panel_bytes);
+        if (NP == 1 || line < t.stream_end) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
+      }
+      for (int h = 0; h < 2; ++h) {
+        const int u = 2 * p + h;
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(step + 32 * h));
+#pragma GCC unroll 4
+        for (int r = 0; r < MR; ++r) {
+          const int8_t* xr = t.xq + static_cast<size_t>(r) * t.ldxq + static_cast<size_t>(s) * kStepK;
+          const __m256i x_lo = _mm256_set1_epi32(static_cast<int>(load_u32(xr)));
+          if constexpr (BITS == 8) {
+            const __m256i d = lane_dot<8>(v, x_lo, ones);
+            acc[r][u] = FIRST ? d : _mm256_add_epi32(acc[r][u], d);
+          } else {
+            const __m256i x_hi = _mm256_set1_epi32(static_cast<int>(load_u32(xr + 4)));
+            const __m256i lo = _mm256_and_si256(v, nibble);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+            const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi));
+            pairs16[r][u] = j == 0 ? pairs : _mm256_add_epi16(pairs16[r][u], pairs);
+            __asm__("" : "+x"(pairs16[r][u]));
+          }
+        }
+      }
+    }
+  }
+  if constexpr (BITS == 4) {
+    for (int r = 0; r < MR; ++r) {
+      for (int u = 0; u < 2 * NP; ++u) {
+        const __m256i d = _mm256_madd_epi16(pairs16[r][u], ones);
+        acc[r][u] = FIRST ? d : _mm256_add_epi32(acc[r][u], d);
+      }
+    }
+  }
+}
+
 // MR rows × NP panels from panel q (two ymm of 8 columns each; NP = 2, one W4 row only: side
 // by side, see quant_batch_tile_avx2); FP32 totals in `total` [MR][16 · NP] across the
 // activation blocks, in the scalar tile's order (see linear_quant.h); out [r][16 · (q + p)].
@@ -207,14 +271,8 @@ SLAB_AVX2 void batch_panel(const QuantTile& t, int q, float* out) {
   constexpr int kU = 2 * NP;  // 8-column units: panel p's halves h are units 2p + h
   const uint8_t* codes[NP];
   for (int p = 0; p < NP; ++p) codes[p] = t.panel + static_cast<size_t>(q + p) * t.panel_stride;
-  const __m256i ones = _mm256_set1_epi16(1);
-  const __m256i nibble = _mm256_set1_epi8(0x0f);
-  constexpr int kStepK = BITS == 8 ? 4 : 8;
-  // W4: a step's s16 pair sums (both halves) are at most 4·15·128 = 7680, so four steps add in 16
-  // bits before one vpmaddwd widens them (the multiplies are the tile's busiest port). Blocks of
-  // 32 and 128 are 4 and 16 steps.
-  constexpr int kSteps16 = BITS == 8 ? 1 : 4;
-  const int block_steps = t.act_block / kStepK;
+  constexpr int kSteps16 = kSteps16Of<BITS>;
+  const int block_steps = t.act_block / (BITS == 8 ? 4 : 8);
   // W8's lane_dot already subtracted 128 · Σxq.
   const int code_shift = BITS == 8 ? 128 : 0;
   const bool per_channel = t.groups == 1;
@@ -236,52 +294,12 @@ SLAB_AVX2 void batch_panel(const QuantTile& t, int q, float* out) {
         zero_left[u] = _mm256_sub_ps(zero, _mm256_set1_ps(static_cast<float>(code_shift)));  // exact
       }
     }
+    // The block's first steps set the sums, so that they take no registers while those run
+    // (a block of 32 is one group of W4 steps: the 4-row tile kept its sums on the stack).
     __m256i acc[MR][kU];
-    for (int r = 0; r < MR; ++r) {
-      for (int u = 0; u < kU; ++u) acc[r][u] = _mm256_setzero_si256();
-    }
-    for (int s0 = b * block_steps; s0 < (b + 1) * block_steps; s0 += kSteps16) {
-      __m256i pairs16[MR][kU];
-#pragma GCC unroll 4
-      for (int j = 0; j < kSteps16; ++j) {
-        const int s = s0 + j;
-        for (int p = 0; p < NP; ++p) {
-          const uint8_t* step = codes[p] + 64 * static_cast<size_t>(s);
-          // Into L2 (T1), as the AVX-512 tiles: the Q4_0 file at --kernels avx2 decoded 39-40 ->
-          // 45 tok/s on Zen 4 against T0 (three alternating rounds, same bandwidth). One panel
-          // at a time, the stream runs on into the next panel; side by side, each panel's runs
-          // on into the next tile's panel in its place.
-          if (t.stream) {
-            const size_t off = 64 * static_cast<size_t>(s) + 4096;
-            const uint8_t* line =
-                NP == 1 || off < t.panel_bytes ? codes[p] + off : codes[p] + t.next_tile_bytes + (off - t.panel_bytes);
-            if (NP == 1 || line < t.stream_end) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
-          }
-          for (int h = 0; h < 2; ++h) {
-            const int u = 2 * p + h;
-            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(step + 32 * h));
-#pragma GCC unroll 4
-            for (int r = 0; r < MR; ++r) {
-              const int8_t* xr = t.xq + static_cast<size_t>(r) * t.ldxq + static_cast<size_t>(s) * kStepK;
-              const __m256i x_lo = _mm256_set1_epi32(static_cast<int>(load_u32(xr)));
-              if constexpr (BITS == 8) {
-                acc[r][u] = _mm256_add_epi32(acc[r][u], lane_dot<8>(v, x_lo, ones));
-              } else {
-                const __m256i x_hi = _mm256_set1_epi32(static_cast<int>(load_u32(xr + 4)));
-                const __m256i lo = _mm256_and_si256(v, nibble);
-                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
-                const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi));
-                pairs16[r][u] = j == 0 ? pairs : _mm256_add_epi16(pairs16[r][u], pairs);
-              }
-            }
-          }
-        }
-      }
-      if constexpr (BITS == 4) {
-        for (int r = 0; r < MR; ++r) {
-          for (int u = 0; u < kU; ++u) acc[r][u] = _mm256_add_epi32(acc[r][u], _mm256_madd_epi16(pairs16[r][u], ones));
-        }
-      }
+    step_group<MR, BITS, NP, true>(t, codes, b * block_steps, acc);
+    for (int s0 = b * block_steps + kSteps16; s0 < (b + 1) * block_steps; s0 += kSteps16) {
+      step_group<MR, BITS, NP, false>(t, codes, s0, acc);
     }
     for (int r = 0; r < MR; ++r) {
       const size_t rb = static_cast<size_t>(b) * t.ldxs + r;
