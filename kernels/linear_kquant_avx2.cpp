@@ -205,11 +205,14 @@ SLAB_AVX2_KQUANT inline void unpack_unit(const uint8_t* rec, const KQuantLayout&
   *lo = _mm256_and_si256(v, nibble);
   *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
   if constexpr (BITS == 6) {
-    // Lane bytes 0..31 (h = 0) keep their top bits in bits 0-3 of hb, 32..63 in bits 4-7.
-    const __m256i low2 = _mm256_set1_epi8(0x03), next2 = _mm256_set1_epi8(0x0c);
-    const __m256i top = h == 0 ? hb : _mm256_srli_epi16(hb, 4);
-    *lo = _mm256_or_si256(*lo, _mm256_slli_epi16(_mm256_and_si256(top, low2), 4));
-    *hi = _mm256_or_si256(*hi, _mm256_slli_epi16(_mm256_and_si256(top, next2), 2));
+    // Lane bytes 0..31 (h = 0) keep their top bits in bits 0-1 (low nibble's) and 2-3 (high
+    // nibble's) of hb, 32..63 in bits 4-5 and 6-7: each moved to bits 4-5 by one 16-bit shift
+    // (none for bits 4-5) and kept by one mask, whatever crossed from the neighbouring byte.
+    const __m256i bits45 = _mm256_set1_epi8(0x30);
+    const __m256i lo_top = h == 0 ? _mm256_slli_epi16(hb, 4) : hb;
+    const __m256i hi_top = h == 0 ? _mm256_slli_epi16(hb, 2) : _mm256_srli_epi16(hb, 2);
+    *lo = _mm256_or_si256(*lo, _mm256_and_si256(lo_top, bits45));
+    *hi = _mm256_or_si256(*hi, _mm256_and_si256(hi_top, bits45));
   }
   if constexpr (BITS == 5) {
     *lo = _mm256_or_si256(*lo, fifth_bits(hb, 0, h));
