@@ -364,12 +364,19 @@ int main(int argc, char** argv) {
   bench::Stat vdp_cpu, amx_cpu;
   const bench::Stat vdp_peak = bench::measure_bf16_peak(pool, cfg.quick ? 3 : 7, &vdp_cpu);
   const bench::Stat amx_peak = amx ? bench::measure_amx_bf16_peak(pool, cfg.quick ? 3 : 7, &amx_cpu) : bench::Stat{};
+  // The FP32 products' limit: 256-bit FMAs on AVX2, 512-bit with LinearBlocking::fp32_products.
+  const bool fma512 = isa == Isa::avx512_bf16 && cfg.blocking.fp32_products;
   bench::Stat fma_cpu;
-  const bench::Stat fma_peak =
-      isa == Isa::avx2 ? bench::measure_fma_peak(pool, cfg.quick ? 3 : 7, &fma_cpu) : bench::Stat{};
-  const bench::Stat peak = cfg.isa == "amx" ? amx_peak : isa == Isa::avx2 ? fma_peak : vdp_peak;
-  const bench::Stat peak_cpu = cfg.isa == "amx" ? amx_cpu : isa == Isa::avx2 ? fma_cpu : vdp_cpu;
-  const char* peak_name = cfg.isa == "amx" ? "tdpbf16ps" : isa == Isa::avx2 ? "vfmadd231ps" : "vdpbf16ps";
+  const bench::Stat fma_peak = isa == Isa::avx2 ? bench::measure_fma_peak(pool, cfg.quick ? 3 : 7, &fma_cpu)
+                               : fma512         ? bench::measure_fma512_peak(pool, cfg.quick ? 3 : 7, &fma_cpu)
+                                                : bench::Stat{};
+  const bool fma_bound = isa == Isa::avx2 || fma512;
+  const bench::Stat peak = cfg.isa == "amx" ? amx_peak : fma_bound ? fma_peak : vdp_peak;
+  const bench::Stat peak_cpu = cfg.isa == "amx" ? amx_cpu : fma_bound ? fma_cpu : vdp_cpu;
+  const char* peak_name = cfg.isa == "amx"   ? "tdpbf16ps"
+                          : isa == Isa::avx2 ? "vfmadd231ps ymm"
+                          : fma512           ? "vfmadd231ps zmm"
+                                             : "vdpbf16ps";
   const bench::Stat disp = bench::measure_dispatch_us(pool, 9, 20000);
   std::printf("read bandwidth (%zu MB, %d threads): %.1f GB/s  [min %.1f, max %.1f]\n", probe_bytes >> 20, pool.size(),
               bw.median, bw.min, bw.max);
@@ -379,9 +386,9 @@ int main(int argc, char** argv) {
     std::printf("bf16 peak (tdpbf16ps, %d threads):    %.0f GFLOP/s  [min %.0f, max %.0f]; from CPU time %.0f\n",
                 pool.size(), amx_peak.median, amx_peak.min, amx_peak.max, amx_cpu.median);
   }
-  if (isa == Isa::avx2) {
-    std::printf("fp32 peak (vfmadd231ps ymm, %d threads): %.0f GFLOP/s  [min %.0f, max %.0f]; from CPU time %.0f\n",
-                pool.size(), fma_peak.median, fma_peak.min, fma_peak.max, fma_cpu.median);
+  if (fma_bound) {
+    std::printf("fp32 peak (vfmadd231ps %s, %d threads): %.0f GFLOP/s  [min %.0f, max %.0f]; from CPU time %.0f\n",
+                fma512 ? "zmm" : "ymm", pool.size(), fma_peak.median, fma_peak.min, fma_peak.max, fma_cpu.median);
   }
   std::printf("%%peak below: against the %s peak\n", peak_name);
   std::printf("empty parallel_for:                  %.3f us  [min %.3f, max %.3f]\n\n", disp.median, disp.min,
@@ -428,6 +435,7 @@ int main(int argc, char** argv) {
   for (int dim : {2048, 896}) bench_rmsnorm(pool, probe, isa, dim, l3);
   const bench::Stat peak_end = cfg.isa == "amx"   ? bench::measure_amx_bf16_peak(pool, 3)
                                : isa == Isa::avx2 ? bench::measure_fma_peak(pool, 3)
+                               : fma512           ? bench::measure_fma512_peak(pool, 3)
                                                   : bench::measure_bf16_peak(pool, 3);
   const bench::Stat bw_end = probe.measure(cfg.quick ? 5 : 15);
   std::printf("\nat the end: read bandwidth %.1f GB/s [%.1f..%.1f], %s peak %.0f GFLOP/s\n", bw_end.median, bw_end.min,

@@ -87,6 +87,7 @@ void print_peaks(ThreadPool& pool, const ModelRunner& runner) {
   std::printf("peaks on these %d threads:", pool.size());
   if (runner.isa() == kern::Isa::avx512_bf16) {
     std::printf(" vdpbf16ps %.0f GFLOP/s", measure_bf16_peak(pool, 3).median);
+    if (runner.blocking().fp32_products) std::printf(", 512-bit FMA %.0f GFLOP/s", measure_fma512_peak(pool, 3).median);
     if (runner.has_quantized_weights()) std::printf(", vpdpbusd %.0f GOP/s", measure_int8_peak(pool, 3).median);
     if (runner.amx()) {
       std::printf(", tdpbf16ps %.0f GFLOP/s", measure_amx_bf16_peak(pool, 3).median);

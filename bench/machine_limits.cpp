@@ -102,6 +102,11 @@ SLAB_PEAK_LOOP(dp_loop, "avx512f,avx512bf16", __m512i, _mm512_set1_epi32(0x3f803
 SLAB_PEAK_LOOP(dpbusd_loop, "avx512f,avx512vnni", __m512i, _mm512_set1_epi8(1), _mm512_set1_epi8(1), SLAB_24_CHAINS,
                "vpdpbusd")
 
+// The 512-bit FP32 twin: what the AVX-512 BF16 linears multiply with under
+// LinearBlocking::fp32_products (y = 0: the sums stay zero).
+SLAB_PEAK_LOOP(fma512_loop, "avx512f", __m512, _mm512_set1_ps(1.0f), _mm512_set1_ps(0.0f), SLAB_24_CHAINS,
+               "vfmadd231ps")
+
 // 12 independent instructions on ymm4..ymm15 `iters` times, the loop in asm (as SLAB_24_CHAINS):
 // the AVX2 twins below.
 #define SLAB_OP3_YMM(op, a, b, c) \
@@ -261,6 +266,11 @@ Stat measure_bf16_peak(ThreadPool& pool, int reps, Stat* cpu_based) {
 Stat measure_fma_peak(ThreadPool& pool, int reps, Stat* cpu_based) {
   if (!cpu_features().has_avx2_kernels()) return {};
   return measure_peak(pool, reps, cpu_based, 4'000'000, 16.0 * 12, fma_loop);
+}
+
+Stat measure_fma512_peak(ThreadPool& pool, int reps, Stat* cpu_based) {
+  if (!cpu_features().has_avx512_bf16_kernels()) return {};
+  return measure_peak(pool, reps, cpu_based, 2'000'000, 32.0 * 24, fma512_loop);
 }
 
 Stat measure_maddubs_peak(ThreadPool& pool, int reps, Stat* cpu_based) {

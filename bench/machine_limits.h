@@ -77,6 +77,9 @@ Stat measure_int8_peak(ThreadPool& pool, int reps, Stat* cpu_based = nullptr);
 // GFLOP/s of 256-bit vfmadd231ps (16 flops) on all pool threads: the AVX2 kernels' limit; 0
 // without avx2/fma.
 Stat measure_fma_peak(ThreadPool& pool, int reps, Stat* cpu_based = nullptr);
+// GFLOP/s of 512-bit vfmadd231ps (32 flops) on all pool threads: the limit of the AVX-512 BF16
+// linears that multiply in FP32 (LinearBlocking::fp32_products); 0 without the AVX-512 BF16 kernels.
+Stat measure_fma512_peak(ThreadPool& pool, int reps, Stat* cpu_based = nullptr);
 // GOP/s (multiply and add counted apart: 32 u8·s8 products a ymm = 64 ops) of vpmaddubsw on all
 // pool threads: the AVX2 quantized kernels' multiply, their int8 limit where the CPU has no
 // VNNI; 0 without avx2.

@@ -7,6 +7,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/gated_activation.h"
 #include "kernels/linear_bf16_tile.h"
@@ -25,7 +26,7 @@ constexpr int kMinKBlockPairs = 32;  // smallest K block (LinearBlocking::k_bloc
 constexpr int kMaxKBlockPairs = 4096;
 constexpr int kMinSplitPairs = 32;  // split-K chunks are at least this many pairs
 
-constexpr int kMidMaxM = 32;  // up to here 8-row tiles (no ragged 6-row tail): M = 17..32 1.15-1.28x on Zen 5
+constexpr int kMidMaxM = 32;         // up to here 8-row tiles (no ragged 6-row tail): M = 17..32 1.15-1.28x on Zen 5
 constexpr int kAmxMinM = 16;         // fewer rows: the weights' bandwidth decides, AVX-512 keeps up
 constexpr int kAmxRows = 32;         // a row tile of the AMX path: two 16-row A tiles
 constexpr int kAmxK = 32;            // K step of one tdpbf16ps (16 k-pairs)
@@ -187,13 +188,21 @@ void decode_split_unit(const LinearArgs& a, int unit, int splits) {
   run_tile(t, a.isa);
 }
 
+// M > 8: the K block's weights go to FP32 once for all row tiles (the first row tile writes them
+// as it computes) and the tiles multiply with FMAs: AVX2 has no BF16 dot product, and on the
+// Xeons the AVX-512 FMA runs 2x vdpbf16ps's flops (LinearBlocking::fp32_products).
+bool fp32_blocks(const LinearArgs& a) {
+  return a.isa == Isa::avx2 || (a.isa == Isa::avx512_bf16 && a.blocking.fp32_products);
+}
+
 // M > 8: register tile of the large path.
 struct LargeTile {
   int mr, np;
 };
 LargeTile large_tile(int m, bool swiglu, Isa isa, const LinearBlocking& b) {
-  // AVX2 runs 6-row FP32 blocks (tile_avx2 with wf): an 8-row tile would leave a 2-row block.
-  if (isa == Isa::avx2) return LargeTile{kLargeMR, 2};
+  // The FP32 blocks run 6 x 64 tiles (AVX2: strips of 6 x 16 over them): an 8-row tile would
+  // leave a 2-row block.
+  if (isa == Isa::avx2 || (isa == Isa::avx512_bf16 && b.fp32_products)) return LargeTile{kLargeMR, 2};
   if (m <= kMidMaxM && !swiglu) return LargeTile{8, 1};
   // SwiGLU takes a gate/up pair per row tile. Up to 16 rows that is 8 rows run as one 8 × 32 tile
   // per panel (split_panels): with 6 × 64, 16 rows were three row tiles, each reading the pair.
@@ -215,14 +224,12 @@ void large_group(const LinearArgs& a, LargeTile lt, int g, int rt0, int rt1, flo
   const bool odd_k = (a.w.k & 1) != 0;
   const bf16_t* panel0 = a.w.data + static_cast<size_t>(p) * stride;
   const int block =
-      a.isa == Isa::avx2 ? std::min(a.blocking.k_block_pairs, detail::kAvx2MaxBlockPairs) : a.blocking.k_block_pairs;
+      fp32_blocks(a) ? std::min(a.blocking.k_block_pairs, detail::kFp32MaxBlockPairs) : a.blocking.k_block_pairs;
   for (int kb = 0; kb < pairs; kb += block) {
     const int kb_end = std::min(pairs, kb + block);
     const bool first = kb == 0, last = kb_end == pairs;
     const int following = last ? next_group() : -1;
-    // AVX2 has no BF16 dot product: the block's weights go to FP32 once for all row tiles (the
-    // first row tile writes them as it computes).
-    float* wf = a.isa == Isa::avx2 ? detail::avx2_block_buffer(np, kb_end - kb) : nullptr;
+    float* wf = fp32_blocks(a) ? detail::fp32_block_buffer(np, kb_end - kb) : nullptr;
     for (int rt = rt0; rt < rt1; ++rt) {
       const int row = rt * lt.mr;
       Tile t;
@@ -267,7 +274,7 @@ void large_group(const LinearArgs& a, LargeTile lt, int g, int rt0, int rt1, flo
         second.b += stride;
         second.pf += stride;
         if (second.c) second.c += kPanelCols;
-        second.wf = second.wf_fill = nullptr;  // AVX2 never takes 8-row tiles (large_tile)
+        second.wf = second.wf_fill = nullptr;  // the FP32 blocks never take 8-row tiles (large_tile)
         run_tile(t, a.isa);
         run_tile(second, a.isa);
       } else {
@@ -456,6 +463,20 @@ void check_linear_blocking(const LinearBlocking& b) {
   }
 }
 
+namespace detail {
+float* fp32_block_buffer(int np, int pairs) {
+  // Per thread, grown once to the largest block (2 · 256 k × 64 columns: 128 KB, in L2 while the
+  // group's row tiles pass over it), 64-byte aligned: a k's 16 columns of a strip are then one
+  // cache line. At malloc's 16-byte alignment they straddled two and every second 32-byte load
+  // was split.
+  constexpr size_t kLineFloats = 16;
+  thread_local std::vector<float> buffer;
+  buffer.resize(std::max(buffer.size(), 2 * static_cast<size_t>(pairs) * np * 32 + kLineFloats));
+  const auto address = reinterpret_cast<uintptr_t>(buffer.data());
+  return buffer.data() + (kLineFloats - address / sizeof(float) % kLineFloats) % kLineFloats;
+}
+}  // namespace detail
+
 const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::avx512_bf16: return "avx512_bf16";
@@ -547,7 +568,7 @@ void linear_bf16_compute(const LinearArgs& a, int thread, int n_threads) {
   const LargeSplit s = large_split(a.m, a.w.n, n_threads, a.swiglu, large_tile(a.m, a.swiglu, a.isa, a.blocking),
                                    a.work_cursor != nullptr);
   float* scratch = nullptr;
-  if (packed_pairs(a.w.k) > std::min(a.blocking.k_block_pairs, detail::kAvx2MaxBlockPairs) || a.swiglu) {
+  if (packed_pairs(a.w.k) > std::min(a.blocking.k_block_pairs, detail::kFp32MaxBlockPairs) || a.swiglu) {
     scratch = a.workspace + static_cast<size_t>(thread) * a.m * 2 * kPanelCols;
   }
   detail::TaskStream tasks(a.work_cursor, thread, n_threads, s.tasks());

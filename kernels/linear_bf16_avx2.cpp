@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <vector>
 
 #include "kernels/linear_bf16_tile.h"
 
@@ -249,7 +248,7 @@ SLAB_AVX2 void convert_rows(const Tile& t, int pair0, int pairs, float* xf, size
 }
 
 void tile_block_avx2(const Tile& t) {
-  constexpr int kMaxPairs = kAvx2MaxBlockPairs;  // the driver's K block is at most this
+  constexpr int kMaxPairs = kFp32MaxBlockPairs;  // the driver's K block is at most this
   alignas(32) float xf[8 * 2 * kMaxPairs];
   const size_t ldxf = 2 * kMaxPairs;
   const int kk = 2 * (t.n_pairs + (t.half_pair ? 1 : 0));
@@ -342,18 +341,6 @@ SLAB_AVX2 inline __m256i f32_to_bf16_lanes(__m256 v) {
 }
 
 }  // namespace
-
-float* avx2_block_buffer(int np, int pairs) {
-  // Per thread, grown once to the largest block (2 · 256 k × 64 columns: 128 KB, in L2 while the
-  // group's row tiles pass over it), 64-byte aligned: a k's 16 columns of a strip are then one
-  // cache line. At malloc's 16-byte alignment they straddled two and every second 32-byte load
-  // was split.
-  constexpr size_t kLineFloats = 16;
-  thread_local std::vector<float> buffer;
-  buffer.resize(std::max(buffer.size(), 2 * static_cast<size_t>(pairs) * np * 32 + kLineFloats));
-  const auto address = reinterpret_cast<uintptr_t>(buffer.data());
-  return buffer.data() + (kLineFloats - address / sizeof(float) % kLineFloats) % kLineFloats;
-}
 
 SLAB_AVX2 void convert_f32_to_bf16_avx2(bf16_t* dst, const float* src, size_t n) {
   size_t i = 0;

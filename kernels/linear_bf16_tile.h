@@ -36,7 +36,8 @@ struct Tile {
   const float* residual = nullptr;  // at the tile's first row and column
   size_t ldr = 0;
   int n_valid = 0;
-  // AVX2, large M: the tile's block of weights as FP32 (avx2_block_buffer), k-major:
+  // AVX2 and AVX-512 fp32_products, large M: the tile's block of weights as FP32
+  // (fp32_block_buffer), k-major:
   // wf[k][np·32] for k < 2·(n_pairs + half_pair). Null: convert in the tile. wf_fill (= wf, for
   // the group's first row tile): the tile writes that block from b as it computes; the later
   // row tiles read it.
@@ -45,12 +46,14 @@ struct Tile {
 };
 
 void tile_scalar(const Tile& t);
-// The AVX2 FP32 blocks (Tile::wf) take at most this many k-pairs: the driver caps its K block.
-inline constexpr int kAvx2MaxBlockPairs = 256;
+// The FP32 blocks (Tile::wf: AVX2, and AVX-512 with LinearBlocking::fp32_products) take at most
+// this many k-pairs: the driver caps its K block.
+inline constexpr int kFp32MaxBlockPairs = 256;
 void tile_avx2(const Tile& t);
 // Room for the FP32 form of `pairs` k-pairs of np panels ([2·pairs][np·32]), a buffer of the
-// calling thread's that the next call reuses.
-float* avx2_block_buffer(int np, int pairs);
+// calling thread's that the next call reuses, 64-byte aligned.
+float* fp32_block_buffer(int np, int pairs);
+// With t.wf: the FP32-product form (6 rows at most); else vdpbf16ps.
 void tile_avx512_bf16(const Tile& t);
 // Epilogue of one row of one tile from FP32 sums: + bias, + residual, store FP32 or BF16.
 void finish_row(const float* acc, int n_valid, const float* bias, const float* residual, float* out_f32,

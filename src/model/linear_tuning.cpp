@@ -43,11 +43,19 @@ LinearTuning linear_tuning_for(const CpuFeatures& cpu) {
     t.source = "zen2 (measured: defaults best)";
     return t;
   }
-  if (arch == "emerald_rapids") {
-    // 16 threads: no AVX-512 candidate beyond the run-to-run spread (2026-11-26, and again with
-    // the shared work counter on 2026-11-27: gate_up 0.95-1.05x), and the AMX K blocks ran
-    // 0.64-1.06x the whole-K default (0.73-0.85x on down with the counter).
-    t.source = "emerald_rapids (measured: defaults best)";
+  if (cpu.vendor == "GenuineIntel") {  // fp32_products touches only the AVX-512 BF16 path
+    // A 2-core Xeon with AVX-512 BF16, AMX and AVX512-FP16 (family 6 model 167 as its KVM guest
+    // reports it; 2026-11-30): vdpbf16ps zmm issued one every 2 cycles (1.7 G/s a core, 107
+    // GFLOP/s) against two 512-bit FMAs a cycle (6.7 G/s, 215 GFLOP/s), so FP32 products double
+    // the large-M peak; the tiles reach 71-77 % of it, 1.37-1.55x the dot product, and BF16
+    // prefill-512 without AMX ran 1.44-1.55x on two cores
+    // (bench/results/2026-11-30-xeon-2c-fp32-products). The 16-core Emerald Rapids device's
+    // vdpbf16ps peak (26-71 GFLOP/s a core, 2026-11-27) fits the same rate (FP32 products are
+    // unmeasured there). There the dot-product sweeps found no K block or tile beyond the
+    // spread (2026-11-26 and 2026-11-27: gate_up 0.95-1.05x) and the AMX K blocks ran
+    // 0.64-1.06x the whole-K default.
+    t.blocking.fp32_products = true;
+    t.source = (arch.empty() ? std::string("intel") : arch) + " (measured: FP32 products, vdpbf16ps at half rate)";
     return t;
   }
   t.source = arch.empty() ? "defaults (unknown microarchitecture)" : "defaults (" + arch + " not measured)";
@@ -58,7 +66,7 @@ std::string describe_linear_blocking(const kern::LinearBlocking& b) {
   return "k=" + std::to_string(2 * b.k_block_pairs) + ",tile=" + std::to_string(b.tile_rows) + "x" +
          std::to_string(32 * b.tile_panels) + ",prefetch=" + (b.prefetch ? "on" : "off") +
          ",amx=" + std::to_string(b.amx_k_block) + ",split=" + (b.dynamic_split ? "dynamic" : "static") +
-         ",dpf=" + std::to_string(b.decode_prefetch_bytes);
+         ",dpf=" + std::to_string(b.decode_prefetch_bytes) + ",products=" + (b.fp32_products ? "fma" : "dot");
 }
 
 kern::LinearBlocking parse_linear_blocking(const std::string& spec) {
@@ -107,8 +115,11 @@ kern::LinearBlocking parse_linear_blocking(const std::string& spec) {
     } else if (key == "split") {
       if (value != "dynamic" && value != "static") fail("split must be dynamic or static");
       b.dynamic_split = value == "dynamic";
+    } else if (key == "products") {
+      if (value != "dot" && value != "fma") fail("products must be dot or fma");
+      b.fp32_products = value == "fma";
     } else {
-      fail("unknown key '" + key + "' (k, tile, prefetch, amx, split, dpf)");
+      fail("unknown key '" + key + "' (k, tile, prefetch, amx, split, dpf, products)");
     }
   }
   try {

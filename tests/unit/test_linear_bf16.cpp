@@ -375,6 +375,41 @@ TEST_CASE("linear_bf16 cache blockings match the reference", "[kernels]") {
   }
 }
 
+// The AVX-512 FP32-product form (LinearBlocking::fp32_products, the Intel entries): 6 x 64 tiles
+// with 1..5-row tails, one-panel groups (5 and 3 panels), odd K (a half pair) and K blocks of 32
+// pairs up to past the form's 256-pair cap, every epilogue; the first row tile of each group
+// writes the FP32 block the later ones read, so threads that split a group's rows differently
+// (1, 3, 16) must all match the reference.
+TEST_CASE("linear_bf16 FP32 products on AVX-512 match the reference", "[kernels]") {
+  if (!cpu_features().has_avx512_bf16_kernels()) {
+    WARN("no AVX-512 BF16 on this CPU: the FP32-product form was not tested (" << cpu_features().summary() << ")");
+    return;
+  }
+  std::mt19937 rng(2026);
+  int case_index = 0;
+  for (int m : {9, 13, 17, 37, 100}) {
+    for (int n : {31, 97, 130}) {
+      for (int k : {1, 63, 514, 1031}) {
+        for (int k_block : {32, 256, 4096}) {
+          ++case_index;
+          const Problem p = make_problem(m, n, k, rng, case_index % 2 == 0);
+          Options o;
+          o.bias = case_index % 3 != 0;
+          o.residual = case_index % 4 == 1;
+          o.in_place = !o.residual && case_index % 5 == 0;
+          o.bf16_out = !o.in_place && !o.residual && case_index % 2 == 0;
+          o.blocking.fp32_products = true;
+          o.blocking.k_block_pairs = k_block;
+          for (int threads : {1, 3, 16}) {
+            INFO("m " << m << " n " << n << " k " << k << " k_block_pairs " << k_block << " threads " << threads);
+            check_against_reference(p, o, run(p, o, Isa::avx512_bf16, threads));
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("check_linear_blocking refuses out-of-range fields", "[kernels]") {
   CHECK_NOTHROW(check_linear_blocking(LinearBlocking{}));
   CHECK_THROWS_WITH(check_linear_blocking({.k_block_pairs = 16}), Catch::Contains("k_block_pairs"));
@@ -432,7 +467,7 @@ TEST_CASE("fused SwiGLU linear matches gate and up linears followed by silu·up 
       const GatedAct act = combo % 2 == 0 ? GatedAct::silu : GatedAct::gelu_tanh;  // Gemma's activation
       const bool amx = combo >= isa_combos;
       const Isa isa = amx ? Isa::avx512_bf16 : isas()[static_cast<size_t>(combo / 2)];
-      for (int threads : {1, 2, 3}) {
+      for (int threads : {1, 2, 3, 4}) {
         INFO("isa " << isa_name(isa) << (amx ? " + amx" : "") << " act "
                     << (act == GatedAct::silu ? "silu" : "gelu_tanh") << " threads " << threads << " m " << s.m
                     << " n_out " << s.n_out << " k " << s.k);
@@ -455,6 +490,7 @@ TEST_CASE("fused SwiGLU linear matches gate and up linears followed by silu·up 
           a.blocking = amx ? LinearBlocking{.amx_k_block = 64}
                            : LinearBlocking{.k_block_pairs = 32, .tile_rows = 4, .decode_prefetch_bytes = 1024};
         }
+        if (threads == 4) a.blocking.fp32_products = true;  // AVX-512: FP32 products (AVX2 always)
         CHECK(linear_bf16_uses_amx(a) == amx);
         if (threads == 2) {
           linear_bf16(a, threads, [&pool](auto&& f) { pool.run_on_all(f); });

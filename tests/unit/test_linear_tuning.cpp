@@ -50,10 +50,24 @@ TEST_CASE("every microarchitecture's blocking is valid and names its source", "[
   }
 }
 
+TEST_CASE("Intel entries multiply BF16 in FP32, AMD entries with vdpbf16ps", "[runtime]") {
+  // Measured: vdpbf16ps at one every two cycles on the Xeons, two FMAs a cycle (linear_tuning.cpp).
+  for (const CpuFeatures& f :
+       {cpu("GenuineIntel", 6, 0x8f), cpu("GenuineIntel", 6, 0xcf), cpu("GenuineIntel", 6, 0xa7)}) {
+    INFO("model " << f.model);
+    CHECK(linear_tuning_for(f).blocking.fp32_products);
+  }
+  for (const CpuFeatures& f : {cpu("AuthenticAMD", 0x19, 0x11), cpu("AuthenticAMD", 0x1a, 0x02)}) {
+    INFO("family " << f.family);
+    CHECK_FALSE(linear_tuning_for(f).blocking.fp32_products);
+  }
+}
+
 TEST_CASE("linear blocking text round-trips and bad specs name the key", "[runtime]") {
   const kern::LinearBlocking d;
-  CHECK(describe_linear_blocking(d) == "k=512,tile=6x64,prefetch=on,amx=0,split=dynamic,dpf=0");
-  const kern::LinearBlocking b = parse_linear_blocking("k=1024,tile=8x32,prefetch=off,amx=256,split=static,dpf=4096");
+  CHECK(describe_linear_blocking(d) == "k=512,tile=6x64,prefetch=on,amx=0,split=dynamic,dpf=0,products=dot");
+  const kern::LinearBlocking b =
+      parse_linear_blocking("k=1024,tile=8x32,prefetch=off,amx=256,split=static,dpf=4096,products=fma");
   CHECK(b.k_block_pairs == 512);
   CHECK(b.tile_rows == 8);
   CHECK(b.tile_panels == 1);
@@ -61,6 +75,7 @@ TEST_CASE("linear blocking text round-trips and bad specs name the key", "[runti
   CHECK(b.amx_k_block == 256);
   CHECK_FALSE(b.dynamic_split);
   CHECK(b.decode_prefetch_bytes == 4096);
+  CHECK(b.fp32_products);
   CHECK(describe_linear_blocking(parse_linear_blocking(describe_linear_blocking(b))) == describe_linear_blocking(b));
   const kern::LinearBlocking partial = parse_linear_blocking("tile=4x64");
   CHECK(partial.tile_rows == 4);
@@ -74,6 +89,7 @@ TEST_CASE("linear blocking text round-trips and bad specs name the key", "[runti
   CHECK_THROWS_WITH(parse_linear_blocking("split=random"), Catch::Contains("split must be dynamic or static"));
   CHECK_THROWS_WITH(parse_linear_blocking("dpf=100"), Catch::Contains("decode_prefetch_bytes"));
   CHECK_THROWS_WITH(parse_linear_blocking("dpf=4100"), Catch::Contains("decode_prefetch_bytes"));
+  CHECK_THROWS_WITH(parse_linear_blocking("products=fast"), Catch::Contains("products must be dot or fma"));
   CHECK_THROWS_WITH(parse_linear_blocking("speed=11"), Catch::Contains("unknown key 'speed'"));
   CHECK_THROWS_WITH(parse_linear_blocking("k"), Catch::Contains("not key=value"));
 }
