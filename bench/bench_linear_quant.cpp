@@ -308,7 +308,7 @@ int main(int argc, char** argv) {
           pool, kind, s, cfg.one_copy ? 1 : static_cast<int>(std::max<size_t>(2, (sweep + bytes - 1) / bytes)));
       for (size_t mi = 0; mi < cfg.ms.size(); ++mi) {
         const int m = cfg.ms[mi];
-        const bool amx_row = amx && !kind.bf16 && m >= kQuantAmxMinM;
+        const bool amx_row = amx && !kind.bf16 && m >= quant_amx_min_m(kind.format);
         for (const bool on_amx : {false, true}) {
           if (on_amx && !amx_row) continue;
           const Result r = bench_one(pool, probe, kind, s, m, isa, on_amx, weights, cfg);

@@ -48,7 +48,7 @@ struct Workspace {
   float* xscale = nullptr;
   int32_t* xqsum = nullptr;
   int32_t* xqhalf = nullptr;
-  // The AMX path (M >= kQuantAmxMinM): the thread's tile state, and (but for W8) its room for a
+  // The AMX path (M >= quant_amx_min_m): the thread's tile state, and (but for W8) its room for a
   // panel pair's codes as bytes (amx_unpacked_bytes).
   detail::AmxQuantTiles* amx = nullptr;
   uint8_t* amx_codes = nullptr;
@@ -81,7 +81,7 @@ size_t decode_region_bytes(const QuantFormat& f, int m, int kp) {
   return round_up(static_cast<size_t>(m) * kp * 2, 64) + 2 * round_up(block_values * 4, 64);
 }
 
-bool amx_shape(int m, Isa isa) { return m >= kQuantAmxMinM && isa == Isa::avx512_bf16; }
+bool amx_shape(int m, const QuantFormat& f, Isa isa) { return m >= quant_amx_min_m(f) && isa == Isa::avx512_bf16; }
 // Per thread on the AMX path: the codes of a panel pair unpacked to bytes (all but W8).
 size_t amx_unpacked_bytes(const QuantFormat& f, int kp) {
   return f.bits == 8 && !f.k_quant ? 0 : 2 * static_cast<size_t>(kQuantPanelCols) * kp;
@@ -293,12 +293,14 @@ void int8_rows(const QuantLinearArgs& a, const Workspace& ws, const QuantTile& w
   }
   for (int row = 0; row < a.m; row += tile_rows) {
     QuantTile t = int8_row_tile(a, ws, amx_w, row, std::min(tile_rows, a.m - row));
-    // Batched (M > 8) on AVX2 the first row tile streams too: it reads the panels from memory.
-    // With this and kquant_scale_table_avx2's tail prefetches Q4_K at M = 16 ran 1.14-1.17x
-    // faster on a Zen 2 core, Q4_K_M decode of 16 sequences 1.14-1.16x
-    // (bench/results/2026-11-30-epyc-zen2-2c-batched-prefetch). The AVX-512 tiles (no table,
-    // records read in order; not measured) stream at M <= 8 only.
-    t.stream = row == 0 && (a.m <= kQuantDecodeMaxM || a.isa == Isa::avx2);
+    // Batched (M > 8) the first row tile streams too where that was measured faster: it reads
+    // the panels from memory. On AVX2, with kquant_scale_table_avx2's tail prefetches, Q4_K at
+    // M = 16 ran 1.14-1.17x faster on a Zen 2 core, Q4_K_M decode of 16 sequences 1.14-1.16x
+    // (bench/results/2026-11-30-epyc-zen2-2c-batched-prefetch). On AVX-512 (one Xeon core) the
+    // K-quant tiles gained 1.20-1.30x at M = 16 (Q4_K) and 1.05-1.17x (Q6_K), W4/W8 were level
+    // to 0.85x (bench/results/2026-11-30-xeon-2c-fp32-products, batched-stream), so only the
+    // K-quant tiles stream there.
+    t.stream = row == 0 && (a.m <= kQuantDecodeMaxM || a.isa == Isa::avx2 || a.w.format.k_quant);
     t.stream_end = stream_end;
     t.out = sums;
     if (ws.amx) {
@@ -529,11 +531,15 @@ void check_args(const QuantLinearArgs& a) {
 size_t quant_linear_workspace_bytes(int m, const PackedQuant& w, int n_threads, bool amx) {
   const int kp = quant_padded_k(w.format, w.k);
   if (m <= kQuantDecodeMaxM) return static_cast<size_t>(n_threads) * decode_region_bytes(w.format, m, kp);
-  const size_t amx_bytes = amx && amx_shape(m, Isa::avx512_bf16) ? amx_unpacked_bytes(w.format, kp) : 0;
+  const size_t amx_bytes = amx && amx_shape(m, w.format, Isa::avx512_bf16) ? amx_unpacked_bytes(w.format, kp) : 0;
   return int8_rows_bytes(m, kp) + static_cast<size_t>(n_threads) * (amx_bytes + kquant_table_bytes(w.format, kp));
 }
 
-bool quant_linear_uses_amx(const QuantLinearArgs& a) { return (a.amx || a.amx_emulated) && amx_shape(a.m, a.isa); }
+int quant_amx_min_m(const QuantFormat& f) { return f.bits == 8 && !f.k_quant ? 16 : 32; }
+
+bool quant_linear_uses_amx(const QuantLinearArgs& a) {
+  return (a.amx || a.amx_emulated) && amx_shape(a.m, a.w.format, a.isa);
+}
 
 void quant_linear_prepare(const QuantLinearArgs& a, int thread, int n_threads) {
   check_args(a);

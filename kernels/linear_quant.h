@@ -93,7 +93,7 @@
 //          total = fma(xscale·(d·sc[j]), dot_j − 32·Σxq_j, total), first half first.
 // The products d·sc and dmin·m are exact in FP32; every ISA rounds the same operations.
 //
-// AMX (QuantLinearArgs::amx, M >= kQuantAmxMinM, every format): the same integer sums on the
+// AMX (QuantLinearArgs::amx, M >= quant_amx_min_m(format), every format): the same integer sums on the
 // AMX INT8 tiles in 32-row tiles and the same FP32 epilogue (linear_quant_amx.cpp).
 //
 // Isa::avx512_bf16 here needs AVX-512 VNNI as well (CpuFeatures::has_avx512_quant_kernels()).
@@ -202,7 +202,7 @@ struct QuantLinearArgs {
   // while they are in L1 and no FP32 [m][2 · n_out] ever exists. Needs out_bf16, no bias or residual.
   bool swiglu = false;
   GatedAct gated_act = GatedAct::silu;
-  // M >= kQuantAmxMinM and isa avx512_bf16, any format: the INT8 activations multiply on the AMX
+  // M >= quant_amx_min_m and isa avx512_bf16, any format: the INT8 activations multiply on the AMX
   // tiles (TDPBSUD, 32-row tiles) instead of the AVX-512 register tiles, with identical results
   // (linear_quant_amx.cpp). Set only where amx_int8_usable() (runtime/cpu_features.h); other
   // shapes ignore it.
@@ -213,7 +213,12 @@ struct QuantLinearArgs {
   bool amx_emulated = false;
 };
 
-inline constexpr int kQuantAmxMinM = 16;  // fewer rows: one pass of the register tiles keeps up
+// The fewest rows that run on the AMX tiles; fewer: one pass of the AVX-512 register tiles keeps
+// up. W8 from 16: its codes are the tiles' bytes. W4 and the K-quants from 32: their codes are
+// unpacked to bytes per panel pair first, and on two Xeon cores batch-16 decode ran 1.10-1.21x
+// faster on the register tiles (Q4_0, Q4_K_M; Q8_0 0.88x), batch 32 1.04-1.06x faster on AMX
+// (bench/results/2026-11-30-xeon-2c-fp32-products/batched-stream).
+int quant_amx_min_m(const QuantFormat& f);
 // Whether a call with these arguments runs on the AMX tiles (args.amx or amx_emulated, and an
 // AMX shape and format).
 bool quant_linear_uses_amx(const QuantLinearArgs& args);

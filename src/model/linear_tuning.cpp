@@ -47,8 +47,8 @@ LinearTuning linear_tuning_for(const CpuFeatures& cpu) {
     // A 2-core Xeon with AVX-512 BF16, AMX and AVX512-FP16 (family 6 model 167 as its KVM guest
     // reports it; 2026-11-30): vdpbf16ps zmm issued one every 2 cycles (1.7 G/s a core, 107
     // GFLOP/s) against two 512-bit FMAs a cycle (6.7 G/s, 215 GFLOP/s), so FP32 products double
-    // the large-M peak; the tiles reach 71-77 % of it, 1.37-1.55x the dot product, and BF16
-    // prefill-512 without AMX ran 1.44-1.55x on two cores
+    // the large-M peak; the tiles reach 66-74 % of it, 1.41-1.63x the dot product, and BF16
+    // prefill-512 without AMX ran 1.38-1.51x on two cores
     // (bench/results/2026-11-30-xeon-2c-fp32-products). The 16-core Emerald Rapids device's
     // vdpbf16ps peak (26-71 GFLOP/s a core, 2026-11-27) fits the same rate (FP32 products are
     // unmeasured there). There the dot-product sweeps found no K block or tile beyond the

@@ -271,11 +271,12 @@ void check_amx_cases(bool hardware) {
   for (const QuantFormat& f : formats) {
     // K: 256 (per-channel activation blocks of 128), 200 (padded to 224 or 256: blocks of 32
     // per channel), 384, 512 (two K-quant super-blocks); M: one A tile, two, a partial second,
-    // and several row tiles.
+    // and several row tiles, from the format's fewest AMX rows (W8 16, others 32) up.
     for (const int k : {200, 256, 384, 512}) {
       if (f.group == 128 && k == 200) continue;  // padded to 256: covered by 256
       if (f.k_quant && k % kKQuantSuperK != 0) continue;
-      for (const int m : {16, 17, 32, 45, 70}) {
+      for (const int m : {16, 17, 32, 33, 45, 70}) {
+        if (m < quant_amx_min_m(f)) continue;
         AmxCase c{f, m, m == 45 ? 48 : 80, k};
         INFO((f.k_quant ? "K-quant " : "") << "W" << f.bits << " group " << f.group
                                             << (f.zero_point ? " zero-point" : "") << " m " << m << " n " << c.n << " k "
@@ -311,7 +312,8 @@ TEST_CASE("quantized linear on AMX INT8 tiles equals the register tiles bit for 
   check_amx_cases(true);
 }
 
-TEST_CASE("the AMX INT8 path takes 16 rows and more on the AVX-512 kernels only", "[kernels][quant]") {
+TEST_CASE("the AMX INT8 path takes 16 rows (W8) or 32 (W4, K-quant) and more on the AVX-512 kernels only",
+          "[kernels][quant]") {
   QuantLinearArgs a;
   a.w = {nullptr, {8, 32, false}, 64, 256};
   a.isa = Isa::avx512_bf16;
@@ -321,6 +323,14 @@ TEST_CASE("the AMX INT8 path takes 16 rows and more on the AVX-512 kernels only"
   CHECK(quant_linear_uses_amx(a));
   a.m = 15;
   CHECK_FALSE(quant_linear_uses_amx(a));
+  for (const QuantFormat& f : {QuantFormat{4, 32, false}, QuantFormat{4, 128, true}, kquant4_format()}) {
+    a.w.format = f;
+    a.m = 31;
+    CHECK_FALSE(quant_linear_uses_amx(a));
+    a.m = 32;
+    CHECK(quant_linear_uses_amx(a));
+  }
+  a.w.format = {8, 32, false};
   a.m = 64;
   a.isa = Isa::avx2;
   CHECK_FALSE(quant_linear_uses_amx(a));
