@@ -10,7 +10,10 @@
 // against the vdpbf16ps peak). Medians over repetitions; 'cpu' columns repeat the ratios from the busiest
 // thread's CPU time, which stays meaningful while other processes share the cores. Where the CPU
 // has AMX-INT8, each quantized row of M >= 16 is followed by a "+amx" row: the same call on the AMX
-// tiles, against the tdpbsud peak measured here (--no-amx leaves them out). --one-copy has
+// tiles, against the tdpbsud peak measured here (--no-amx leaves them out), and where it has
+// AMX-BF16 too, each of M >= kQuantAmxBf16MinM a "+amxbf16" row: the prefill path that
+// dequantizes each panel pair to BF16 and multiplies on the BF16 tiles, against the tdpbf16ps
+// peak. --one-copy has
 // every row read one copy of the weights every call (from L2/L3 where they fit): the kernel's
 // own rate without DRAM, for telling a tile bound by its instructions from one bound by memory
 // (the bandwidth ratios then exceed 100 %).
@@ -139,7 +142,7 @@ struct Result {
 };
 
 Result bench_one(ThreadPool& pool, bench::ReadBandwidthProbe& probe, const Kind& kind, const Shape& s, int m, Isa isa,
-                 bool amx, const std::vector<AlignedBuffer>& weights, const Config& cfg) {
+                 bool amx, bool amx_bf16, const std::vector<AlignedBuffer>& weights, const Config& cfg) {
   const bool memory_bound = m <= kQuantDecodeMaxM;
   const int copies = !cfg.one_copy ? static_cast<int>(weights.size()) : 1;
   AlignedBuffer x(static_cast<size_t>(m) * s.k * sizeof(bf16_t));
@@ -174,10 +177,11 @@ Result bench_one(ThreadPool& pool, bench::ReadBandwidthProbe& probe, const Kind&
     aq.m = m;
     aq.out_f32 = out.as<float>();
     aq.ldo = static_cast<size_t>(s.n);
-    ws = AlignedBuffer(std::max<size_t>(quant_linear_workspace_bytes(m, aq.w, pool.size(), amx), 64));
+    ws = AlignedBuffer(std::max<size_t>(quant_linear_workspace_bytes(m, aq.w, pool.size(), amx, amx_bf16), 64));
     aq.workspace = ws.as<void>();
     aq.isa = isa;
     aq.amx = amx;
+    aq.amx_bf16 = amx_bf16;
   }
   auto call = [&](int copy) {
     if (kind.bf16) {
@@ -290,14 +294,23 @@ int main(int argc, char** argv) {
   } else {
     std::printf("amx int8: not run (%s)\n", cfg.no_amx ? "--no-amx" : "no AMX-INT8 tiles on this CPU or kernel set");
   }
+  const bool amx_bf16 = amx && amx_bf16_usable();
+  bench::Stat amx_bf16_cpu;
+  const bench::Stat amx_bf16_peak =
+      amx_bf16 ? bench::measure_amx_bf16_peak(pool, cfg.quick ? 3 : 7, &amx_bf16_cpu) : bench::Stat{};
+  if (amx_bf16) {
+    std::printf("amx bf16 peak (tdpbf16ps): %.0f GFLOP/s [%.0f..%.0f]; from CPU time %.0f\n", amx_bf16_peak.median,
+                amx_bf16_peak.min, amx_bf16_peak.max, amx_bf16_cpu.median);
+  }
   std::printf("\n");
   std::printf(
       "M <= 8: %%bw = GB/s of packed weight bytes (+ x, out) over the adjacent bandwidth sample%s.\n"
-      "M >= 64: %%peak = GOP/s over the int8 peak (bf16 rows: over the bf16 peak; +amx rows: the tdpbsud peak).\n"
+      "M >= 64: %%peak = GOP/s over the int8 peak (bf16 rows: over the bf16 peak; +amx rows: the tdpbsud peak;\n"
+      "+amxbf16 rows: the tdpbf16ps peak).\n"
       "vs bf16 = the BF16 kernel's CPU time on the same shape and M over this kernel's.\n\n",
       cfg.one_copy ? " (--one-copy: one copy of the weights, read from cache where it fits)" : "");
-  std::printf("%-5s %-8s %3s %5s %5s %7s %9s %9s %6s %5s %5s %7s %6s %5s %7s\n", "op", "weights", "M", "N", "K", "W MB",
-              "us/call", "cpu us", "GB/s", "%bw", "cpu%", "GOP/s", "%peak", "cpu%", "vs bf16");
+  std::printf("%-5s %-11s %3s %5s %5s %7s %9s %9s %6s %5s %5s %7s %6s %5s %7s\n", "op", "weights", "M", "N", "K",
+              "W MB", "us/call", "cpu us", "GB/s", "%bw", "cpu%", "GOP/s", "%peak", "cpu%", "vs bf16");
   for (const Shape& s : kShapes) {
     if (!selected(cfg.ops, s.op)) continue;
     std::vector<double> bf16_us(cfg.ms.size(), 0.0);  // CPU time per call
@@ -309,9 +322,11 @@ int main(int argc, char** argv) {
       for (size_t mi = 0; mi < cfg.ms.size(); ++mi) {
         const int m = cfg.ms[mi];
         const bool amx_row = amx && !kind.bf16 && m >= quant_amx_min_m(kind.format);
-        for (const bool on_amx : {false, true}) {
-          if (on_amx && !amx_row) continue;
-          const Result r = bench_one(pool, probe, kind, s, m, isa, on_amx, weights, cfg);
+        const bool amx_bf16_row = amx_bf16 && !kind.bf16 && m >= kQuantAmxBf16MinM && s.k % 32 == 0;
+        for (const int path : {0, 1, 2}) {  // register tiles, AMX INT8, AMX-BF16 prefill
+          if ((path == 1 && !amx_row) || (path == 2 && !amx_bf16_row)) continue;
+          const bool on_amx = path == 1, on_amx_bf16 = path == 2;
+          const Result r = bench_one(pool, probe, kind, s, m, isa, on_amx, on_amx_bf16, weights, cfg);
           if (kind.bf16) bf16_us[mi] = r.cpu_us;
           const double moved = static_cast<double>(bytes) + m * s.k * 2.0 + m * s.n * 4.0;
           const double gop = 2.0 * m * s.n * static_cast<double>(s.k) / (r.us * 1e3);
@@ -321,16 +336,22 @@ int main(int argc, char** argv) {
             std::snprintf(bw_s, sizeof bw_s, "%.0f%%", 100.0 * r.bw_ratio);
             std::snprintf(cpu_bw_s, sizeof cpu_bw_s, "%.0f%%", 100.0 * r.cpu_bw_ratio);
           } else {
-            const bench::Stat& peak = on_amx ? amx_peak : kind.bf16 ? bf16_peak : int8_peak;
-            const bench::Stat& peak_cpu = on_amx ? amx_cpu : kind.bf16 ? bf16_cpu : int8_cpu;
+            const bench::Stat& peak = on_amx_bf16 ? amx_bf16_peak
+                                      : on_amx    ? amx_peak
+                                      : kind.bf16 ? bf16_peak
+                                                  : int8_peak;
+            const bench::Stat& peak_cpu = on_amx_bf16 ? amx_bf16_cpu
+                                          : on_amx    ? amx_cpu
+                                          : kind.bf16 ? bf16_cpu
+                                                      : int8_cpu;
             if (peak.median > 0) {
               std::snprintf(peak_s, sizeof peak_s, "%.0f%%", 100.0 * gop / peak.median);
               std::snprintf(cpu_peak_s, sizeof cpu_peak_s, "%.0f%%", 100.0 * cpu_gop / peak_cpu.median);
             }
           }
           if (!kind.bf16 && bf16_us[mi] > 0) std::snprintf(ratio_s, sizeof ratio_s, "%.2fx", bf16_us[mi] / r.cpu_us);
-          const std::string name = std::string(kind.name) + (on_amx ? "+amx" : "");
-          std::printf("%-5s %-8s %3d %5d %5d %7.2f %9.1f %9.1f %6.1f %5s %5s %7.0f %6s %5s %7s\n", s.op, name.c_str(),
+          const std::string name = std::string(kind.name) + (on_amx_bf16 ? "+amxbf16" : on_amx ? "+amx" : "");
+          std::printf("%-5s %-11s %3d %5d %5d %7.2f %9.1f %9.1f %6.1f %5s %5s %7.0f %6s %5s %7s\n", s.op, name.c_str(),
                       m, s.n, s.k, static_cast<double>(bytes) / 1e6, r.us, r.cpu_us, moved / (r.us * 1e3), bw_s,
                       cpu_bw_s, gop, peak_s, cpu_peak_s, ratio_s);
           std::fflush(stdout);

@@ -52,6 +52,10 @@ struct Workspace {
   // panel pair's codes as bytes (amx_unpacked_bytes).
   detail::AmxQuantTiles* amx = nullptr;
   uint8_t* amx_codes = nullptr;
+  // The AMX-BF16 prefill (quant_linear_uses_amx_bf16): the thread's BF16 tile state and its room
+  // for a panel pair dequantized to BF16 (k · 64 bytes); the codes go through amx_codes first.
+  detail::AmxTiles* amx_bf16 = nullptr;
+  bf16_t* bf16_panel = nullptr;
   // K-quant weights on the batched AVX2 tiles (M > 8): the thread's room for a panel pair's scale
   // tables (kquant_table_bytes).
   float* kq_table = nullptr;
@@ -93,19 +97,29 @@ size_t kquant_table_bytes(const QuantFormat& f, int kp) {
   return f.k_quant ? 2 * static_cast<size_t>(kp / kKQuantSuperK) * detail::kKQuantTableFloats * sizeof(float) : 0;
 }
 
+bool amx_bf16_shape(int m, int k, Isa isa) { return m >= kQuantAmxBf16MinM && k % 32 == 0 && isa == Isa::avx512_bf16; }
+// Per thread for M > 8: [unpacked codes (AMX paths)][K-quant tables][BF16 panel (AMX-BF16)].
+size_t thread_slot_bytes(const QuantFormat& f, int k, bool amx_codes, bool bf16_panel) {
+  const int kp = quant_padded_k(f, k);
+  return (amx_codes ? amx_unpacked_bytes(f, kp) : 0) + kquant_table_bytes(f, kp) +
+         (bf16_panel ? static_cast<size_t>(k) * 2 * kQuantPanelCols * sizeof(bf16_t) : 0);
+}
+
 Workspace workspace_of(const QuantLinearArgs& a, int thread) {
   const QuantFormat& f = a.w.format;
   const int kp = quant_padded_k(f, a.w.k);
   auto* base = static_cast<uint8_t*>(a.workspace);
   if (a.m > kQuantDecodeMaxM) {
     Workspace ws = int8_rows_at(base, a.m, kp);
-    // The thread's slot after the shared rows: the AMX codes (where used), then the tables.
-    const bool amx = quant_linear_uses_amx(a);
+    // The thread's slot after the shared rows (thread_slot_bytes).
+    const bool bf16 = quant_linear_uses_amx_bf16(a);
+    const bool amx = bf16 || quant_linear_uses_amx(a);
     const size_t amx_bytes = amx ? amx_unpacked_bytes(f, kp) : 0;
     uint8_t* slot =
-        base + int8_rows_bytes(a.m, kp) + static_cast<size_t>(thread) * (amx_bytes + kquant_table_bytes(f, kp));
+        base + int8_rows_bytes(a.m, kp) + static_cast<size_t>(thread) * thread_slot_bytes(f, a.w.k, amx, bf16);
     if (amx_bytes > 0) ws.amx_codes = slot;
     if (f.k_quant && !amx && a.isa == Isa::avx2) ws.kq_table = reinterpret_cast<float*>(slot + amx_bytes);
+    if (bf16) ws.bf16_panel = reinterpret_cast<bf16_t*>(slot + amx_bytes + kquant_table_bytes(f, kp));
     return ws;
   }
   uint8_t* mine = base + static_cast<size_t>(thread) * decode_region_bytes(f, a.m, kp);
@@ -257,32 +271,54 @@ QuantTile int8_row_tile(const QuantLinearArgs& a, const Workspace& ws, const Qua
   return t;
 }
 
+// The AMX tiles read codes as bytes: a W8 panel's own, others unpacked to amx_codes once for
+// every row tile.
+void byte_codes(const QuantLinearArgs& a, const Workspace& ws, const QuantTile& w, const uint8_t* out[2]) {
+  const int kp = quant_padded_k(a.w.format, a.w.k);
+  for (int q = 0; q < w.np; ++q) {
+    const uint8_t* codes = w.panel + static_cast<size_t>(q) * w.panel_stride;
+    if (w.bits == 8 && !w.k_quant) {
+      out[q] = codes;
+      continue;
+    }
+    uint8_t* bytes = ws.amx_codes + static_cast<size_t>(q) * kQuantPanelCols * kp;
+    if (w.k_quant) {
+      detail::unpack_kquant_codes(bytes, codes, w.bits, w.super_blocks);
+    } else {
+      detail::unpack_w4_codes(bytes, codes, kp);
+    }
+    out[q] = bytes;
+  }
+}
+
+// The AMX-BF16 prefill (linear_quant_amx_bf16.cpp): the tile's panels dequantized to one BF16
+// panel, then every 32-row tile of the BF16 activations over it on the BF16 tiles.
+template <typename Finish>
+void bf16_rows(const QuantLinearArgs& a, const Workspace& ws, const QuantTile& w, float* sums, Finish&& finish) {
+  const uint8_t* bytes[2] = {};
+  byte_codes(a, ws, w, bytes);
+  detail::dequantize_pair_bf16(ws.bf16_panel, w, bytes, a.w.k);
+  for (int row = 0; row < a.m; row += detail::kQuantAmxRows) {
+    const int rows = std::min(detail::kQuantAmxRows, a.m - row);
+    detail::amx_panel_bf16(*ws.amx_bf16, a.x + static_cast<size_t>(row) * a.ldx, a.ldx, rows, ws.bf16_panel, a.w.k,
+                           sums, detail::kQuantTileCols);
+    finish(sums, row, rows);
+  }
+}
+
 // The weights of tile `w`, rows in tiles of the batched kernel over INT8 activations; the first
 // row tile streams the panels from memory (prefetching up to stream_end), the others find them
 // in L1/L2. finish(sums, row, rows) stores each row tile.
 template <typename Finish>
 void int8_rows(const QuantLinearArgs& a, const Workspace& ws, const QuantTile& w, const uint8_t* stream_end,
                float* sums, Finish&& finish) {
-  const int kp = quant_padded_k(a.w.format, a.w.k);
+  if (ws.amx_bf16) {
+    bf16_rows(a, ws, w, sums, finish);
+    return;
+  }
   const int tile_rows = ws.amx ? detail::kQuantAmxRows : detail::batch_tile_rows(a.w.format, a.isa);
   QuantTile amx_w = w;
-  if (ws.amx) {
-    // The tiles read codes as bytes: a W8 panel's own, others unpacked once for every row tile.
-    for (int q = 0; q < w.np; ++q) {
-      const uint8_t* codes = w.panel + static_cast<size_t>(q) * w.panel_stride;
-      if (w.bits == 8 && !w.k_quant) {
-        amx_w.byte_codes[q] = codes;
-        continue;
-      }
-      uint8_t* bytes = ws.amx_codes + static_cast<size_t>(q) * kQuantPanelCols * kp;
-      if (w.k_quant) {
-        detail::unpack_kquant_codes(bytes, codes, w.bits, w.super_blocks);
-      } else {
-        detail::unpack_w4_codes(bytes, codes, kp);
-      }
-      amx_w.byte_codes[q] = bytes;
-    }
-  }
+  if (ws.amx) byte_codes(a, ws, w, amx_w.byte_codes);
   if (ws.kq_table && w.k_quant) {
     for (int q = 0; q < w.np; ++q) {
       detail::kquant_scale_table_avx2(
@@ -528,22 +564,26 @@ void check_args(const QuantLinearArgs& a) {
 
 }  // namespace
 
-size_t quant_linear_workspace_bytes(int m, const PackedQuant& w, int n_threads, bool amx) {
+size_t quant_linear_workspace_bytes(int m, const PackedQuant& w, int n_threads, bool amx, bool amx_bf16) {
   const int kp = quant_padded_k(w.format, w.k);
   if (m <= kQuantDecodeMaxM) return static_cast<size_t>(n_threads) * decode_region_bytes(w.format, m, kp);
-  const size_t amx_bytes = amx && amx_shape(m, w.format, Isa::avx512_bf16) ? amx_unpacked_bytes(w.format, kp) : 0;
-  return int8_rows_bytes(m, kp) + static_cast<size_t>(n_threads) * (amx_bytes + kquant_table_bytes(w.format, kp));
+  // The largest slot either path may take (the call decides by its isa).
+  const bool bf16 = amx_bf16 && amx_bf16_shape(m, w.k, Isa::avx512_bf16);
+  const bool codes = bf16 || (amx && amx_shape(m, w.format, Isa::avx512_bf16));
+  return int8_rows_bytes(m, kp) + static_cast<size_t>(n_threads) * thread_slot_bytes(w.format, w.k, codes, bf16);
 }
 
 int quant_amx_min_m(const QuantFormat& f) { return f.bits == 8 && !f.k_quant ? 16 : 32; }
 
+bool quant_linear_uses_amx_bf16(const QuantLinearArgs& a) { return a.amx_bf16 && amx_bf16_shape(a.m, a.w.k, a.isa); }
+
 bool quant_linear_uses_amx(const QuantLinearArgs& a) {
-  return (a.amx || a.amx_emulated) && amx_shape(a.m, a.w.format, a.isa);
+  return (a.amx || a.amx_emulated) && amx_shape(a.m, a.w.format, a.isa) && !quant_linear_uses_amx_bf16(a);
 }
 
 void quant_linear_prepare(const QuantLinearArgs& a, int thread, int n_threads) {
   check_args(a);
-  if (!quant_linear_needs_prepare(a.m)) return;
+  if (!quant_linear_needs_prepare(a.m) || quant_linear_uses_amx_bf16(a)) return;  // BF16 rows as they are
   const Workspace ws = workspace_of(a, thread);
   const int kp = quant_padded_k(a.w.format, a.w.k);
   const Range rows = chunk(a.m, n_threads, thread);
@@ -572,6 +612,17 @@ void quant_linear_compute(const QuantLinearArgs& a, int thread, int n_threads) {
   // M > 8: units of a panel pair (or a gate/up pair) over every row, one at a time from the
   // counter (a unit is M × 32 columns × K of work), or this thread's contiguous share.
   const int units = a.swiglu ? panels : (panels + 1) / 2;
+  if (quant_linear_uses_amx_bf16(a)) {
+    std::optional<AmxEmulator> emulator;
+    detail::AmxTiles tiles;
+    if (a.amx_emulated) tiles.emulator = &emulator.emplace();
+    Workspace bf16_ws = ws;
+    bf16_ws.amx_bf16 = &tiles;
+    for_each_share(a.work_cursor, thread, n_threads, units, 1,
+                   [&](int lo, int hi) { batch_panels(a, bf16_ws, lo, hi); });
+    detail::amx_release(tiles);
+    return;
+  }
   if (!quant_linear_uses_amx(a)) {
     for_each_share(a.work_cursor, thread, n_threads, units, 1, [&](int lo, int hi) { batch_panels(a, ws, lo, hi); });
     return;

@@ -211,7 +211,19 @@ struct QuantLinearArgs {
   // on any CPU with the AVX-512 quantized kernels; takes precedence over amx. With either set, the
   // workspace must come from quant_linear_workspace_bytes(..., amx = true).
   bool amx_emulated = false;
+  // Prefill (M >= kQuantAmxBf16MinM, K a multiple of 32, isa avx512_bf16) on the AMX-BF16 tiles:
+  // each panel pair is dequantized once per call to a BF16 panel and the BF16 activations
+  // multiply on it with TDPBF16PS (linear_quant_amx_bf16.cpp), 2.5-3x the INT8 tiles' rate where
+  // their per-block epilogue binds. Takes precedence over amx for those shapes; with amx_emulated
+  // the tiles run on the emulator. Not bit-identical to the INT8 paths: each weight is rounded to
+  // BF16 (≤ 2^-9 of itself) and the activations are not quantized. Set only where
+  // amx_bf16_usable(); the workspace then comes from quant_linear_workspace_bytes(..., amx_bf16 =
+  // true).
+  bool amx_bf16 = false;
 };
+
+// The fewest rows the AMX-BF16 prefill takes (QuantLinearArgs::amx_bf16).
+inline constexpr int kQuantAmxBf16MinM = 64;
 
 // The fewest rows that run on the AMX tiles; fewer: one pass of the AVX-512 register tiles keeps
 // up. W8 from 16: its codes are the tiles' bytes. W4 and the K-quants from 32: their codes are
@@ -219,9 +231,11 @@ struct QuantLinearArgs {
 // faster on the register tiles (Q4_0, Q4_K_M; Q8_0 0.88x), batch 32 1.04-1.06x faster on AMX
 // (bench/results/2026-11-30-xeon-2c-fp32-products/batched-stream).
 int quant_amx_min_m(const QuantFormat& f);
-// Whether a call with these arguments runs on the AMX tiles (args.amx or amx_emulated, and an
-// AMX shape and format).
+// Whether a call with these arguments runs on the AMX INT8 tiles (args.amx or amx_emulated, an
+// AMX shape and format, and not the AMX-BF16 prefill).
 bool quant_linear_uses_amx(const QuantLinearArgs& args);
+// Whether it runs the AMX-BF16 prefill (args.amx_bf16 and its shape).
+bool quant_linear_uses_amx_bf16(const QuantLinearArgs& args);
 
 // Whether a [gate; up] matrix of n rows can run fused (swiglu above): its halves start on panels.
 inline bool quant_swiglu_fusable(int n) { return n % (2 * kQuantPanelCols) == 0; }
@@ -229,8 +243,10 @@ inline bool quant_swiglu_fusable(int n) { return n % (2 * kQuantPanelCols) == 0;
 // Scratch a call needs: the activations in the kernels' form (decode: per thread its K-padded
 // INT16 rows with block scales and sums, or INT8 ones for W4; batched: INT8 rows, their block
 // scales and block sums, shared); with amx, room per thread for a panel pair's codes unpacked to
-// bytes (32 × padded K; not for W8).
-size_t quant_linear_workspace_bytes(int m, const PackedQuant& w, int n_threads, bool amx = false);
+// bytes (32 × padded K; not for W8); with amx_bf16 also room per thread for a panel pair in BF16
+// (64 × K bytes).
+size_t quant_linear_workspace_bytes(int m, const PackedQuant& w, int n_threads, bool amx = false,
+                                    bool amx_bf16 = false);
 // M > 8 quantizes the activations in a first phase.
 inline bool quant_linear_needs_prepare(int m) { return m > kQuantDecodeMaxM; }
 // Whether a call multiplies INT8 activations (else INT16 ones: W8 decode).
@@ -246,7 +262,7 @@ void quant_linear_compute(const QuantLinearArgs& args, int thread, int n_threads
 // Both phases through the caller's pool (see linear_bf16 for the run_on_all contract).
 template <typename RunOnAll>
 void quant_linear(const QuantLinearArgs& args, RunOnAll&& run_on_all) {
-  if (quant_linear_needs_prepare(args.m)) {
+  if (quant_linear_needs_prepare(args.m) && !quant_linear_uses_amx_bf16(args)) {
     run_on_all([&args](int thread, int threads) { quant_linear_prepare(args, thread, threads); });
   }
   int cursor = 0;

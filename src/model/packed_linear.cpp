@@ -21,8 +21,9 @@ size_t kernel_workspace_floats(const PackedMatrix& m, int rows, int n_threads) {
   }
   const size_t floats =
       m.quantized
-          ? (kern::quant_linear_workspace_bytes(rows, m.quant_view(), n_threads, amx_int8_usable()) + sizeof(float) -
-             1) / sizeof(float)
+          ? (kern::quant_linear_workspace_bytes(rows, m.quant_view(), n_threads, amx_int8_usable(), amx_bf16_usable()) +
+             sizeof(float) - 1) /
+                sizeof(float)
           : kern::linear_bf16_workspace_floats(rows, m.n, m.k, n_threads, m.swiglu);
   return (floats + 15) / 16 * 16;
 }

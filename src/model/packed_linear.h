@@ -90,6 +90,8 @@ void packed_linear(const kern::LinearArgs& a, const PackedMatrix& m, kern::Isa q
   q.swiglu = in.swiglu;
   q.gated_act = in.gated_act;
   q.amx = in.amx && amx_int8_usable();  // the runner's AMX switch; INT8 tiles where the CPU has them
+  // Prefill-sized calls dequantize to BF16 and take the BF16 tiles (QuantLinearArgs::amx_bf16).
+  q.amx_bf16 = in.amx && amx_bf16_usable();
   kern::quant_linear(q, run_on_all);
 }
 

@@ -180,7 +180,7 @@ struct AmxCase {
 // compute), as FP32 (BF16 outputs widened).
 std::vector<float> run(const AmxCase& c, const std::vector<uint8_t>& packed, const std::vector<bf16_t>& x,
                        const std::vector<float>& bias, const std::vector<float>& residual, Isa isa, bool amx,
-                       bool emulated, int n_threads, bool cursor_in_turn = false) {
+                       bool emulated, int n_threads, bool cursor_in_turn = false, bool amx_bf16 = false) {
   const int n_out = c.swiglu ? c.n / 2 : c.n;
   QuantLinearArgs a;
   a.x = x.data();
@@ -204,8 +204,14 @@ std::vector<float> run(const AmxCase& c, const std::vector<uint8_t>& packed, con
   a.isa = isa;
   a.amx = amx;
   a.amx_emulated = emulated;
-  if (amx || emulated) REQUIRE(quant_linear_uses_amx(a));
-  std::vector<uint64_t> ws(quant_linear_workspace_bytes(c.m, a.w, n_threads, amx || emulated) / 8 + 8);
+  a.amx_bf16 = amx_bf16;
+  if (amx_bf16) {
+    REQUIRE(quant_linear_uses_amx_bf16(a));
+    REQUIRE_FALSE(quant_linear_uses_amx(a));
+  } else if (amx || emulated) {
+    REQUIRE(quant_linear_uses_amx(a));
+  }
+  std::vector<uint64_t> ws(quant_linear_workspace_bytes(c.m, a.w, n_threads, amx || emulated, amx_bf16) / 8 + 8);
   a.workspace = ws.data();
   for (int t = 0; t < n_threads; ++t) quant_linear_prepare(a, t, n_threads);
   // With the shared counter run in turn, thread 0 takes its own first unit and every unit the
@@ -219,8 +225,9 @@ std::vector<float> run(const AmxCase& c, const std::vector<uint8_t>& packed, con
   return widened;
 }
 
-void check_amx_case(const AmxCase& c, bool hardware) {
-  std::mt19937 rng(static_cast<unsigned>(c.m * 7919 + c.n * 31 + c.k));
+// Packed weights of the case's format: rounded from normal values, or for the K-quants random
+// fields over their whole ranges.
+std::vector<uint8_t> packed_weights(const AmxCase& c, std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> w(static_cast<size_t>(c.n) * c.k);
   for (auto& v : w) v = normal(rng) * 0.05f;
@@ -242,6 +249,13 @@ void check_amx_case(const AmxCase& c, bool hardware) {
   } else {
     pack_quant_linear(packed.data(), c.f, w.data(), c.n, c.k, static_cast<size_t>(c.k));
   }
+  return packed;
+}
+
+void check_amx_case(const AmxCase& c, bool hardware) {
+  std::mt19937 rng(static_cast<unsigned>(c.m * 7919 + c.n * 31 + c.k));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const std::vector<uint8_t> packed = packed_weights(c, rng);
   std::vector<bf16_t> x(static_cast<size_t>(c.m) * (c.k + 3));
   for (auto& v : x) v = f32_to_bf16(normal(rng));
   std::vector<float> bias(static_cast<size_t>(c.n)), residual(static_cast<size_t>(c.m) * c.n);
@@ -264,11 +278,14 @@ void check_amx_case(const AmxCase& c, bool hardware) {
   }
 }
 
+// Every packing: W8 and W4 per channel, in groups of 32 and 128, with zero points, and the K-quants.
+std::vector<QuantFormat> all_formats() {
+  return {{8, 0, false}, {8, 32, false}, {8, 128, false}, {8, 32, true},     {4, 0, false},    {4, 32, false},
+          {4, 128, false}, {4, 32, true}, {4, 128, true}, kquant4_format(), kquant5_format(), kquant6_format()};
+}
+
 void check_amx_cases(bool hardware) {
-  const QuantFormat formats[] = {{8, 0, false},   {8, 32, false},   {8, 128, false},  {8, 32, true},
-                                 {4, 0, false},   {4, 32, false},   {4, 128, false},  {4, 32, true},
-                                 {4, 128, true},  kquant4_format(), kquant5_format(), kquant6_format()};
-  for (const QuantFormat& f : formats) {
+  for (const QuantFormat& f : all_formats()) {
     // K: 256 (per-channel activation blocks of 128), 200 (padded to 224 or 256: blocks of 32
     // per channel), 384, 512 (two K-quant super-blocks); M: one A tile, two, a partial second,
     // and several row tiles, from the format's fewest AMX rows (W8 16, others 32) up.
@@ -344,4 +361,146 @@ TEST_CASE("the AMX INT8 path takes 16 rows (W8) or 32 (W4, K-quant) and more on 
   CHECK(quant_linear_workspace_bytes(64, q4k, 2, true) == quant_linear_workspace_bytes(64, q4k, 2) + 2 * 32 * 512);
   const PackedQuant w8{nullptr, {8, 32, false}, 64, 256};
   CHECK(quant_linear_workspace_bytes(64, w8, 4, true) == quant_linear_workspace_bytes(64, w8, 4));
+}
+
+// ---- the AMX-BF16 prefill (kernels/linear_quant_amx_bf16.cpp) ----
+//
+// Its reference: the weights dequantized by dequantize_quant_linear (the formats' definition,
+// FP32) and rounded to BF16, times the BF16 activations, summed in double, then the epilogue.
+// The kernel forms each weight as fma(scale, code, offset), which may round to the other BF16
+// neighbour of a tie-close value, and sums in FP32 in its own order: 2^-8 of Σ|x·w| bounds both,
+// where a layout or scale mistake costs the size of the sum itself.
+namespace {
+
+void check_amx_bf16_case(const AmxCase& c, bool hardware) {
+  std::mt19937 rng(static_cast<unsigned>(c.m * 7919 + c.n * 31 + c.k + 5));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const std::vector<uint8_t> packed = packed_weights(c, rng);
+  const size_t ldx = static_cast<size_t>(c.k) + 3;
+  std::vector<bf16_t> x(static_cast<size_t>(c.m) * ldx);
+  for (auto& v : x) v = f32_to_bf16(normal(rng));
+  std::vector<float> bias(static_cast<size_t>(c.n)), residual(static_cast<size_t>(c.m) * c.n);
+  for (auto& v : bias) v = normal(rng);
+  for (auto& v : residual) v = normal(rng);
+  std::vector<float> w(static_cast<size_t>(c.n) * c.k);
+  dequantize_quant_linear(w.data(), static_cast<size_t>(c.k), packed.data(), c.f, c.n, c.k);
+  for (auto& v : w) v = round_to_bf16(v);
+  // sum[r][j] and Σ|x·w| of row r, column j.
+  const auto dot = [&](int r, int j, double* mag) {
+    double s = 0.0;
+    *mag = 0.0;
+    for (int k = 0; k < c.k; ++k) {
+      const double p = static_cast<double>(bf16_to_f32(x[static_cast<size_t>(r) * ldx + k])) *
+                       w[static_cast<size_t>(j) * c.k + k];
+      s += p;
+      *mag += std::fabs(p);
+    }
+    return s;
+  };
+  std::vector<float> first;
+  for (const int threads : {1, 3}) {
+    for (const bool cursor : {false, true}) {
+      INFO("threads " << threads << (cursor ? ", the counter, threads in turn" : ""));
+      const std::vector<float> got =
+          run(c, packed, x, bias, residual, Isa::avx512_bf16, hardware, !hardware, threads, cursor, true);
+      if (first.empty()) {
+        first = got;
+      } else {
+        REQUIRE(got == first);  // each panel pair is one thread's, whichever
+      }
+    }
+  }
+  const int n_out = c.swiglu ? c.n / 2 : c.n;
+  const double rel = std::ldexp(1.0, -8);
+  for (int r = 0; r < c.m; ++r) {
+    for (int j = 0; j < n_out; ++j) {
+      INFO("row " << r << " column " << j);
+      const float got = first[static_cast<size_t>(r) * n_out + j];
+      double mag = 0.0;
+      if (c.swiglu) {
+        double mag_up = 0.0;
+        const double g = dot(r, j, &mag), u = dot(r, j + n_out, &mag_up);
+        const double silu = g / (1.0 + std::exp(-g)), want = silu * u;
+        CHECK(std::fabs(got - want) <= rel * (1.1 * mag * std::fabs(u) + std::fabs(silu) * mag_up) +
+                                           2 * rel * std::fabs(want) + 1e-6);
+        continue;
+      }
+      double want = dot(r, j, &mag);
+      if (c.epilogue) want += bias[static_cast<size_t>(j)] + residual[static_cast<size_t>(r) * c.n + j];
+      const double out_round = c.epilogue ? rel * std::fabs(want) : 0.0;  // BF16 out
+      CHECK(std::fabs(got - want) <= rel * mag + out_round + 1e-6);
+    }
+  }
+}
+
+void check_amx_bf16_cases(bool hardware) {
+  for (const QuantFormat& f : all_formats()) {
+    // K: one group of 128 and several, blocks of 32 (384: W4/W8 g128 pad to 512, only 384 read),
+    // two K-quant super-blocks; M: two full row tiles, a partial third, several; n = 80: an odd
+    // last panel (a pair of one).
+    for (const int k : {128, 384, 512}) {
+      if (f.k_quant && k % kKQuantSuperK != 0) continue;
+      for (const int m : {64, 70, 100}) {
+        INFO((f.k_quant ? "K-quant " : "") << "W" << f.bits << " group " << f.group
+                                            << (f.zero_point ? " zero-point" : "") << " m " << m << " k " << k);
+        check_amx_bf16_case(AmxCase{f, m, 80, k}, hardware);
+      }
+    }
+    INFO((f.k_quant ? "K-quant " : "") << "W" << f.bits << " group " << f.group
+                                        << (f.zero_point ? " zero-point" : "") << ": SwiGLU, epilogue");
+    check_amx_bf16_case(AmxCase{f, 64, 64, 256, true, false}, hardware);
+    check_amx_bf16_case(AmxCase{f, 65, 48, 256, false, true}, hardware);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("quantized prefill on emulated AMX-BF16 tiles matches the BF16-rounded weights", "[kernels][quant]") {
+  if (!cpu_features().has_avx512_quant_kernels()) {
+    WARN("emulated AMX-BF16 quantized prefill not tested: its dequantization and epilogue need the AVX-512 "
+         "quantized kernels ("
+         << cpu_features().summary() << ")");
+    return;
+  }
+  check_amx_bf16_cases(false);
+}
+
+TEST_CASE("quantized prefill on AMX-BF16 tiles matches the BF16-rounded weights", "[kernels][quant]") {
+  if (!amx_bf16_usable() || !amx_int8_usable()) {
+    WARN("no AMX tiles on this CPU (or no tile permission from the kernel): the hardware AMX-BF16 quantized "
+         "prefill was not tested ("
+         << cpu_features().summary() << ")");
+    return;
+  }
+  check_amx_bf16_cases(true);
+}
+
+TEST_CASE("the AMX-BF16 quantized prefill takes 64 rows and more with K a multiple of 32, AVX-512 only",
+          "[kernels][quant]") {
+  QuantLinearArgs a;
+  a.w = {nullptr, kquant4_format(), 64, 512};
+  a.isa = Isa::avx512_bf16;
+  a.m = 64;
+  a.amx = true;
+  CHECK_FALSE(quant_linear_uses_amx_bf16(a));  // not asked
+  a.amx_bf16 = true;
+  CHECK(quant_linear_uses_amx_bf16(a));
+  CHECK_FALSE(quant_linear_uses_amx(a));  // it takes precedence over the INT8 tiles
+  a.m = 63;
+  CHECK_FALSE(quant_linear_uses_amx_bf16(a));
+  CHECK(quant_linear_uses_amx(a));
+  a.m = 64;
+  a.isa = Isa::avx2;
+  CHECK_FALSE(quant_linear_uses_amx_bf16(a));
+  a.isa = Isa::avx512_bf16;
+  a.w = {nullptr, {8, 32, false}, 64, 200};  // K not a multiple of 32: the INT8 tiles
+  CHECK_FALSE(quant_linear_uses_amx_bf16(a));
+  CHECK(quant_linear_uses_amx(a));
+  // Room per thread: the unpacked codes (not W8) and the pair as BF16, 64 bytes per k.
+  const PackedQuant q4k{nullptr, kquant4_format(), 64, 512};
+  CHECK(quant_linear_workspace_bytes(64, q4k, 2, true, true) ==
+        quant_linear_workspace_bytes(64, q4k, 2) + 2 * (32 * 512 + 64 * 512));
+  const PackedQuant w8{nullptr, {8, 32, false}, 64, 256};
+  CHECK(quant_linear_workspace_bytes(64, w8, 3, false, true) == quant_linear_workspace_bytes(64, w8, 3) + 3 * 64 * 256);
+  CHECK(quant_linear_workspace_bytes(63, w8, 3, false, true) == quant_linear_workspace_bytes(63, w8, 3));
 }
