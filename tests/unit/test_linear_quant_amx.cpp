@@ -12,6 +12,7 @@
 #include <cstring>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "kernels/amx_tiles.h"
@@ -278,6 +279,12 @@ void check_amx_case(const AmxCase& c, bool hardware) {
   }
 }
 
+// "K-quant W4 group 32", "W8 group 32 zero-point": the packing in a test's INFO.
+std::string format_name(const QuantFormat& f) {
+  return std::string(f.k_quant ? "K-quant " : "") + "W" + std::to_string(f.bits) + " group " + std::to_string(f.group) +
+         (f.zero_point ? " zero-point" : "");
+}
+
 // Every packing: W8 and W4 per channel, in groups of 32 and 128, with zero points, and the K-quants.
 std::vector<QuantFormat> all_formats() {
   return {{8, 0, false}, {8, 32, false}, {8, 128, false}, {8, 32, true},     {4, 0, false},    {4, 32, false},
@@ -295,14 +302,11 @@ void check_amx_cases(bool hardware) {
       for (const int m : {16, 17, 32, 33, 45, 70}) {
         if (m < quant_amx_min_m(f)) continue;
         AmxCase c{f, m, m == 45 ? 48 : 80, k};
-        INFO((f.k_quant ? "K-quant " : "") << "W" << f.bits << " group " << f.group
-                                            << (f.zero_point ? " zero-point" : "") << " m " << m << " n " << c.n << " k "
-                                            << k);
+        INFO(format_name(f) << " m " << m << " n " << c.n << " k " << k);
         check_amx_case(c, hardware);
       }
     }
-    INFO((f.k_quant ? "K-quant " : "") << "W" << f.bits << " group " << f.group
-                                        << (f.zero_point ? " zero-point" : "") << ": SwiGLU, epilogue");
+    INFO(format_name(f) << ": SwiGLU, epilogue");
     check_amx_case(AmxCase{f, 40, 64, 256, true, false}, hardware);
     check_amx_case(AmxCase{f, 33, 48, 256, false, true}, hardware);
   }
@@ -441,13 +445,11 @@ void check_amx_bf16_cases(bool hardware) {
     for (const int k : {128, 384, 512}) {
       if (f.k_quant && k % kKQuantSuperK != 0) continue;
       for (const int m : {64, 70, 100}) {
-        INFO((f.k_quant ? "K-quant " : "") << "W" << f.bits << " group " << f.group
-                                            << (f.zero_point ? " zero-point" : "") << " m " << m << " k " << k);
+        INFO(format_name(f) << " m " << m << " k " << k);
         check_amx_bf16_case(AmxCase{f, m, 80, k}, hardware);
       }
     }
-    INFO((f.k_quant ? "K-quant " : "") << "W" << f.bits << " group " << f.group
-                                        << (f.zero_point ? " zero-point" : "") << ": SwiGLU, epilogue");
+    INFO(format_name(f) << ": SwiGLU, epilogue");
     check_amx_bf16_case(AmxCase{f, 64, 64, 256, true, false}, hardware);
     check_amx_bf16_case(AmxCase{f, 65, 48, 256, false, true}, hardware);
   }
