@@ -141,7 +141,10 @@ SLAB_AVX512_BF16 void tile_impl(const Tile& t) {
 // and R broadcasts for R·NJ FMAs. Fill (the group's first row tile, wf_fill): the weights are
 // widened from the BF16 pairs in registers as the tile computes and stored to wf, so the
 // conversion overlaps the FMAs (the AVX2 block_rows says why not a separate pass). The tile
-// issues its share of the next block's prefetch lines as the dot-product tile does.
+// issues its share of the next block's prefetch lines as the dot-product tile does. A pair's odd
+// element is added first: that is vdpbf16ps's order (two FMAs, odd then even, each rounded;
+// checked bit for bit on a Xeon; it flushes subnormals, which FMAs do not), so a row gets the
+// decode tiles' bits whatever the M.
 template <int R, int NJ, bool Fill>
 SLAB_AVX512_BF16 void fma_rows(const Tile& t, const float* xf, size_t ldxf) {
   constexpr size_t ldw = 16 * NJ;
@@ -163,7 +166,7 @@ SLAB_AVX512_BF16 void fma_rows(const Tile& t, const float* xf, size_t ldxf) {
       if constexpr (NJ > 2) _mm_prefetch(pf0 + pf1 + 64 * static_cast<size_t>(l), _MM_HINT_T1);
     }
 #pragma GCC unroll 1
-    for (int h = 0; h < 2; ++h) {  // k = 2p + h
+    for (int h = 1; h >= 0; --h) {  // k = 2p + h: odd, then even
       const size_t k = 2 * static_cast<size_t>(p) + h;
       __m512 w[NJ];
 #pragma GCC unroll 4

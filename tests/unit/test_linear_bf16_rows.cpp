@@ -1,9 +1,11 @@
-// A row's product does not depend on the rows computed with it, on the scalar and AVX2 kernels:
-// their decode tiles (1..8 rows; the AVX2 ones of 1 or 2 rows read up to 4 panels as concurrent
-// streams, linear_bf16_avx2.cpp) and their K-blocked tiles beyond 8 rows sum every column's
-// k-pairs in the same order, so a verification step of speculative decoding (several rows of one
-// sequence) gives the logits plain decoding (one row) gives. Asserted bit for bit here; the
-// AVX-512 tiles are not (AMX rows differ by design, docs/ARCHITECTURE.md).
+// A row's product does not depend on the rows computed with it, on the scalar, AVX2 and AVX-512
+// kernels without AMX: their decode tiles (1..8 rows; the AVX2 ones of 1 or 2 rows read up to 4
+// panels as concurrent streams, linear_bf16_avx2.cpp) and their K-blocked tiles beyond 8 rows
+// (AVX-512: vdpbf16ps, or FMAs on FP32 products in vdpbf16ps's order) sum every column's k-pairs
+// in the same order, so a verification step of speculative decoding (several rows of one
+// sequence) gives the logits plain decoding (one row) gives. Asserted bit for bit here; the AMX
+// tiles (M >= 16) round their sums their own way, so their rows differ by design
+// (docs/ARCHITECTURE.md).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -37,18 +39,33 @@ Problem rows_of(const Problem& p, int row0, int m) {
   return q;
 }
 
-std::vector<Isa> row_invariant_isas() {
-  std::vector<Isa> v;
+// A kernel set and the blocking it runs under: AVX-512 twice, with its large-M tiles on
+// vdpbf16ps and on FP32 products (LinearBlocking::fp32_products, the Xeons' tuning).
+struct Variant {
+  Isa isa;
+  LinearBlocking blocking;
+  const char* label;
+};
+
+std::vector<Variant> row_invariant_variants() {
+  std::vector<Variant> v;
   for (Isa isa : isas()) {
-    if (isa != Isa::avx512_bf16) v.push_back(isa);
+    v.push_back({isa, LinearBlocking{}, isa_name(isa)});
+    if (isa == Isa::avx512_bf16) {
+      LinearBlocking fma;
+      fma.fp32_products = true;
+      v.push_back({isa, fma, "avx512_bf16 fp32_products"});
+    }
   }
   if (!cpu_features().has_avx2_kernels()) WARN("no AVX2 on this CPU: only the scalar kernels were checked");
+  if (cpu_features().has_avx2_kernels() && !cpu_features().has_avx512_bf16_kernels())
+    WARN("no AVX-512 BF16 on this CPU: its tiles were not checked");
   return v;
 }
 
 // out_bf16[m][n_out] of the fused SwiGLU linear over x (BF16 rows, ldx) and packed gate/up.
 std::vector<bf16_t> swiglu(const bf16_t* x, size_t ldx, int m, const std::vector<bf16_t>& packed, int n_out, int k,
-                           Isa isa, int threads) {
+                           const Variant& variant, int threads) {
   std::vector<bf16_t> out(static_cast<size_t>(m) * n_out, 0x4242);
   std::vector<float> ws(linear_bf16_workspace_floats(m, 2 * n_out, k, threads, true) + 1, NAN);
   LinearArgs a;
@@ -59,7 +76,8 @@ std::vector<bf16_t> swiglu(const bf16_t* x, size_t ldx, int m, const std::vector
   a.out_bf16 = out.data();
   a.ldo = static_cast<size_t>(n_out);
   a.workspace = ws.data();
-  a.isa = isa;
+  a.isa = variant.isa;
+  a.blocking = variant.blocking;
   a.swiglu = true;
   int cursor = 0;
   a.work_cursor = &cursor;
@@ -71,20 +89,21 @@ std::vector<bf16_t> swiglu(const bf16_t* x, size_t ldx, int m, const std::vector
 
 // N of 34 panels: decode runs of 8 panels at one thread (two 4-panel AVX2 tiles) and of 4 at
 // two, and a last run of 2; K odd (a half pair). The 12-row product runs the K-blocked tiles.
-TEST_CASE("linear_bf16 gives a row the same bits whatever rows share the call (scalar, AVX2)", "[kernels]") {
+TEST_CASE("linear_bf16 gives a row the same bits whatever rows share the call (scalar, AVX2, AVX-512)", "[kernels]") {
   std::mt19937 rng(31);
   const Problem all = make_problem(12, 32 * 33 + 7, 2 * 300 + 1, rng, true);
   Options o;
   o.bias = true;
   o.residual = true;
-  for (Isa isa : row_invariant_isas()) {
+  for (const Variant& variant : row_invariant_variants()) {
+    o.blocking = variant.blocking;
     for (int threads : {1, 2}) {
-      const std::vector<float> whole = run(all, o, isa, threads);
+      const std::vector<float> whole = run(all, o, variant.isa, threads);
       check_against_reference(all, o, whole);
       for (int m : {1, 2, 3, 8}) {
         for (int row0 : {0, 12 - m}) {
-          INFO("isa " << isa_name(isa) << " threads " << threads << " rows " << row0 << ".." << row0 + m - 1);
-          const std::vector<float> part = run(rows_of(all, row0, m), o, isa, threads);
+          INFO(variant.label << " threads " << threads << " rows " << row0 << ".." << row0 + m - 1);
+          const std::vector<float> part = run(rows_of(all, row0, m), o, variant.isa, threads);
           const std::vector<float> want(whole.begin() + static_cast<std::ptrdiff_t>(row0) * all.n,
                                         whole.begin() + static_cast<std::ptrdiff_t>(row0 + m) * all.n);
           CHECK(part == want);
@@ -96,7 +115,8 @@ TEST_CASE("linear_bf16 gives a row the same bits whatever rows share the call (s
 
 // The fused SwiGLU: 10 panel pairs, decode runs of 2 pairs at one thread (one 4-panel AVX2 tile
 // of two pairs) and of 1 at two threads.
-TEST_CASE("fused SwiGLU linear gives a row the same bits whatever rows share the call (scalar, AVX2)", "[kernels]") {
+TEST_CASE("fused SwiGLU linear gives a row the same bits whatever rows share the call (scalar, AVX2, AVX-512)",
+          "[kernels]") {
   std::mt19937 rng(32);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   const int m = 12, n_out = 32 * 9 + 5, k = 301;
@@ -136,15 +156,15 @@ TEST_CASE("fused SwiGLU linear gives a row the same bits whatever rows share the
       }
     }
   };
-  for (Isa isa : row_invariant_isas()) {
+  for (const Variant& variant : row_invariant_variants()) {
     for (int threads : {1, 2}) {
-      const std::vector<bf16_t> whole = swiglu(x.data(), ldx, m, packed, n_out, k, isa, threads);
+      const std::vector<bf16_t> whole = swiglu(x.data(), ldx, m, packed, n_out, k, variant, threads);
       check_whole(whole);
       for (int rows : {1, 2, 5}) {
         for (int row0 : {0, m - rows}) {
-          INFO("isa " << isa_name(isa) << " threads " << threads << " rows " << row0 << ".." << row0 + rows - 1);
+          INFO(variant.label << " threads " << threads << " rows " << row0 << ".." << row0 + rows - 1);
           const std::vector<bf16_t> part =
-              swiglu(x.data() + static_cast<size_t>(row0) * ldx, ldx, rows, packed, n_out, k, isa, threads);
+              swiglu(x.data() + static_cast<size_t>(row0) * ldx, ldx, rows, packed, n_out, k, variant, threads);
           const std::vector<bf16_t> want(whole.begin() + static_cast<std::ptrdiff_t>(row0) * n_out,
                                          whole.begin() + static_cast<std::ptrdiff_t>(row0 + rows) * n_out);
           CHECK(part == want);
