@@ -97,7 +97,13 @@ size_t kquant_table_bytes(const QuantFormat& f, int kp) {
   return f.k_quant ? 2 * static_cast<size_t>(kp / kKQuantSuperK) * detail::kKQuantTableFloats * sizeof(float) : 0;
 }
 
-bool amx_bf16_shape(int m, int k, Isa isa) { return m >= kQuantAmxBf16MinM && k % 32 == 0 && isa == Isa::avx512_bf16; }
+// Only formats whose INT8 path scales every 32 elements of K (groups of 32, the K-quants, per
+// channel where K is not a multiple of 128): with 128-element blocks the INT8 tiles' epilogue is a
+// quarter as frequent, and on two Xeon cores they ran 1.42-1.66x the BF16 tiles at M = 64 and
+// level at 512 (0.88-1.17x; bench/results/2026-11-30-xeon-2c-quant-amx-wide-blocks).
+bool amx_bf16_shape(int m, const QuantFormat& f, int k, Isa isa) {
+  return m >= kQuantAmxBf16MinM && k % 32 == 0 && quant_act_block(f, k) == kQuantActBlock && isa == Isa::avx512_bf16;
+}
 // Per thread for M > 8: [unpacked codes (AMX paths)][K-quant tables][BF16 panel (AMX-BF16)].
 size_t thread_slot_bytes(const QuantFormat& f, int k, bool amx_codes, bool bf16_panel) {
   const int kp = quant_padded_k(f, k);
@@ -568,14 +574,16 @@ size_t quant_linear_workspace_bytes(int m, const PackedQuant& w, int n_threads, 
   const int kp = quant_padded_k(w.format, w.k);
   if (m <= kQuantDecodeMaxM) return static_cast<size_t>(n_threads) * decode_region_bytes(w.format, m, kp);
   // The largest slot either path may take (the call decides by its isa).
-  const bool bf16 = amx_bf16 && amx_bf16_shape(m, w.k, Isa::avx512_bf16);
+  const bool bf16 = amx_bf16 && amx_bf16_shape(m, w.format, w.k, Isa::avx512_bf16);
   const bool codes = bf16 || (amx && amx_shape(m, w.format, Isa::avx512_bf16));
   return int8_rows_bytes(m, kp) + static_cast<size_t>(n_threads) * thread_slot_bytes(w.format, w.k, codes, bf16);
 }
 
 int quant_amx_min_m(const QuantFormat& f) { return f.bits == 8 && !f.k_quant ? 16 : 32; }
 
-bool quant_linear_uses_amx_bf16(const QuantLinearArgs& a) { return a.amx_bf16 && amx_bf16_shape(a.m, a.w.k, a.isa); }
+bool quant_linear_uses_amx_bf16(const QuantLinearArgs& a) {
+  return a.amx_bf16 && amx_bf16_shape(a.m, a.w.format, a.w.k, a.isa);
+}
 
 bool quant_linear_uses_amx(const QuantLinearArgs& a) {
   return (a.amx || a.amx_emulated) && amx_shape(a.m, a.w.format, a.isa) && !quant_linear_uses_amx_bf16(a);

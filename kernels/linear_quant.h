@@ -211,10 +211,11 @@ struct QuantLinearArgs {
   // on any CPU with the AVX-512 quantized kernels; takes precedence over amx. With either set, the
   // workspace must come from quant_linear_workspace_bytes(..., amx = true).
   bool amx_emulated = false;
-  // Prefill (M >= kQuantAmxBf16MinM, K a multiple of 32, isa avx512_bf16) on the AMX-BF16 tiles:
-  // each panel pair is dequantized once per call to a BF16 panel and the BF16 activations
-  // multiply on it with TDPBF16PS (linear_quant_amx_bf16.cpp), 2.5-3x the INT8 tiles' rate where
-  // their per-block epilogue binds. Takes precedence over amx for those shapes; with amx_emulated
+  // Prefill (M >= kQuantAmxBf16MinM, K a multiple of 32, isa avx512_bf16, weights whose
+  // quant_act_block is kQuantActBlock: groups of 32, the K-quants) on the AMX-BF16 tiles: each
+  // panel pair is dequantized once per call to a BF16 panel and the BF16 activations multiply on
+  // it with TDPBF16PS (linear_quant_amx_bf16.cpp), 2.5-3x the INT8 tiles' rate where their
+  // 32-element blocks' epilogue binds (128-element blocks stay on the INT8 tiles, faster there). Takes precedence over amx for those shapes; with amx_emulated
   // the tiles run on the emulator. Not bit-identical to the INT8 paths: each weight is rounded to
   // BF16 (≤ 2^-9 of itself) and the activations are not quantized. Set only where
   // amx_bf16_usable(); the workspace then comes from quant_linear_workspace_bytes(..., amx_bf16 =

@@ -437,21 +437,40 @@ void check_amx_bf16_case(const AmxCase& c, bool hardware) {
   }
 }
 
+// Whether weights of format f take the AMX-BF16 prefill at 64 rows of K = k.
+bool takes_amx_bf16(const QuantFormat& f, int k) {
+  QuantLinearArgs a;
+  a.w = {nullptr, f, 64, k};
+  a.isa = Isa::avx512_bf16;
+  a.m = 64;
+  a.amx_bf16 = true;
+  return quant_linear_uses_amx_bf16(a);
+}
+
 void check_amx_bf16_cases(bool hardware) {
   for (const QuantFormat& f : all_formats()) {
-    // K: one group of 128 and several, blocks of 32 (384: W4/W8 g128 pad to 512, only 384 read),
-    // two K-quant super-blocks; M: two full row tiles, a partial third, several; n = 80: an odd
-    // last panel (a pair of one).
-    for (const int k : {128, 384, 512}) {
-      if (f.k_quant && k % kKQuantSuperK != 0) continue;
+    // K: one group of 128 and several, blocks of 32 (352: per-channel weights with 32-element
+    // activation blocks, as K % 128 != 0), two K-quant super-blocks; M:
+    // two full row tiles, a partial third, several; n = 80: an odd last panel (a pair of one).
+    // Formats with 128-element blocks (g128, per channel at K % 128 == 0) stay on the INT8 tiles.
+    int cases = 0;
+    for (const int k : {128, 352, 384, 512}) {
+      if ((f.k_quant && k % kKQuantSuperK != 0) || (k == 352 && f.group != 0) || !takes_amx_bf16(f, k)) continue;
       for (const int m : {64, 70, 100}) {
         INFO(format_name(f) << " m " << m << " k " << k);
         check_amx_bf16_case(AmxCase{f, m, 80, k}, hardware);
+        ++cases;
       }
     }
-    INFO(format_name(f) << ": SwiGLU, epilogue");
-    check_amx_bf16_case(AmxCase{f, 64, 64, 256, true, false}, hardware);
-    check_amx_bf16_case(AmxCase{f, 65, 48, 256, false, true}, hardware);
+    const int k_fused = f.group == 0 ? 224 : 256;
+    if (takes_amx_bf16(f, k_fused)) {
+      INFO(format_name(f) << ": SwiGLU, epilogue, k " << k_fused);
+      check_amx_bf16_case(AmxCase{f, 64, 64, k_fused, true, false}, hardware);
+      check_amx_bf16_case(AmxCase{f, 65, 48, k_fused, false, true}, hardware);
+      cases += 2;
+    }
+    INFO(format_name(f));
+    CHECK(cases == (f.k_quant ? 5 : f.group == 128 ? 0 : f.group == 0 ? 5 : 11));
   }
 }
 
@@ -477,7 +496,8 @@ TEST_CASE("quantized prefill on AMX-BF16 tiles matches the BF16-rounded weights"
   check_amx_bf16_cases(true);
 }
 
-TEST_CASE("the AMX-BF16 quantized prefill takes 64 rows and more with K a multiple of 32, AVX-512 only",
+TEST_CASE("the AMX-BF16 quantized prefill takes 64 rows and more with K a multiple of 32 and 32-element blocks, "
+          "AVX-512 only",
           "[kernels][quant]") {
   QuantLinearArgs a;
   a.w = {nullptr, kquant4_format(), 64, 512};
@@ -498,6 +518,16 @@ TEST_CASE("the AMX-BF16 quantized prefill takes 64 rows and more with K a multip
   a.w = {nullptr, {8, 32, false}, 64, 200};  // K not a multiple of 32: the INT8 tiles
   CHECK_FALSE(quant_linear_uses_amx_bf16(a));
   CHECK(quant_linear_uses_amx(a));
+  // 128-element activation blocks (g128; per channel with K a multiple of 128): the INT8 tiles.
+  for (const QuantFormat f : {QuantFormat{8, 128, false}, QuantFormat{4, 128, true}, QuantFormat{8, 0, false},
+                              QuantFormat{4, 0, false}}) {
+    INFO(format_name(f));
+    a.w = {nullptr, f, 64, 512};
+    CHECK_FALSE(quant_linear_uses_amx_bf16(a));
+    CHECK(quant_linear_uses_amx(a));
+  }
+  a.w = {nullptr, {8, 0, false}, 64, 352};  // per channel, K % 128 != 0: blocks of 32
+  CHECK(quant_linear_uses_amx_bf16(a));
   // Room per thread: the unpacked codes (not W8) and the pair as BF16, 64 bytes per k.
   const PackedQuant q4k{nullptr, kquant4_format(), 64, 512};
   CHECK(quant_linear_workspace_bytes(64, q4k, 2, true, true) ==
@@ -505,4 +535,7 @@ TEST_CASE("the AMX-BF16 quantized prefill takes 64 rows and more with K a multip
   const PackedQuant w8{nullptr, {8, 32, false}, 64, 256};
   CHECK(quant_linear_workspace_bytes(64, w8, 3, false, true) == quant_linear_workspace_bytes(64, w8, 3) + 3 * 64 * 256);
   CHECK(quant_linear_workspace_bytes(63, w8, 3, false, true) == quant_linear_workspace_bytes(63, w8, 3));
+  const PackedQuant w8_channel{nullptr, {8, 0, false}, 64, 256};
+  CHECK(quant_linear_workspace_bytes(64, w8_channel, 3, false, true) ==
+        quant_linear_workspace_bytes(64, w8_channel, 3));
 }
