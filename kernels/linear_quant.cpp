@@ -302,7 +302,7 @@ void byte_codes(const QuantLinearArgs& a, const Workspace& ws, const QuantTile& 
 template <typename Finish>
 void bf16_rows(const QuantLinearArgs& a, const Workspace& ws, const QuantTile& w, float* sums, Finish&& finish) {
   const uint8_t* bytes[2] = {};
-  byte_codes(a, ws, w, bytes);
+  if (!detail::dequantizes_nibbles(w)) byte_codes(a, ws, w, bytes);
   detail::dequantize_pair_bf16(ws.bf16_panel, w, bytes, a.w.k);
   for (int row = 0; row < a.m; row += detail::kQuantAmxRows) {
     const int rows = std::min(detail::kQuantAmxRows, a.m - row);

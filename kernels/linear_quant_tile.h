@@ -197,10 +197,12 @@ struct AmxQuantTiles {
 void quant_batch_tile_amx(const QuantTile& t, AmxQuantTiles& tiles);
 void quant_amx_release(AmxQuantTiles& tiles);
 // The AMX-BF16 prefill (linear_quant_amx_bf16.cpp): the tile's np panels, from their byte codes
-// (W8's own or unpacked as for the INT8 tiles), dequantized over K = k (a multiple of 32) to one
+// (W8's own or unpacked as for the INT8 tiles; 4-bit codes, W4 and Q4_K, are read in place and
+// `bytes` is not read: dequantizes_nibbles), dequantized over K = k (a multiple of 32) to one
 // BF16 panel in linear_bf16's packed layout (k / 2 pairs of 32 columns; panel q in columns
 // 16q .. 16q + 15, zeros there for a missing second panel).
 void dequantize_pair_bf16(bf16_t* panel, const QuantTile& w, const uint8_t* const bytes[2], int k);
+inline bool dequantizes_nibbles(const QuantTile& w) { return w.bits == 4; }
 // W4 panel codes (kp / 8 steps of 64 bytes) as bytes: kp / 4 steps of W8's layout, 16 · kp bytes.
 void unpack_w4_codes(uint8_t* dst, const uint8_t* codes, int kp);
 // The same for a K-quant panel (super_blocks records of `bits`): codes 0..15, 0..31 or 0..63.
