@@ -130,42 +130,79 @@ SLAB_PEAK_LOOP(fma_loop, "avx2,fma", __m256, _mm256_set1_ps(1.0f), _mm256_set1_p
 SLAB_PEAK_LOOP(maddubs_loop, "avx2", __m256i, _mm256_set1_epi8(1), _mm256_set1_epi8(1), SLAB_12_YMM_CHAINS,
                "vpmaddubsw")
 
-// The AMX twin: 4 independent C tiles, each tdpbf16ps 16 x 16 x 32 multiply-adds (int8:
-// tdpbsud, 16 x 16 x 64) on A and B tiles loaded once (zeros: the sums stay zero). The tile data
-// permission is the caller's.
+// Operands of the AMX twin: 8 steps of A and B tile pairs (2 KB each, 32 KB in all: L1), as a
+// GEMM's inner loop walks them. BF16: values as a linear's, random signs and mantissas with
+// exponents near 1 (A) and 2^-7 (B); INT8: random bytes. The loop reloads its tiles every step:
+// on the 2-core Sapphire/Emerald Rapids guest, tdpbf16ps on tiles loaded once ran ~3.2 TFLOP/s a
+// core whatever the data, and reloading zeros as fast, but reloading such values every step
+// ~2.4-2.7 (tdpbsud ~5 % apart). Only the last is a rate a GEMM can approach.
+struct AmxPeakOperands {
+  static constexpr int kSteps = 8;
+  alignas(64) uint16_t a[kSteps][2][16 * 32];
+  alignas(64) uint16_t b[kSteps][2][16 * 32];
+  explicit AmxPeakOperands(bool int8) {
+    uint32_t state = 0x9e3779b9u;
+    auto next = [&state] {
+      state = state * 1664525u + 1013904223u;  // LCG: any varied bits will do
+      return state >> 8;
+    };
+    auto fill = [&](uint16_t* v, uint32_t exponent) {
+      for (int i = 0; i < 16 * 32; ++i) {
+        const uint32_t r = next();
+        v[i] = int8 ? static_cast<uint16_t>(r & 0xffffu)
+                    : static_cast<uint16_t>(exponent | (r & 0x7fu) | ((r >> 7 & 1u) << 15));
+      }
+    };
+    for (int s = 0; s < kSteps; ++s) {
+      for (int t = 0; t < 2; ++t) {
+        fill(a[s][t], 0x3f00u);
+        fill(b[s][t], 0x3c00u);
+      }
+    }
+  }
+};
+
+// The AMX twin: per step, 4 tile loads and 4 independent C tiles' tdpbf16ps 16 x 16 x 32
+// multiply-adds (int8: tdpbsud, 16 x 16 x 64): the 2 x 2 block of the kernels with its operands
+// in L1 (the FP32 sums walk at random and stay far from overflow; the INT32 sums wrap, as the
+// instruction's). The tile data permission is the caller's.
 __attribute__((target("amx-tile,amx-bf16,amx-int8"))) long amx_dp_loop(long iters, bool int8) {
   struct alignas(64) Config {
     uint8_t palette = 1, start_row = 0, reserved[14] = {};
     uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
     uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
   } cfg;
-  alignas(64) static const uint16_t zeros[16 * 32] = {};
+  static const AmxPeakOperands bf16_operands(false), int8_operands(true);
+  const AmxPeakOperands& op = int8 ? int8_operands : bf16_operands;
+  constexpr int kSteps = AmxPeakOperands::kSteps;
   __asm__ volatile("ldtilecfg %0" : : "m"(cfg));  // not _tile_loadconfig: see kernels/linear_bf16_amx.cpp
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
   _tile_zero(3);
-  _tile_loadd(4, zeros, 64);
-  _tile_loadd(5, zeros, 64);
-  _tile_loadd(6, zeros, 64);
-  _tile_loadd(7, zeros, 64);
-  if (int8) {
-    for (long i = 0; i < iters; ++i) {
-      _tile_dpbsud(0, 4, 6);
-      _tile_dpbsud(1, 4, 7);
-      _tile_dpbsud(2, 5, 6);
-      _tile_dpbsud(3, 5, 7);
-    }
-  } else {
-    for (long i = 0; i < iters; ++i) {
-      _tile_dpbf16ps(0, 4, 6);
-      _tile_dpbf16ps(1, 4, 7);
-      _tile_dpbf16ps(2, 5, 6);
-      _tile_dpbf16ps(3, 5, 7);
+  // One iteration = one step of the block; iters is a multiple of kSteps in effect (rounded up).
+  const long rounds = (iters + kSteps - 1) / kSteps;
+  for (long r = 0; r < rounds; ++r) {
+    for (int st = 0; st < kSteps; ++st) {
+      _tile_loadd(4, op.a[st][0], 64);
+      _tile_loadd(6, op.b[st][0], 64);
+      _tile_loadd(7, op.b[st][1], 64);
+      _tile_loadd(5, op.a[st][1], 64);
+      if (int8) {
+        _tile_dpbsud(0, 4, 6);
+        _tile_dpbsud(1, 4, 7);
+        _tile_dpbsud(2, 5, 6);
+        _tile_dpbsud(3, 5, 7);
+      } else {
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
     }
   }
   _tile_release();
-  return iters;
+  return rounds * kSteps;
 }
 
 // G ops/s of loop (ops_per_iter operations per iteration) on all pool threads together. Every
