@@ -11,7 +11,7 @@
 // thread's CPU time, which stays meaningful while other processes share the cores. Where the CPU
 // has AMX-INT8, each quantized row of M >= 16 is followed by a "+amx" row: the same call on the AMX
 // tiles, against the tdpbsud peak measured here (--no-amx leaves them out), and where it has
-// AMX-BF16 too, each of M >= kQuantAmxBf16MinM with 32-element activation blocks (groups of 32,
+// AMX-BF16 too, each of M >= quant_amx_bf16_min_m with 32-element activation blocks (groups of 32,
 // K-quants; the formats that path takes) a "+amxbf16" row: the prefill path that
 // dequantizes each panel pair to BF16 and multiplies on the BF16 tiles, against the tdpbf16ps
 // peak. --one-copy has
@@ -323,7 +323,7 @@ int main(int argc, char** argv) {
       for (size_t mi = 0; mi < cfg.ms.size(); ++mi) {
         const int m = cfg.ms[mi];
         const bool amx_row = amx && !kind.bf16 && m >= quant_amx_min_m(kind.format);
-        const bool amx_bf16_row = amx_bf16 && !kind.bf16 && m >= kQuantAmxBf16MinM && s.k % 32 == 0 &&
+        const bool amx_bf16_row = amx_bf16 && !kind.bf16 && m >= quant_amx_bf16_min_m(kind.format) && s.k % 32 == 0 &&
                                   quant_act_block(kind.format, s.k) == kQuantActBlock;
         for (const int path : {0, 1, 2}) {  // register tiles, AMX INT8, AMX-BF16 prefill
           if ((path == 1 && !amx_row) || (path == 2 && !amx_bf16_row)) continue;

@@ -53,7 +53,8 @@ struct Workspace {
   detail::AmxQuantTiles* amx = nullptr;
   uint8_t* amx_codes = nullptr;
   // The AMX-BF16 prefill (quant_linear_uses_amx_bf16): the thread's BF16 tile state and its room
-  // for a panel pair dequantized to BF16 (k · 64 bytes); the codes go through amx_codes first.
+  // for a panel pair dequantized to BF16 (k · 64 bytes); Q5_K and Q6_K codes go through amx_codes
+  // first (slot_has_codes: W8 reads its bytes in place, 4-bit codes their nibbles).
   detail::AmxTiles* amx_bf16 = nullptr;
   bf16_t* bf16_panel = nullptr;
   // K-quant weights on the batched AVX2 tiles (M > 8): the thread's room for a panel pair's scale
@@ -102,8 +103,13 @@ size_t kquant_table_bytes(const QuantFormat& f, int kp) {
 // quarter as frequent, and on two Xeon cores they ran 1.42-1.66x the BF16 tiles at M = 64 and
 // level at 512 (0.88-1.17x; bench/results/2026-11-30-xeon-2c-quant-amx-wide-blocks).
 bool amx_bf16_shape(int m, const QuantFormat& f, int k, Isa isa) {
-  return m >= kQuantAmxBf16MinM && k % 32 == 0 && quant_act_block(f, k) == kQuantActBlock && isa == Isa::avx512_bf16;
+  return m >= quant_amx_bf16_min_m(f) && k % 32 == 0 && quant_act_block(f, k) == kQuantActBlock &&
+         isa == Isa::avx512_bf16;
 }
+// Whether a thread's slot holds a panel pair's codes as bytes: on the INT8 tiles (room of 0 for
+// W8), and on the AMX-BF16 prefill but for 4-bit codes, whose nibbles it reads in place
+// (detail::dequantizes_nibbles).
+bool slot_has_codes(const QuantFormat& f, bool int8_tiles, bool bf16) { return int8_tiles || (bf16 && f.bits != 4); }
 // Per thread for M > 8: [unpacked codes (AMX paths)][K-quant tables][BF16 panel (AMX-BF16)].
 size_t thread_slot_bytes(const QuantFormat& f, int k, bool amx_codes, bool bf16_panel) {
   const int kp = quant_padded_k(f, k);
@@ -120,9 +126,10 @@ Workspace workspace_of(const QuantLinearArgs& a, int thread) {
     // The thread's slot after the shared rows (thread_slot_bytes).
     const bool bf16 = quant_linear_uses_amx_bf16(a);
     const bool amx = bf16 || quant_linear_uses_amx(a);
-    const size_t amx_bytes = amx ? amx_unpacked_bytes(f, kp) : 0;
+    const bool codes = slot_has_codes(f, amx && !bf16, bf16);
+    const size_t amx_bytes = codes ? amx_unpacked_bytes(f, kp) : 0;
     uint8_t* slot =
-        base + int8_rows_bytes(a.m, kp) + static_cast<size_t>(thread) * thread_slot_bytes(f, a.w.k, amx, bf16);
+        base + int8_rows_bytes(a.m, kp) + static_cast<size_t>(thread) * thread_slot_bytes(f, a.w.k, codes, bf16);
     if (amx_bytes > 0) ws.amx_codes = slot;
     if (f.k_quant && !amx && a.isa == Isa::avx2) ws.kq_table = reinterpret_cast<float*>(slot + amx_bytes);
     if (bf16) ws.bf16_panel = reinterpret_cast<bf16_t*>(slot + amx_bytes + kquant_table_bytes(f, kp));
@@ -573,13 +580,19 @@ void check_args(const QuantLinearArgs& a) {
 size_t quant_linear_workspace_bytes(int m, const PackedQuant& w, int n_threads, bool amx, bool amx_bf16) {
   const int kp = quant_padded_k(w.format, w.k);
   if (m <= kQuantDecodeMaxM) return static_cast<size_t>(n_threads) * decode_region_bytes(w.format, m, kp);
-  // The largest slot either path may take (the call decides by its isa).
+  // The largest slot either path may take (the call decides by its isa; the AMX-BF16 prefill, where
+  // asked and its shape, takes precedence over the INT8 tiles).
   const bool bf16 = amx_bf16 && amx_bf16_shape(m, w.format, w.k, Isa::avx512_bf16);
-  const bool codes = bf16 || (amx && amx_shape(m, w.format, Isa::avx512_bf16));
+  const bool codes = slot_has_codes(w.format, !bf16 && amx && amx_shape(m, w.format, Isa::avx512_bf16), bf16);
   return int8_rows_bytes(m, kp) + static_cast<size_t>(n_threads) * thread_slot_bytes(w.format, w.k, codes, bf16);
 }
 
 int quant_amx_min_m(const QuantFormat& f) { return f.bits == 8 && !f.k_quant ? 16 : 32; }
+
+int quant_amx_bf16_min_m(const QuantFormat& f) {
+  if (f.bits == 8 && !f.k_quant) return 64;
+  return f.k_quant && f.bits == 4 ? 40 : 20;
+}
 
 bool quant_linear_uses_amx_bf16(const QuantLinearArgs& a) {
   return a.amx_bf16 && amx_bf16_shape(a.m, a.w.format, a.w.k, a.isa);

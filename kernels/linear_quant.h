@@ -211,7 +211,7 @@ struct QuantLinearArgs {
   // on any CPU with the AVX-512 quantized kernels; takes precedence over amx. With either set, the
   // workspace must come from quant_linear_workspace_bytes(..., amx = true).
   bool amx_emulated = false;
-  // Prefill (M >= kQuantAmxBf16MinM, K a multiple of 32, isa avx512_bf16, weights whose
+  // Prefill (M >= quant_amx_bf16_min_m, K a multiple of 32, isa avx512_bf16, weights whose
   // quant_act_block is kQuantActBlock: groups of 32, the K-quants) on the AMX-BF16 tiles: each
   // panel pair is dequantized once per call to a BF16 panel and the BF16 activations multiply on
   // it with TDPBF16PS (linear_quant_amx_bf16.cpp), 2.5-3x the INT8 tiles' rate where their
@@ -223,8 +223,15 @@ struct QuantLinearArgs {
   bool amx_bf16 = false;
 };
 
-// The fewest rows the AMX-BF16 prefill takes (QuantLinearArgs::amx_bf16).
-inline constexpr int kQuantAmxBf16MinM = 64;
+// The fewest rows the AMX-BF16 prefill takes (QuantLinearArgs::amx_bf16), measured with the
+// weights streaming from memory as in decode (bench_linear_quant --cycle-x 1 on two Xeon cores,
+// bench/results/2026-11-30-xeon-2c-quant-amx-bf16-rows; the best other path's time ÷ this one's):
+// W4 g32, Q5_K and Q6_K from 20 rows (1.10-1.25 at 24), Q4_K from 40 (0.81-1.06 at 24-32,
+// 1.07-1.28 at 40), W8 from 64 (0.69-0.81 at 32,
+// 0.93-1.04 at 48, 1.12-1.23 at 64: the INT8 tiles read its codes as they are, while this path
+// writes twice their bytes as BF16). With the weights in L2/L3 (--one-copy) every format gained
+// from 32 rows.
+int quant_amx_bf16_min_m(const QuantFormat& f);
 
 // The fewest rows that run on the AMX tiles; fewer: one pass of the AVX-512 register tiles keeps
 // up. W8 from 16: its codes are the tiles' bytes. W4 and the K-quants from 32: their codes are

@@ -453,13 +453,22 @@ void check_amx_bf16_cases(bool hardware) {
     // activation blocks, as K % 128 != 0), two K-quant super-blocks; M:
     // two full row tiles, a partial third, several; n = 80: an odd last panel (a pair of one).
     // Formats with 128-element blocks (g128, per channel at K % 128 == 0) stay on the INT8 tiles.
+    // Once per format, the fewest rows the path takes (20, 40: partial row tiles; 64).
     int cases = 0;
+    bool fewest_rows = false;
     for (const int k : {128, 352, 384, 512}) {
       if ((f.k_quant && k % kKQuantSuperK != 0) || (k == 352 && f.group != 0) || !takes_amx_bf16(f, k)) continue;
       for (const int m : {64, 70, 100}) {
         INFO(format_name(f) << " m " << m << " k " << k);
         check_amx_bf16_case(AmxCase{f, m, 80, k}, hardware);
         ++cases;
+      }
+      if (!fewest_rows) {
+        const int m = quant_amx_bf16_min_m(f);
+        INFO(format_name(f) << " m " << m << " k " << k);
+        check_amx_bf16_case(AmxCase{f, m, 80, k}, hardware);
+        ++cases;
+        fewest_rows = true;
       }
     }
     const int k_fused = f.group == 0 ? 224 : 256;
@@ -470,7 +479,7 @@ void check_amx_bf16_cases(bool hardware) {
       cases += 2;
     }
     INFO(format_name(f));
-    CHECK(cases == (f.k_quant ? 5 : f.group == 128 ? 0 : f.group == 0 ? 5 : 11));
+    CHECK(cases == (f.k_quant ? 6 : f.group == 128 ? 0 : f.group == 0 ? 6 : 12));
   }
 }
 
@@ -496,21 +505,40 @@ TEST_CASE("quantized prefill on AMX-BF16 tiles matches the BF16-rounded weights"
   check_amx_bf16_cases(true);
 }
 
-TEST_CASE("the AMX-BF16 quantized prefill takes 64 rows and more with K a multiple of 32 and 32-element blocks, "
-          "AVX-512 only",
+TEST_CASE("the AMX-BF16 quantized prefill takes from 20 rows (W4, Q5_K, Q6_K), 40 (Q4_K) or 64 (W8) with K a "
+          "multiple of 32 and 32-element blocks, AVX-512 only",
           "[kernels][quant]") {
+  CHECK(quant_amx_bf16_min_m(QuantFormat{4, 32, false}) == 20);
+  CHECK(quant_amx_bf16_min_m(QuantFormat{4, 32, true}) == 20);
+  CHECK(quant_amx_bf16_min_m(kquant5_format()) == 20);
+  CHECK(quant_amx_bf16_min_m(kquant6_format()) == 20);
+  CHECK(quant_amx_bf16_min_m(kquant4_format()) == 40);
+  CHECK(quant_amx_bf16_min_m(QuantFormat{8, 32, false}) == 64);
   QuantLinearArgs a;
-  a.w = {nullptr, kquant4_format(), 64, 512};
+  a.w = {nullptr, kquant6_format(), 64, 512};
   a.isa = Isa::avx512_bf16;
-  a.m = 64;
+  a.m = 20;
   a.amx = true;
   CHECK_FALSE(quant_linear_uses_amx_bf16(a));  // not asked
   a.amx_bf16 = true;
   CHECK(quant_linear_uses_amx_bf16(a));
   CHECK_FALSE(quant_linear_uses_amx(a));  // it takes precedence over the INT8 tiles
+  a.m = 19;
+  CHECK_FALSE(quant_linear_uses_amx_bf16(a));
+  CHECK_FALSE(quant_linear_uses_amx(a));  // nor does Q6_K reach the INT8 tiles' 32 rows
+  a.w = {nullptr, kquant4_format(), 64, 512};
+  a.m = 40;
+  CHECK(quant_linear_uses_amx_bf16(a));
+  a.m = 39;
+  CHECK_FALSE(quant_linear_uses_amx_bf16(a));
+  CHECK(quant_linear_uses_amx(a));  // Q4_K of 32 to 39 rows: the INT8 tiles
+  a.w = {nullptr, {8, 32, false}, 64, 512};
+  a.m = 64;
+  CHECK(quant_linear_uses_amx_bf16(a));
   a.m = 63;
   CHECK_FALSE(quant_linear_uses_amx_bf16(a));
-  CHECK(quant_linear_uses_amx(a));
+  CHECK(quant_linear_uses_amx(a));  // W8 of 16 to 63 rows: the INT8 tiles
+  a.w = {nullptr, kquant4_format(), 64, 512};
   a.m = 64;
   a.isa = Isa::avx2;
   CHECK_FALSE(quant_linear_uses_amx_bf16(a));
@@ -528,10 +556,15 @@ TEST_CASE("the AMX-BF16 quantized prefill takes 64 rows and more with K a multip
   }
   a.w = {nullptr, {8, 0, false}, 64, 352};  // per channel, K % 128 != 0: blocks of 32
   CHECK(quant_linear_uses_amx_bf16(a));
-  // Room per thread: the unpacked codes (not W8) and the pair as BF16, 64 bytes per k.
+  // Room per thread: the pair as BF16, 64 bytes per k, and its codes unpacked to bytes, 32 per k,
+  // but for W8 (its bytes as they are) and 4-bit codes (their nibbles read in place).
   const PackedQuant q4k{nullptr, kquant4_format(), 64, 512};
-  CHECK(quant_linear_workspace_bytes(64, q4k, 2, true, true) ==
-        quant_linear_workspace_bytes(64, q4k, 2) + 2 * (32 * 512 + 64 * 512));
+  const size_t q4k_base = quant_linear_workspace_bytes(64, q4k, 2);
+  CHECK(quant_linear_workspace_bytes(64, q4k, 2, true, true) == q4k_base + 2 * 64 * 512);
+  CHECK(quant_linear_workspace_bytes(64, q4k, 2, true, false) == q4k_base + 2 * 32 * 512);
+  const PackedQuant q6k{nullptr, kquant6_format(), 64, 512};
+  CHECK(quant_linear_workspace_bytes(64, q6k, 2, true, true) ==
+        quant_linear_workspace_bytes(64, q6k, 2) + 2 * (32 * 512 + 64 * 512));
   const PackedQuant w8{nullptr, {8, 32, false}, 64, 256};
   CHECK(quant_linear_workspace_bytes(64, w8, 3, false, true) == quant_linear_workspace_bytes(64, w8, 3) + 3 * 64 * 256);
   CHECK(quant_linear_workspace_bytes(63, w8, 3, false, true) == quant_linear_workspace_bytes(63, w8, 3));
