@@ -353,7 +353,7 @@ int main(int argc, char** argv) {
   std::printf("cpu:      %s\n", cpu.summary().c_str());
   std::printf("topology: %s\n", topo.summary().c_str());
   std::printf("threads:  %d (pinned: %s), kernel isa: %s%s\n", pool.size(), pool.bindings()[0].empty() ? "no" : "yes",
-              isa_name(isa), cfg.isa == "amx" ? " + amx_bf16 tiles for M >= 16" : "");
+              isa_name(isa), cfg.isa == "amx" ? " + amx_bf16 tiles for M >= 9" : "");
   std::printf("blocking: %s (%s)\n", describe_linear_blocking(cfg.blocking).c_str(),
               blocking_given ? "--blocking" : ("this CPU's entry: " + tuning.source).c_str());
 

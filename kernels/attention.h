@@ -65,7 +65,7 @@
 // depends on its own vector only), so every row of such a shape is computed one way
 // and does not depend on the rows sharing its item. Shapes with smaller groups keep decode and
 // multi-token rows on AVX-512: their prefill rows differ from the same rows decoded alone in the
-// last bits, as the AMX linears at M >= 16 already differ from the AVX-512 ones.
+// last bits, as the AMX linears at M >= 9 already differ from the AVX-512 ones.
 // ISA: Isa::avx512_bf16 uses the AVX-512 path (needs head_dim % 16 == 0 and block_size % 16 == 0);
 // Isa::avx2, and AVX-512 shapes outside those, run the scalar algorithm on 8-lane FMAs
 // (attention_avx2.cpp: K/V widened to FP32, head_dim % 8 == 0), one query vector at a time, or,

@@ -27,7 +27,9 @@ constexpr int kMaxKBlockPairs = 4096;
 constexpr int kMinSplitPairs = 32;  // split-K chunks are at least this many pairs
 
 constexpr int kMidMaxM = 32;         // up to here 8-row tiles (no ragged 6-row tail): M = 17..32 1.15-1.28x on Zen 5
-constexpr int kAmxMinM = 16;         // fewer rows: the weights' bandwidth decides, AVX-512 keeps up
+// Every M past the decode path: at 9-15 rows the tiles ran 1.2-2.6x the AVX-512 large-M tiles
+// (70-79 % of the read bandwidth against 40-55 %; bench/results/2026-11-30-xeon-2c-amx-rows).
+constexpr int kAmxMinM = kDecodeMaxM + 1;
 constexpr int kAmxRows = 32;         // a row tile of the AMX path: two 16-row A tiles
 constexpr int kAmxK = 32;            // K step of one tdpbf16ps (16 k-pairs)
 constexpr int kDecodeRunPanels = 8;  // dynamic decode share: at most 8 panels (1 MB of weights at K = 2048)

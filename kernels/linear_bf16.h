@@ -27,7 +27,7 @@
 // (by default) beyond; threads take tasks of a column group × a row range (rows cut so that
 // there are ~8 tasks per thread) one at a time from the counter, or fixed contiguous shares.
 //
-// AMX (args.amx, M >= 16, K % 32 == 0): the same split over column groups of 2 panels and row
+// AMX (args.amx, M >= 9, K % 32 == 0): the same split over column groups of 2 panels and row
 // tiles of 32 rows; each (row tile, panel) is one pass of tdpbf16ps over the whole of K with the
 // sums in the 4 C tiles (no K blocking: the group's panels stay in L2 while the thread's row
 // tiles pass), then the AVX-512 epilogue. Needs no workspace.
@@ -131,7 +131,7 @@ struct LinearArgs {
   // end. linear_bf16() below sets it when blocking.dynamic_split; a caller running the phases
   // itself may leave it null (static shares).
   int* work_cursor = nullptr;
-  // M >= 16 with K a multiple of 32 and isa avx512_bf16: run on the AMX tiles (tdpbf16ps) instead
+  // M >= 9 with K a multiple of 32 and isa avx512_bf16: run on the AMX tiles (tdpbf16ps) instead
   // of the AVX-512 register tiles. Set only where cpu_features() has amx_bf16 and
   // enable_amx_tiles() (runtime/cpu_features.h) returned true; other shapes ignore it.
   bool amx = false;

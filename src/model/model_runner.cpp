@@ -120,10 +120,11 @@ void ModelRunner::init(const Checkpoint& checkpoint, const RunnerOptions& option
 std::string ModelRunner::describe() const {
   if (reference_) return "float32 scalar reference kernels, 1 thread";
   const int threads = pool_ ? pool_->size() : options_.n_threads;
-  // The tiles take linears of 16 rows and more, and attention (kernels/attention.h).
-  const std::string amx =
-      amx_ ? (amx_int8_usable() ? " + amx_bf16/amx_int8 (M >= 16, attention)" : " + amx_bf16 (M >= 16, attention)")
-           : "";
+  // The BF16 tiles take BF16 linears past the decode rows and attention (kernels/attention.h), the
+  // INT8 tiles quantized linears of 16 rows and more (kernels/linear_quant.h says which).
+  const std::string amx = amx_ ? (amx_int8_usable() ? " + amx_bf16 (M >= 9, attention) / amx_int8 (M >= 16)"
+                                                    : " + amx_bf16 (M >= 9, attention)")
+                               : "";
   return std::string("bf16 ") + kern::isa_name(isa_) + amx + " kernels, " +
          (threads > 0 ? std::to_string(threads) : std::string("one per core")) +
          (threads == 1 ? " thread" : " threads");

@@ -33,7 +33,7 @@ kern::LinearArgs rows_in(const kern::bf16_t* x, int k, int m, float* ws, const M
   a.m = m;
   a.workspace = ws;
   a.isa = ka.isa;
-  a.amx = ka.amx;  // BF16 experts of 16 rows and more on the AMX tiles (the flag is ignored below that)
+  a.amx = ka.amx;  // BF16 experts of 9 rows and more on the AMX tiles (the flag is ignored below that)
   a.blocking = ka.blocking;
   return a;
 }

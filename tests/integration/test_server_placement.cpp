@@ -73,7 +73,7 @@ TEST_CASE("serve --threads 1 --cpuset CPU serves with one pool thread pinned to 
   std::filesystem::remove(log);
 }
 
-// The start-up log names the kernels ("bf16 avx512_bf16 + amx_bf16 (M >= 16, attention) kernels" where the
+// The start-up log names the kernels ("bf16 avx512_bf16 + amx_bf16 (M >= 9, attention) kernels" where the
 // tiles run): --no-amx, given on the command line or as `no-amx = true` in the --config file,
 // takes them out. On a CPU without AMX the flag is accepted and changes nothing.
 TEST_CASE("serve --no-amx, on the command line or in the --config file, keeps the linears off the AMX tiles",

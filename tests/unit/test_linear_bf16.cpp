@@ -214,7 +214,7 @@ TEST_CASE("linear_bf16 on emulated AMX tiles matches the reference", "[kernels]"
   }
   std::mt19937 rng(2468);
   int combo = 0;
-  for (int m : {16, 17, 33, 48}) {
+  for (int m : {9, 16, 17, 33, 48}) {
     for (int n : {32, 97}) {
       for (int k : {32, 544}) {
         for (int amx_k : {0, 64, 256}) {
@@ -273,7 +273,7 @@ TEST_CASE("linear_bf16 work from the shared counter gives the static split's bit
   }
 }
 
-// The AMX tiles (M >= 16, K a multiple of 32): ragged rows (one or two A tiles, shortened),
+// The AMX tiles (M >= 9, K a multiple of 32): ragged rows (one or two A tiles, shortened),
 // ragged columns, K from one tdpbf16ps step to TinyLlama's hidden size, every epilogue, thread
 // counts that split rows as well as columns; and bit-for-bit the same for every thread count.
 TEST_CASE("linear_bf16 on AMX tiles matches the reference", "[kernels]") {
@@ -284,7 +284,7 @@ TEST_CASE("linear_bf16 on AMX tiles matches the reference", "[kernels]") {
   }
   std::mt19937 rng(4321);
   ThreadPool pool({.n_threads = 4, .pin = false});
-  const int ms[] = {16, 17, 31, 32, 33, 48, 100, 130};
+  const int ms[] = {9, 12, 16, 17, 31, 32, 33, 48, 100, 130};
   const int ns[] = {32, 33, 97, 200};
   const int ks[] = {32, 64, 544, 2048};
   int combo = 0;
@@ -310,8 +310,10 @@ TEST_CASE("linear_bf16 on AMX tiles matches the reference", "[kernels]") {
   a.isa = Isa::avx512_bf16;
   a.amx = true;
   a.w = {nullptr, 64, 2048};
-  a.m = 15;
+  a.m = 8;
   CHECK_FALSE(linear_bf16_uses_amx(a));  // decode-size M
+  a.m = 9;
+  CHECK(linear_bf16_uses_amx(a));
   a.m = 64;
   CHECK(linear_bf16_uses_amx(a));
   a.w.k = 2047;
@@ -440,7 +442,7 @@ TEST_CASE("fused SwiGLU linear matches gate and up linears followed by silu·up 
   // below and above 16 rows. n_out: whole panels and ragged. K: odd, and over one 512 K block.
   for (const Shape s : {Shape{1, 64, 40}, Shape{3, 40, 63}, Shape{4, 96, 1030}, Shape{5, 33, 17}, Shape{8, 130, 600},
                         Shape{9, 64, 64}, Shape{16, 70, 513}, Shape{17, 32, 8}, Shape{40, 100, 1100}, Shape{16, 64, 64},
-                        Shape{45, 70, 1024}}) {  // the last two: AMX shapes
+                        Shape{45, 70, 1024}}) {  // {9, 64, 64} and the last two: AMX shapes
     const size_t ldx = static_cast<size_t>(s.k) + 3, ldo = static_cast<size_t>(s.n_out) + 5;
     std::vector<float> x(static_cast<size_t>(s.m) * s.k), gate(static_cast<size_t>(s.n_out) * s.k), up(gate.size());
     std::vector<bf16_t> xb(static_cast<size_t>(s.m) * ldx, 0x7fc0);  // NaN padding: never read
@@ -462,7 +464,7 @@ TEST_CASE("fused SwiGLU linear matches gate and up linears followed by silu·up 
 
     // Each ISA with both activations; then the AMX tiles with both (where they run).
     const int isa_combos = 2 * static_cast<int>(isas().size());
-    const bool amx_shape = amx_bf16_usable() && s.m >= 16 && s.k % 32 == 0;
+    const bool amx_shape = amx_bf16_usable() && s.m >= 9 && s.k % 32 == 0;
     for (int combo = 0; combo < isa_combos + (amx_shape ? 2 : 0); ++combo) {
       const GatedAct act = combo % 2 == 0 ? GatedAct::silu : GatedAct::gelu_tanh;  // Gemma's activation
       const bool amx = combo >= isa_combos;

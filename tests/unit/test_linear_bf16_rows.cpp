@@ -4,7 +4,7 @@
 // (AVX-512: vdpbf16ps, or FMAs on FP32 products in vdpbf16ps's order) sum every column's k-pairs
 // in the same order, so a verification step of speculative decoding (several rows of one
 // sequence) gives the logits plain decoding (one row) gives. Asserted bit for bit here; the AMX
-// tiles (M >= 16) round their sums their own way, so their rows differ by design
+// tiles (M >= 9) round their sums their own way, so their rows differ by design
 // (docs/ARCHITECTURE.md).
 #include <catch2/catch.hpp>
 
