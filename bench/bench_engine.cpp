@@ -3,7 +3,10 @@
 //
 //   bench_engine --model DIR [--concurrency 1,4,16,64] [--prompt-len 128] [--output-len 128]
 //                [--prefix-len 1024] [--suffix-len 32] [--temperature 0] [--top-p 1]
+//                [--threads N] [--no-amx 1]
 //
+// The weights are packed once, straight from the checkpoint as `slabserve serve` packs them (a
+// GGUF's quantized blocks stay quantized), and every engine below runs on that one runner.
 // Prompts are random token ids and generation ignores EOS, so every request produces exactly
 // --output-len tokens (vLLM's `bench serve --random-*` convention); greedy unless --temperature.
 // "serial %" is the share of the engine's step time outside the thread pool's parallel regions
@@ -14,12 +17,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "engine/engine.h"
+#include "model/model.h"
+#include "model/model_runner.h"
 
 namespace {
 
@@ -34,6 +40,8 @@ struct Options {
   int suffix_len = 32;
   float temperature = 0.0f;
   float top_p = 1.0f;
+  int threads = 0;  // 0: one per core of the process's cpuset
+  bool no_amx = false;
 };
 
 std::vector<int> parse_list(const std::string& s) {
@@ -90,8 +98,8 @@ RunResult run(slab::Engine& engine, const std::vector<slab::Request>& requests) 
   return r;
 }
 
-slab::Request random_request(std::mt19937& rng, int vocab, const std::vector<int32_t>& prefix, int len,
-                             int output_len, const Options& o) {
+slab::Request random_request(std::mt19937& rng, int vocab, const std::vector<int32_t>& prefix, int len, int output_len,
+                             const Options& o) {
   slab::Request r;
   r.prompt = prefix;
   while (static_cast<int>(r.prompt.size()) < len) r.prompt.push_back(static_cast<int32_t>(3 + rng() % (vocab - 3)));
@@ -124,6 +132,10 @@ int main(int argc, char** argv) {
       o.temperature = std::stof(value);
     else if (flag == "--top-p")
       o.top_p = std::stof(value);
+    else if (flag == "--threads")
+      o.threads = std::stoi(value);
+    else if (flag == "--no-amx")
+      o.no_amx = value != "0";
     else {
       std::fprintf(stderr, "bench_engine: unknown flag %s\n", flag.c_str());
       return 2;
@@ -132,27 +144,36 @@ int main(int argc, char** argv) {
   if (o.model.empty()) {
     std::fprintf(stderr,
                  "usage: bench_engine --model DIR [--concurrency 1,4,16,64] [--prompt-len N] [--output-len N]\n"
-                 "                    [--prefix-len N] [--suffix-len N] [--temperature T] [--top-p P]\n");
+                 "                    [--prefix-len N] [--suffix-len N] [--temperature T] [--top-p P]\n"
+                 "                    [--threads N] [--no-amx 1]\n");
     return 2;
   }
-  const slab::Model model = slab::load_model(o.model);
-  const int vocab = model.config.vocab_size;
+  slab::RunnerOptions runner_options;
+  runner_options.n_threads = o.threads;
+  runner_options.amx = !o.no_amx;
+  const auto load_start = clock_type::now();
+  const std::unique_ptr<slab::ModelRunner> runner = slab::load_model_runner(o.model, runner_options);
+  const double load_s = std::chrono::duration<double>(clock_type::now() - load_start).count();
+  const slab::ModelConfig& model_config = runner->config();
+  const int vocab = model_config.vocab_size;
   std::mt19937 rng(1234);
   const int max_c = *std::max_element(o.concurrency.begin(), o.concurrency.end());
 
   slab::EngineConfig config;
   config.scheduler.max_num_seqs = std::max(max_c, 8);
   config.kv_cache_bytes = size_t{4} << 30;
-  std::printf("model %s: %d layers, hidden %d, vocab %d\n", o.model.c_str(), model.config.num_layers,
-              model.config.hidden_size, vocab);
-  std::printf("sampling: %s\n", o.temperature > 0 ? ("temperature " + std::to_string(o.temperature) + ", top_p " +
-                                                        std::to_string(o.top_p))
-                                                           .c_str()
-                                                     : "greedy");
+  std::printf("model %s (%s): %d layers, hidden %d, vocab %d | %s | loaded and packed in %.1f s\n", o.model.c_str(),
+              slab::describe_model_weights(o.model).c_str(), model_config.num_layers, model_config.hidden_size, vocab,
+              runner->describe().c_str(), load_s);
+  std::printf("weights: %s\n", runner->weight_format().c_str());
+  std::printf("sampling: %s\n",
+              o.temperature > 0
+                  ? ("temperature " + std::to_string(o.temperature) + ", top_p " + std::to_string(o.top_p)).c_str()
+                  : "greedy");
   std::printf("%-12s %10s %12s %14s %12s %12s %10s %9s\n", "concurrency", "requests", "seconds", "output tok/s",
               "TTFT p50 s", "TPOT p50 ms", "serial ms", "serial %");
   {
-    slab::Engine engine(model, nullptr, config);
+    slab::Engine engine(*runner, nullptr, config);
     run(engine, {random_request(rng, vocab, {}, o.prompt_len, 4, o)});  // warm-up: pages in the weights
     for (int c : o.concurrency) {
       std::vector<slab::Request> requests;
@@ -190,7 +211,7 @@ int main(int argc, char** argv) {
   for (bool caching : {false, true}) {
     slab::EngineConfig c = config;
     c.enable_prefix_caching = caching;
-    slab::Engine engine(model, nullptr, c);
+    slab::Engine engine(*runner, nullptr, c);
     run(engine, {random_request(rng, vocab, prefix, o.prefix_len + o.suffix_len, 1, o)});
     seconds[caching] = run(engine, shared).seconds;
   }
