@@ -297,8 +297,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "avx512_bf16", "avx2"}))
       ->capture_default_str();
   app.add_flag("--no-amx", o.no_amx,
-               "Keep the linears on AVX-512 where the CPU has AMX (default: AMX tiles from 16 rows: BF16, and W8/W4 "
-               "with AMX-INT8)");
+               "Keep the linears and attention on AVX-512 where the CPU has AMX (default: the AMX tiles past the "
+               "decode sizes: BF16 from 9 rows, quantized from 16-32 rows by format)");
   app.add_option("--blocking", o.blocking,
                  "BF16 linears' cache blocking, e.g. k=512,tile=6x64,prefetch=on,amx=0 (default: this CPU's entry)");
   CLI11_PARSE(app, argc, argv);

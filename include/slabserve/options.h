@@ -69,8 +69,9 @@ struct LoadOptions {
   // 128), quantized at load.
   std::string quantization = "auto";
   bool quantize_lm_head = false;          // with w8/w8g32/w4/w4g128: the head and the embedding table as well
-  // Linears of 16 rows and more on the AMX tiles where the CPU has them (BF16 weights on AMX-BF16,
-  // quantized ones on AMX-INT8); false keeps them on the AVX-512 register tiles (--no-amx).
+  // Linears past the decode sizes on the AMX tiles where the CPU has them (BF16 weights from 9
+  // rows on AMX-BF16; quantized ones from 16-32 rows, by format, on AMX-INT8 or dequantized to
+  // AMX-BF16), and attention on AMX-BF16; false keeps them on the AVX-512 register tiles (--no-amx).
   bool amx = true;
   LoadProgressCallback on_load_progress;  // optional
 };

@@ -17,8 +17,9 @@ void add_quantization_flags(CLI::App& cmd, api::LoadOptions& load) {
   // A callback rather than a negated flag: CLI11 prints a negated flag's value as "{false}" in --help.
   cmd.add_flag_callback(
       "--no-amx", [&load] { load.amx = false; },
-      "Keep the linears on the AVX-512 register tiles where the CPU has AMX (default: the AMX tiles from "
-      "16 rows: BF16 weights on AMX-BF16, quantized ones on AMX-INT8)");
+      "Keep the linears and attention on the AVX-512 register tiles where the CPU has AMX (default: the "
+      "AMX tiles past the decode sizes: BF16 weights from 9 rows on AMX-BF16, quantized ones from 16-32 "
+      "rows by format on AMX-INT8 or AMX-BF16)");
   cmd.add_flag("--quantize-lm-head", load.quantize_lm_head,
                "With w8/w8g32/w4/w4g128: quantize the output head and the embedding table too (one table when "
                "they are tied; rows are dequantized one token at a time)");

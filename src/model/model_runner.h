@@ -67,11 +67,12 @@ struct RunnerOptions {
   // Projections as BF16 or W8/W4 (model/packed_quant.h); the reference path ignores it (FP32).
   WeightQuantization quantization = WeightQuantization::automatic;
   bool quantize_lm_head = false;  // with w8/w8g32/w4/w4g128: the output head and the embedding table as well
-  // Linears of 16 rows and more on the AMX tiles where the CPU has AMX-BF16 and Linux grants the
-  // tile state (with the AVX-512 BF16 kernels only): BF16 weights on TDPBF16PS, and W8/W4 ones on
-  // TDPBSUD where it has AMX-INT8 as well; with BF16 KV, attention on TDPBF16PS as well
-  // (kernels/attention.h: prefill, and decode for GQA groups of 8 or more); false keeps all of it
-  // on AVX-512.
+  // Linears past the decode sizes (BF16 from 9 rows; quantized from 16-32 rows by format,
+  // kernels/linear_quant.h) on the AMX tiles where the CPU has AMX-BF16 and Linux grants the
+  // tile state (with the AVX-512 BF16 kernels only): BF16 weights on TDPBF16PS, quantized ones on
+  // TDPBSUD where it has AMX-INT8 or dequantized to BF16 on TDPBF16PS; with BF16 KV, attention on
+  // TDPBF16PS as well (kernels/attention.h: prefill, and decode for GQA groups of 8 or more);
+  // false keeps all of it on AVX-512.
   bool amx = true;
   // The BF16 linears' cache blocking; unset: model/linear_tuning.h's entry for this CPU.
   std::optional<kern::LinearBlocking> blocking;
