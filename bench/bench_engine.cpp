@@ -5,6 +5,7 @@
 //                [--prefix-len 1024] [--suffix-len 32] [--temperature 0] [--top-p 1]
 //                [--threads N] [--no-amx 1]
 //
+// --prefix-len 0 skips the prefix-cache measurement.
 // The weights are packed once, straight from the checkpoint as `slabserve serve` packs them (a
 // GGUF's quantized blocks stay quantized), and every engine below runs on that one runner.
 // Prompts are random token ids and generation ignores EOS, so every request produces exactly
@@ -203,6 +204,7 @@ int main(int argc, char** argv) {
   }
 
   // Prefix caching: 8 requests share a long prefix; the cache is warmed by one of them first.
+  if (o.prefix_len == 0) return 0;  // --prefix-len 0: the concurrency rows only
   std::vector<int32_t> prefix;
   for (int i = 0; i < o.prefix_len; ++i) prefix.push_back(static_cast<int32_t>(3 + rng() % (vocab - 3)));
   std::vector<slab::Request> shared;

@@ -18,7 +18,9 @@
 #   LINEARS  the linears alone (BF16 with --sweep on gate_up, which includes the split flip;
 #            the quantized ones; the decode prefetch of 5..8 rows off and on, dpf=0/8192, each
 #            read against its run's M = 4 row)
-#   SERVED   slabserve serve at c = 64 (128 in / 64 out), all threads, 8, 4 and 2
+#   SERVED   slabserve serve at c = 64 (128 in / 64 out), all threads, 8, 4 and 2; then the same
+#            load on the engine alone (bench_engine, no HTTP) at all threads and 2: what of the
+#            served ratio the engine keeps, its serial share per step, its phases
 #   SCALING  the 1/2/4/8/16-thread table (bench/scaling.py)
 #   POOL     an empty parallel region at 1/2/4/8/16 threads, the workers' completion as
 #            per-worker slots against the shared counter (bench_thread_pool, into setup.log), ~20 s
@@ -30,7 +32,7 @@
 # Here: `LLAMA_CPP=DIR sh bench/device_pack.sh` builds the programs and packs them with their
 # libraries, llama.cpp's llama-bench (a build with AMX and one without) and llama-quantize,
 # gguf-py and the llama2 tokenizer into .device-pack.tar.xz (its header says how to build DIR).
-# There (the device tool's run: carry [".device-pack.tar.xz"]; ~6.5 minutes; the machine stays
+# There (the device tool's run: carry [".device-pack.tar.xz"]; ~7.5 minutes; the machine stays
 # warm for 30 s after a call, and the GGUF files with it):
 #   sh bench/device_check.sh
 #   TESTS=0 AB=0 MODEL=0 SERVED=0 PAIRS=0 POOL=0 LINEARS=0 ATTN=0 SCALING=1 sh bench/device_check.sh  # ~3.5 min
@@ -129,6 +131,11 @@ for _ in range(120):
       --num-prompts 64 --max-concurrency 64 --label "c64-${t}t"
     kill "$pid"; wait "$pid"
   done > "$out/served.log" 2>&1
+  for t in "$all" 2; do
+    echo "### bench_engine --threads $t"
+    taskset -c "0-$((t - 1))" "$bin/bench_engine" --model "$bf16" --threads "$t" --concurrency 64 --prompt-len 128 \
+      --output-len 64 --prefix-len 0
+  done >> "$out/served.log" 2>&1
 fi
 
 if on POOL; then

@@ -17,11 +17,11 @@ cd "$root"
 build=${BUILD:-build-bench}
 cmake -S . -B "$build" -DSLAB_BUILD_BENCH=ON -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build "$build" -j"$(nproc)" --target slab_unit_tests slabserve bench_linear_quant bench_linear_bf16 \
-  bench_model bench_attention bench_attention_block bench_thread_pool
+  bench_model bench_attention bench_attention_block bench_thread_pool bench_engine
 rm -rf .device-pack .device-pack.tar.xz
 ../shared/tools/device-pack.sh "$build/tests/slab_unit_tests" "$build/slabserve" "$build/bench/bench_linear_quant" \
   "$build/bench/bench_linear_bf16" "$build/bench/bench_model" "$build/bench/bench_attention" \
-  "$build/bench/bench_attention_block" "$build/bench/bench_thread_pool"
+  "$build/bench/bench_attention_block" "$build/bench/bench_thread_pool" "$build/bench/bench_engine"
 if [ -n "${LLAMA_CPP:-}" ]; then
   cp "$LLAMA_CPP/build-portable/bin/llama-bench" "$LLAMA_CPP/build-portable/bin/llama-quantize" .device-pack/bin/
   cp "$LLAMA_CPP/build-noamx/bin/llama-bench" .device-pack/bin/llama-bench-noamx
