@@ -17,7 +17,8 @@
 #            time on cpu 0 (bench_attention_block): the AMX block whole and its AVX-512 work alone
 #   LINEARS  the linears alone (BF16 with --sweep on gate_up, which includes the split flip;
 #            the quantized ones; the decode prefetch of 5..8 rows off and on, dpf=0/8192, each
-#            read against its run's M = 4 row)
+#            read against its run's M = 4 row; batched decode rows, 9-64, on the AMX tiles and
+#            9-15 on AVX-512, and the quantized AMX-BF16 starts at 20-64 rows)
 #   SERVED   slabserve serve at c = 64 (128 in / 64 out), all threads, 8, 4 and 2; then the same
 #            load on the engine alone (bench_engine, no HTTP) at all threads and 2: what of the
 #            served ratio the engine keeps, its serial share per step, its phases
@@ -180,6 +181,12 @@ if on LINEARS; then
     for dpf in 0 8192 0 8192; do
       "$bin/bench_linear_bf16" --quick --model tinyllama --op gate_up --m 4,5,8 --blocking "dpf=$dpf"
     done
+    # Batched decode rows on the tiles, weights from memory: the BF16 tiles' 9-row start and the
+    # share of the bandwidth 16-64 rows reach (on two Xeon threads 45-78 %; a core's tile loads
+    # streamed ~10 GB/s there against ~15 for AVX-512 loads), then the quantized AMX-BF16 starts.
+    "$bin/bench_linear_bf16" --quick --model tinyllama --op gate_up --m 9,12,15,16,32,64 --cycle-x 1 --isa amx
+    "$bin/bench_linear_bf16" --quick --model tinyllama --op gate_up --m 9,12,15 --cycle-x 1
+    "$bin/bench_linear_quant" --quick --cycle-x 1 --m 20,32,40,64 --ops up --kinds w8g32,w4g32,q4k
   } > "$out/linear.log" 2>&1
 fi
 
