@@ -18,7 +18,9 @@
 #include "model/model_runner_internal.h"
 #include "runtime/aligned_buffer.h"
 #include "runtime/cpu_features.h"
+#include "runtime/task_team.h"
 #include "runtime/thread_pool.h"
+#include "runtime/topology.h"
 
 namespace slab {
 
@@ -39,6 +41,22 @@ kern::Isa choose_isa(KernelChoice choice, const CpuFeatures& f) {
   if (f.has_avx512_bf16_kernels()) return kern::Isa::avx512_bf16;
   if (f.has_avx2_kernels()) return kern::Isa::avx2;
   return kern::Isa::scalar;  // the scalar FP32 reference forward
+}
+
+// The threads that pack the checkpoint: as many as the pool will have, on the same cores (its cpu
+// list, or the process's cpuset), each bound to its core where the pool pins, so that first touch
+// places the weights on the NUMA nodes of the cores that will read them. The caller packs the
+// first share unbound, as it packed everything before.
+TaskTeam pack_team(const RunnerOptions& o) {
+  const Topology& topo = Topology::system();
+  const TopologyInfo info = o.cpu_list.empty() ? topo.process_info() : topo.info_for(o.cpu_list);
+  const int cores = static_cast<int>(info.cores.size());
+  const int threads = o.n_threads > 0 ? o.n_threads : std::max(1, cores);
+  std::vector<std::vector<int>> cpus;
+  if (o.pin_threads && threads <= cores) {
+    for (int t = 0; t < threads; ++t) cpus.push_back(info.cores[static_cast<size_t>(t)].os_cpus);
+  }
+  return TaskTeam(threads, std::move(cpus));
 }
 
 }  // namespace
@@ -104,9 +122,10 @@ void ModelRunner::init(const Checkpoint& checkpoint, const RunnerOptions& option
   const ModelConfig& c = meta_.config;
   if (c.head_dim % 2 != 0) throw std::runtime_error("head_dim must be even for RoPE");
   packed_ = std::make_unique<Packed>();
+  const TaskTeam team = pack_team(options);
   packed_->model = pack_model(
       c, checkpoint,
-      PackOptions{options.numa_node, options.on_load_progress, options.quantization, options.quantize_lm_head});
+      PackOptions{options.numa_node, &team, options.on_load_progress, options.quantization, options.quantize_lm_head});
   ws_ = std::make_unique<Workspace>();
   const int rot = rotary_dim_of(c);
   for (int set = 0; set < kRopeSets; ++set) {

@@ -261,7 +261,24 @@ std::optional<kern::QuantFormat> block_repack_format(const std::vector<TensorVie
   return kern::QuantFormat{all_4bit ? 4 : 8, kGroup, !all_symmetric};
 }
 
-void pack_stacked_rtn(uint8_t* dst, const std::vector<TensorView>& parts, int k, const kern::QuantFormat& f) {
+void pack_stacked_rtn(uint8_t* dst, const std::vector<TensorView>& parts, int k, const kern::QuantFormat& f,
+                      const TaskTeam* team) {
+  // Rows [0, rows) of src into the panels from `at`: each panel's bytes come from its own rows,
+  // so the team's threads take contiguous runs of panels.
+  const size_t panel_bytes = kern::quant_panel_bytes(f, k);
+  const auto pack_panels = [&](uint8_t* at, const auto* src, int rows, size_t ld) {
+    const auto pack = [&](int lo, int hi) {
+      const int r0 = lo * kern::kQuantPanelCols;
+      kern::pack_quant_linear(at + static_cast<size_t>(lo) * panel_bytes, f, src + static_cast<size_t>(r0) * ld,
+                              std::min(rows, hi * kern::kQuantPanelCols) - r0, k, ld);
+    };
+    const int panels = kern::quant_panels(rows);
+    if (team == nullptr) {
+      pack(0, panels);
+    } else {
+      team->for_shares(panels, kMinPackPanelsPerThread, pack);
+    }
+  };
   int n = 0;
   for (const TensorView& p : parts) n += static_cast<int>(p.shape[0]);
   // Parts starting on a panel boundary pack in place, each into its own run of panels (a BF16
@@ -273,13 +290,13 @@ void pack_stacked_rtn(uint8_t* dst, const std::vector<TensorView>& parts, int k,
     size_t row = 0;
     for (const TensorView& p : parts) {
       const int rows = static_cast<int>(p.shape[0]);
-      uint8_t* at = dst + row / kern::kQuantPanelCols * kern::quant_panel_bytes(f, k);
+      uint8_t* at = dst + row / kern::kQuantPanelCols * panel_bytes;
       if (p.dtype == DType::bf16) {
-        kern::pack_quant_linear(at, f, static_cast<const kern::bf16_t*>(p.data), rows, k, ld);
+        pack_panels(at, static_cast<const kern::bf16_t*>(p.data), rows, ld);
       } else {
         std::vector<float> tmp(static_cast<size_t>(p.numel()));
         convert_to_f32(p, tmp.data());
-        kern::pack_quant_linear(at, f, tmp.data(), rows, k, ld);
+        pack_panels(at, tmp.data(), rows, ld);
       }
       row += static_cast<size_t>(rows);
     }
@@ -291,7 +308,7 @@ void pack_stacked_rtn(uint8_t* dst, const std::vector<TensorView>& parts, int k,
     convert_to_f32(p, tmp.data() + at);
     at += static_cast<size_t>(p.numel());
   }
-  kern::pack_quant_linear(dst, f, tmp.data(), n, k, ld);
+  pack_panels(dst, tmp.data(), n, ld);
 }
 
 void pack_stacked_blocks(uint8_t* dst, const std::vector<TensorView>& parts, int k, const kern::QuantFormat& f) {

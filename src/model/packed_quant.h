@@ -19,6 +19,7 @@
 #include "kernels/linear_quant.h"
 #include "model/checkpoint.h"
 #include "runtime/aligned_buffer.h"
+#include "runtime/task_team.h"
 
 namespace slab {
 
@@ -46,9 +47,14 @@ std::string quant_format_name(const kern::QuantFormat& f);
 // with one map per 128 elements (AWQ group_size 128). nullopt when some part has no blocks.
 std::optional<kern::QuantFormat> block_repack_format(const std::vector<TensorView>& parts);
 
+// Panels a packing thread takes at least (TaskTeam::for_shares' min_units): a thread costs tens
+// of microseconds to start, about what one BF16 panel of K = 2048 takes to pack.
+inline constexpr int kMinPackPanelsPerThread = 8;
+
 // The [n_i, k] parts stacked along N into one quantized matrix, into `dst`
-// (kern::packed_quant_bytes(f, Σn_i, k) bytes).
-void pack_stacked_rtn(uint8_t* dst, const std::vector<TensorView>& parts, int k, const kern::QuantFormat& f);
+// (kern::packed_quant_bytes(f, Σn_i, k) bytes); with a team, its threads take runs of panels.
+void pack_stacked_rtn(uint8_t* dst, const std::vector<TensorView>& parts, int k, const kern::QuantFormat& f,
+                      const TaskTeam* team = nullptr);
 // Same from the parts' blocks; f from block_repack_format.
 void pack_stacked_blocks(uint8_t* dst, const std::vector<TensorView>& parts, int k, const kern::QuantFormat& f);
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -107,8 +108,30 @@ std::vector<float> to_f32(const TensorView& v) {
   return out;
 }
 
+// fn(lo, hi) over a matrix's panels [0, panels), on the team's threads where there is a team:
+// a panel's bytes come from its own rows, so the matrix packs the same on any number of threads.
+void for_panels(const TaskTeam* team, int panels, const std::function<void(int, int)>& fn) {
+  if (team == nullptr) {
+    fn(0, panels);
+    return;
+  }
+  team->for_shares(panels, kMinPackPanelsPerThread, fn);
+}
+
+// Rows [0, n) of w (row stride k) into the BF16 panels from dst.
+template <typename Src>
+void pack_rows(const TaskTeam* team, kern::bf16_t* dst, const Src* w, int n, int k) {
+  const size_t panel_elems = static_cast<size_t>(kern::packed_pairs(k)) * 2 * kern::kPanelCols;
+  for_panels(team, kern::packed_panels(n), [&](int lo, int hi) {
+    const int r0 = lo * kern::kPanelCols;
+    kern::pack_linear_bf16(dst + static_cast<size_t>(lo) * panel_elems, w + static_cast<size_t>(r0) * k,
+                           std::min(n, hi * kern::kPanelCols) - r0, k, static_cast<size_t>(k));
+  });
+}
+
 // Stacks the [n_i, k] parts along N and packs them: one packed matrix, one stream per step.
-PackedMatrix pack_stacked(const std::vector<TensorView>& parts, int k, const AllocOptions& alloc) {
+PackedMatrix pack_stacked(const std::vector<TensorView>& parts, int k, const AllocOptions& alloc,
+                          const TaskTeam* team) {
   PackedMatrix m;
   m.k = k;
   for (const TensorView& p : parts) m.n += static_cast<int>(p.shape[0]);
@@ -126,9 +149,9 @@ PackedMatrix pack_stacked(const std::vector<TensorView>& parts, int k, const All
       const int n = static_cast<int>(p.shape[0]);
       kern::bf16_t* at = dst + row / kern::kPanelCols * panel_elems;
       if (p.dtype == DType::bf16) {
-        kern::pack_linear_bf16(at, static_cast<const kern::bf16_t*>(p.data), n, k, static_cast<size_t>(k));
+        pack_rows(team, at, static_cast<const kern::bf16_t*>(p.data), n, k);
       } else {
-        kern::pack_linear_bf16(at, to_f32(p).data(), n, k, static_cast<size_t>(k));
+        pack_rows(team, at, to_f32(p).data(), n, k);
       }
       row += static_cast<size_t>(n);
     }
@@ -140,13 +163,14 @@ PackedMatrix pack_stacked(const std::vector<TensorView>& parts, int k, const All
     convert_to_f32(p, tmp.data() + at);
     at += static_cast<size_t>(p.numel());
   }
-  kern::pack_linear_bf16(dst, tmp.data(), m.n, k, static_cast<size_t>(k));
+  pack_rows(team, dst, tmp.data(), m.n, k);
   return m;
 }
 
 // Gate and up [n, k] as one SwiGLU matrix (kernels/linear_bf16.h), packed straight from BF16
 // checkpoints and through an FP32 copy of each part otherwise.
-PackedMatrix pack_swiglu(const TensorView& gate, const TensorView& up, int k, const AllocOptions& alloc) {
+PackedMatrix pack_swiglu(const TensorView& gate, const TensorView& up, int k, const AllocOptions& alloc,
+                         const TaskTeam* team) {
   PackedMatrix m;
   const int n = static_cast<int>(gate.shape[0]);
   m.n = 2 * n;
@@ -155,11 +179,19 @@ PackedMatrix pack_swiglu(const TensorView& gate, const TensorView& up, int k, co
   m.buf = AlignedBuffer(m.bytes(), alloc);
   kern::bf16_t* dst = m.buf.as<kern::bf16_t>();
   const size_t ld = static_cast<size_t>(k);
+  const size_t panel_elems = static_cast<size_t>(kern::packed_pairs(k)) * 2 * kern::kPanelCols;
+  // Panel pairs (a gate panel, then its up panel) of rows [32 lo, 32 hi).
+  const auto pack = [&](const auto* g, const auto* u) {
+    for_panels(team, kern::packed_panels(n), [&](int lo, int hi) {
+      const size_t r0 = static_cast<size_t>(lo) * kern::kPanelCols;
+      kern::pack_swiglu_bf16(dst + 2 * static_cast<size_t>(lo) * panel_elems, g + r0 * ld, u + r0 * ld,
+                             std::min(n, hi * kern::kPanelCols) - static_cast<int>(r0), k, ld);
+    });
+  };
   if (gate.dtype == DType::bf16 && up.dtype == DType::bf16) {
-    kern::pack_swiglu_bf16(dst, static_cast<const kern::bf16_t*>(gate.data), static_cast<const kern::bf16_t*>(up.data),
-                           n, k, ld);
+    pack(static_cast<const kern::bf16_t*>(gate.data), static_cast<const kern::bf16_t*>(up.data));
   } else {
-    kern::pack_swiglu_bf16(dst, to_f32(gate).data(), to_f32(up).data(), n, k, ld);
+    pack(to_f32(gate).data(), to_f32(up).data());
   }
   return m;
 }
@@ -205,7 +237,8 @@ std::optional<PackedMatrix> pack_segments(const std::vector<TensorView>& parts, 
 // A projection (parts stacked along N) in the format `quantization` asks for; records the path
 // it took. Quantized matrices are never SwiGLU-fused: gate_up then is [gate; up] rows.
 PackedMatrix pack_projection(const std::vector<TensorView>& parts, int k, WeightQuantization quantization,
-                             const AllocOptions& alloc, std::map<std::string, int>& paths, bool swiglu = false) {
+                             const AllocOptions& alloc, const TaskTeam* team, std::map<std::string, int>& paths,
+                             bool swiglu = false) {
   std::optional<kern::QuantFormat> format = rtn_quant_format(quantization);
   std::string source = parts.front().block_format != BlockFormat::none ? block_format_name(parts.front().block_format)
                                                                        : dtype_name(parts.front().dtype);
@@ -228,7 +261,7 @@ PackedMatrix pack_projection(const std::vector<TensorView>& parts, int k, Weight
   }
   if (!format) {
     ++paths[source + " -> BF16"];
-    return swiglu ? pack_swiglu(parts[0], parts[1], k, alloc) : pack_stacked(parts, k, alloc);
+    return swiglu ? pack_swiglu(parts[0], parts[1], k, alloc, team) : pack_stacked(parts, k, alloc, team);
   }
   PackedMatrix m;
   m.k = k;
@@ -240,7 +273,7 @@ PackedMatrix pack_projection(const std::vector<TensorView>& parts, int k, Weight
     pack_stacked_blocks(m.buf.as<uint8_t>(), parts, k, *format);
     if (const int32_t* perm = parts.front().input_perm) m.input_perm.assign(perm, perm + k);
   } else {
-    pack_stacked_rtn(m.buf.as<uint8_t>(), parts, k, *format);
+    pack_stacked_rtn(m.buf.as<uint8_t>(), parts, k, *format, team);
   }
   ++paths[source + " -> " + quant_format_name(*format) + (from_blocks ? " (repacked)" : " (RTN)")];
   return m;
@@ -427,26 +460,26 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& stored, const Pac
     l.qkv = pack_projection(ck.get_parts({{p + "self_attn.q_proj.weight", {q_dim, hidden}},
                                           {p + "self_attn.k_proj.weight", {kv_dim, hidden}},
                                           {p + "self_attn.v_proj.weight", {kv_dim, hidden}}}),
-                            h, options.quantization, alloc, m.projection_paths);
+                            h, options.quantization, alloc, options.team, m.projection_paths);
     if (c.qkv_bias) {
       l.b_qkv = concat_f32({ck.get(p + "self_attn.q_proj.bias", {q_dim}), ck.get(p + "self_attn.k_proj.bias", {kv_dim}),
                             ck.get(p + "self_attn.v_proj.bias", {kv_dim})});
     }
     l.o = pack_projection(ck.get_parts({{p + "self_attn.o_proj.weight", {hidden, q_dim}}}), static_cast<int>(q_dim),
-                          options.quantization, alloc, m.projection_paths);
+                          options.quantization, alloc, options.team, m.projection_paths);
     if (c.o_bias) l.b_o = to_f32(ck.get(p + "self_attn.o_proj.bias", {hidden}));
     if (layer_is_moe(c, i)) {
       const int64_t expert_inter = c.moe_intermediate_size;
-      l.router = pack_stacked({ck.get(router_tensor_name(c, i), {c.num_experts, hidden})}, h, alloc);
+      l.router = pack_stacked({ck.get(router_tensor_name(c, i), {c.num_experts, hidden})}, h, alloc, options.team);
       l.experts.resize(static_cast<size_t>(c.num_experts));
       for (int e = 0; e < c.num_experts; ++e) {
         const ExpertTensorNames n = expert_tensor_names(c, i, e);
         PackedExpert& x = l.experts[static_cast<size_t>(e)];
         // get_parts: a GGUF file's quantized experts repack from their blocks, never decoded.
         x.gate_up = pack_projection(ck.get_parts({{n.gate, {expert_inter, hidden}}, {n.up, {expert_inter, hidden}}}), h,
-                                    options.quantization, alloc, m.projection_paths, true);
+                                    options.quantization, alloc, options.team, m.projection_paths, true);
         x.down = pack_projection(ck.get_parts({{n.down, {hidden, expert_inter}}}), c.moe_intermediate_size,
-                                 options.quantization, alloc, m.projection_paths);
+                                 options.quantization, alloc, options.team, m.projection_paths);
       }
       ck.report();
       continue;
@@ -454,9 +487,9 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& stored, const Pac
     // SwiGLU fusion leaves no place for a bias between the linear and the activation.
     l.gate_up = pack_projection(
         ck.get_parts({{p + "mlp.gate_proj.weight", {inter, hidden}}, {p + "mlp.up_proj.weight", {inter, hidden}}}), h,
-        options.quantization, alloc, m.projection_paths, !c.mlp_bias);
+        options.quantization, alloc, options.team, m.projection_paths, !c.mlp_bias);
     l.down = pack_projection(ck.get_parts({{p + "mlp.down_proj.weight", {hidden, inter}}}), c.intermediate_size,
-                             options.quantization, alloc, m.projection_paths);
+                             options.quantization, alloc, options.team, m.projection_paths);
     if (c.mlp_bias) {
       l.b_gate_up = concat_f32({ck.get(p + "mlp.gate_proj.bias", {inter}), ck.get(p + "mlp.up_proj.bias", {inter})});
       l.b_down = to_f32(ck.get(p + "mlp.down_proj.bias", {hidden}));
@@ -484,9 +517,9 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& stored, const Pac
       options.quantization == WeightQuantization::automatic && head.block_format != BlockFormat::none;
   if ((options.quantize_lm_head && rtn_quant_format(options.quantization)) || head_from_blocks) {
     std::map<std::string, int> head_path;  // the head is not a projection; describe_formats() names its format
-    m.lm_head = pack_projection({head}, h, options.quantization, alloc, head_path);
+    m.lm_head = pack_projection({head}, h, options.quantization, alloc, options.team, head_path);
   } else {
-    m.lm_head = pack_stacked({head}, h, alloc);
+    m.lm_head = pack_stacked({head}, h, alloc, options.team);
   }
   // The embedding rows: a GGUF file's quantized table stays quantized (repacked: the file's values),
   // and --quantize-lm-head quantizes the table with the head (RTN); a tied quantized head is the
@@ -497,7 +530,7 @@ PackedModel pack_model(const ModelConfig& c, const Checkpoint& stored, const Pac
   if (embed_from_blocks || embed_rtn) {
     if (!c.tie_word_embeddings || !m.lm_head.quantized) {
       std::map<std::string, int> embed_path;
-      m.embedding_quant = pack_projection({embed}, h, options.quantization, alloc, embed_path);
+      m.embedding_quant = pack_projection({embed}, h, options.quantization, alloc, options.team, embed_path);
     }
   } else if (!c.tie_word_embeddings || m.lm_head.quantized) {
     m.embedding.resize(static_cast<size_t>(embed.numel()));

@@ -17,6 +17,7 @@
 #include "model/packed_quant.h"
 #include "model/weights.h"
 #include "runtime/aligned_buffer.h"
+#include "runtime/task_team.h"
 
 namespace slab {
 
@@ -98,7 +99,10 @@ struct PackedModel {
 };
 
 struct PackOptions {
-  int numa_node = -1;        // bind the packed matrices to this NUMA node; -1: first touch
+  int numa_node = -1;  // bind the packed matrices to this NUMA node; -1: first touch
+  // Threads that pack each BF16 or round-to-nearest matrix's panels (null: the caller alone);
+  // the packed bytes are the same either way. GGUF block repacks run on the caller.
+  const TaskTeam* team = nullptr;
   LoadProgress on_progress;  // optional; called after each layer and at the end
   WeightQuantization quantization = WeightQuantization::automatic;
   // With w8/w8g32/w4/w4g128: the output head and the embedding table too (one table when tied).

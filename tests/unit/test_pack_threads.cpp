@@ -1,0 +1,139 @@
+// Packing a checkpoint on several threads (TaskTeam, PackOptions::team) gives the bytes one
+// thread gives, for BF16, SwiGLU and round-to-nearest matrices, ragged panels included; and the
+// team's shares cover every unit once and pass exceptions back to the caller.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/packed_weights.h"
+#include "runtime/task_team.h"
+
+using namespace slab;
+
+namespace {
+
+// Big enough that the team splits its matrices (kMinPackPanelsPerThread panels a thread): MLP 688
+// rows (22 BF16 panels, the last ragged; 43 quantized ones), vocab 1000 (32 panels); heads of 24
+// make K and V 48 rows each, so the QKV parts do not start on BF16 panel boundaries.
+ModelConfig pack_test_config() {
+  return parse_model_config({{"model_type", "llama"},
+                             {"vocab_size", 1000},
+                             {"hidden_size", 256},
+                             {"intermediate_size", 688},
+                             {"num_hidden_layers", 2},
+                             {"num_attention_heads", 8},
+                             {"num_key_value_heads", 2},
+                             {"head_dim", 24},
+                             {"rms_norm_eps", 1e-5},
+                             {"tie_word_embeddings", false}},
+                            "pack test config");
+}
+
+std::vector<float> random_matrix(size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> d(0.0f, 0.05f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+ModelWeights random_weights(const ModelConfig& c) {
+  std::mt19937 rng(7);
+  const size_t h = static_cast<size_t>(c.hidden_size), inter = static_cast<size_t>(c.intermediate_size);
+  const size_t q_dim = static_cast<size_t>(c.num_heads) * c.head_dim;
+  const size_t kv = static_cast<size_t>(c.num_kv_heads) * c.head_dim;
+  ModelWeights w;
+  w.token_embedding = random_matrix(static_cast<size_t>(c.vocab_size) * h, rng);
+  w.lm_head = random_matrix(static_cast<size_t>(c.vocab_size) * h, rng);
+  w.final_norm.assign(h, 1.0f);
+  for (int l = 0; l < c.num_layers; ++l) {
+    LayerWeights lw;
+    lw.attn_norm.assign(h, 1.0f);
+    lw.mlp_norm.assign(h, 1.0f);
+    lw.wq = random_matrix(q_dim * h, rng);
+    lw.wk = random_matrix(kv * h, rng);
+    lw.wv = random_matrix(kv * h, rng);
+    lw.wo = random_matrix(h * q_dim, rng);
+    lw.w_gate = random_matrix(inter * h, rng);
+    lw.w_up = random_matrix(inter * h, rng);
+    lw.w_down = random_matrix(h * inter, rng);
+    w.layers.push_back(std::move(lw));
+  }
+  return w;
+}
+
+bool same_bytes(const PackedMatrix& a, const PackedMatrix& b) {
+  if (a.bytes() != b.bytes() || a.n != b.n || a.k != b.k || a.swiglu != b.swiglu || a.quantized != b.quantized) {
+    return false;
+  }
+  return std::memcmp(a.buf.as<const uint8_t>(), b.buf.as<const uint8_t>(), a.bytes()) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("a team's shares cover every unit once, in contiguous runs of at least min_units", "[model]") {
+  const TaskTeam team(3);
+  for (const int units : {1, 7, 8, 23, 24, 100}) {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(units));
+    std::atomic<int> calls{0};
+    std::atomic<bool> short_share{false};
+    team.for_shares(units, 8, [&](int lo, int hi) {
+      ++calls;
+      if (hi - lo < 8 && units >= 8) short_share = true;
+      for (int u = lo; u < hi; ++u) ++hits[static_cast<size_t>(u)];
+    });
+    for (const auto& h : hits) CHECK(h.load() == 1);
+    CHECK(calls.load() == std::clamp(units / 8, 1, 3));
+    CHECK_FALSE(short_share.load());
+  }
+}
+
+TEST_CASE("a team passes a share's exception to the caller after every share has finished", "[model]") {
+  const TaskTeam team(4);
+  std::atomic<int> finished{0};
+  CHECK_THROWS_WITH(team.for_shares(40, 1,
+                                    [&](int lo, int) {
+                                      if (lo > 0 && lo < 20) throw std::runtime_error("panel failed");
+                                      ++finished;
+                                    }),
+                    "panel failed");
+  CHECK(finished.load() == 3);
+}
+
+TEST_CASE("packing on three threads gives the bytes one thread gives", "[model]") {
+  const ModelConfig c = pack_test_config();
+  const ModelWeights w = random_weights(c);
+  const auto checkpoint = checkpoint_over(c, w);
+  const TaskTeam team(3);
+  for (const WeightQuantization q : {WeightQuantization::automatic, WeightQuantization::w8, WeightQuantization::w4}) {
+    INFO("quantization " << weight_quantization_name(q));
+    PackOptions serial;
+    serial.quantization = q;
+    PackOptions threaded = serial;
+    threaded.team = &team;
+    const PackedModel one = pack_model(c, *checkpoint, serial);
+    const PackedModel three = pack_model(c, *checkpoint, threaded);
+    REQUIRE(one.layers.size() == three.layers.size());
+    for (size_t l = 0; l < one.layers.size(); ++l) {
+      INFO("layer " << l);
+      CHECK(same_bytes(one.layers[l].qkv, three.layers[l].qkv));
+      CHECK(same_bytes(one.layers[l].o, three.layers[l].o));
+      CHECK(same_bytes(one.layers[l].gate_up, three.layers[l].gate_up));
+      CHECK(same_bytes(one.layers[l].down, three.layers[l].down));
+    }
+    CHECK(same_bytes(one.lm_head, three.lm_head));
+    // The matrices were packed at all: a zero-filled buffer on both sides would also compare equal.
+    const PackedMatrix& g = three.layers[0].gate_up;
+    const uint8_t* bytes = g.buf.as<const uint8_t>();
+    size_t nonzero = 0;
+    for (size_t i = 0; i < g.bytes(); ++i) nonzero += bytes[i] != 0;
+    CHECK(nonzero > g.bytes() / 2);
+  }
+}
