@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <system_error>
 #include <thread>
 
 #include "runtime/topology.h"
@@ -24,29 +25,35 @@ void TaskTeam::for_shares(int units, int min_units, const std::function<void(int
     *hi = *lo + q + (s < r ? 1 : 0);
   };
   std::vector<std::exception_ptr> errors(static_cast<size_t>(shares));
+  const auto run_share = [&](int s) {
+    try {
+      int lo = 0, hi = 0;
+      share(s, &lo, &hi);
+      fn(lo, hi);
+    } catch (...) {
+      errors[static_cast<size_t>(s)] = std::current_exception();
+    }
+  };
   std::vector<std::thread> workers;
   workers.reserve(static_cast<size_t>(shares - 1));
-  for (int s = 1; s < shares; ++s) {
-    workers.emplace_back([&, s] {
-      try {
-        if (static_cast<size_t>(s) < cpu_sets_.size() && !cpu_sets_[static_cast<size_t>(s)].empty()) {
-          (void)Topology::system().bind_current_thread(cpu_sets_[static_cast<size_t>(s)]);
-        }
-        int lo = 0, hi = 0;
-        share(s, &lo, &hi);
-        fn(lo, hi);
-      } catch (...) {
-        errors[static_cast<size_t>(s)] = std::current_exception();
-      }
-    });
-  }
+  int spawned = 1;
   try {
-    int lo = 0, hi = 0;
-    share(0, &lo, &hi);
-    fn(lo, hi);
-  } catch (...) {
-    errors[0] = std::current_exception();
+    for (; spawned < shares; ++spawned) {
+      workers.emplace_back([&, s = spawned] {
+        try {  // best effort, as the pool's pinning: an unbound share still packs the same bytes
+          if (static_cast<size_t>(s) < cpu_sets_.size() && !cpu_sets_[static_cast<size_t>(s)].empty()) {
+            (void)Topology::system().bind_current_thread(cpu_sets_[static_cast<size_t>(s)]);
+          }
+        } catch (...) {
+        }
+        run_share(s);
+      });
+    }
+  } catch (const std::system_error&) {
+    // No more threads (a container's limit): the caller runs the shares that have none.
   }
+  run_share(0);
+  for (int s = spawned; s < shares; ++s) run_share(s);
   for (std::thread& w : workers) w.join();
   for (const std::exception_ptr& e : errors) {
     if (e) std::rethrow_exception(e);

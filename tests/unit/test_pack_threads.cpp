@@ -1,8 +1,10 @@
 // Packing a checkpoint on several threads (TaskTeam, PackOptions::team) gives the bytes one
 // thread gives, for BF16, SwiGLU and round-to-nearest matrices, ragged panels included; and the
-// team's shares cover every unit once and pass exceptions back to the caller.
+// team's shares cover every unit once, run on the cpus given for them, and pass exceptions back
+// to the caller.
 #include <catch2/catch.hpp>
 
+#include <sched.h>
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -15,6 +17,7 @@
 
 #include "model/packed_weights.h"
 #include "runtime/task_team.h"
+#include "runtime/topology.h"
 
 using namespace slab;
 
@@ -105,6 +108,21 @@ TEST_CASE("a team passes a share's exception to the caller after every share has
                                     }),
                     "panel failed");
   CHECK(finished.load() == 3);
+}
+
+TEST_CASE("a team's worker runs on the cpus given for it", "[model]") {
+  const TopologyInfo info = Topology::system().process_info();
+  if (info.cores.size() < 2) {
+    WARN("skipped: one core in this process's cpuset");
+    return;
+  }
+  const std::vector<int>& second = info.cores[1].os_cpus;
+  const TaskTeam team(2, {{}, second});
+  std::atomic<int> cpu{-1};
+  team.for_shares(2, 1, [&](int lo, int) {
+    if (lo == 1) cpu = sched_getcpu();
+  });
+  CHECK(std::find(second.begin(), second.end(), cpu.load()) != second.end());
 }
 
 TEST_CASE("packing on three threads gives the bytes one thread gives", "[model]") {
