@@ -91,8 +91,13 @@ ThreadPool::ThreadPool(const ThreadPoolOptions& options)
   for (int t = 1; t < n_threads_; ++t) {
     workers_.emplace_back([this, t] { worker_main(t); });
   }
-  if (pin && options.pin_caller) (void)topo.bind_current_thread(bindings_[0]);
-  if (!(pin && options.pin_caller)) bindings_[0].clear();
+  if (pin && options.pin_caller) {
+    caller_cpus_before_ = topo.current_thread_cpus();
+    caller_ = std::this_thread::get_id();
+    if (!topo.bind_current_thread(bindings_[0])) caller_cpus_before_.clear();
+  } else {
+    bindings_[0].clear();
+  }
 }
 
 ThreadPool::~ThreadPool() {
@@ -103,6 +108,9 @@ ThreadPool::~ThreadPool() {
     futex_wake_all(&generation_);
   }
   for (auto& w : workers_) w.join();
+  if (!caller_cpus_before_.empty() && std::this_thread::get_id() == caller_) {
+    (void)Topology::system().bind_current_thread(caller_cpus_before_);
+  }
 }
 
 void ThreadPool::worker_main(int thread) {

@@ -38,7 +38,9 @@ struct ThreadPoolOptions {
   int n_threads = 0;  // 0: one per physical core of the cpuset
   bool pin = true;    // pin worker t to core t (only when threads <= cores)
   // Also pin the constructing thread to core 0 as worker 0. Threads it creates later inherit
-  // that binding, so construct the pool on the thread that will dispatch (the engine loop).
+  // that binding, so construct the pool on the thread that will dispatch (the engine loop). The
+  // pool gives that thread its earlier cpus back when it ends (if it ends on that thread): a
+  // later pool, or Topology::process_info(), would otherwise see one core.
   bool pin_caller = true;
   int spin_iterations = 1 << 14;   // pause iterations (~50-100 us) before a waiter parks
   const char* cpu_list = nullptr;  // null or "": the process's current cpuset; else e.g. "0-3,8"
@@ -135,6 +137,10 @@ class ThreadPool {
   std::unique_ptr<Arrival[]> arrivals_;  // [n_threads]; slots only, worker 0 (the caller) unused
   std::vector<std::thread> workers_;
   std::vector<std::vector<int>> bindings_;
+  // The constructing thread's cpus before the pool pinned it (empty when it did not), restored
+  // by the destructor on that thread.
+  std::vector<int> caller_cpus_before_;
+  std::thread::id caller_;
   alignas(64) std::mutex dispatch_mutex_;
 
   // The job, written by the dispatcher before it bumps generation_ (release), in generation_'s

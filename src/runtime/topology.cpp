@@ -204,6 +204,14 @@ bool Topology::bind_current_thread(const std::vector<int>& os_cpus) const {
   return hwloc_set_cpubind(as_topo(topo_), set.b, HWLOC_CPUBIND_THREAD) == 0;
 }
 
+std::vector<int> Topology::current_thread_cpus() const {
+  Bitmap set;
+  std::vector<int> cpus;
+  if (hwloc_get_cpubind(as_topo(topo_), set.b, HWLOC_CPUBIND_THREAD) != 0) return cpus;
+  for (int cpu = hwloc_bitmap_first(set.b); cpu >= 0; cpu = hwloc_bitmap_next(set.b, cpu)) cpus.push_back(cpu);
+  return cpus;
+}
+
 bool Topology::bind_memory(void* addr, size_t len, int node) const {
   hwloc_topology_t t = as_topo(topo_);
   if (n_numa_nodes() <= 1 || node < 0 || len == 0) return true;

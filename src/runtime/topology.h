@@ -54,6 +54,8 @@ class Topology {
   // Binds the calling thread to the given OS cpus (all hardware threads of one core, usually).
   // Returns false (and leaves the binding unchanged) when the OS refuses.
   bool bind_current_thread(const std::vector<int>& os_cpus) const;
+  // The OS cpus the calling thread may run on now (empty when the OS does not say).
+  std::vector<int> current_thread_cpus() const;
 
   // Binds [addr, addr + len) to NUMA node `node` (OS index). No-op returning true when the
   // machine has one NUMA node. Returns false when the OS refuses.

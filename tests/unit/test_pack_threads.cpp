@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "affinity_guard.h"
 #include "model/packed_weights.h"
 #include "runtime/task_team.h"
 #include "runtime/topology.h"
@@ -111,6 +112,8 @@ TEST_CASE("a team passes a share's exception to the caller after every share has
 }
 
 TEST_CASE("a team's worker runs on the cpus given for it", "[model]") {
+  const test::AffinityGuard guard;
+  guard.widen();
   const TopologyInfo info = Topology::system().process_info();
   if (info.cores.size() < 2) {
     WARN("skipped: one core in this process's cpuset");

@@ -13,23 +13,14 @@
 #include <thread>
 #include <vector>
 
+#include "affinity_guard.h"
 #include "runtime/aligned_buffer.h"
 #include "runtime/cpu_features.h"
 #include "runtime/thread_pool.h"
 #include "runtime/topology.h"
 
 using namespace slab;
-
-namespace {
-
-// Keeps the test process's own cpu binding intact around pools that pin the caller.
-struct AffinityGuard {
-  cpu_set_t saved;
-  AffinityGuard() { sched_getaffinity(0, sizeof(saved), &saved); }
-  ~AffinityGuard() { sched_setaffinity(0, sizeof(saved), &saved); }
-};
-
-}  // namespace
+using slab::test::AffinityGuard;
 
 TEST_CASE("cpu features detect consistently and summarise in one line", "[runtime]") {
   const CpuFeatures& f = cpu_features();
@@ -246,6 +237,24 @@ TEST_CASE("workers are pinned to distinct cores", "[runtime]") {
   for (int t = 0; t < cores; ++t) {
     CHECK(observed[static_cast<size_t>(t)] == pool.bindings()[static_cast<size_t>(t)]);
   }
+}
+
+TEST_CASE("a pool gives its constructing thread the cpus it had when the pool ends", "[runtime]") {
+  const AffinityGuard guard;
+  guard.widen();
+  const Topology& topo = Topology::system();
+  const std::vector<int> before = topo.current_thread_cpus();
+  if (topo.process_info().cores.size() < 2) {
+    WARN("skipped: one core in this process's cpuset, so pinning the caller changes nothing");
+    return;
+  }
+  {
+    ThreadPool pool(ThreadPoolOptions{.n_threads = 2});
+    REQUIRE(!pool.bindings()[0].empty());
+    CHECK(topo.current_thread_cpus() == pool.bindings()[0]);
+  }
+  CHECK(topo.current_thread_cpus() == before);
+  CHECK(topo.process_info().cores.size() >= 2);
 }
 
 TEST_CASE("nested parallel_for runs inline on the calling thread", "[runtime]") {
