@@ -10,10 +10,13 @@
 // Usage: bench_linear_bf16 [--quick] [--threads N] [--reps N] [--model tinyllama|qwen|all]
 //                          [--cycle-x N] [--m 1,4,16,64,128,512] [--isa scalar|avx2|amx]
 //                          [--op NAME] [--blocking k=512,tile=6x64,prefetch=on,amx=0] [--sweep]
+//                          [--limits-only]
 // --blocking runs every row with that cache blocking (default: this CPU's entry of
 // model/linear_tuning.h); --sweep runs each M > 16 row once per candidate blocking (the K block,
 // the register tile, prefetch; with --isa amx the AMX K block) and marks the fastest, which is
-// how the per-microarchitecture entries are chosen.
+// how the per-microarchitecture entries are chosen. --limits-only prints the machine's limits
+// (read bandwidth, the vdpbf16ps / tdpbf16ps / FMA peaks, an empty region) and stops: how the
+// peaks scale from 2 threads to all of them bounds any compute-bound ratio between the two.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -69,6 +72,7 @@ struct Config {
   std::string isa;  // "" = best the CPU has; or scalar / avx2 / amx
   LinearBlocking blocking;
   bool sweep = false;
+  bool limits_only = false;  // --limits-only: the bandwidth, peaks and dispatch cost, no kernels
 };
 
 // The candidates of --sweep: around the defaults, one knob at a time.
@@ -322,13 +326,15 @@ int main(int argc, char** argv) {
       cfg.op = argv[++i];
     } else if (arg == "--sweep") {
       cfg.sweep = true;
+    } else if (arg == "--limits-only") {
+      cfg.limits_only = true;
     } else {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--threads N] [--reps N] [--model tinyllama|qwen|all]\n"
                    "       [--cycle-x N (weights cycled per memory-bound row, x L3; default 16)] [--m 1,4,16] [--isa "
                    "scalar|avx2|amx]\n"
                    "       [--op qkv|o|gate_up|swiglu|down|lm_head] [--blocking k=512,tile=6x64,prefetch=on,amx=0] "
-                   "[--sweep]\n",
+                   "[--sweep] [--limits-only]\n",
                    argv[0]);
       return 2;
     }
@@ -393,6 +399,7 @@ int main(int argc, char** argv) {
   std::printf("%%peak below: against the %s peak\n", peak_name);
   std::printf("empty parallel_for:                  %.3f us  [min %.3f, max %.3f]\n\n", disp.median, disp.min,
               disp.max);
+  if (cfg.limits_only) return 0;
 
   std::printf(
       "Wall-time medians. M <= 64: %%bw = kernel GB/s over the read bandwidth sampled just before\n"

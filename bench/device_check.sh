@@ -7,10 +7,10 @@
 #            on all cores, AMX off and on; each bench_model run prints its per-phase prefill
 #            and decode times and the dot-product peaks measured on its own threads; then
 #            batch-64 decode steps at all threads and 2
-#   AB       rounds of llama.cpp, then slabserve with fixed work shares and with the shared work
-#            counter (--blocking split=static|dynamic), AMX off and on, alternating, on BF16:
-#            this host's vector throughput moves by 2x within minutes, so only adjacent runs
-#            compare
+#   AB       rounds of llama.cpp, then slabserve without AMX on FP32 products (the Intel tuning
+#            entry, --blocking products=fma) and on vdpbf16ps (products=dot), then with AMX,
+#            alternating, on BF16: this host's vector throughput moves by 2x within minutes, so
+#            only adjacent runs compare (the static/dynamic split A/B of 2026-11-27 is settled)
 #   ATTN     prefill attention alone (bench_attention, one layer, 512 and 2048 tokens) on the
 #            AVX-512 block and on the AMX tiles, alternating, two rounds; then decode attention
 #            (22 layers, batch 1 and 16, contexts 128 to 4096) at all threads; then one block at a
@@ -19,10 +19,14 @@
 #            the quantized ones; the decode prefetch of 5..8 rows off and on, dpf=0/8192, each
 #            read against its run's M = 4 row; batched decode rows, 9-64, on the AMX tiles and
 #            9-15 on AVX-512, and the quantized AMX-BF16 starts at 20-64 rows)
-#   SERVED   slabserve serve at c = 64 (128 in / 64 out), all threads, 8, 4 and 2; then the same
+#   SERVED   slabserve serve at c = 64 (128 in / 64 out), all threads, 8, 4 and 2 (SERVED_THREADS
+#            overrides the list); then the same
 #            load on the engine alone (bench_engine, no HTTP) at all threads and 2: what of the
 #            served ratio the engine keeps, its serial share per step, its phases
 #   SCALING  the 1/2/4/8/16-thread table (bench/scaling.py)
+#   RATIO    (off unless 1) what bounds the served all/2-thread ratio: the vdpbf16ps, tdpbf16ps
+#            and FMA peaks at all threads and at 2, alternating, three rounds; then the c = 64
+#            load on the engine alone with AMX and without, at all threads and 2
 #   POOL     an empty parallel region at 1/2/4/8/16 threads, the workers' completion as
 #            per-worker slots against the shared counter (bench_thread_pool, into setup.log), ~20 s
 #   PAIRS    the vdpbf16ps and tdpbf16ps peaks on cpu 0 alone, on cpus 0,1 and on cpus 0,8: the
@@ -34,7 +38,8 @@
 # libraries, llama.cpp's llama-bench (a build with AMX and one without) and llama-quantize,
 # gguf-py and the llama2 tokenizer into .device-pack.tar.xz (its header says how to build DIR).
 # There (the device tool's run: carry [".device-pack.tar.xz"]; ~7.5 minutes; the machine stays
-# warm for 30 s after a call, and the GGUF files with it):
+# warm for 30 s after a call, and the GGUF files with it). On 2026-11-30: setup, TESTS, one AB
+# round, MODEL and SERVED at 16 and 2 threads took 204 s; LINEARS and SCALING 252 s; RATIO 153 s:
 #   sh bench/device_check.sh
 #   TESTS=0 AB=0 MODEL=0 SERVED=0 PAIRS=0 POOL=0 LINEARS=0 ATTN=0 SCALING=1 sh bench/device_check.sh  # ~3.5 min
 # (the tool brings back 8 files at most: the scaling table's four go in a call of their own).
@@ -92,15 +97,14 @@ ours() {  # FILE T ARGS (bench_model's, --prompt-len among them)
 }
 
 if on AB; then
-  step "A/B: fixed shares against the work counter, beside llama.cpp, ${ROUNDS:-3} rounds"
+  step "A/B: FP32 products against vdpbf16ps, then AMX, beside llama.cpp, ${ROUNDS:-3} rounds"
   for round in $(seq "${ROUNDS:-3}"); do
     echo "### round $round"
     peer "$bf16" "$all" 0
-    for amx in --no-amx ""; do
-      for split in static dynamic; do
-        ours "$bf16" "$all" --prompt-len 512 --decode-tokens 4 --reps 2 --blocking "split=$split" $amx
-      done
+    for products in fma dot; do
+      ours "$bf16" "$all" --prompt-len 512 --decode-tokens 4 --reps 2 --blocking "products=$products" --no-amx
     done
+    ours "$bf16" "$all" --prompt-len 512 --decode-tokens 4 --reps 2
   done > "$out/ab.log" 2>&1
 fi
 
@@ -120,7 +124,7 @@ fi
 
 if on SERVED; then
   step served c = 64 at $all, 8, 4 and 2 threads
-  for t in "$all" 8 4 2; do
+  for t in ${SERVED_THREADS:-$all 8 4 2}; do
     "$bin/slabserve" serve --model "$bf16" --threads "$t" --port 8011 > "$work/serve-$t.log" 2>&1 &
     pid=$!
     python3 -c "import time, urllib.request as u
@@ -188,6 +192,23 @@ if on LINEARS; then
     "$bin/bench_linear_bf16" --quick --model tinyllama --op gate_up --m 9,12,15 --cycle-x 1
     "$bin/bench_linear_quant" --quick --cycle-x 1 --m 20,32,40,64 --ops up --kinds w8g32,w4g32,q4k
   } > "$out/linear.log" 2>&1
+fi
+
+if [ "${RATIO:-0}" = 1 ]; then
+  step "peaks at $all threads and 2, then the engine at c = 64 with AMX and without"
+  for round in 1 2 3; do
+    for t in "$all" 2; do
+      echo "### round $round, $t threads"
+      taskset -c "0-$((t - 1))" "$bin/bench_linear_bf16" --quick --threads "$t" --cycle-x 1 --limits-only 2>&1 | grep -E "peak \(|bandwidth"
+    done
+  done > "$out/ratio.log" 2>&1
+  for amx in "" "--no-amx 1"; do
+    for t in "$all" 2; do
+      echo "### bench_engine --threads $t $amx"
+      taskset -c "0-$((t - 1))" "$bin/bench_engine" --model "$bf16" --threads "$t" --concurrency 64 --prompt-len 128 \
+        --output-len 64 --prefix-len 0 $amx
+    done
+  done >> "$out/ratio.log" 2>&1
 fi
 
 if [ "${SCALING:-0}" = 1 ]; then

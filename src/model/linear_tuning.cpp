@@ -50,14 +50,16 @@ LinearTuning linear_tuning_for(const CpuFeatures& cpu) {
     // the large-M peak; the tiles reach 66-74 % of it, 1.41-1.63x the dot product, and BF16
     // prefill-512 without AMX ran 1.38-1.51x on two cores
     // (bench/results/2026-11-30-xeon-2c-fp32-products). The 16-core Emerald Rapids device's
-    // vdpbf16ps peak (26-71 GFLOP/s a core, 2026-11-27) fits the same rate (FP32 products are
-    // unmeasured there). There the dot-product sweeps found no K block or tile beyond the
-    // spread (2026-11-26 and 2026-11-27: gate_up 0.95-1.05x) and the AMX K blocks ran
-    // 0.64-1.06x the whole-K default.
+    // vdpbf16ps peak (26-71 GFLOP/s a core, 2026-11-27) fits the same rate; there FP32 products
+    // ran prefill-512 1.49x the dot product on 16 threads, adjacent runs
+    // (bench/results/2026-11-30-xeon-emr-16c-fp32-products). Its dot-product sweeps found no K
+    // block or tile beyond the spread (2026-11-26 and 2026-11-27: gate_up 0.95-1.05x) and the
+    // AMX K blocks ran 0.64-1.06x the whole-K default.
     t.blocking.fp32_products = true;
     // Decode of 5..8 rows on the same guest: the one-panel tile prefetching 8 KB ahead ran every
     // TinyLlama op 1.17-1.69x faster at M = 5 and 8 (40-52 % of the read bandwidth -> 51-73 %),
-    // two rounds (bench/results/2026-11-30-xeon-2c-decode-prefetch), as on Zen 5.
+    // two rounds (bench/results/2026-11-30-xeon-2c-decode-prefetch), as on Zen 5; on the 16-core
+    // device M = 5 went from 72-73 % of the bandwidth to 98-113 %, M = 8 from 63-64 % to 84-96 %.
     t.blocking.decode_prefetch_bytes = 8192;
     t.source = (arch.empty() ? std::string("intel") : arch) +
                " (measured: FP32 products, vdpbf16ps at half rate; dpf=8192 M=5..8 1.17-1.69x)";
