@@ -189,6 +189,9 @@ if on LINEARS; then
     # share of the bandwidth 16-64 rows reach (on two Xeon threads 45-78 %; a core's tile loads
     # streamed ~10 GB/s there against ~15 for AVX-512 loads), then the quantized AMX-BF16 starts.
     "$bin/bench_linear_bf16" --quick --model tinyllama --op gate_up --m 9,12,15,16,32,64 --cycle-x 1 --isa amx
+    # The same rows with the weights cycled over 16x the L3, as in a model step (2 GB): on
+    # 2026-11-30 --cycle-x 1 read 82 GB/s at M = 64 where the model's 64-row steps read 55.
+    "$bin/bench_linear_bf16" --quick --model tinyllama --op gate_up --m 16,32,64 --cycle-x 16 --isa amx
     "$bin/bench_linear_bf16" --quick --model tinyllama --op gate_up --m 9,12,15 --cycle-x 1
     "$bin/bench_linear_quant" --quick --cycle-x 1 --m 20,32,40,64 --ops up --kinds w8g32,w4g32,q4k
   } > "$out/linear.log" 2>&1

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 
 #include "model/gguf_blocks.h"
@@ -207,41 +208,74 @@ std::optional<kern::QuantFormat> kquant_format_of(const std::vector<TensorView>&
   return first == BlockFormat::q5_k ? kern::kquant5_format() : kern::kquant6_format();
 }
 
-// Parts all Q4_K, all Q5_K or all Q6_K, field by field into the K-quant layout.
-void pack_kquant_blocks(uint8_t* dst, const std::vector<TensorView>& parts, int k, const kern::QuantFormat& f) {
+// fn(first row, rows, first panel) over runs of whole panels of an n-row quantized matrix: one
+// run, or runs on the team's threads. A panel's bytes come from its own rows alone, so the
+// matrix packs the same on any number of threads.
+void for_panel_rows(const TaskTeam* team, int n, const std::function<void(int, int, int)>& fn) {
+  const auto run = [&](int lo, int hi) {
+    const int r0 = lo * kern::kQuantPanelCols;
+    fn(r0, std::min(n, hi * kern::kQuantPanelCols) - r0, lo);
+  };
+  const int panels = kern::quant_panels(n);
+  if (team == nullptr) {
+    run(0, panels);
+  } else {
+    team->for_shares(panels, kMinPackPanelsPerThread, run);
+  }
+}
+
+// The stacked rows [lo, hi) part by part: fn(part, its first row there, rows, their offset in [lo, hi)).
+template <typename Fn>
+void for_stacked_rows(const std::vector<TensorView>& parts, int lo, int hi, Fn&& fn) {
+  int start = 0;
+  for (const TensorView& p : parts) {
+    const int rows = static_cast<int>(p.shape[0]);
+    const int a = std::max(lo, start), b = std::min(hi, start + rows);
+    if (a < b) fn(p, a - start, b - a, a - lo);
+    start += rows;
+  }
+}
+
+// Parts all Q4_K, all Q5_K or all Q6_K, field by field into the K-quant layout; each run of
+// panels reads its rows' fields into buffers of its own.
+void pack_kquant_blocks(uint8_t* dst, const std::vector<TensorView>& parts, int k, const kern::QuantFormat& f,
+                        const TaskTeam* team) {
   int n = 0;
   for (const TensorView& p : parts) n += static_cast<int>(p.shape[0]);
-  const size_t sbs = static_cast<size_t>(k / kern::kKQuantSuperK), rows = static_cast<size_t>(n);
+  const size_t sbs = static_cast<size_t>(k / kern::kKQuantSuperK);
   const bool mins = f.bits != 6;           // Q4_K, Q5_K
   const size_t per_block = mins ? 8 : 16;  // sub-scales per super-block
-  std::vector<uint8_t> codes(rows * static_cast<size_t>(k));
-  std::vector<uint16_t> d(rows * sbs), dmin(mins ? rows * sbs : 0);
-  std::vector<int8_t> scales(rows * sbs * per_block);
-  std::vector<uint8_t> mins_of(mins ? rows * sbs * 8 : 0);
-  size_t block = 0;
-  for (const TensorView& p : parts) {
-    const size_t count = static_cast<size_t>(p.shape[0]) * sbs;
-    gguf::KQuantFields out;
-    out.codes = codes.data() + block * kern::kKQuantSuperK;
-    out.d = d.data() + block;
-    out.scales = scales.data() + block * per_block;
-    if (mins) {
-      out.dmin = dmin.data() + block;
-      out.mins = mins_of.data() + block * 8;
-      (f.bits == 4 ? gguf::fields_q4_k : gguf::fields_q5_k)(p.blocks, count, out);
-    } else {
-      gguf::fields_q6_k(p.blocks, count, out);
-    }
-    block += count;
-  }
-  kern::KQuantSource src;
-  src.codes = codes.data();
-  src.ldc = static_cast<size_t>(k);
-  src.d = d.data();
-  src.dmin = mins ? dmin.data() : nullptr;
-  src.scales = scales.data();
-  src.mins = mins ? mins_of.data() : nullptr;
-  kern::pack_kquant_linear(dst, f, src, n, k);
+  const size_t panel_bytes = kern::quant_panel_bytes(f, k);
+  for_panel_rows(team, n, [&](int r0, int run_rows, int panel) {
+    const size_t rows = static_cast<size_t>(run_rows);
+    std::vector<uint8_t> codes(rows * static_cast<size_t>(k));
+    std::vector<uint16_t> d(rows * sbs), dmin(mins ? rows * sbs : 0);
+    std::vector<int8_t> scales(rows * sbs * per_block);
+    std::vector<uint8_t> mins_of(mins ? rows * sbs * 8 : 0);
+    for_stacked_rows(parts, r0, r0 + run_rows, [&](const TensorView& p, int first, int count_rows, int at) {
+      const size_t block = static_cast<size_t>(at) * sbs, count = static_cast<size_t>(count_rows) * sbs;
+      const uint8_t* blocks = p.blocks + static_cast<size_t>(first) * sbs * layout_of(p.block_format).bytes;
+      gguf::KQuantFields out;
+      out.codes = codes.data() + block * kern::kKQuantSuperK;
+      out.d = d.data() + block;
+      out.scales = scales.data() + block * per_block;
+      if (mins) {
+        out.dmin = dmin.data() + block;
+        out.mins = mins_of.data() + block * 8;
+        (f.bits == 4 ? gguf::fields_q4_k : gguf::fields_q5_k)(blocks, count, out);
+      } else {
+        gguf::fields_q6_k(blocks, count, out);
+      }
+    });
+    kern::KQuantSource src;
+    src.codes = codes.data();
+    src.ldc = static_cast<size_t>(k);
+    src.d = d.data();
+    src.dmin = mins ? dmin.data() : nullptr;
+    src.scales = scales.data();
+    src.mins = mins ? mins_of.data() : nullptr;
+    kern::pack_kquant_linear(dst + static_cast<size_t>(panel) * panel_bytes, f, src, run_rows, k);
+  });
 }
 
 }  // namespace
@@ -263,21 +297,13 @@ std::optional<kern::QuantFormat> block_repack_format(const std::vector<TensorVie
 
 void pack_stacked_rtn(uint8_t* dst, const std::vector<TensorView>& parts, int k, const kern::QuantFormat& f,
                       const TaskTeam* team) {
-  // Rows [0, rows) of src into the panels from `at`: each panel's bytes come from its own rows,
-  // so the team's threads take contiguous runs of panels.
+  // Rows [0, rows) of src into the panels from `at`, in runs of panels.
   const size_t panel_bytes = kern::quant_panel_bytes(f, k);
   const auto pack_panels = [&](uint8_t* at, const auto* src, int rows, size_t ld) {
-    const auto pack = [&](int lo, int hi) {
-      const int r0 = lo * kern::kQuantPanelCols;
-      kern::pack_quant_linear(at + static_cast<size_t>(lo) * panel_bytes, f, src + static_cast<size_t>(r0) * ld,
-                              std::min(rows, hi * kern::kQuantPanelCols) - r0, k, ld);
-    };
-    const int panels = kern::quant_panels(rows);
-    if (team == nullptr) {
-      pack(0, panels);
-    } else {
-      team->for_shares(panels, kMinPackPanelsPerThread, pack);
-    }
+    for_panel_rows(team, rows, [&](int r0, int run_rows, int panel) {
+      kern::pack_quant_linear(at + static_cast<size_t>(panel) * panel_bytes, f, src + static_cast<size_t>(r0) * ld,
+                              run_rows, k, ld);
+    });
   };
   int n = 0;
   for (const TensorView& p : parts) n += static_cast<int>(p.shape[0]);
@@ -311,9 +337,10 @@ void pack_stacked_rtn(uint8_t* dst, const std::vector<TensorView>& parts, int k,
   pack_panels(dst, tmp.data(), n, ld);
 }
 
-void pack_stacked_blocks(uint8_t* dst, const std::vector<TensorView>& parts, int k, const kern::QuantFormat& f) {
+void pack_stacked_blocks(uint8_t* dst, const std::vector<TensorView>& parts, int k, const kern::QuantFormat& f,
+                         const TaskTeam* team) {
   if (f.k_quant) {
-    pack_kquant_blocks(dst, parts, k, f);
+    pack_kquant_blocks(dst, parts, k, f, team);
     return;
   }
   int n = 0;
@@ -329,34 +356,40 @@ void pack_stacked_blocks(uint8_t* dst, const std::vector<TensorView>& parts, int
     }
     n += static_cast<int>(p.shape[0]);
   }
-  const int groups = k / kGroup;
-  std::vector<uint8_t> codes(static_cast<size_t>(n) * static_cast<size_t>(k));
-  std::vector<float> scales(static_cast<size_t>(n) * static_cast<size_t>(groups)), zeros(scales.size());
-  size_t row = 0;
-  for (const TensorView& p : parts) {
-    const BlockLayout layout = layout_of(p.block_format);
-    const size_t row_bytes = static_cast<size_t>(k / layout.elems) * layout.bytes;
-    for (int64_t r = 0; r < p.shape[0]; ++r, ++row) {
-      row_codes(p.blocks + static_cast<size_t>(r) * row_bytes, p.block_format, k, f,
-                codes.data() + row * static_cast<size_t>(k), scales.data() + row * static_cast<size_t>(groups),
-                zeros.data() + row * static_cast<size_t>(groups));
-    }
-  }
-  if (f.group == kWideGroup) {  // block_repack_format saw one map per 128: keep every fourth
-    constexpr int per_wide = kWideGroup / kGroup;
-    const int wide = groups / per_wide;
-    for (int r = 0; r < n; ++r) {
-      for (int g = 0; g < wide; ++g) {
-        const size_t from = static_cast<size_t>(r) * groups + static_cast<size_t>(g) * per_wide;
-        const size_t to = static_cast<size_t>(r) * wide + static_cast<size_t>(g);
-        scales[to] = scales[from];
-        zeros[to] = zeros[from];
-      }
-    }
-  } else if (f.group != kGroup) {
+  if (f.group != kGroup && f.group != kWideGroup) {
     throw std::invalid_argument("pack_stacked_blocks: group " + std::to_string(f.group));
   }
-  kern::pack_quant_linear_codes(dst, f, codes.data(), static_cast<size_t>(k), scales.data(), zeros.data(), n, k);
+  const int groups = k / kGroup;
+  const size_t panel_bytes = kern::quant_panel_bytes(f, k);
+  // Each run of panels reads its rows' codes into buffers of its own.
+  for_panel_rows(team, n, [&](int r0, int run_rows, int panel) {
+    std::vector<uint8_t> codes(static_cast<size_t>(run_rows) * static_cast<size_t>(k));
+    std::vector<float> scales(static_cast<size_t>(run_rows) * static_cast<size_t>(groups)), zeros(scales.size());
+    for_stacked_rows(parts, r0, r0 + run_rows, [&](const TensorView& p, int first, int count_rows, int at) {
+      const BlockLayout layout = layout_of(p.block_format);
+      const size_t row_bytes = static_cast<size_t>(k / layout.elems) * layout.bytes;
+      for (int r = 0; r < count_rows; ++r) {
+        const size_t row = static_cast<size_t>(at + r);
+        row_codes(p.blocks + static_cast<size_t>(first + r) * row_bytes, p.block_format, k, f,
+                  codes.data() + row * static_cast<size_t>(k), scales.data() + row * static_cast<size_t>(groups),
+                  zeros.data() + row * static_cast<size_t>(groups));
+      }
+    });
+    if (f.group == kWideGroup) {  // block_repack_format saw one map per 128: keep every fourth
+      constexpr int per_wide = kWideGroup / kGroup;
+      const int wide = groups / per_wide;
+      for (int r = 0; r < run_rows; ++r) {  // in place: a row's maps move to or below where they were
+        for (int g = 0; g < wide; ++g) {
+          const size_t from = static_cast<size_t>(r) * groups + static_cast<size_t>(g) * per_wide;
+          const size_t to = static_cast<size_t>(r) * wide + static_cast<size_t>(g);
+          scales[to] = scales[from];
+          zeros[to] = zeros[from];
+        }
+      }
+    }
+    kern::pack_quant_linear_codes(dst + static_cast<size_t>(panel) * panel_bytes, f, codes.data(),
+                                  static_cast<size_t>(k), scales.data(), zeros.data(), run_rows, k);
+  });
 }
 
 }  // namespace slab

@@ -56,6 +56,7 @@ inline constexpr int kMinPackPanelsPerThread = 8;
 void pack_stacked_rtn(uint8_t* dst, const std::vector<TensorView>& parts, int k, const kern::QuantFormat& f,
                       const TaskTeam* team = nullptr);
 // Same from the parts' blocks; f from block_repack_format.
-void pack_stacked_blocks(uint8_t* dst, const std::vector<TensorView>& parts, int k, const kern::QuantFormat& f);
+void pack_stacked_blocks(uint8_t* dst, const std::vector<TensorView>& parts, int k, const kern::QuantFormat& f,
+                         const TaskTeam* team = nullptr);
 
 }  // namespace slab

@@ -200,7 +200,8 @@ PackedMatrix pack_swiglu(const TensorView& gate, const TensorView& up, int k, co
 // matrix per run of consecutive parts sharing a format, so that each keeps its own (a Q4_K_M
 // QKV's Q4_K q and k stay K-quant 4-bit beside its Q6_K v, where one matrix would hold all three as
 // W8 g32). nullopt when every part repacks into the same format.
-std::optional<PackedMatrix> pack_segments(const std::vector<TensorView>& parts, int k, const AllocOptions& alloc) {
+std::optional<PackedMatrix> pack_segments(const std::vector<TensorView>& parts, int k, const AllocOptions& alloc,
+                                          const TaskTeam* team) {
   std::vector<std::vector<TensorView>> runs;
   std::vector<kern::QuantFormat> formats;
   const auto same = [](const kern::QuantFormat& a, const kern::QuantFormat& b) {
@@ -226,7 +227,7 @@ std::optional<PackedMatrix> pack_segments(const std::vector<TensorView>& parts, 
     s.quantized = true;
     s.quant = block_repack_format(runs[i]).value_or(formats[i]);
     s.buf = AlignedBuffer(s.bytes(), alloc);
-    pack_stacked_blocks(s.buf.as<uint8_t>(), runs[i], k, s.quant);
+    pack_stacked_blocks(s.buf.as<uint8_t>(), runs[i], k, s.quant, team);
     m.n += s.n;
     m.segments.push_back(std::move(s));
   }
@@ -253,7 +254,7 @@ PackedMatrix pack_projection(const std::vector<TensorView>& parts, int k, Weight
     format = block_repack_format(parts);
     from_blocks = format.has_value();
     if (from_blocks && !swiglu) {
-      if (std::optional<PackedMatrix> m = pack_segments(parts, k, alloc)) {
+      if (std::optional<PackedMatrix> m = pack_segments(parts, k, alloc, team)) {
         ++paths[source + " -> " + m->format_name() + " (repacked)"];
         return std::move(*m);
       }
@@ -270,7 +271,7 @@ PackedMatrix pack_projection(const std::vector<TensorView>& parts, int k, Weight
   m.quant = *format;
   m.buf = AlignedBuffer(m.bytes(), alloc);
   if (from_blocks) {
-    pack_stacked_blocks(m.buf.as<uint8_t>(), parts, k, *format);
+    pack_stacked_blocks(m.buf.as<uint8_t>(), parts, k, *format, team);
     if (const int32_t* perm = parts.front().input_perm) m.input_perm.assign(perm, perm + k);
   } else {
     pack_stacked_rtn(m.buf.as<uint8_t>(), parts, k, *format, team);

@@ -1,5 +1,6 @@
 // Packing a checkpoint on several threads (TaskTeam, PackOptions::team) gives the bytes one
-// thread gives, for BF16, SwiGLU and round-to-nearest matrices, ragged panels included; and the
+// thread gives, for BF16, SwiGLU and round-to-nearest matrices and for repacked GGUF and AWQ
+// blocks, ragged panels and parts off panel boundaries included; and the
 // team's shares cover every unit once, run on the cpus given for them, and pass exceptions back
 // to the caller.
 #include <catch2/catch.hpp>
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "affinity_guard.h"
+#include "model/packed_quant.h"
 #include "model/packed_weights.h"
 #include "runtime/task_team.h"
 #include "runtime/topology.h"
@@ -78,6 +80,61 @@ bool same_bytes(const PackedMatrix& a, const PackedMatrix& b) {
     return false;
   }
   return std::memcmp(a.buf.as<const uint8_t>(), b.buf.as<const uint8_t>(), a.bytes()) == 0;
+}
+
+// Rows of random blocks of one format with sane FP16 (FP32 for AWQ) scales where the format has
+// them: the repack converts those, so a NaN would throw. AWQ blocks share their map over each
+// run of four (one map per 128 elements), so the parts repack as W4 g128.
+std::vector<uint8_t> random_blocks(BlockFormat format, int rows, int k, std::mt19937& rng) {
+  struct Layout {
+    int elems;
+    size_t bytes;
+    std::vector<size_t> fp16_at;
+  };
+  Layout l{};
+  switch (format) {
+    case BlockFormat::q8_0: l = {32, 34, {0}}; break;
+    case BlockFormat::q4_0: l = {32, 18, {0}}; break;
+    case BlockFormat::q4_1: l = {32, 20, {0, 2}}; break;
+    case BlockFormat::q4_k: l = {256, 144, {0, 2}}; break;
+    case BlockFormat::q5_k: l = {256, 176, {0, 2}}; break;
+    case BlockFormat::q6_k: l = {256, 210, {208}}; break;
+    case BlockFormat::awq4: l = {32, 24, {}}; break;
+    default: FAIL("no layout for this format");
+  }
+  const size_t blocks = static_cast<size_t>(rows) * static_cast<size_t>(k / l.elems);
+  std::vector<uint8_t> out(blocks * l.bytes);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (uint8_t& b : out) b = static_cast<uint8_t>(byte(rng));
+  std::uniform_int_distribution<int> mantissa(0, 1023);
+  for (size_t b = 0; b < blocks; ++b) {
+    uint8_t* blk = out.data() + b * l.bytes;
+    for (const size_t at : l.fp16_at) {
+      const auto h = static_cast<uint16_t>(0x2000 | mantissa(rng));  // ~2^-7 .. 2^-6
+      std::memcpy(blk + at, &h, 2);
+    }
+    if (format == BlockFormat::awq4) {
+      if (b % 4 == 0) {
+        const float map[2] = {0.01f + 0.001f * static_cast<float>(b % 7), -0.08f};
+        std::memcpy(blk, map, sizeof(map));
+      } else {
+        std::memcpy(blk, blk - (b % 4) * l.bytes, 8);
+      }
+    }
+  }
+  return out;
+}
+
+TensorView block_part(const std::string& name, BlockFormat format, int rows, int k,
+                      const std::vector<uint8_t>& blocks) {
+  TensorView v;
+  v.name = name;
+  v.file = "random blocks";
+  v.dtype = DType::bf16;
+  v.shape = {rows, k};
+  v.block_format = format;
+  v.blocks = blocks.data();
+  return v;
 }
 
 }  // namespace
@@ -156,5 +213,33 @@ TEST_CASE("packing on three threads gives the bytes one thread gives", "[model]"
     size_t nonzero = 0;
     for (size_t i = 0; i < g.bytes(); ++i) nonzero += bytes[i] != 0;
     CHECK(nonzero > g.bytes() / 2);
+  }
+}
+
+TEST_CASE("block repacks on three threads give the bytes one thread gives", "[model]") {
+  // Parts of 40 and 56 rows: 6 panels of 16 rows, fewer than the team's minimum for a second
+  // share, so one run; parts of 184 and 216: 25 panels in three runs. Either second part starts
+  // inside a panel.
+  const TaskTeam team(3);
+  std::mt19937 rng(11);
+  for (const BlockFormat format : {BlockFormat::q4_k, BlockFormat::q5_k, BlockFormat::q6_k, BlockFormat::q8_0,
+                                   BlockFormat::q4_0, BlockFormat::q4_1, BlockFormat::awq4}) {
+    for (const int first_rows : {40, 184}) {
+      const int k = 512, second_rows = first_rows == 40 ? 56 : 216;
+      INFO(block_format_name(format) << ", parts of " << first_rows << " and " << second_rows << " rows");
+      const auto a = random_blocks(format, first_rows, k, rng);
+      const auto b = random_blocks(format, second_rows, k, rng);
+      const std::vector<TensorView> parts = {block_part("a", format, first_rows, k, a),
+                                             block_part("b", format, second_rows, k, b)};
+      const std::optional<kern::QuantFormat> f = block_repack_format(parts);
+      REQUIRE(f.has_value());
+      if (format == BlockFormat::awq4) CHECK(f->group == 128);
+      const size_t bytes = kern::packed_quant_bytes(*f, first_rows + second_rows, k);
+      std::vector<uint8_t> one(bytes, 0xAA), three(bytes, 0x55);
+      pack_stacked_blocks(one.data(), parts, k, *f);
+      pack_stacked_blocks(three.data(), parts, k, *f, &team);
+      CHECK(one == three);
+      CHECK(static_cast<size_t>(std::count(one.begin(), one.end(), uint8_t{0})) < bytes / 2);
+    }
   }
 }

@@ -3,14 +3,7 @@
 # thread (--threads 1) and on two (--threads 2), alternating, in one build. MODELS: a folder with
 # tl-bf16.gguf and tl-Q4_K_M.gguf (random TinyLlama-shaped GGUFs).
 set -u
-load() {  # ROUND ARGS...
-  r=$1; shift
-  ./build-bench/slabserve serve --port 8123 "$@" > /tmp/parallel-pack-serve.log 2>&1 &
-  pid=$!
-  until curl -sf localhost:8123/health > /dev/null; do sleep 0.1; done
-  echo "round $r $*: $(grep -o 'loaded in [0-9.]* s' /tmp/parallel-pack-serve.log)"
-  kill "$pid"; wait "$pid"
-}
+. "$(dirname "$0")/load.sh"
 for r in 1 2 3 4; do
   for t in 1 2; do load $r --model "$MODELS/tl-bf16.gguf" --threads $t; done
 done
