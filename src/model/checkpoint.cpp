@@ -85,6 +85,17 @@ float bits_to_f32(uint32_t bits) {
 
 // IEEE half -> single, exact for every input: normals, subnormals, zeros, infinities, NaNs
 // (payload kept, quiet bit as in the source).
+TensorView row_slice(const TensorView& view, int64_t first, int64_t rows) {
+  TensorView s;
+  s.name = view.name;
+  s.file = view.file;
+  s.dtype = view.dtype;
+  const int64_t k = view.shape.at(1);
+  s.shape = {rows, k};
+  s.data = static_cast<const uint8_t*>(view.data) + static_cast<size_t>(first * k) * dtype_size(view.dtype);
+  return s;
+}
+
 void convert_to_f32(const TensorView& view, float* out) {
   const size_t n = static_cast<size_t>(view.numel());
   const auto* src = static_cast<const uint8_t*>(view.data);

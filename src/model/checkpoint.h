@@ -82,5 +82,8 @@ using kern::f16_to_f32;
 
 // Converts any supported dtype to FP32 (out must hold view.numel() floats).
 void convert_to_f32(const TensorView& view, float* out);
+// Rows [first, first + rows) of a 2-D view's values (data, dtype), as a view of their own: a
+// packing thread converts only the rows it packs. Blocks and input_perm are not carried over.
+TensorView row_slice(const TensorView& view, int64_t first, int64_t rows);
 
 }  // namespace slab

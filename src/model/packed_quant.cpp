@@ -319,10 +319,12 @@ void pack_stacked_rtn(uint8_t* dst, const std::vector<TensorView>& parts, int k,
       uint8_t* at = dst + row / kern::kQuantPanelCols * panel_bytes;
       if (p.dtype == DType::bf16) {
         pack_panels(at, static_cast<const kern::bf16_t*>(p.data), rows, ld);
-      } else {
-        std::vector<float> tmp(static_cast<size_t>(p.numel()));
-        convert_to_f32(p, tmp.data());
-        pack_panels(at, tmp.data(), rows, ld);
+      } else {  // each run of panels widens its own rows to FP32
+        for_panel_rows(team, rows, [&](int r0, int run_rows, int panel) {
+          std::vector<float> tmp(static_cast<size_t>(run_rows) * ld);
+          convert_to_f32(row_slice(p, r0, run_rows), tmp.data());
+          kern::pack_quant_linear(at + static_cast<size_t>(panel) * panel_bytes, f, tmp.data(), run_rows, k, ld);
+        });
       }
       row += static_cast<size_t>(rows);
     }

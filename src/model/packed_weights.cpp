@@ -129,6 +129,23 @@ void pack_rows(const TaskTeam* team, kern::bf16_t* dst, const Src* w, int n, int
   });
 }
 
+// Rows [0, n) of a [n, k] tensor into the BF16 panels from dst. BF16 packs straight from the
+// memory map; F16 and F32 rows are widened to FP32 a run of panels at a time by the thread that
+// packs them, so the conversion is split too and no matrix-sized copy exists.
+void pack_tensor_rows(const TaskTeam* team, kern::bf16_t* dst, const TensorView& p, int n, int k) {
+  if (p.dtype == DType::bf16) {
+    pack_rows(team, dst, static_cast<const kern::bf16_t*>(p.data), n, k);
+    return;
+  }
+  const size_t panel_elems = static_cast<size_t>(kern::packed_pairs(k)) * 2 * kern::kPanelCols;
+  for_panels(team, kern::packed_panels(n), [&](int lo, int hi) {
+    const int r0 = lo * kern::kPanelCols, rows = std::min(n, hi * kern::kPanelCols) - r0;
+    std::vector<float> tmp(static_cast<size_t>(rows) * static_cast<size_t>(k));
+    convert_to_f32(row_slice(p, r0, rows), tmp.data());
+    kern::pack_linear_bf16(dst + static_cast<size_t>(lo) * panel_elems, tmp.data(), rows, k, static_cast<size_t>(k));
+  });
+}
+
 // Stacks the [n_i, k] parts along N and packs them: one packed matrix, one stream per step.
 PackedMatrix pack_stacked(const std::vector<TensorView>& parts, int k, const AllocOptions& alloc,
                           const TaskTeam* team) {
@@ -147,12 +164,7 @@ PackedMatrix pack_stacked(const std::vector<TensorView>& parts, int k, const All
     size_t row = 0;
     for (const TensorView& p : parts) {
       const int n = static_cast<int>(p.shape[0]);
-      kern::bf16_t* at = dst + row / kern::kPanelCols * panel_elems;
-      if (p.dtype == DType::bf16) {
-        pack_rows(team, at, static_cast<const kern::bf16_t*>(p.data), n, k);
-      } else {
-        pack_rows(team, at, to_f32(p).data(), n, k);
-      }
+      pack_tensor_rows(team, dst + row / kern::kPanelCols * panel_elems, p, n, k);
       row += static_cast<size_t>(n);
     }
     return m;
@@ -168,7 +180,7 @@ PackedMatrix pack_stacked(const std::vector<TensorView>& parts, int k, const All
 }
 
 // Gate and up [n, k] as one SwiGLU matrix (kernels/linear_bf16.h), packed straight from BF16
-// checkpoints and through an FP32 copy of each part otherwise.
+// checkpoints; otherwise each run of panel pairs widens its own gate and up rows to FP32.
 PackedMatrix pack_swiglu(const TensorView& gate, const TensorView& up, int k, const AllocOptions& alloc,
                          const TaskTeam* team) {
   PackedMatrix m;
@@ -181,18 +193,21 @@ PackedMatrix pack_swiglu(const TensorView& gate, const TensorView& up, int k, co
   const size_t ld = static_cast<size_t>(k);
   const size_t panel_elems = static_cast<size_t>(kern::packed_pairs(k)) * 2 * kern::kPanelCols;
   // Panel pairs (a gate panel, then its up panel) of rows [32 lo, 32 hi).
-  const auto pack = [&](const auto* g, const auto* u) {
-    for_panels(team, kern::packed_panels(n), [&](int lo, int hi) {
-      const size_t r0 = static_cast<size_t>(lo) * kern::kPanelCols;
-      kern::pack_swiglu_bf16(dst + 2 * static_cast<size_t>(lo) * panel_elems, g + r0 * ld, u + r0 * ld,
-                             std::min(n, hi * kern::kPanelCols) - static_cast<int>(r0), k, ld);
-    });
-  };
-  if (gate.dtype == DType::bf16 && up.dtype == DType::bf16) {
-    pack(static_cast<const kern::bf16_t*>(gate.data), static_cast<const kern::bf16_t*>(up.data));
-  } else {
-    pack(to_f32(gate).data(), to_f32(up).data());
-  }
+  const bool bf16 = gate.dtype == DType::bf16 && up.dtype == DType::bf16;
+  for_panels(team, kern::packed_panels(n), [&](int lo, int hi) {
+    const int r0 = lo * kern::kPanelCols, rows = std::min(n, hi * kern::kPanelCols) - r0;
+    kern::bf16_t* at = dst + 2 * static_cast<size_t>(lo) * panel_elems;
+    if (bf16) {
+      const size_t first = static_cast<size_t>(r0) * ld;
+      kern::pack_swiglu_bf16(at, static_cast<const kern::bf16_t*>(gate.data) + first,
+                             static_cast<const kern::bf16_t*>(up.data) + first, rows, k, ld);
+      return;
+    }
+    std::vector<float> g(static_cast<size_t>(rows) * ld), u(g.size());
+    convert_to_f32(row_slice(gate, r0, rows), g.data());
+    convert_to_f32(row_slice(up, r0, rows), u.data());
+    kern::pack_swiglu_bf16(at, g.data(), u.data(), rows, k, ld);
+  });
   return m;
 }
 

@@ -1,6 +1,6 @@
 // Packing a checkpoint on several threads (TaskTeam, PackOptions::team) gives the bytes one
 // thread gives, for BF16, SwiGLU and round-to-nearest matrices and for repacked GGUF and AWQ
-// blocks, ragged panels and parts off panel boundaries included; and the
+// blocks and F16 rows, ragged panels and parts off panel boundaries included; and the
 // team's shares cover every unit once, run on the cpus given for them, and pass exceptions back
 // to the caller.
 #include <catch2/catch.hpp>
@@ -241,5 +241,48 @@ TEST_CASE("block repacks on three threads give the bytes one thread gives", "[mo
       CHECK(one == three);
       CHECK(static_cast<size_t>(std::count(one.begin(), one.end(), uint8_t{0})) < bytes / 2);
     }
+  }
+}
+
+TEST_CASE("F16 rows pack on three threads as on one, and as their FP32 values do", "[model]") {
+  // Each run of panels widens its own F16 rows; a wrong row offset or element size shows as a
+  // difference from the FP32 twin, whose values are the same numbers.
+  const TaskTeam team(3);
+  std::mt19937 rng(5);
+  const int k = 256;
+  const std::vector<int> rows = {400, 72};  // 25 + 4.5 quantized panels, the last one ragged
+  std::vector<std::vector<uint16_t>> half(rows.size());
+  std::vector<std::vector<float>> single(rows.size());
+  std::vector<TensorView> f16_parts, f32_parts;
+  std::uniform_int_distribution<int> bits(0, 0x7ff);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const size_t n = static_cast<size_t>(rows[i]) * k;
+    for (size_t e = 0; e < n; ++e) {
+      const int b = bits(rng);  // sign, and exponents 2^-9 .. 2^-2
+      const auto h = static_cast<uint16_t>(((b & 1) << 15) | ((6 + (b >> 1) % 8) << 10) | ((b * 37) & 0x3ff));
+      half[i].push_back(h);
+      single[i].push_back(f16_to_f32(h));
+    }
+    TensorView v;
+    v.name = "part" + std::to_string(i);
+    v.file = "F16 rows";
+    v.shape = {rows[i], k};
+    v.dtype = DType::f16;
+    v.data = half[i].data();
+    f16_parts.push_back(v);
+    v.dtype = DType::f32;
+    v.data = single[i].data();
+    f32_parts.push_back(v);
+  }
+  for (const WeightQuantization q : {WeightQuantization::w8, WeightQuantization::w4}) {
+    INFO("quantization " << weight_quantization_name(q));
+    const kern::QuantFormat f = *rtn_quant_format(q);
+    const size_t bytes = kern::packed_quant_bytes(f, rows[0] + rows[1], k);
+    std::vector<uint8_t> one(bytes), three(bytes), from_f32(bytes);
+    pack_stacked_rtn(one.data(), f16_parts, k, f);
+    pack_stacked_rtn(three.data(), f16_parts, k, f, &team);
+    pack_stacked_rtn(from_f32.data(), f32_parts, k, f);
+    CHECK(one == three);
+    CHECK(one == from_f32);
   }
 }
