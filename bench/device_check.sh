@@ -75,7 +75,9 @@ if on TESTS; then
   step unit tests: kernels, quantized linears, attention, the model against transformers on this ISA
   # The emulated AMX cases (slow, and the same on every AVX-512 CPU) stay on the build machine;
   # [model] runs the whole forward with the AMX linears and attention against the fixtures.
-  "$bin/slab_unit_tests" "[kernels]~*emulated*,[quant]~*emulated*,[attention],[model]" > "$out/unit-tests.log" 2>&1
+  # SLAB_TESTDATA: the pack's copy of stories260K, since ../shared does not travel.
+  SLAB_TESTDATA=$pack/testdata "$bin/slab_unit_tests" "[kernels]~*emulated*,[quant]~*emulated*,[attention],[model]" \
+    > "$out/unit-tests.log" 2>&1
   echo "rc=$?" >> "$out/unit-tests.log"
   tail -3 "$out/unit-tests.log" >&2
 fi

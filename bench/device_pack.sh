@@ -34,6 +34,9 @@ else
   echo "device_pack: no LLAMA_CPP: the pack has no llama.cpp peer" >&2
 fi
 cp -r ../shared/testdata/tokenizers/llama2 .device-pack/tokenizer
+# The real stories260K model (1 MB) for the unit tests' model cases (SLAB_TESTDATA there).
+mkdir -p .device-pack/testdata/models
+cp -r ../shared/testdata/models/stories260K .device-pack/testdata/models/
 tar cJf .device-pack.tar.xz .device-pack
 grep -qxF /.device-pack.tar.xz "$(git rev-parse --git-dir)/info/exclude" ||
   echo /.device-pack.tar.xz >> "$(git rev-parse --git-dir)/info/exclude"
