@@ -3,9 +3,11 @@
 //
 //   bench_engine --model DIR [--concurrency 1,4,16,64] [--prompt-len 128] [--output-len 128]
 //                [--prefix-len 1024] [--suffix-len 32] [--temperature 0] [--top-p 1]
-//                [--threads N] [--no-amx 1]
+//                [--threads N] [--no-amx 1] [--blocking SPEC]
 //
-// --prefix-len 0 skips the prefix-cache measurement.
+// --prefix-len 0 skips the prefix-cache measurement. --blocking sets the BF16 linears' blocking
+// as bench_model's does: the keys it names over LinearBlocking's defaults, not over this CPU's
+// entry (model/linear_tuning.h), so an A/B passes the entry's keys too.
 // The weights are packed once, straight from the checkpoint as `slabserve serve` packs them (a
 // GGUF's quantized blocks stay quantized), and every engine below runs on that one runner.
 // Prompts are random token ids and generation ignores EOS, so every request produces exactly
@@ -21,10 +23,12 @@
 #include <memory>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "engine/engine.h"
+#include "model/linear_tuning.h"
 #include "model/model.h"
 #include "model/model_runner.h"
 
@@ -43,6 +47,7 @@ struct Options {
   float top_p = 1.0f;
   int threads = 0;  // 0: one per core of the process's cpuset
   bool no_amx = false;
+  std::string blocking;  // --blocking: the BF16 linears' blocking (model/linear_tuning.h's form)
 };
 
 std::vector<int> parse_list(const std::string& s) {
@@ -137,6 +142,8 @@ int main(int argc, char** argv) {
       o.threads = std::stoi(value);
     else if (flag == "--no-amx")
       o.no_amx = value != "0";
+    else if (flag == "--blocking")
+      o.blocking = value;
     else {
       std::fprintf(stderr, "bench_engine: unknown flag %s\n", flag.c_str());
       return 2;
@@ -146,12 +153,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: bench_engine --model DIR [--concurrency 1,4,16,64] [--prompt-len N] [--output-len N]\n"
                  "                    [--prefix-len N] [--suffix-len N] [--temperature T] [--top-p P]\n"
-                 "                    [--threads N] [--no-amx 1]\n");
+                 "                    [--threads N] [--no-amx 1] [--blocking k=512,amxprefill=128,...]\n");
     return 2;
   }
   slab::RunnerOptions runner_options;
   runner_options.n_threads = o.threads;
   runner_options.amx = !o.no_amx;
+  if (!o.blocking.empty()) {
+    try {
+      runner_options.blocking = slab::parse_linear_blocking(o.blocking);
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "bench_engine: --blocking: %s\n", e.what());
+      return 2;
+    }
+  }
   const auto load_start = clock_type::now();
   const std::unique_ptr<slab::ModelRunner> runner = slab::load_model_runner(o.model, runner_options);
   const double load_s = std::chrono::duration<double>(clock_type::now() - load_start).count();
@@ -167,6 +182,8 @@ int main(int argc, char** argv) {
               slab::describe_model_weights(o.model).c_str(), model_config.num_layers, model_config.hidden_size, vocab,
               runner->describe().c_str(), load_s);
   std::printf("weights: %s\n", runner->weight_format().c_str());
+  std::printf("blocking: %s (%s)\n", slab::describe_linear_blocking(runner->blocking()).c_str(),
+              o.blocking.empty() ? "this CPU's entry" : "--blocking");
   std::printf("sampling: %s\n",
               o.temperature > 0
                   ? ("temperature " + std::to_string(o.temperature) + ", top_p " + std::to_string(o.top_p)).c_str()

@@ -86,6 +86,12 @@ std::vector<LinearBlocking> sweep_candidates(const LinearBlocking& base, bool am
       b.amx_k_block = kb;
       out.push_back(b);
     }
+    for (int from : {9, 64, 128, 256, 1 << 30}) {
+      if (from == base.amx_prefill_min_m) continue;
+      LinearBlocking b = base;
+      b.amx_prefill_min_m = from;
+      out.push_back(b);
+    }
     out.push_back(flipped_split);
     return out;
   }

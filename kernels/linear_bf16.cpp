@@ -26,12 +26,13 @@ constexpr int kMinKBlockPairs = 32;  // smallest K block (LinearBlocking::k_bloc
 constexpr int kMaxKBlockPairs = 4096;
 constexpr int kMinSplitPairs = 32;  // split-K chunks are at least this many pairs
 
-constexpr int kMidMaxM = 32;         // up to here 8-row tiles (no ragged 6-row tail): M = 17..32 1.15-1.28x on Zen 5
+constexpr int kMidMaxM = 32;  // up to here 8-row tiles (no ragged 6-row tail): M = 17..32 1.15-1.28x on Zen 5
 // Every M past the decode path: at 9-15 rows the tiles ran 1.2-2.6x the AVX-512 large-M tiles
 // (70-79 % of the read bandwidth against 40-55 %; bench/results/2026-11-30-xeon-2c-amx-rows).
 constexpr int kAmxMinM = kDecodeMaxM + 1;
 constexpr int kAmxRows = 32;         // a row tile of the AMX path: two 16-row A tiles
 constexpr int kAmxK = 32;            // K step of one tdpbf16ps (16 k-pairs)
+constexpr int kLargeSplitMinM = 64;  // AVX-512/AVX2/scalar tiles: rows split for balance from here
 constexpr int kDecodeRunPanels = 8;  // dynamic decode share: at most 8 panels (1 MB of weights at K = 2048)
 
 using detail::chunk;
@@ -290,20 +291,22 @@ void large_group(const LinearArgs& a, LargeTile lt, int g, int rt0, int rt1, flo
 // Large-M work units: column groups, each cut into `row_parts` row ranges. Rows are split only
 // when there are few column groups, since each row part reads the group's weights again: to ~4
 // tasks per thread for static shares, ~8 when threads take tasks from the counter (finer tasks
-// let the others absorb a slow thread's share).
+// let the others absorb a slow thread's share), and for that balance only from split_min_m rows
+// (below it the groups' weight stream outweighs an uneven last round; fewer groups than threads
+// always split).
 struct LargeSplit {
   LargeTile tile;
   int groups, row_tiles, row_parts;
   int tasks() const { return groups * row_parts; }
 };
-LargeSplit large_split(int m, int n, int n_threads, bool swiglu, LargeTile tile, bool dynamic) {
+LargeSplit large_split(int m, int n, int n_threads, bool swiglu, LargeTile tile, bool dynamic, int split_min_m) {
   LargeSplit s;
   s.tile = tile;
   s.groups = ceil_div(weight_panels(n, swiglu), s.tile.np);
   s.row_tiles = ceil_div(m, s.tile.mr);
   s.row_parts = 1;
   const int want = (dynamic ? 8 : 4) * n_threads;
-  if (s.groups < n_threads || (s.groups < want && m >= 64)) {
+  if (s.groups < n_threads || (s.groups < want && m >= split_min_m)) {
     s.row_parts = std::min(s.row_tiles, ceil_div(want, s.groups));
   }
   return s;
@@ -313,15 +316,19 @@ bool use_amx(const LinearArgs& a) {
   return (a.amx || a.amx_emulated) && a.isa == Isa::avx512_bf16 && a.m >= kAmxMinM && a.w.k % kAmxK == 0;
 }
 
-// The end of an AMX row tile: from the FP32 sums c [rows][ldc] of group g (panels 2g, 2g + 1),
-// the AVX-512 tile with no pairs (it loads c and finishes), or the SwiGLU activation.
-void amx_finish(const LinearArgs& a, const float* c, size_t ldc, int row, int rows, int g) {
+// Panels in an AMX column group (LinearBlocking::amx_prefill_min_m says why): from
+// amx_prefill_min_m rows two, so that a row tile's x (from L3 at 512 rows) serves two panel
+// passes; below it one, so that there are groups enough for every thread without cutting rows.
+// SwiGLU always takes its gate/up pair (the activation needs both sums).
+int amx_group_panels(const LinearArgs& a) { return a.swiglu || a.m >= a.blocking.amx_prefill_min_m ? 2 : 1; }
+
+// The end of an AMX row tile: from the FP32 sums c [rows][ldc] of panels [p, p + np), the AVX-512
+// tile with no pairs (it loads c and finishes), or the SwiGLU activation (p = 2 · pair).
+void amx_finish(const LinearArgs& a, const float* c, size_t ldc, int row, int rows, int p, int np) {
   if (a.swiglu) {
-    finish_swiglu(a, c, ldc, row, rows, g);
+    finish_swiglu(a, c, ldc, row, rows, p / 2);
     return;
   }
-  const int p = 2 * g;
-  const int np = std::min(2, weight_panels(a) - p);
   for (int r = 0; r < rows; r += kLargeMR) {
     Tile t;
     t.mr = std::min(kLargeMR, rows - r);
@@ -335,14 +342,15 @@ void amx_finish(const LinearArgs& a, const float* c, size_t ldc, int row, int ro
   }
 }
 
-// AMX: column group g (panels [2g, 2g + 2)) for row tiles [rt0, rt1) of 32 rows, each panel
-// over the whole of K into c, then the epilogue (the AVX-512 tile with no pairs: it loads c and
-// finishes; or the SwiGLU activation on the pair's sums).
+// AMX: column group g (panels [g·gp, g·gp + gp), gp = amx_group_panels(a)) for row tiles [rt0, rt1)
+// of 32 rows, each panel over the whole of K into c, then the epilogue (the AVX-512 tile with no
+// pairs: it loads c and finishes; or the SwiGLU activation on the pair's sums).
 void amx_group(const LinearArgs& a, int g, int rt0, int rt1, detail::AmxTiles& tiles) {
   alignas(64) float c[kAmxRows * 2 * kPanelCols];
   constexpr size_t ldc = 2 * kPanelCols;
-  const int p = 2 * g;
-  const int np = std::min(2, weight_panels(a) - p);
+  const int gp = amx_group_panels(a);
+  const int p = gp * g;
+  const int np = std::min(gp, weight_panels(a) - p);
   const size_t stride = panel_stride(a.w.k);
   for (int rt = rt0; rt < rt1; ++rt) {
     const int row = rt * kAmxRows;
@@ -352,7 +360,7 @@ void amx_group(const LinearArgs& a, int g, int rt0, int rt1, detail::AmxTiles& t
       detail::amx_panel_bf16(tiles, x, a.ldx, rows, a.w.data + static_cast<size_t>(p + q) * stride, a.w.k,
                              c + q * kPanelCols, ldc);
     }
-    amx_finish(a, c, ldc, row, rows, g);
+    amx_finish(a, c, ldc, row, rows, p, np);
   }
 }
 
@@ -363,8 +371,9 @@ void amx_group_blocked(const LinearArgs& a, int g, int rt0, int rt1, detail::Amx
   constexpr int kMaxBlock = 1024;
   alignas(64) bf16_t xa[kAmxRows * kMaxBlock];
   constexpr size_t ldc = 2 * kPanelCols;
-  const int p = 2 * g;
-  const int np = std::min(2, weight_panels(a) - p);
+  const int gp = amx_group_panels(a);
+  const int p = gp * g;
+  const int np = std::min(gp, weight_panels(a) - p);
   const size_t stride = panel_stride(a.w.k);
   const int block = std::min(a.blocking.amx_k_block, kMaxBlock);
   for (int k0 = 0; k0 < a.w.k; k0 += block) {
@@ -380,13 +389,14 @@ void amx_group_blocked(const LinearArgs& a, int g, int rt0, int rt1, detail::Amx
         const bf16_t* panel = a.w.data + static_cast<size_t>(p + q) * stride + static_cast<size_t>(k0) * kPanelCols;
         detail::amx_packed_block_bf16(tiles, xa, rows, panel, kb, c + q * kPanelCols, ldc, !first);
       }
-      if (last) amx_finish(a, c, ldc, row, rows, g);
+      if (last) amx_finish(a, c, ldc, row, rows, p, np);
     }
   }
 }
 
 void amx_compute(const LinearArgs& a, int thread, int n_threads) {
-  const LargeSplit s = large_split(a.m, a.w.n, n_threads, a.swiglu, LargeTile{kAmxRows, 2}, a.work_cursor != nullptr);
+  const LargeSplit s = large_split(a.m, a.w.n, n_threads, a.swiglu, LargeTile{kAmxRows, amx_group_panels(a)},
+                                   a.work_cursor != nullptr, a.blocking.amx_prefill_min_m);
   std::optional<AmxEmulator> emulator;
   detail::AmxTiles tiles;
   if (a.amx_emulated) tiles.emulator = &emulator.emplace();
@@ -459,6 +469,7 @@ void check_linear_blocking(const LinearBlocking& b) {
   if (b.amx_k_block != 0 && (b.amx_k_block < 64 || b.amx_k_block > 1024 || b.amx_k_block % 32 != 0)) {
     fail("amx_k_block must be 0 or a multiple of 32 in 64..1024");
   }
+  if (b.amx_prefill_min_m < 1) fail("amx_prefill_min_m must be at least 1");
   if (b.decode_prefetch_bytes != 0 &&
       (b.decode_prefetch_bytes < 1024 || b.decode_prefetch_bytes > 65536 || b.decode_prefetch_bytes % 64 != 0)) {
     fail("decode_prefetch_bytes must be 0 or a multiple of 64 in 1024..65536");
@@ -568,7 +579,7 @@ void linear_bf16_compute(const LinearArgs& a, int thread, int n_threads) {
     return;
   }
   const LargeSplit s = large_split(a.m, a.w.n, n_threads, a.swiglu, large_tile(a.m, a.swiglu, a.isa, a.blocking),
-                                   a.work_cursor != nullptr);
+                                   a.work_cursor != nullptr, kLargeSplitMinM);
   float* scratch = nullptr;
   if (packed_pairs(a.w.k) > std::min(a.blocking.k_block_pairs, detail::kFp32MaxBlockPairs) || a.swiglu) {
     scratch = a.workspace + static_cast<size_t>(thread) * a.m * 2 * kPanelCols;

@@ -81,6 +81,15 @@ struct LinearBlocking {
   // (one 2 KB A-tile pair per 32 elements: rows of x 4 KB apart all fall in one L1 set), and the
   // C tiles go to the per-thread workspace between blocks.
   int amx_k_block = 0;
+  // AMX work split. From this many rows, as prefill: column groups of two panels (a row tile's x,
+  // from L3 at 512 rows, serves both panels' passes) with a group's rows cut over threads when
+  // there are under ~8 tasks a thread, as the AVX-512 tiles split. Below it, as a batched decode
+  // step: groups of one panel over every row, rows cut only where there are fewer groups than
+  // threads, since each row part streams the group's weights again. On two Xeon cores 64-row O
+  // and down projections of Qwen2.5-0.5B ran 1.3-1.4x slower with their rows cut in two
+  // (bench/results/2026-12-01-xeon-2c-amx-groups), the cut the prefill rule made of TinyLlama's
+  // QKV, O and down at 64 rows on 16 threads.
+  int amx_prefill_min_m = 128;
   // Threads take their work from a shared counter (work_cursor; kernels/work_split.h says why),
   // or, false, fixed contiguous shares: the baseline the dynamic split is measured against.
   bool dynamic_split = true;

@@ -72,8 +72,9 @@ LinearTuning linear_tuning_for(const CpuFeatures& cpu) {
 std::string describe_linear_blocking(const kern::LinearBlocking& b) {
   return "k=" + std::to_string(2 * b.k_block_pairs) + ",tile=" + std::to_string(b.tile_rows) + "x" +
          std::to_string(32 * b.tile_panels) + ",prefetch=" + (b.prefetch ? "on" : "off") +
-         ",amx=" + std::to_string(b.amx_k_block) + ",split=" + (b.dynamic_split ? "dynamic" : "static") +
-         ",dpf=" + std::to_string(b.decode_prefetch_bytes) + ",products=" + (b.fp32_products ? "fma" : "dot");
+         ",amx=" + std::to_string(b.amx_k_block) + ",amxprefill=" + std::to_string(b.amx_prefill_min_m) +
+         ",split=" + (b.dynamic_split ? "dynamic" : "static") + ",dpf=" + std::to_string(b.decode_prefetch_bytes) +
+         ",products=" + (b.fp32_products ? "fma" : "dot");
 }
 
 kern::LinearBlocking parse_linear_blocking(const std::string& spec) {
@@ -117,6 +118,8 @@ kern::LinearBlocking parse_linear_blocking(const std::string& spec) {
       b.prefetch = value == "on";
     } else if (key == "amx") {
       b.amx_k_block = number(key, value);
+    } else if (key == "amxprefill") {
+      b.amx_prefill_min_m = number(key, value);
     } else if (key == "dpf") {
       b.decode_prefetch_bytes = number(key, value);
     } else if (key == "split") {
@@ -126,7 +129,7 @@ kern::LinearBlocking parse_linear_blocking(const std::string& spec) {
       if (value != "dot" && value != "fma") fail("products must be dot or fma");
       b.fp32_products = value == "fma";
     } else {
-      fail("unknown key '" + key + "' (k, tile, prefetch, amx, split, dpf, products)");
+      fail("unknown key '" + key + "' (k, tile, prefetch, amx, amxprefill, split, dpf, products)");
     }
   }
   try {

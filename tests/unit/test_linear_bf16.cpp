@@ -231,6 +231,11 @@ TEST_CASE("linear_bf16 on emulated AMX tiles matches the reference", "[kernels]"
           o.cursor_in_turn = true;
           o.blocking.dynamic_split = true;
           CHECK(run(p, o, Isa::avx512_bf16, 3) == one);
+          // Work split as prefill from every M (two-panel groups, rows cut), or from none
+          // (one-panel groups): every panel pass and epilogue is the same, so are the bits.
+          o.blocking.amx_prefill_min_m = combo % 2 == 0 ? 1 : 1 << 30;
+          INFO("prefill split from " << o.blocking.amx_prefill_min_m << " rows");
+          CHECK(run(p, o, Isa::avx512_bf16, 3) == one);
         }
       }
     }
@@ -302,6 +307,12 @@ TEST_CASE("linear_bf16 on AMX tiles matches the reference", "[kernels]") {
           CHECK(run(p, o, Isa::avx512_bf16, threads) == one);
         }
         CHECK(run(p, o, Isa::avx512_bf16, 4, &pool) == one);
+        for (const int prefill_from : {1, 1 << 30}) {
+          Options g = o;
+          g.blocking.amx_prefill_min_m = prefill_from;
+          INFO("prefill split from " << prefill_from << " rows");
+          CHECK(run(p, g, Isa::avx512_bf16, 16) == one);
+        }
       }
     }
   }
@@ -419,6 +430,7 @@ TEST_CASE("check_linear_blocking refuses out-of-range fields", "[kernels]") {
   CHECK_THROWS_WITH(check_linear_blocking({.tile_rows = 4, .tile_panels = 3}), Catch::Contains("tile_panels"));
   CHECK_THROWS_WITH(check_linear_blocking({.amx_k_block = 48}), Catch::Contains("amx_k_block"));
   CHECK_THROWS_WITH(check_linear_blocking({.amx_k_block = 2048}), Catch::Contains("amx_k_block"));
+  CHECK_THROWS_WITH(check_linear_blocking({.amx_prefill_min_m = 0}), Catch::Contains("amx_prefill_min_m"));
   CHECK_THROWS_WITH(check_linear_blocking({.decode_prefetch_bytes = 64}), Catch::Contains("decode_prefetch_bytes"));
   CHECK_THROWS_WITH(check_linear_blocking({.decode_prefetch_bytes = 1000}), Catch::Contains("decode_prefetch_bytes"));
   LinearArgs a;  // the kernel checks its arguments' blocking too
