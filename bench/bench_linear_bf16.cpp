@@ -92,6 +92,12 @@ std::vector<LinearBlocking> sweep_candidates(const LinearBlocking& base, bool am
       b.amx_prefill_min_m = from;
       out.push_back(b);
     }
+    for (int pf : {0, 4096, 16384}) {
+      if (pf == base.amx_prefetch_bytes) continue;
+      LinearBlocking b = base;
+      b.amx_prefetch_bytes = pf;
+      out.push_back(b);
+    }
     out.push_back(flipped_split);
     return out;
   }

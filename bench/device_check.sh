@@ -28,10 +28,12 @@
 #            and FMA peaks at all threads and at 2, alternating, three rounds; then the c = 64
 #            load on the engine alone with AMX and without, at all threads and 2
 #   AMXSPLIT (off unless 1) the AMX work split of batched decode steps, alternating, two rounds:
-#            the 64-row step (bench_model --batch 64) and the c = 64 engine at all threads with
-#            the Intel entry's blocking under the old split (two-panel column groups, a group's
-#            rows cut over threads from 64 rows: TinyLlama's QKV, O and down were, at 16
-#            threads) and the new (one-panel groups, rows cut from 128); then the new at 2 threads
+#            the 64-row step (bench_model --batch 64) at all threads with the Intel entry's
+#            blocking under the old split (amxprefill=64: two-panel column groups, a group's rows
+#            cut over threads from 64 rows, as TinyLlama's QKV, O and down were at 16 threads),
+#            the new (amxprefill=128: one-panel groups, rows cut from 128) with the AMX panel
+#            prefetch off, 4 KB and 16 KB ahead (amxpf; 16 KB the default since 2026-12-01); the
+#            c = 64 engine under the old (no prefetch) and the new; then the new at 2 threads
 #   POOL     an empty parallel region at 1/2/4/8/16 threads, the workers' completion as
 #            per-worker slots against the shared counter (bench_thread_pool, into setup.log), ~20 s
 #   PAIRS    the vdpbf16ps and tdpbf16ps peaks on cpu 0 alone, on cpus 0,1 and on cpus 0,8: the
@@ -224,12 +226,14 @@ fi
 if [ "${AMXSPLIT:-0}" = 1 ]; then
   step "AMX column groups and row splits: 64-row steps and c = 64, old split against new"
   intel="k=512,tile=6x64,prefetch=on,amx=0,split=dynamic,dpf=8192,products=fma"
-  old="$intel,amxprefill=64"
-  new="$intel,amxprefill=128"
+  old="$intel,amxprefill=64,amxpf=0"
+  new="$intel,amxprefill=128,amxpf=16384"
   for round in 1 2; do
-    for b in "$old" "$new"; do
-      echo "### round $round"
+    echo "### round $round"
+    for b in "$old" "$intel,amxprefill=128,amxpf=0" "$intel,amxprefill=128,amxpf=4096" "$new"; do
       ours "$bf16" "$all" --prompt-len 128 --batch 64 --decode-tokens 8 --reps 1 --blocking "$b"
+    done
+    for b in "$old" "$new"; do
       taskset -c "0-$((all - 1))" "$bin/bench_engine" --model "$bf16" --threads "$all" --concurrency 64 \
         --prompt-len 128 --output-len 64 --prefix-len 0 --blocking "$b" | grep -E "^blocking|^64 "
     done

@@ -356,9 +356,13 @@ void amx_group(const LinearArgs& a, int g, int rt0, int rt1, detail::AmxTiles& t
     const int row = rt * kAmxRows;
     const int rows = std::min(kAmxRows, a.m - row);
     const bf16_t* x = a.x + static_cast<size_t>(row) * a.ldx;
+    // The first row tile streams the group's panels from memory; the others find them in L2.
+    // Prefill rows (compute-bound) leave the stream to the hardware prefetcher.
+    const bool streams = rt == rt0 && a.m < a.blocking.amx_prefill_min_m;
+    const size_t prefetch = streams ? static_cast<size_t>(a.blocking.amx_prefetch_bytes) : 0;
     for (int q = 0; q < np; ++q) {
       detail::amx_panel_bf16(tiles, x, a.ldx, rows, a.w.data + static_cast<size_t>(p + q) * stride, a.w.k,
-                             c + q * kPanelCols, ldc);
+                             c + q * kPanelCols, ldc, prefetch);
     }
     amx_finish(a, c, ldc, row, rows, p, np);
   }
@@ -470,6 +474,10 @@ void check_linear_blocking(const LinearBlocking& b) {
     fail("amx_k_block must be 0 or a multiple of 32 in 64..1024");
   }
   if (b.amx_prefill_min_m < 1) fail("amx_prefill_min_m must be at least 1");
+  if (b.amx_prefetch_bytes != 0 &&
+      (b.amx_prefetch_bytes < 1024 || b.amx_prefetch_bytes > 65536 || b.amx_prefetch_bytes % 64 != 0)) {
+    fail("amx_prefetch_bytes must be 0 or a multiple of 64 in 1024..65536");
+  }
   if (b.decode_prefetch_bytes != 0 &&
       (b.decode_prefetch_bytes < 1024 || b.decode_prefetch_bytes > 65536 || b.decode_prefetch_bytes % 64 != 0)) {
     fail("decode_prefetch_bytes must be 0 or a multiple of 64 in 1024..65536");

@@ -90,6 +90,13 @@ struct LinearBlocking {
   // (bench/results/2026-12-01-xeon-2c-amx-groups), the cut the prefill rule made of TinyLlama's
   // QKV, O and down at 64 rows on 16 threads.
   int amx_prefill_min_m = 128;
+  // AMX below amx_prefill_min_m rows (K not blocked): the first row tile's pass over each panel
+  // of a task prefetches the panel this many bytes ahead into L2, 0 for none (the hardware
+  // prefetcher alone). A multiple of 64 in 1024..65536. On two Xeon cores with one-panel groups,
+  // 16 KB ahead ran TinyLlama's linears at 32 and 64 rows 1.03-1.14x faster and left 12-16 rows
+  // level (bench/results/2026-12-01-xeon-2c-amx-groups; with two-panel groups, 2026-11-30's
+  // amx-streaming study had found nothing).
+  int amx_prefetch_bytes = 16384;
   // Threads take their work from a shared counter (work_cursor; kernels/work_split.h says why),
   // or, false, fixed contiguous shares: the baseline the dynamic split is measured against.
   bool dynamic_split = true;

@@ -52,11 +52,20 @@ SLAB_AMX_KERNEL void configure(AmxTiles& state, const Tiles& tiles, int rows) {
 
 template <typename Tiles>
 SLAB_AMX_KERNEL void panel_pass(AmxTiles& state, const Tiles& tiles, const bf16_t* x, size_t ldx, int rows,
-                                const bf16_t* panel, int k, float* c, size_t ldc) {
+                                const bf16_t* panel, int k, float* c, size_t ldc, size_t prefetch_bytes) {
   configure(state, tiles, rows);
   const size_t sx = ldx * sizeof(bf16_t);
   constexpr size_t kPairBytes = 2 * 32 * sizeof(bf16_t);  // one k-pair of a 32-column panel
+  constexpr size_t kStepBytes = 16 * kPairBytes;          // the panel bytes one K step reads (2 KB)
   const bf16_t* x1 = x + 16 * ldx;
+  const char* const panel_end = reinterpret_cast<const char*>(panel) + static_cast<size_t>(k) / 32 * kStepBytes;
+  // The lines of the step prefetch_bytes ahead of step k0, to L2 (the second row tile reads the
+  // panel from there too).
+  const auto prefetch_ahead = [&](int k0) {
+    const char* ahead = reinterpret_cast<const char*>(panel + static_cast<size_t>(k0) * 32) + prefetch_bytes;
+    if (ahead >= panel_end) return;
+    for (size_t line = 0; line < kStepBytes; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T1);
+  };
   tiles.template zero<0>();
   tiles.template zero<1>();
   if (rows > 16) {
@@ -64,6 +73,7 @@ SLAB_AMX_KERNEL void panel_pass(AmxTiles& state, const Tiles& tiles, const bf16_
     tiles.template zero<3>();
     for (int k0 = 0; k0 < k; k0 += 32) {
       const bf16_t* b = panel + static_cast<size_t>(k0) * 32;  // pair k0/2: (k0/2)·64 elements
+      if (prefetch_bytes) prefetch_ahead(k0);
       tiles.template load<6>(b, kPairBytes);
       tiles.template load<4>(x + k0, sx);
       tiles.template dpbf16ps<0, 4, 6>();
@@ -76,6 +86,7 @@ SLAB_AMX_KERNEL void panel_pass(AmxTiles& state, const Tiles& tiles, const bf16_
   } else {
     for (int k0 = 0; k0 < k; k0 += 32) {
       const bf16_t* b = panel + static_cast<size_t>(k0) * 32;
+      if (prefetch_bytes) prefetch_ahead(k0);
       tiles.template load<6>(b, kPairBytes);
       tiles.template load<4>(x + k0, sx);
       tiles.template dpbf16ps<0, 4, 6>();
@@ -140,11 +151,11 @@ SLAB_AMX_KERNEL void packed_block_pass(AmxTiles& state, const Tiles& tiles, cons
 }  // namespace
 
 SLAB_AMX_KERNEL void amx_panel_bf16(AmxTiles& tiles, const bf16_t* x, size_t ldx, int rows, const bf16_t* panel, int k,
-                                    float* c, size_t ldc) {
+                                    float* c, size_t ldc, size_t prefetch_bytes) {
   if (tiles.emulator) {
-    panel_pass(tiles, EmulatedTiles{*tiles.emulator}, x, ldx, rows, panel, k, c, ldc);
+    panel_pass(tiles, EmulatedTiles{*tiles.emulator}, x, ldx, rows, panel, k, c, ldc, prefetch_bytes);
   } else {
-    panel_pass(tiles, HardwareTiles{}, x, ldx, rows, panel, k, c, ldc);
+    panel_pass(tiles, HardwareTiles{}, x, ldx, rows, panel, k, c, ldc, prefetch_bytes);
   }
 }
 

@@ -73,8 +73,8 @@ std::string describe_linear_blocking(const kern::LinearBlocking& b) {
   return "k=" + std::to_string(2 * b.k_block_pairs) + ",tile=" + std::to_string(b.tile_rows) + "x" +
          std::to_string(32 * b.tile_panels) + ",prefetch=" + (b.prefetch ? "on" : "off") +
          ",amx=" + std::to_string(b.amx_k_block) + ",amxprefill=" + std::to_string(b.amx_prefill_min_m) +
-         ",split=" + (b.dynamic_split ? "dynamic" : "static") + ",dpf=" + std::to_string(b.decode_prefetch_bytes) +
-         ",products=" + (b.fp32_products ? "fma" : "dot");
+         ",amxpf=" + std::to_string(b.amx_prefetch_bytes) + ",split=" + (b.dynamic_split ? "dynamic" : "static") +
+         ",dpf=" + std::to_string(b.decode_prefetch_bytes) + ",products=" + (b.fp32_products ? "fma" : "dot");
 }
 
 kern::LinearBlocking parse_linear_blocking(const std::string& spec) {
@@ -120,6 +120,8 @@ kern::LinearBlocking parse_linear_blocking(const std::string& spec) {
       b.amx_k_block = number(key, value);
     } else if (key == "amxprefill") {
       b.amx_prefill_min_m = number(key, value);
+    } else if (key == "amxpf") {
+      b.amx_prefetch_bytes = number(key, value);
     } else if (key == "dpf") {
       b.decode_prefetch_bytes = number(key, value);
     } else if (key == "split") {
@@ -129,7 +131,7 @@ kern::LinearBlocking parse_linear_blocking(const std::string& spec) {
       if (value != "dot" && value != "fma") fail("products must be dot or fma");
       b.fp32_products = value == "fma";
     } else {
-      fail("unknown key '" + key + "' (k, tile, prefetch, amx, amxprefill, split, dpf, products)");
+      fail("unknown key '" + key + "' (k, tile, prefetch, amx, amxprefill, amxpf, split, dpf, products)");
     }
   }
   try {

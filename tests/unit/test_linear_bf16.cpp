@@ -233,8 +233,11 @@ TEST_CASE("linear_bf16 on emulated AMX tiles matches the reference", "[kernels]"
           CHECK(run(p, o, Isa::avx512_bf16, 3) == one);
           // Work split as prefill from every M (two-panel groups, rows cut), or from none
           // (one-panel groups): every panel pass and epilogue is the same, so are the bits.
+          // The panel prefetch (a hint) leaves them alone too.
           o.blocking.amx_prefill_min_m = combo % 2 == 0 ? 1 : 1 << 30;
-          INFO("prefill split from " << o.blocking.amx_prefill_min_m << " rows");
+          o.blocking.amx_prefetch_bytes = combo % 3 == 0 ? 1024 : 0;  // the default is 16 KB
+          INFO("prefill split from " << o.blocking.amx_prefill_min_m << " rows, prefetch "
+                                     << o.blocking.amx_prefetch_bytes);
           CHECK(run(p, o, Isa::avx512_bf16, 3) == one);
         }
       }
@@ -310,7 +313,8 @@ TEST_CASE("linear_bf16 on AMX tiles matches the reference", "[kernels]") {
         for (const int prefill_from : {1, 1 << 30}) {
           Options g = o;
           g.blocking.amx_prefill_min_m = prefill_from;
-          INFO("prefill split from " << prefill_from << " rows");
+          g.blocking.amx_prefetch_bytes = prefill_from == 1 ? 16384 : 0;
+          INFO("prefill split from " << prefill_from << " rows, prefetch " << g.blocking.amx_prefetch_bytes);
           CHECK(run(p, g, Isa::avx512_bf16, 16) == one);
         }
       }
@@ -431,6 +435,7 @@ TEST_CASE("check_linear_blocking refuses out-of-range fields", "[kernels]") {
   CHECK_THROWS_WITH(check_linear_blocking({.amx_k_block = 48}), Catch::Contains("amx_k_block"));
   CHECK_THROWS_WITH(check_linear_blocking({.amx_k_block = 2048}), Catch::Contains("amx_k_block"));
   CHECK_THROWS_WITH(check_linear_blocking({.amx_prefill_min_m = 0}), Catch::Contains("amx_prefill_min_m"));
+  CHECK_THROWS_WITH(check_linear_blocking({.amx_prefetch_bytes = 100}), Catch::Contains("amx_prefetch_bytes"));
   CHECK_THROWS_WITH(check_linear_blocking({.decode_prefetch_bytes = 64}), Catch::Contains("decode_prefetch_bytes"));
   CHECK_THROWS_WITH(check_linear_blocking({.decode_prefetch_bytes = 1000}), Catch::Contains("decode_prefetch_bytes"));
   LinearArgs a;  // the kernel checks its arguments' blocking too

@@ -66,15 +66,16 @@ TEST_CASE("Intel entries multiply BF16 in FP32, AMD entries with vdpbf16ps", "[r
 TEST_CASE("linear blocking text round-trips and bad specs name the key", "[runtime]") {
   const kern::LinearBlocking d;
   CHECK(describe_linear_blocking(d) ==
-        "k=512,tile=6x64,prefetch=on,amx=0,amxprefill=128,split=dynamic,dpf=0,products=dot");
-  const kern::LinearBlocking b =
-      parse_linear_blocking("k=1024,tile=8x32,prefetch=off,amx=256,amxprefill=1000,split=static,dpf=4096,products=fma");
+        "k=512,tile=6x64,prefetch=on,amx=0,amxprefill=128,amxpf=16384,split=dynamic,dpf=0,products=dot");
+  const kern::LinearBlocking b = parse_linear_blocking(
+      "k=1024,tile=8x32,prefetch=off,amx=256,amxprefill=1000,amxpf=8192,split=static,dpf=4096,products=fma");
   CHECK(b.k_block_pairs == 512);
   CHECK(b.tile_rows == 8);
   CHECK(b.tile_panels == 1);
   CHECK_FALSE(b.prefetch);
   CHECK(b.amx_k_block == 256);
   CHECK(b.amx_prefill_min_m == 1000);
+  CHECK(b.amx_prefetch_bytes == 8192);
   CHECK_FALSE(b.dynamic_split);
   CHECK(b.decode_prefetch_bytes == 4096);
   CHECK(b.fp32_products);
@@ -89,6 +90,7 @@ TEST_CASE("linear blocking text round-trips and bad specs name the key", "[runti
   CHECK_THROWS_WITH(parse_linear_blocking("prefetch=maybe"), Catch::Contains("prefetch must be on or off"));
   CHECK_THROWS_WITH(parse_linear_blocking("amx=40"), Catch::Contains("amx_k_block"));
   CHECK_THROWS_WITH(parse_linear_blocking("amxprefill=0"), Catch::Contains("amx_prefill_min_m"));
+  CHECK_THROWS_WITH(parse_linear_blocking("amxpf=1000"), Catch::Contains("amx_prefetch_bytes"));
   CHECK_THROWS_WITH(parse_linear_blocking("amxprefill=x"), Catch::Contains("amxprefill wants a whole number"));
   CHECK_THROWS_WITH(parse_linear_blocking("split=random"), Catch::Contains("split must be dynamic or static"));
   CHECK_THROWS_WITH(parse_linear_blocking("dpf=100"), Catch::Contains("decode_prefetch_bytes"));

@@ -12,7 +12,7 @@ set -eu
 BIN=${BIN:-build-bench/bench}
 THREADS=${THREADS:-2}
 ROUNDS=${ROUNDS:-2}
-INTEL="k=512,tile=6x64,prefetch=on,amx=0,split=dynamic,dpf=8192,products=fma"
+INTEL="k=512,tile=6x64,prefetch=on,amx=0,split=dynamic,dpf=8192,products=fma,amxpf=0"
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
   for p in 64 128; do
