@@ -13,7 +13,8 @@
 //                          [--limits-only]
 // --blocking runs every row with that cache blocking (default: this CPU's entry of
 // model/linear_tuning.h); --sweep runs each M > 16 row once per candidate blocking (the K block,
-// the register tile, prefetch; with --isa amx the AMX K block) and marks the fastest, which is
+// the register tile, prefetch; with --isa amx the AMX K block, the rows from which AMX splits as
+// prefill (amxprefill) and its panel prefetch (amxpf)) and marks the fastest, which is
 // how the per-microarchitecture entries are chosen. --limits-only prints the machine's limits
 // (read bandwidth, the vdpbf16ps / tdpbf16ps / FMA peaks, an empty region) and stops: how the
 // peaks scale from 2 threads to all of them bounds any compute-bound ratio between the two.
