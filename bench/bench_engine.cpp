@@ -14,7 +14,12 @@
 // --output-len tokens (vLLM's `bench serve --random-*` convention); greedy unless --temperature.
 // "serial %" is the share of the engine's step time outside the thread pool's parallel regions
 // (EngineStats): the part more cores do not shorten, which bounds the speed-up on many cores.
-// Below each row: the forward passes' time by phase (linears, attention, norms, ...).
+// "bound tok/s" is the machine's limit beside the figure: the output tokens over the least time
+// the run's forward passes could take on these threads (model/forward_work.h: per pass size, the
+// larger of their FLOPs at the kernel set's fastest multiply and their weight and K/V bytes at the
+// read bandwidth, both measured here around the row), and "% of bound" the figure against it. The
+// bound's ratio between two thread counts is how far the machine lets the figure scale.
+// Below each row: the forward passes' time by phase (linears, attention, norms, ...), and the bound's parts.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -25,12 +30,16 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/engine.h"
+#include "machine_limits.h"
 #include "model/linear_tuning.h"
 #include "model/model.h"
 #include "model/model_runner.h"
+#include "runner_peaks.h"
+#include "runtime/thread_pool.h"
 
 namespace {
 
@@ -102,6 +111,17 @@ RunResult run(slab::Engine& engine, const std::vector<slab::Request>& requests) 
     if (tokens[i] > 1) r.tpot.push_back((last[i] - first[i]) / (tokens[i] - 1));
   }
   return r;
+}
+
+// The stats once the engine is idle: the last request's final token reaches the stream before
+// its step's time and work are added to the stats, so read them only after the step published
+// that nothing runs or waits any more.
+slab::EngineStats settled_stats(const slab::Engine& engine) {
+  for (;;) {
+    slab::EngineStats s = engine.stats();
+    if (s.num_running == 0 && s.num_waiting == 0) return s;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 slab::Request random_request(std::mt19937& rng, int vocab, const std::vector<int32_t>& prefix, int len, int output_len,
@@ -188,24 +208,39 @@ int main(int argc, char** argv) {
               o.temperature > 0
                   ? ("temperature " + std::to_string(o.temperature) + ", top_p " + std::to_string(o.top_p)).c_str()
                   : "greedy");
-  std::printf("%-12s %10s %12s %14s %12s %12s %10s %9s\n", "concurrency", "requests", "seconds", "output tok/s",
-              "TTFT p50 s", "TPOT p50 ms", "serial ms", "serial %");
   {
     slab::Engine engine(*runner, nullptr, config);
+    // The machine's limits, measured on a pool of the runner's size on the same cores while the
+    // engine is idle (its workers parked): made after the engine, whose loop thread must not
+    // inherit this thread's pinning to the first core.
+    slab::ThreadPoolOptions limits_options;
+    limits_options.n_threads = runner->num_threads();
+    slab::ThreadPool limits_pool(limits_options);
+    const std::vector<slab::bench::InstructionPeak> peaks = slab::bench::measure_runner_peaks(limits_pool, *runner);
+    slab::bench::ReadBandwidthProbe bandwidth(limits_pool, size_t{1} << 30);
+    std::printf("limits on these %d threads: %s; read bandwidth measured before and after each row\n",
+                limits_pool.size(), slab::bench::describe_peaks(peaks).c_str());
+    std::printf("%-12s %10s %12s %14s %12s %12s %10s %9s %12s %11s\n", "concurrency", "requests", "seconds",
+                "output tok/s", "TTFT p50 s", "TPOT p50 ms", "serial ms", "serial %", "bound tok/s", "% of bound");
     run(engine, {random_request(rng, vocab, {}, o.prompt_len, 4, o)});  // warm-up: pages in the weights
     for (int c : o.concurrency) {
       std::vector<slab::Request> requests;
       for (int i = 0; i < c; ++i) requests.push_back(random_request(rng, vocab, {}, o.prompt_len, o.output_len, o));
-      const slab::EngineStats before = engine.stats();
+      const slab::EngineStats before = settled_stats(engine);
+      const double gb_before = bandwidth.measure(3).median;
       const RunResult r = run(engine, requests);
-      const slab::EngineStats after = engine.stats();
+      const slab::EngineStats after = settled_stats(engine);
+      const double gb_s = (gb_before + bandwidth.measure(3).median) / 2;
+      const slab::ForwardBound bound =
+          slab::forward_time_bound(after.forward_work - before.forward_work, slab::bench::forward_peaks(peaks, gb_s));
       const double step_s = after.step_seconds - before.step_seconds;
       const double serial_s = step_s - (after.parallel_seconds - before.parallel_seconds);
       const int64_t steps = after.steps - before.steps;
-      std::printf("%-12d %10d %12.2f %14.1f %12.3f %12.1f %10.3f %8.1f%%\n", c, c, r.seconds,
+      std::printf("%-12d %10d %12.2f %14.1f %12.3f %12.1f %10.3f %8.1f%% %12.1f %10.1f%%\n", c, c, r.seconds,
                   r.output_tokens / r.seconds, median(r.ttft), 1000 * median(r.tpot),
                   steps > 0 ? 1000 * serial_s / static_cast<double>(steps) : 0.0,
-                  step_s > 0 ? 100 * serial_s / step_s : 0.0);
+                  step_s > 0 ? 100 * serial_s / step_s : 0.0, bound.seconds > 0 ? r.output_tokens / bound.seconds : 0.0,
+                  100 * bound.seconds / r.seconds);
       // Where the forward passes' time went at this concurrency (prefill and decode steps alike).
       const slab::ForwardPhaseSeconds phases = after.forward_phase_seconds - before.forward_phase_seconds;
       if (phases.total() > 0) {
@@ -215,6 +250,20 @@ int main(int argc, char** argv) {
           std::printf(" %s %.0f%%", slab::forward_phase_name(p), 100 * phases[p] / phases.total());
         }
         std::printf("\n");
+      }
+      const slab::ForwardWorkByRows work = after.forward_work - before.forward_work;
+      std::printf("%-12s bound %.2f s over %lld passes (compute alone %.2f s, reads alone %.2f s at %.1f GB/s)\n", "",
+                  bound.seconds, static_cast<long long>(work.total_passes()), bound.compute_seconds,
+                  bound.memory_seconds, gb_s);
+      // The work itself, so a bound at another machine's peaks can be worked out from this run.
+      for (int b = 0; b < slab::ForwardWorkByRows::kBuckets; ++b) {
+        const slab::ForwardWork& w = work.work[static_cast<size_t>(b)];
+        if (work.passes[static_cast<size_t>(b)] == 0) continue;
+        std::printf(
+            "%-12s passes of %d-%d rows: %lld, linears %.1f GFLOP, attention %.1f GFLOP, weights %.1f GB, "
+            "K/V %.2f GB\n",
+            "", 1 << b, (2 << b) - 1, static_cast<long long>(work.passes[static_cast<size_t>(b)]), w.linear_flops / 1e9,
+            w.attention_flops / 1e9, w.weight_bytes / 1e9, w.kv_bytes / 1e9);
       }
       std::fflush(stdout);
     }

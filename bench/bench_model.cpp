@@ -20,6 +20,7 @@
 #include "model/model.h"
 #include "model/model_runner.h"
 #include "model/packed_quant.h"
+#include "runner_peaks.h"
 #include "runtime/cpu_features.h"
 #include "runtime/placement.h"
 #include "runtime/thread_pool.h"
@@ -84,21 +85,8 @@ void print_phases(const char* what, const ForwardPhaseSeconds& phases, int passe
 // ceiling for the prefill linears' rate above (it moves between leases of a shared machine,
 // so it is measured in the same run).
 void print_peaks(ThreadPool& pool, const ModelRunner& runner) {
-  std::printf("peaks on these %d threads:", pool.size());
-  if (runner.isa() == kern::Isa::avx512_bf16) {
-    std::printf(" vdpbf16ps %.0f GFLOP/s", measure_bf16_peak(pool, 3).median);
-    if (runner.blocking().fp32_products) std::printf(", 512-bit FMA %.0f GFLOP/s", measure_fma512_peak(pool, 3).median);
-    if (runner.has_quantized_weights()) std::printf(", vpdpbusd %.0f GOP/s", measure_int8_peak(pool, 3).median);
-    if (runner.amx()) {
-      std::printf(", tdpbf16ps %.0f GFLOP/s", measure_amx_bf16_peak(pool, 3).median);
-      if (runner.has_quantized_weights() && amx_int8_usable())
-        std::printf(", tdpbsud %.0f GOP/s", measure_amx_int8_peak(pool, 3).median);
-    }
-  } else {
-    std::printf(" 256-bit FMA %.0f GFLOP/s", measure_fma_peak(pool, 3).median);
-    if (runner.has_quantized_weights()) std::printf(", vpmaddubsw %.0f GOP/s", measure_maddubs_peak(pool, 3).median);
-  }
-  std::printf("\n");
+  std::printf("peaks on these %d threads: %s\n", pool.size(),
+              describe_peaks(measure_runner_peaks(pool, runner)).c_str());
 }
 
 int run_bench(const BenchOptions& o) {

@@ -257,6 +257,7 @@ void Engine::loop() {
       stats_.step_seconds += seconds;
       stats_.parallel_seconds += in_pool - pool_seconds_;
       stats_.forward_phase_seconds = runner_.phase_seconds();
+      stats_.forward_work = runner_.forward_work();
     }
     pool_seconds_ = in_pool;
     publish_stats();

@@ -53,6 +53,9 @@ struct EngineStats {
   // The target model's forward passes by phase (ModelRunner::phase_seconds; zeros on the
   // reference path): where the parallel time goes, e.g. attention against the linears.
   ForwardPhaseSeconds forward_phase_seconds;
+  // What those passes had to do at the least, by rows (ModelRunner::forward_work): with the
+  // machine's peaks, the least time they could have taken (model/forward_work.h).
+  ForwardWorkByRows forward_work;
   // Speculative decoding, as vLLM counts it: sequences that went into a step with a draft, the
   // draft tokens, those the verification accepted (in all, and by their position in the draft),
   // and the tokens those steps emitted (accepted + the one each verification samples itself,

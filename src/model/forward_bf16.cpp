@@ -319,6 +319,7 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     });
   }
   clock.lap(ForwardPhase::head);
+  forward_work_.add(T, count_forward_work(c, w, batch, R, ws.moe_last_step.expert_bytes));
   return logits;
 }
 

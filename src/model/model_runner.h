@@ -22,6 +22,7 @@
 #include "kernels/linear_bf16.h"
 #include "kv/kv_cache.h"
 #include "model/checkpoint.h"
+#include "model/forward_work.h"
 #include "model/model.h"
 #include "model/packed_quant.h"
 
@@ -128,6 +129,9 @@ class ModelRunner {
   MoeStepBytes last_moe_step() const;
   // Per-phase wall time of every fast forward pass so far (take differences around a span).
   const ForwardPhaseSeconds& phase_seconds() const { return phase_seconds_; }
+  // What every fast forward pass so far had to do at the least (FLOPs, bytes; model/forward_work.h),
+  // by the pass's rows; take differences around a span and bound its time by the machine's peaks.
+  const ForwardWorkByRows& forward_work() const { return forward_work_; }
   // The NUMA node weights are bound to and the KV cache should be (-1: none).
   int numa_node() const { return options_.numa_node; }
   // Bytes of weights the runner holds: packed matrices, embedding and norms (FP32 on the reference path).
@@ -160,8 +164,9 @@ class ModelRunner {
   std::unique_ptr<Packed> packed_;
   std::unique_ptr<Workspace> ws_;
   std::shared_ptr<ThreadPool> pool_;  // shared with a draft model's runner (share_thread_pool)
-  std::vector<float> spare_logits_;  // recycle_logits(): reused by the next forward_fast
+  std::vector<float> spare_logits_;   // recycle_logits(): reused by the next forward_fast
   ForwardPhaseSeconds phase_seconds_;
+  ForwardWorkByRows forward_work_;
 };
 
 // A Hugging Face folder to a runner without the FP32 copy of the weights: config and
