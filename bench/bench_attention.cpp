@@ -23,8 +23,12 @@
 // order the runner keeps for the AVX-512 and AMX blocks (kernels/kv_block.h); --k-rows keeps it in
 // rows, transposed per block at every read, as before.
 //
+// --fp32-products runs the AVX-512 block on FP32 FMAs instead (K, V widened in registers; what
+// the runner does where LinearBlocking::fp32_products is set, the Intel cores whose vdpbf16ps
+// runs at a quarter of the FMA's rate): %peak is then over the 512-bit FMA peak.
+//
 // Usage: bench_attention [--quick] [--threads N] [--reps N] [--cycle-x N] [--isa scalar|avx2|avx512_bf16] [--split-p]
-//                        [--no-lanes] [--amx] [--k-rows] [--only decode|prefill]
+//                        [--fp32-products] [--no-lanes] [--amx] [--k-rows] [--only decode|prefill]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -54,6 +58,7 @@ struct Config {
   int cycle_x = 16;
   std::string isa;
   bool round_p_to_bf16 = true;   // as the model runner runs it; --split-p: P as BF16 hi + lo
+  bool fp32_products = false;    // --fp32-products: the AVX-512 block on FP32 FMAs
   bool vectors_in_lanes = true;  // --no-lanes: the AVX2 one-vector block for these heads
   bool amx = false;              // --amx: prefill on the AMX-BF16 tiles
   bool k_rows = false;           // --k-rows: K in rows, transposed per block, instead of the runner's tiled K
@@ -84,6 +89,7 @@ AttentionArgs base_args(const bf16_t* pool, float* q, float* out, float* ws, Isa
   a.workspace = ws;
   a.isa = isa;
   a.round_p_to_bf16 = cfg.round_p_to_bf16;
+  a.fp32_products = cfg.fp32_products;
   a.vectors_in_lanes = cfg.vectors_in_lanes;
   a.amx = cfg.amx;
   // The runner keeps K tiled wherever the AVX-512 block runs (kernels/kv_block.h); the pool here is
@@ -237,6 +243,8 @@ int main(int argc, char** argv) {
       cfg.cycle_x = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--split-p") {
       cfg.round_p_to_bf16 = false;
+    } else if (arg == "--fp32-products") {
+      cfg.fp32_products = true;
     } else if (arg == "--no-lanes") {
       cfg.vectors_in_lanes = false;
     } else if (arg == "--amx") {
@@ -251,7 +259,7 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: %s [--quick] [--threads N] [--reps N] [--cycle-x N] [--isa scalar|avx2|avx512_bf16] [--split-p] "
-          "[--no-lanes] [--amx] [--k-rows] [--only decode|prefill]\n",
+          "[--fp32-products] [--no-lanes] [--amx] [--k-rows] [--only decode|prefill]\n",
           argv[0]);
       return 2;
     }
@@ -288,9 +296,9 @@ int main(int argc, char** argv) {
 
   std::printf("cpu:      %s\n", cpu.summary().c_str());
   std::printf("topology: %s\n", topo.summary().c_str());
-  std::printf("threads:  %d (pinned: %s), kernel isa: %s%s, P for P·V: %s\n", pool.size(),
-              pool.bindings()[0].empty() ? "no" : "yes", isa_name(isa), cfg.amx ? " + amx_bf16 tiles for prefill" : "",
-              cfg.round_p_to_bf16 ? "rounded to BF16" : "BF16 hi + lo");
+  std::printf("threads:  %d (pinned: %s), kernel isa: %s%s%s, P for P·V: %s\n", pool.size(),
+              pool.bindings()[0].empty() ? "no" : "yes", isa_name(isa), cfg.fp32_products ? " (FP32 products)" : "",
+              cfg.amx ? " + amx_bf16 tiles for prefill" : "", cfg.round_p_to_bf16 ? "rounded to BF16" : "BF16 hi + lo");
   if (isa == Isa::avx2) {
     std::printf("avx2 block: %s\n", cfg.vectors_in_lanes ? "vectors in lanes" : "one vector at a time");
   }
@@ -299,16 +307,22 @@ int main(int argc, char** argv) {
   bench::ReadBandwidthProbe probe(pool, sweep);
   const bench::Stat bw = probe.measure(cfg.quick ? 5 : 15);
   bench::Stat peak_cpu;
-  // The limit of the instructions the kernel runs: vdpbf16ps for the AVX-512 blocks, 8-lane FP32
-  // FMA for the AVX2 and scalar ones.
-  const bool bf16_kernel = isa == Isa::avx512_bf16;
-  const bench::Stat peak = bf16_kernel ? bench::measure_bf16_peak(pool, cfg.quick ? 3 : 7, &peak_cpu)
-                                       : bench::measure_fma_peak(pool, cfg.quick ? 3 : 7, &peak_cpu);
+  // The limit of the instructions the kernel runs: vdpbf16ps for the AVX-512 blocks (the 512-bit
+  // FMA with --fp32-products), 8-lane FP32 FMA for the AVX2 and scalar ones.
+  const bool bf16_kernel = isa == Isa::avx512_bf16 && !cfg.fp32_products;
+  const bool fma512_kernel = isa == Isa::avx512_bf16 && cfg.fp32_products;
+  const int peak_reps = cfg.quick ? 3 : 7;
+  const bench::Stat peak = bf16_kernel     ? bench::measure_bf16_peak(pool, peak_reps, &peak_cpu)
+                           : fma512_kernel ? bench::measure_fma512_peak(pool, peak_reps, &peak_cpu)
+                                           : bench::measure_fma_peak(pool, peak_reps, &peak_cpu);
   std::printf("read bandwidth (%zu MB, %d threads): %.1f GB/s  [min %.1f, max %.1f]\n", sweep >> 20, pool.size(),
               bw.median, bw.min, bw.max);
   std::printf("%s peak (%s, %d threads):    %.0f GFLOP/s  [min %.0f, max %.0f]; from CPU time %.0f\n\n",
-              bf16_kernel ? "bf16" : "fp32", bf16_kernel ? "vdpbf16ps" : "8-lane FMA", pool.size(), peak.median,
-              peak.min, peak.max, peak_cpu.median);
+              bf16_kernel ? "bf16" : "fp32",
+              bf16_kernel     ? "vdpbf16ps"
+              : fma512_kernel ? "16-lane FMA"
+                              : "8-lane FMA",
+              pool.size(), peak.median, peak.min, peak.max, peak_cpu.median);
   bench::Stat amx_peak_cpu;
   const bench::Stat amx_peak =
       cfg.amx ? bench::measure_amx_bf16_peak(pool, cfg.quick ? 3 : 7, &amx_peak_cpu) : bench::Stat{};

@@ -1,5 +1,5 @@
 // One KV block of SLAB attention at a time, on one pinned core, its K, V, scores and sums in L1:
-// the AVX-512 block, the AMX block's AVX-512 work alone (softmax, P rows, rescale, V relayout:
+// the AVX-512 block (on vdpbf16ps and on FP32 products), the AMX block's AVX-512 work alone (softmax, P rows, rescale, V relayout:
 // every tile call a no-op, kern::detail::NoTiles) and, where the CPU has AMX-BF16 and the kernel
 // grants the tiles, the whole AMX block. The AMX block less its AVX-512 work is what the tiles
 // cost. TinyLlama heads (head_dim 64, 8 query heads a KV head), blocks of 32 tokens, P rounded
@@ -10,7 +10,8 @@
 // Steady state: each block is run over and over on the same data, so after the first call its
 // maxima do not move (no rescale), as in a prefill past its first blocks. GFLOP/s counts
 // 4 · head_dim per visible (vector, token) pair (Q·K and P·V), against the vdpbf16ps peak of
-// one thread (the AMX block against the tdpbf16ps peak as well).
+// one thread (the AVX-512 block on FP32 products against the 512-bit FMA peak, the AMX block
+// against the tdpbf16ps peak).
 //
 // Usage: bench_attention_block [--reps N]
 #include <algorithm>
@@ -37,7 +38,7 @@ namespace {
 
 constexpr int kHeadDim = 64, kTokens = 32, kGroup = 8;
 
-enum class Kernel { avx512, amx_avx512_work, amx };
+enum class Kernel { avx512, avx512_fp32, amx_avx512_work, amx };
 
 // A block and everything it reads and writes, filled with plausible values.
 struct BlockData {
@@ -74,6 +75,7 @@ struct BlockData {
     }
     const int ldp = detail::amx_attention_ldp(kTokens);
     p.assign(2 * static_cast<size_t>(m16) * ldp, 0);
+    b.q = q.data();
     b.kraw = k.data();
     b.k_tiled = true;
     b.kt = kt.data();
@@ -111,6 +113,10 @@ double time_block(BlockData& d, Kernel kernel, int reps) {
     d.pf_next = 0;
     switch (kernel) {
       case Kernel::avx512: detail::attn_block_avx512(d.b); break;
+      case Kernel::avx512_fp32:
+        d.b.fp32_products = true;
+        detail::attn_block_avx512(d.b);
+        break;
       case Kernel::amx_avx512_work: detail::attn_block_amx_avx512_work(d.b, d.w); break;
       case Kernel::amx: detail::attn_block_amx(d.b, d.w, tiles); break;
     }
@@ -158,8 +164,9 @@ int main(int argc, char** argv) {
   std::printf("thread:   1 (pinned: %s); AMX-BF16 tiles: %s\n", pool.bindings()[0].empty() ? "no" : "yes",
               amx ? "yes" : "no (the whole AMX block is not timed)");
   const bench::Stat peak = bench::measure_bf16_peak(pool, 5);
+  const bench::Stat fma_peak = bench::measure_fma512_peak(pool, 5);
   const bench::Stat amx_peak = amx ? bench::measure_amx_bf16_peak(pool, 5) : bench::Stat{};
-  std::printf("vdpbf16ps peak (1 thread): %.0f GFLOP/s", peak.median);
+  std::printf("vdpbf16ps peak (1 thread): %.0f GFLOP/s; 512-bit FMA peak: %.0f GFLOP/s", peak.median, fma_peak.median);
   if (amx) std::printf("; tdpbf16ps peak: %.0f GFLOP/s", amx_peak.median);
   std::printf("\n\n%-9s %7s %7s  %-28s %9s %8s %6s\n", "block", "vectors", "pairs", "kernel", "ns/block", "GFLOP/s",
               "%peak");
@@ -170,16 +177,19 @@ int main(int argc, char** argv) {
   };
   for (const Shape sh : {Shape{"prefill", 64, false}, Shape{"diagonal", 64, true}, Shape{"decode", 8, false}}) {
     double amx_work = 0;
-    for (const Kernel k : {Kernel::avx512, Kernel::amx_avx512_work, Kernel::amx}) {
+    for (const Kernel k : {Kernel::avx512, Kernel::avx512_fp32, Kernel::amx_avx512_work, Kernel::amx}) {
       if (k == Kernel::amx && !amx) continue;
       pool.run_on_all([&](int, int) {
         BlockData d(sh.vectors, sh.diagonal);
         const double ns = time_block(d, k, reps);
         const double gflops = d.flops() / ns;
         const char* name = k == Kernel::avx512            ? "avx512"
+                           : k == Kernel::avx512_fp32     ? "avx512, FP32 products"
                            : k == Kernel::amx_avx512_work ? "amx: its avx512 work alone"
                                                           : "amx: whole block";
-        const double lim = k == Kernel::amx ? amx_peak.median : peak.median;
+        const double lim = k == Kernel::amx           ? amx_peak.median
+                           : k == Kernel::avx512_fp32 ? fma_peak.median
+                                                      : peak.median;
         std::printf("%-9s %7d %7.0f  %-28s %9.0f", sh.name, sh.vectors, d.flops() / (4.0 * kHeadDim), name, ns);
         if (k == Kernel::amx_avx512_work) {
           amx_work = ns;  // not a computation of the block: no rate

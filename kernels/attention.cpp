@@ -245,7 +245,9 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
   const bool lanes = a.vectors_in_lanes && use_avx2_lanes(sh, a.isa);
   const size_t lane_width = static_cast<size_t>(detail::lanes_width_avx2(vectors));
   detail::LanesScratch lw;
-  if (avx) detail::stage_q_hilo_avx512(scratch + lay.qhl, qs, vectors, hd);
+  const bool amx = tiles && avx && amx_item(sh, classify_attention(sq.q_len));
+  // The hi/lo Q of vdpbf16ps and the AMX tiles; the FP32-products block reads qs itself.
+  if (avx && (amx || !a.fp32_products)) detail::stage_q_hilo_avx512(scratch + lay.qhl, qs, vectors, hd);
   if (lanes) {
     detail::stage_qt_avx2(scratch + lay.qt, qs, vectors, hd);
     lw.width = static_cast<int>(lane_width);
@@ -256,7 +258,6 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
     lw.v = scratch + lay.v;
     std::fill(lw.ot, lw.ot + lane_width * uhd, 0.0f);
   }
-  const bool amx = tiles && avx && amx_item(sh, classify_attention(sq.q_len));
   const size_t tile_vectors = amx ? round16(static_cast<size_t>(vectors)) : static_cast<size_t>(vectors);
   detail::AmxScratch aw;
   if (amx) {  // the rows past the item's vectors in its last tiles: zero, never NaN
@@ -289,6 +290,7 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
   blk.m = vectors;
   blk.hd = hd;
   blk.round_p_to_bf16 = a.round_p_to_bf16;
+  blk.fp32_products = a.fp32_products;
   blk.k_tiled = a.kv.k_tiled;
 
   for (int b = it.kv0 / bs; b * bs < it.kv1; ++b) {

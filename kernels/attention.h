@@ -36,8 +36,10 @@
 // fixtures: the same logit error as the split (tests/unit/test_model_runner.cpp), where
 // rounding Q as well doubled it. Without round_p_to_bf16 the result matches FP32 attention
 // over the BF16 cache to ~1e-5 of max|v|; the split costs two vdpbf16ps per pair, i.e. the same
-// instruction count as FP32 FMA after widening K/V (measured: widening spent ~20% of decode
-// time on the conversions; this path has none).
+// instruction count as FP32 FMA after widening K/V (measured on Zen: widening spent ~20% of
+// decode time on the conversions; this path has none). Where vdpbf16ps issues at a quarter of
+// the FMA's rate (the Xeons), AttentionArgs::fp32_products widens K and V in registers instead
+// and multiplies in FP32: exact products, no split.
 // Isa::scalar is the same algorithm in plain C++ (K/V widened to FP32, std::exp).
 //
 // Dispatch (plan_attention) classifies each sequence by its query length:
@@ -180,6 +182,12 @@ struct AttentionArgs {
   // AVX-512: P enters P·V as BF16 instead of BF16 hi + lo (see Accuracy above). The scalar and
   // AVX2 blocks compute P·V in FP32 either way.
   bool round_p_to_bf16 = false;
+  // AVX-512: scores and P·V as FP32 FMAs of the FP32 Q and P against K and V widened in
+  // registers, instead of vdpbf16ps (Q and P split into BF16 hi + lo): for CPUs where vdpbf16ps
+  // runs at a quarter of the FMA's instruction rate (LinearBlocking::fp32_products' Intel cores).
+  // Exact products; P is rounded to BF16 first where round_p_to_bf16 says so. Decode and
+  // multi-token rows on the AMX tiles are not affected.
+  bool fp32_products = false;
   // AVX2: shapes of kAttnLanesMinGroupAvx2 or more run the vectors-in-lanes block; false keeps
   // them on the one-vector block (tests and bench_attention --no-lanes compare the two).
   bool vectors_in_lanes = true;

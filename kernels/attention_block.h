@@ -50,15 +50,18 @@ struct AttnBlock {
   int nt = 0;
   int hd = 0;
   bool round_p_to_bf16 = false;  // AVX-512: P as its BF16 hi part only (see attention.h)
+  bool fp32_products = false;    // AVX-512: K and V widened, FP32 FMAs instead of vdpbf16ps (see attention.h)
 };
 
-// Lines [from, to) of the block's prefetch stream (pf_k's lines, then pf_v's) into L1; returns to.
-// The AVX2 and AMX blocks spread the stream over their chunks of tokens or vectors: issued all at
-// once at the start of a block, as the driver did, the prefetches did not land, and the AVX2
-// blocks' K/V widening waited on memory (1.3-1.45x slower decode attention on Zen 5).
+// Lines [from, to) of the block's prefetch stream (pf_k's lines, then pf_v's) into L1, or with
+// Locality 2 into L2; returns to. The AVX2 and AMX blocks spread the stream over their chunks of
+// tokens or vectors: issued all at once at the start of a block, as the driver did, the
+// prefetches did not land, and the AVX2 blocks' K/V widening waited on memory (1.3-1.45x slower
+// decode attention on Zen 5).
+template <int Locality = 3>
 inline int prefetch_stream(const AttnBlock& b, int from, int to) {
   for (int l = from; l < to; ++l) {
-    __builtin_prefetch(l < b.pf_lines ? b.pf_k + 64 * l : b.pf_v + 64 * (l - b.pf_lines), 0, 3);
+    __builtin_prefetch(l < b.pf_lines ? b.pf_k + 64 * l : b.pf_v + 64 * (l - b.pf_lines), 0, Locality);
   }
   return to;
 }

@@ -108,7 +108,8 @@ struct LinearBlocking {
   // writes them to a per-thread buffer) and multiply with 512-bit FMAs, as the AVX2 path does,
   // instead of vdpbf16ps on the packed pairs. Where vdpbf16ps issues one every two cycles and the
   // FMA two a cycle (the Xeons measured: 64 against 32 flops a cycle), FP32 products double the
-  // peak; on Zen 4/5 the dot product is the faster. Tiles are 6 x 64 in this form.
+  // peak; on Zen 4/5 the dot product is the faster. Tiles are 6 x 64 in this form. The runner
+  // runs attention's AVX-512 block on FP32 products where this is set (AttentionArgs::fp32_products).
   bool fp32_products = false;
 };
 // Throws std::invalid_argument naming the field that is out of range.

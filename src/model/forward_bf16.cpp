@@ -230,6 +230,9 @@ std::vector<float> ModelRunner::forward_fast(const ForwardBatch& batch, KvCache&
     // The softmax weights enter P·V as BF16, as FlashAttention does: each weight off by at most
     // 2^-8 of itself, no change against transformers on the fixtures (kernels/attention.h).
     aa.round_p_to_bf16 = true;
+    // Where vdpbf16ps runs at a quarter of the FMA's rate (the Intel cores whose linears take FP32
+    // products), attention's AVX-512 block multiplies in FP32 too (kernels/attention.h).
+    aa.fp32_products = blocking_.fp32_products;
     aa.dynamic_split = blocking_.dynamic_split;  // bench_model --blocking split=static: the fixed lists
     aa.amx = amx_;                               // attention on the AMX tiles too (kernels/attention.h)
     kern::attention(aa, layer_window(c, l) > 0 ? window_plan : full_plan, run_on_all);

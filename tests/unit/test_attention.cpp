@@ -138,6 +138,7 @@ float max_error(const std::vector<float>& got, const std::vector<float>& want) {
 
 struct RunOptions {
   bool round_p_to_bf16 = false;
+  bool fp32_products = false;  // AttentionArgs::fp32_products: the AVX-512 block on FP32 FMAs
   bool vectors_in_lanes = true;
   bool amx = false;           // AttentionArgs::amx: prefill items on the hardware tiles
   bool amx_emulated = false;  // the same on kern::AmxEmulator
@@ -151,6 +152,7 @@ std::vector<float> run_sequential(const Problem& p, Isa isa, int n_threads, cons
   std::vector<float> out(p.q.size(), std::numeric_limits<float>::quiet_NaN());
   AttentionArgs args = make_args(p, out.data(), ws.data(), isa);
   args.round_p_to_bf16 = o.round_p_to_bf16;
+  args.fp32_products = o.fp32_products;
   args.vectors_in_lanes = o.vectors_in_lanes;
   args.amx = o.amx;
   args.amx_emulated = o.amx_emulated;
@@ -196,6 +198,16 @@ void check_all(const Problem& p, const std::vector<int>& thread_counts) {
       const std::vector<float> rounded = run_sequential(p, isa, threads, {.round_p_to_bf16 = true});
       if (isa == Isa::avx512_bf16) {
         CHECK(max_error(rounded, p.expected) <= kRoundedPTolerance);
+        INFO("FP32 products");
+        const std::vector<float> fp32 = run_sequential(p, isa, threads, {.fp32_products = true});
+        CHECK(max_error(fp32, p.expected) <= kTolerance);
+        // Another block ran, not the dot products again (a window of one token makes any block
+        // copy V exactly).
+        if (p.shape.window != 1) CHECK(max_error(fp32, exact) > 0.0f);
+        const std::vector<float> fp32_rounded =
+            run_sequential(p, isa, threads, {.round_p_to_bf16 = true, .fp32_products = true});
+        CHECK(max_error(fp32_rounded, p.expected) <= kRoundedPTolerance);
+        if (p.shape.window != 1) CHECK(max_error(fp32_rounded, fp32) > 0.0f);  // P was rounded
       } else {  // the FP32 blocks have no BF16 P to round
         CHECK(max_error(rounded, exact) == 0.0f);
       }
@@ -250,13 +262,17 @@ TEST_CASE("attention of a row does not depend on the rows sharing its item", "[a
           const bool amx =
               cpu_features().has_avx512_bf16_kernels() && attention_amx_all_classes(shape, Isa::avx512_bf16);
           for (Isa isa : isas()) {
-            for (bool tiles : {false, true}) {
+            // 0: the default block, 1: FP32 products (AVX-512), 2: emulated AMX tiles.
+            for (int variant : {0, 1, 2}) {
+              const bool tiles = variant == 2, fp32 = variant == 1;
               if (tiles && (isa != Isa::avx512_bf16 || !amx)) continue;
+              if (fp32 && isa != Isa::avx512_bf16) continue;
               for (bool round_p : {false, true}) {
-                INFO("isa " << isa_name(isa) << (tiles ? " on emulated AMX tiles" : "") << " P rounded " << round_p
-                            << " rows " << spec.q_len);
-                const std::vector<float> together =
-                    run_sequential(p, isa, 1, {.round_p_to_bf16 = round_p, .amx_emulated = tiles});
+                INFO("isa " << isa_name(isa) << (tiles ? " on emulated AMX tiles" : "")
+                            << (fp32 ? " with FP32 products" : "") << " P rounded " << round_p << " rows "
+                            << spec.q_len);
+                const std::vector<float> together = run_sequential(
+                    p, isa, 1, {.round_p_to_bf16 = round_p, .fp32_products = fp32, .amx_emulated = tiles});
                 const AttentionPlan plan = plan_attention(shape, singles.data(), spec.q_len, 1);
                 REQUIRE_FALSE(plan.needs_merge());
                 std::vector<float> ws(attention_workspace_floats(plan) + 1);
@@ -265,6 +281,7 @@ TEST_CASE("attention of a row does not depend on the rows sharing its item", "[a
                 args.seqs = singles.data();
                 args.n_seqs = spec.q_len;
                 args.round_p_to_bf16 = round_p;
+                args.fp32_products = fp32;
                 args.amx_emulated = tiles;
                 attention_run(args, plan, 0, 1);
                 CHECK(max_error(alone, together) == 0.0f);
@@ -535,6 +552,10 @@ TEST_CASE("attention over a tiled K gives the row-major cache's bits", "[attenti
           const std::vector<float> rows = run_sequential(p, Isa::avx512_bf16, 3, {.round_p_to_bf16 = round_p});
           CHECK(max_error(rows, p.expected) <= (round_p ? kRoundedPTolerance : kTolerance));
           CHECK(run_sequential(tiled, Isa::avx512_bf16, 3, {.round_p_to_bf16 = round_p, .k_tiled = true}) == rows);
+          const RunOptions fp32{.round_p_to_bf16 = round_p, .fp32_products = true};
+          RunOptions fp32_tiled = fp32;
+          fp32_tiled.k_tiled = true;
+          CHECK(run_sequential(tiled, Isa::avx512_bf16, 3, fp32_tiled) == run_sequential(p, Isa::avx512_bf16, 3, fp32));
           if (hd % 32 == 0 && h.n == 14 && bs == 32) {  // one AMX case: the emulator is slow
             const RunOptions amx{.round_p_to_bf16 = round_p, .amx_emulated = true};
             RunOptions amx_tiled = amx;
