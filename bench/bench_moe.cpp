@@ -244,7 +244,7 @@ void bench_model(const Options& o, const RunnerOptions& ro) {
       }
       const Rate bw = probe.once();
       const double t0 = now_seconds();
-      (void)runner->forward(step, cache);
+      runner->recycle_logits(runner->forward(step, cache));  // as the engine does: no fresh logits a step
       const double dt = now_seconds() - t0;
       const ModelRunner::MoeStepBytes st = runner->last_moe_step();
       const size_t bytes = fixed_bytes + st.expert_bytes;

@@ -12,9 +12,10 @@
 #            alternating, on BF16: this host's vector throughput moves by 2x within minutes, so
 #            only adjacent runs compare (the static/dynamic split A/B of 2026-11-27 is settled)
 #   ATTN     prefill attention alone (bench_attention, one layer, 512 and 2048 tokens) on the
-#            AVX-512 block and on the AMX tiles, alternating, two rounds; then decode attention
-#            (22 layers, batch 1 and 16, contexts 128 to 4096) at all threads; then one block at a
-#            time on cpu 0 (bench_attention_block): the AMX block whole and its AVX-512 work alone
+#            AVX-512 block (dot products and FP32 products) and on the AMX tiles, alternating, two
+#            rounds; then decode attention (22 layers, batch 1 and 16, contexts 128 to 4096) at all
+#            threads, both products; then one block at a time on cpu 0 (bench_attention_block):
+#            the AVX-512 block both ways, the AMX block whole and its AVX-512 work alone
 #   LINEARS  the linears alone (BF16 with --sweep on gate_up, which includes the split flip;
 #            the quantized ones; the decode prefetch of 5..8 rows off and on, dpf=0/8192, each
 #            read against its run's M = 4 row; batched decode rows, 9-64, on the AMX tiles and
@@ -44,7 +45,7 @@
 # Here: `LLAMA_CPP=DIR sh bench/device_pack.sh` builds the programs and packs them with their
 # libraries, llama.cpp's llama-bench (a build with AMX and one without) and llama-quantize,
 # gguf-py and the llama2 tokenizer into .device-pack.tar.xz (its header says how to build DIR).
-# There (the device tool's run: carry [".device-pack.tar.xz"]; ~7.5 minutes; the machine stays
+# There (the device tool's run: carry [".device-pack.tar.xz"]; ~8 minutes; the machine stays
 # warm for 30 s after a call, and the GGUF files with it). On 2026-11-30: setup, TESTS, one AB
 # round, MODEL and SERVED at 16 and 2 threads took 204 s; LINEARS and SCALING 252 s; RATIO 153 s:
 #   sh bench/device_check.sh
@@ -168,17 +169,21 @@ if on PAIRS; then
 fi
 
 if on ATTN; then
-  step "prefill attention: AVX-512 block against the AMX tiles, 2 rounds"
+  step "prefill attention: AVX-512 block (dot products, FP32 products) against the AMX tiles, 2 rounds"
   for round in 1 2; do
-    for amx in "" --amx; do
-      echo "### round $round: bench_attention --only prefill $amx"
-      "$bin/bench_attention" --only prefill --reps 5 --cycle-x 1 $amx 2>&1 | grep -E "peak|threads:|^ +[0-9]+ +[0-9]+ "
+    for variant in "" --fp32-products --amx; do
+      echo "### round $round: bench_attention --only prefill $variant"
+      "$bin/bench_attention" --only prefill --reps 5 --cycle-x 1 $variant 2>&1 | grep -E "peak|threads:|^ +[0-9]+ +[0-9]+ "
     done
   done > "$out/attention.log" 2>&1
-  step "decode attention, all threads"
+  step "decode attention, all threads: dot products, FP32 products"
   # KV read as one 8 KB run per (block, layer, head) since 5b336da: the share of the bandwidth
-  # it reaches on 16 cores (on 2 Zen 5 threads: 62-65 %).
-  "$bin/bench_attention" --quick --only decode >> "$out/attention.log" 2>&1
+  # it reaches on 16 cores (on 2 Zen 5 threads: 62-65 %; on 2 Xeon cores 23-36 % on the dot
+  # products, 30-45 % on FP32 products, 2026-12-01-xeon-2c-attention-fp32).
+  for variant in "" --fp32-products; do
+    echo "### bench_attention --quick --only decode $variant"
+    "$bin/bench_attention" --quick --only decode $variant
+  done >> "$out/attention.log" 2>&1
   step "attention blocks on cpu 0: AVX-512, the AMX block's AVX-512 work, the AMX block"
   for round in 1 2; do
     taskset -c 0 "$bin/bench_attention_block"
