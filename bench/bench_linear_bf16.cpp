@@ -1,7 +1,8 @@
 // BF16 linear kernel on real layer shapes (TinyLlama-1.1B, Qwen2.5-0.5B) at M = 1..512, against
 // the machine's read bandwidth (M <= 64) and BF16 peak (M >= 16) measured in the same run; the
 // MLP's gate+up both plain (FP32 sums out) and fused with SiLU·up (op "swiglu", BF16 out), and
-// RMSNorm rows to BF16.
+// RMSNorm rows to BF16. The output heads (TinyLlama's 32k vocabulary, Qwen2.5's 152k over a
+// hidden size of 896) run up to M = 64, a batched decode step's logit rows.
 //
 // Rows of M <= 64 cycle through distinct packed weight copies totalling >= 16x the L3, so each
 // call reads its weights from DRAM as in a real decode step. Figures are medians over
@@ -60,6 +61,7 @@ const Shape kShapes[] = {
     {"qwen2.5", "gate_up", 2 * 4864, 896},
     {"qwen2.5", "swiglu", 2 * 4864, 896, true},
     {"qwen2.5", "down", 896, 4864},
+    {"qwen2.5", "lm_head", 151936, 896},
 };
 
 struct Config {
@@ -430,7 +432,9 @@ int main(int argc, char** argv) {
     const auto weights =
         make_weight_copies(pool, s, static_cast<int>(std::max<size_t>(2, (sweep + bytes - 1) / bytes)));
     for (int m : cfg.ms) {
-      if (std::string(s.op) == "lm_head" && m > 16) continue;  // prefill computes logits of last rows only
+      // Logits are computed for each sequence's last row: up to a batched decode step's rows
+      // (64 sequences), never a prompt's 128 or 512.
+      if (std::string(s.op) == "lm_head" && m > 64) continue;
       const Result r = bench_shape(pool, probe, s, m, isa, weights, cfg);
       const double wmb = static_cast<double>(packed_bf16_elems(s.n, s.k)) * 2 / 1e6;
       char bw_ratio[16] = "", bw_adj[16] = "", cpu_bw[16] = "", peak_ratio[16] = "", cpu_peak[16] = "";
