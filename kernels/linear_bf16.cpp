@@ -345,7 +345,7 @@ void amx_finish(const LinearArgs& a, const float* c, size_t ldc, int row, int ro
 // AMX: column group g (panels [g·gp, g·gp + gp), gp = amx_group_panels(a)) for row tiles [rt0, rt1)
 // of 32 rows, each panel over the whole of K into c, then the epilogue (the AVX-512 tile with no
 // pairs: it loads c and finishes; or the SwiGLU activation on the pair's sums).
-void amx_group(const LinearArgs& a, int g, int rt0, int rt1, detail::AmxTiles& tiles) {
+void amx_group(const LinearArgs& a, int g, int rt0, int rt1, detail::AmxTiles& tiles, const bf16_t* prefetch_end) {
   alignas(64) float c[kAmxRows * 2 * kPanelCols];
   constexpr size_t ldc = 2 * kPanelCols;
   const int gp = amx_group_panels(a);
@@ -362,7 +362,7 @@ void amx_group(const LinearArgs& a, int g, int rt0, int rt1, detail::AmxTiles& t
     const size_t prefetch = streams ? static_cast<size_t>(a.blocking.amx_prefetch_bytes) : 0;
     for (int q = 0; q < np; ++q) {
       detail::amx_panel_bf16(tiles, x, a.ldx, rows, a.w.data + static_cast<size_t>(p + q) * stride, a.w.k,
-                             c + q * kPanelCols, ldc, prefetch);
+                             c + q * kPanelCols, ldc, prefetch, prefetch_end);
     }
     amx_finish(a, c, ldc, row, rows, p, np);
   }
@@ -398,6 +398,8 @@ void amx_group_blocked(const LinearArgs& a, int g, int rt0, int rt1, detail::Amx
   }
 }
 
+constexpr int kAmxDecodeMaxRun = 8;  // column groups a thread takes at a time below amx_prefill_min_m
+
 void amx_compute(const LinearArgs& a, int thread, int n_threads) {
   const LargeSplit s = large_split(a.m, a.w.n, n_threads, a.swiglu, LargeTile{kAmxRows, amx_group_panels(a)},
                                    a.work_cursor != nullptr, a.blocking.amx_prefill_min_m);
@@ -406,14 +408,26 @@ void amx_compute(const LinearArgs& a, int thread, int n_threads) {
   if (a.amx_emulated) tiles.emulator = &emulator.emplace();
   const bool blocked = a.blocking.amx_k_block > 0 && a.w.k > a.blocking.amx_k_block && a.workspace;
   float* acc = blocked ? a.workspace + static_cast<size_t>(thread) * a.m * 2 * kPanelCols : nullptr;
-  for_each_share(a.work_cursor, thread, n_threads, s.tasks(), 1, [&](int lo, int hi) {
+  // Batched decode rows with whole groups: runs of neighbouring groups (decode_run: ~4 a thread,
+  // at most 8 groups), whose panels lie one after another, so the first row tile's prefetch runs
+  // on into the next panel of the run. One group at a time from the counter, every panel's first
+  // 16 KB went unprefetched: on two Xeon cores the output heads (32k x 2048, 152k x 896) at 16
+  // and 64 rows ran 1.04-1.10x faster in runs, Qwen2.5's gate_up at 64 rows 1.04-1.27x, the
+  // down projections level (three rounds, one in reversed order).
+  // Prefill rows and split groups keep tasks of one group.
+  const bool runs = a.m < a.blocking.amx_prefill_min_m && s.row_parts == 1;
+  const int run = runs ? decode_run(s.tasks(), n_threads, kAmxDecodeMaxRun) : 1;
+  const size_t stride = panel_stride(a.w.k);
+  for_each_share(a.work_cursor, thread, n_threads, s.tasks(), run, [&](int lo, int hi) {
+    const bf16_t* run_end =
+        runs ? a.w.data + static_cast<size_t>(std::min(hi * amx_group_panels(a), weight_panels(a))) * stride : nullptr;
     for (int task = lo; task < hi; ++task) {
       const Range rows = chunk(s.row_tiles, s.row_parts, task % s.row_parts);
       if (rows.hi <= rows.lo) continue;
       if (blocked) {
         amx_group_blocked(a, task / s.row_parts, rows.lo, rows.hi, tiles, acc);
       } else {
-        amx_group(a, task / s.row_parts, rows.lo, rows.hi, tiles);
+        amx_group(a, task / s.row_parts, rows.lo, rows.hi, tiles, run_end);
       }
     }
   });

@@ -52,13 +52,16 @@ SLAB_AMX_KERNEL void configure(AmxTiles& state, const Tiles& tiles, int rows) {
 
 template <typename Tiles>
 SLAB_AMX_KERNEL void panel_pass(AmxTiles& state, const Tiles& tiles, const bf16_t* x, size_t ldx, int rows,
-                                const bf16_t* panel, int k, float* c, size_t ldc, size_t prefetch_bytes) {
+                                const bf16_t* panel, int k, float* c, size_t ldc, size_t prefetch_bytes,
+                                const bf16_t* prefetch_end) {
   configure(state, tiles, rows);
   const size_t sx = ldx * sizeof(bf16_t);
   constexpr size_t kPairBytes = 2 * 32 * sizeof(bf16_t);  // one k-pair of a 32-column panel
   constexpr size_t kStepBytes = 16 * kPairBytes;          // the panel bytes one K step reads (2 KB)
   const bf16_t* x1 = x + 16 * ldx;
-  const char* const panel_end = reinterpret_cast<const char*>(panel) + static_cast<size_t>(k) / 32 * kStepBytes;
+  const char* const panel_end = prefetch_end
+                                    ? reinterpret_cast<const char*>(prefetch_end)
+                                    : reinterpret_cast<const char*>(panel) + static_cast<size_t>(k) / 32 * kStepBytes;
   // The lines of the step prefetch_bytes ahead of step k0, to L2 (the second row tile reads the
   // panel from there too).
   const auto prefetch_ahead = [&](int k0) {
@@ -151,11 +154,11 @@ SLAB_AMX_KERNEL void packed_block_pass(AmxTiles& state, const Tiles& tiles, cons
 }  // namespace
 
 SLAB_AMX_KERNEL void amx_panel_bf16(AmxTiles& tiles, const bf16_t* x, size_t ldx, int rows, const bf16_t* panel, int k,
-                                    float* c, size_t ldc, size_t prefetch_bytes) {
+                                    float* c, size_t ldc, size_t prefetch_bytes, const bf16_t* prefetch_end) {
   if (tiles.emulator) {
-    panel_pass(tiles, EmulatedTiles{*tiles.emulator}, x, ldx, rows, panel, k, c, ldc, prefetch_bytes);
+    panel_pass(tiles, EmulatedTiles{*tiles.emulator}, x, ldx, rows, panel, k, c, ldc, prefetch_bytes, prefetch_end);
   } else {
-    panel_pass(tiles, HardwareTiles{}, x, ldx, rows, panel, k, c, ldc, prefetch_bytes);
+    panel_pass(tiles, HardwareTiles{}, x, ldx, rows, panel, k, c, ldc, prefetch_bytes, prefetch_end);
   }
 }
 

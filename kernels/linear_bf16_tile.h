@@ -65,9 +65,10 @@ void convert_f32_to_bf16_avx2(bf16_t* dst, const float* src, size_t n);
 // c[r][0..32) = x[r][0..k) · panel for r < rows (1..32): one 32-column panel at pair 0, k a
 // multiple of 32, FP32 sums to c (row stride ldc floats). Reconfigures the tiles when rows
 // differs from the loaded configuration. prefetch_bytes > 0: each K step also prefetches the
-// panel that far ahead into L2 (LinearBlocking::amx_prefetch_bytes), never past its end.
+// weights that far ahead into L2 (LinearBlocking::amx_prefetch_bytes), never at or past
+// prefetch_end (null: the panel's end; the caller's run of contiguous panels may go further).
 void amx_panel_bf16(AmxTiles& tiles, const bf16_t* x, size_t ldx, int rows, const bf16_t* panel, int k, float* c,
-                    size_t ldc, size_t prefetch_bytes = 0);
+                    size_t ldc, size_t prefetch_bytes = 0, const bf16_t* prefetch_end = nullptr);
 // K-blocked AMX (LinearBlocking::amx_k_block). amx_pack_x copies rows (1..32) × k (a multiple
 // of 32) of x into xa as k/32 steps of [32 rows][32 elements] (2 KB each; rows past `rows` are
 // left as they are: the tile configuration never reads them).

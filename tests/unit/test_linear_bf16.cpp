@@ -245,6 +245,38 @@ TEST_CASE("linear_bf16 on emulated AMX tiles matches the reference", "[kernels]"
   }
 }
 
+// Batched decode rows on AMX take runs of neighbouring column groups from the counter (up to 8
+// with enough groups a thread), the first row tile prefetching across the run's panels: the same
+// bits as one thread's static share, at 1 and 3 threads, alone and with the shared counter.
+TEST_CASE("linear_bf16 on emulated AMX tiles: runs of column groups give the same bits", "[kernels]") {
+  if (!cpu_features().has_avx512_bf16_kernels()) {
+    WARN("emulated AMX-BF16 runs not tested: the epilogue needs the AVX-512 BF16 kernels (" << cpu_features().summary()
+                                                                                            << ")");
+    return;
+  }
+  std::mt19937 rng(1357);
+  int combo = 0;
+  for (int m : {9, 40, 64}) {
+    for (int n : {1100, 2080}) {  // 35 and 65 panels: runs of 8 on one thread, 2 and 5 on three
+      ++combo;
+      const Problem p = make_problem(m, n, 64, rng, combo % 2 == 0);
+      Options o = amx_options(combo, true);
+      o.blocking.dynamic_split = false;
+      INFO("m " << m << " n " << n);
+      const std::vector<float> one = run(p, o, Isa::avx512_bf16, 1);
+      check_against_reference(p, o, one);
+      o.blocking.dynamic_split = true;
+      for (int threads : {1, 3}) {
+        INFO("threads " << threads);
+        CHECK(run(p, o, Isa::avx512_bf16, threads) == one);
+        o.cursor_in_turn = true;
+        CHECK(run(p, o, Isa::avx512_bf16, threads) == one);
+        o.cursor_in_turn = false;
+      }
+    }
+  }
+}
+
 // Threads taking work from the shared counter (LinearBlocking::dynamic_split, the default) compute
 // the same bits as fixed shares: tasks are whole output blocks over the whole K, whichever thread
 // runs them. Run in turn, one thread takes all but the others' first tasks (a pool whose other
