@@ -199,6 +199,14 @@ Options amx_options(int combo, bool emulated) {
   o.bf16_out = !o.in_place && !o.residual && combo % 3 == 0;
   return o;
 }
+
+// False, with a warning naming what went untested, on a CPU without the AVX-512 BF16 kernels
+// (the emulated AMX paths' epilogues and the FP32-product form need them).
+bool avx512_bf16_or_warn(const char* untested) {
+  if (cpu_features().has_avx512_bf16_kernels()) return true;
+  WARN(untested << " not tested: no AVX-512 BF16 kernels on this CPU (" << cpu_features().summary() << ")");
+  return false;
+}
 }  // namespace
 
 // The AMX path on the tile emulator (kernels/amx_tiles.h), so that CPUs without AMX (CI) run its
@@ -207,11 +215,7 @@ Options amx_options(int combo, bool emulated) {
 // reference, and bit for bit across thread counts and the shared counter. On an AMX CPU the next
 // test runs the same on the hardware.
 TEST_CASE("linear_bf16 on emulated AMX tiles matches the reference", "[kernels]") {
-  if (!cpu_features().has_avx512_bf16_kernels()) {
-    WARN("emulated AMX-BF16 path not tested: its epilogue needs the AVX-512 BF16 kernels (" << cpu_features().summary()
-                                                                                            << ")");
-    return;
-  }
+  if (!avx512_bf16_or_warn("emulated AMX-BF16 path")) return;
   std::mt19937 rng(2468);
   int combo = 0;
   for (int m : {9, 16, 17, 33, 48}) {
@@ -249,11 +253,7 @@ TEST_CASE("linear_bf16 on emulated AMX tiles matches the reference", "[kernels]"
 // with enough groups a thread), the first row tile prefetching across the run's panels: the same
 // bits as one thread's static share, at 1 and 3 threads, alone and with the shared counter.
 TEST_CASE("linear_bf16 on emulated AMX tiles: runs of column groups give the same bits", "[kernels]") {
-  if (!cpu_features().has_avx512_bf16_kernels()) {
-    WARN("emulated AMX-BF16 runs not tested: the epilogue needs the AVX-512 BF16 kernels (" << cpu_features().summary()
-                                                                                            << ")");
-    return;
-  }
+  if (!avx512_bf16_or_warn("emulated AMX-BF16 runs of column groups")) return;
   std::mt19937 rng(1357);
   int combo = 0;
   for (int m : {9, 40, 64}) {
@@ -430,10 +430,7 @@ TEST_CASE("linear_bf16 cache blockings match the reference", "[kernels]") {
 // writes the FP32 block the later ones read, so threads that split a group's rows differently
 // (1, 3, 16) must all match the reference.
 TEST_CASE("linear_bf16 FP32 products on AVX-512 match the reference", "[kernels]") {
-  if (!cpu_features().has_avx512_bf16_kernels()) {
-    WARN("no AVX-512 BF16 on this CPU: the FP32-product form was not tested (" << cpu_features().summary() << ")");
-    return;
-  }
+  if (!avx512_bf16_or_warn("the FP32-product form")) return;
   std::mt19937 rng(2026);
   int case_index = 0;
   for (int m : {9, 13, 17, 37, 100}) {
