@@ -217,9 +217,10 @@ int main(int argc, char** argv) {
     limits_options.n_threads = runner->num_threads();
     slab::ThreadPool limits_pool(limits_options);
     const std::vector<slab::bench::InstructionPeak> peaks = slab::bench::measure_runner_peaks(limits_pool, *runner);
-    slab::bench::ReadBandwidthProbe bandwidth(limits_pool, size_t{1} << 30);
-    std::printf("limits on these %d threads: %s; read bandwidth measured before and after each row\n",
-                limits_pool.size(), slab::bench::describe_peaks(peaks).c_str());
+    const size_t probe_bytes = slab::bench::dram_probe_bytes();
+    slab::bench::ReadBandwidthProbe bandwidth(limits_pool, probe_bytes);
+    std::printf("limits on these %d threads: %s; read bandwidth (%zu MB sweep) measured before and after each row\n",
+                limits_pool.size(), slab::bench::describe_peaks(peaks).c_str(), probe_bytes >> 20);
     std::printf("%-12s %10s %12s %14s %12s %12s %10s %9s %12s %11s\n", "concurrency", "requests", "seconds",
                 "output tok/s", "TTFT p50 s", "TPOT p50 ms", "serial ms", "serial %", "bound tok/s", "% of bound");
     run(engine, {random_request(rng, vocab, {}, o.prompt_len, 4, o)});  // warm-up: pages in the weights

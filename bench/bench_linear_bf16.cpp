@@ -378,7 +378,8 @@ int main(int argc, char** argv) {
   std::printf("blocking: %s (%s)\n", describe_linear_blocking(cfg.blocking).c_str(),
               blocking_given ? "--blocking" : ("this CPU's entry: " + tuning.source).c_str());
 
-  const size_t probe_bytes = static_cast<size_t>(cfg.cycle_x) * l3;  // same sweep as the kernels
+  // The kernels' rows compare with a sweep of their own size; the limits alone are DRAM's.
+  const size_t probe_bytes = cfg.limits_only ? bench::dram_probe_bytes() : static_cast<size_t>(cfg.cycle_x) * l3;
   bench::ReadBandwidthProbe probe(pool, probe_bytes);
   const bench::Stat bw = probe.measure(cfg.quick ? 5 : 15);
   // With AMX the compute-bound rows are measured against the tiles' peak; both peaks are shown.

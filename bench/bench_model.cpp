@@ -185,7 +185,8 @@ int run_bench(const BenchOptions& o) {
   // sample on the same threads. The shared machine's bandwidth drifts by tens of percent within
   // seconds, so the roofline ratio is taken per step (the step against the sample just before
   // it) and the median of those ratios is reported.
-  ReadBandwidthProbe probe(pool, size_t{1} << 30);
+  const size_t probe_bytes = dram_probe_bytes();
+  ReadBandwidthProbe probe(pool, probe_bytes);
   (void)probe.once();
   std::vector<int> next(static_cast<size_t>(B));
   for (int& t : next) t = static_cast<int>(rng() % static_cast<unsigned>(c.vocab_size));
@@ -245,9 +246,10 @@ int run_bench(const BenchOptions& o) {
       regions, region_us, regions * region_us * 1e-3, 100.0 * regions * region_us * 1e-6 / step_med);
   print_phases("decode", decode_phases, D, c, B, B);
   std::printf(
-      "roofline: %.1f MB of packed weights per step (mean); read bandwidth %.1f GB/s (median of %zu samples, min %.1f, "
-      "max %.1f) = %.1f tokens/s\n",
-      step_bytes_sum / D / 1e6, bw.median, bw_wall.size(), bw.min, bw.max, B * bw.median * 1e9 / (step_bytes_sum / D));
+      "roofline: %.1f MB of packed weights per step (mean); read bandwidth %.1f GB/s (%zu MB sweep; median of %zu "
+      "samples, min %.1f, max %.1f) = %.1f tokens/s\n",
+      step_bytes_sum / D / 1e6, bw.median, probe_bytes >> 20, bw_wall.size(), bw.min, bw.max,
+      B * bw.median * 1e9 / (step_bytes_sum / D));
   std::printf(
       "decode at %.1f %% of roofline (median over steps, each against the bandwidth sample taken just before "
       "it; min %.1f %%, max %.1f %%)\n",

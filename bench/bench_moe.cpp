@@ -147,7 +147,7 @@ void bench_layer(const Options& o, ThreadPool& pool, kern::Isa isa) {
               o.hidden, o.experts, o.expert_inter, o.top_k, mb(expert_each), mb(layer.router.bytes()));
   std::printf("%5s %8s %9s %8s %10s %10s %10s %11s %9s\n", "batch", "schedule", "step ms", "experts", "read MB",
               "minimum MB", "x minimum", "per-token MB", "roofline");
-  ReadBandwidthProbe probe(pool, size_t{1} << 30);
+  ReadBandwidthProbe probe(pool, dram_probe_bytes());
   (void)probe.once();
   MoeScratch scratch;
   std::mt19937 rng(7);
@@ -214,7 +214,7 @@ void bench_model(const Options& o, const RunnerOptions& ro) {
       c.num_experts_per_tok, c.vocab_size, runner->describe().c_str(), runner->weight_format().c_str());
   std::printf("%5s %9s %9s %10s %12s %12s %9s\n", "batch", "step ms", "tokens/s", "experts", "read MB/step",
               "per-token MB", "roofline");
-  ReadBandwidthProbe probe(pool, size_t{1} << 30);
+  ReadBandwidthProbe probe(pool, dram_probe_bytes());
   (void)probe.once();
   std::mt19937 rng(11);
   // Bytes a step reads besides the experts: one token's decode bytes less its experts (one token

@@ -25,8 +25,8 @@
 #            load on the engine alone (bench_engine, no HTTP) at all threads and 2: what of the
 #            served ratio the engine keeps, its serial share per step, its phases
 #   SCALING  the 1/2/4/8/16-thread table (bench/scaling.py)
-#   RATIO    (off unless 1) what bounds the served all/2-thread ratio: the vdpbf16ps, tdpbf16ps
-#            and FMA peaks at all threads and at 2, alternating, three rounds; then the c = 64
+#   RATIO    (off unless 1) what bounds the served all/2-thread ratio: DRAM read bandwidth and
+#            the vdpbf16ps, tdpbf16ps and FMA peaks at all threads and at 2, alternating, three rounds; then the c = 64
 #            load on the engine alone with AMX and without, at all threads and 2
 #   AMXSPLIT (off unless 1) the AMX work split of batched decode steps, alternating, two rounds:
 #            the 64-row step (bench_model --batch 64) at all threads with the Intel entry's
@@ -216,7 +216,8 @@ if [ "${RATIO:-0}" = 1 ]; then
   for round in 1 2 3; do
     for t in "$all" 2; do
       echo "### round $round, $t threads"
-      taskset -c "0-$((t - 1))" "$bin/bench_linear_bf16" --quick --threads "$t" --cycle-x 1 --limits-only 2>&1 | grep -E "peak \(|bandwidth"
+      # --limits-only sweeps 4x the L3 (dram_probe_bytes): before, --cycle-x 1 swept the L3's size.
+      taskset -c "0-$((t - 1))" "$bin/bench_linear_bf16" --quick --threads "$t" --limits-only 2>&1 | grep -E "peak \(|bandwidth"
     done
   done > "$out/ratio.log" 2>&1
   for amx in "" "--no-amx 1"; do

@@ -258,6 +258,16 @@ Stat measure_int8_peak(ThreadPool& pool, int reps, Stat* cpu_based) {
   return measure_peak(pool, reps, cpu_based, 2'000'000, 128.0 * 24, dpbusd_loop);
 }
 
+size_t dram_probe_bytes(const TopologyInfo& cores) {
+  std::vector<int> l3s;
+  for (const CoreInfo& c : cores.cores) l3s.push_back(c.l3_index);
+  std::sort(l3s.begin(), l3s.end());
+  const size_t n_l3 = std::max<size_t>(1, static_cast<size_t>(std::unique(l3s.begin(), l3s.end()) - l3s.begin()));
+  return std::max(size_t{1} << 30, 4 * n_l3 * cores.l3_bytes);
+}
+
+size_t dram_probe_bytes() { return dram_probe_bytes(Topology::system().process_info()); }
+
 ReadBandwidthProbe::ReadBandwidthProbe(ThreadPool& pool, size_t bytes)
     : pool_(pool), per_thread_(bytes / static_cast<size_t>(pool.size()) / 4096 * 4096),
       buf_(per_thread_ * static_cast<size_t>(pool.size())), sink_(static_cast<size_t>(pool.size()) * 8, 0.0) {

@@ -10,6 +10,7 @@
 
 #include "runtime/aligned_buffer.h"
 #include "runtime/thread_pool.h"
+#include "runtime/topology.h"
 
 namespace slab::bench {
 
@@ -57,6 +58,13 @@ inline double now_seconds() {
 // concurrent streams (one did not reach a Zen 2 core's bandwidth: machine_limits.cpp). Keep one probe
 // to interleave bandwidth samples with kernel samples: the shared machine's bandwidth drifts by
 // tens of percent within a minute, so a ratio is only meaningful between adjacent samples.
+// The buffer a probe of DRAM bandwidth (a bound's read term) must sweep on this process's cores:
+// four times all their L3 caches together, at least 1 GiB. A sweep near the L3's size is partly
+// served by it: on the 16-core Xeon device (one 300 MiB L3) a 300 MB sweep read 151-160 GB/s on 16
+// threads where a 1 GiB one read 102-106 (bench/results/2026-12-01-xeon-2c-served-bound).
+size_t dram_probe_bytes(const TopologyInfo& cores);
+size_t dram_probe_bytes();  // for Topology::system().process_info()
+
 class ReadBandwidthProbe {
  public:
   ReadBandwidthProbe(ThreadPool& pool, size_t bytes);

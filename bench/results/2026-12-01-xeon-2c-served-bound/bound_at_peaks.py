@@ -6,7 +6,13 @@ bandwidth and the tdpbf16ps peak at T threads). The passes a c = 64 run makes do
 the thread count (same requests, same token budget), so the bound's ratio between two thread
 counts is how far that machine lets the run scale.
 
-  bound_at_peaks.py ENGINE_LOG RATIO_LOG
+  bound_at_peaks.py ENGINE_LOG RATIO_LOG [--bandwidth-log MODEL_LOG]
+
+The read term must be DRAM's. A RATIO_LOG from before bench_linear_bf16 --limits-only swept
+bench::dram_probe_bytes() measured it over 300 MB, the device's L3 size, which read 151-160 GB/s
+on 16 threads where DRAM gives ~105. --bandwidth-log takes the bandwidth instead from bench_model
+runs in MODEL_LOG (`$ ... --threads N ...` then its `roofline: ... read bandwidth X GB/s` line,
+a 1 GiB sweep or more): the median of each thread count's samples, with each round's tile peak.
 """
 import re
 import statistics
@@ -44,6 +50,20 @@ def peaks(ratio_log):
     return out
 
 
+def model_bandwidths(model_log):
+    """{threads: median read GB/s} over the bench_model runs in the log."""
+    out, threads = {}, None
+    for line in open(model_log):
+        m = re.match(r"\$ .*--threads (\d+)", line)
+        if m:
+            threads = int(m.group(1))
+            continue
+        m = re.match(r"roofline: .*read bandwidth ([\d.]+) GB/s", line)
+        if m and threads:
+            out.setdefault(threads, []).append(float(m.group(1)))
+    return {t: statistics.median(v) for t, v in out.items()}
+
+
 def bound(rows, read_gbs, gflops):
     total = 0.0
     for _lo, _hi, _n, lin, att, wgb, kvgb in rows:
@@ -52,8 +72,21 @@ def bound(rows, read_gbs, gflops):
 
 
 def main():
-    by_threads = peaks(sys.argv[2])
-    all_runs = runs(sys.argv[1])
+    args = sys.argv[1:]
+    dram = None
+    if "--bandwidth-log" in args:
+        i = args.index("--bandwidth-log")
+        dram = model_bandwidths(args[i + 1])
+        del args[i:i + 2]
+    by_threads = peaks(args[1])
+    all_runs = runs(args[0])
+    if dram is not None:
+        missing = [t for t in by_threads if t not in dram]
+        if missing:
+            sys.exit(f"bound_at_peaks: no bench_model bandwidth for {missing} threads in the bandwidth log")
+        by_threads = {t: [(dram[t], fl) for _bw, fl in v] for t, v in by_threads.items()}
+        print("read bandwidth from the bandwidth log: " + ", ".join(f"{t} threads {dram[t]:.1f} GB/s"
+                                                                     for t in sorted(dram) if t in by_threads))
     if not all_runs or len(by_threads) < 2:
         sys.exit("bound_at_peaks: no 'passes of' lines, or fewer than two thread counts in the ratio log")
     lo, hi = min(by_threads), max(by_threads)

@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench_engine's served figure beside its bound: TinyLlama BF16 (GGUF), c = 64, 128 in / 128 out,
 # two rounds on two threads; then the same run's work at the 16-core Xeon's measured peaks
-# (bound_at_peaks.py over ../2026-11-30-xeon-emr-16c-fp32-products/ratio.log).
+# (bound_at_peaks.py over ../2026-11-30-xeon-emr-16c-fp32-products/ratio.log, and with DRAM's
+# bandwidth from scaling.log).
 #   MODEL=FILE sh bench/results/2026-12-01-xeon-2c-served-bound/run.sh   (from the repository root)
 set -eu
 here=$(dirname "$0")
@@ -14,3 +15,8 @@ done > "$here/engine.log" 2>&1
 python3 "$here/bound_at_peaks.py" "$here/engine.log" "$here/../2026-11-30-xeon-emr-16c-fp32-products/ratio.log" \
   > "$here/bound-at-16c-peaks.log"
 cat "$here/bound-at-16c-peaks.log"
+# The same with the read term from DRAM-sized sweeps (bench_model's 1 GiB samples in scaling.log):
+# ratio.log's 300 MB sweep is the device's L3 size (README, "Correction").
+python3 "$here/bound_at_peaks.py" "$here/engine.log" "$here/../2026-11-30-xeon-emr-16c-fp32-products/ratio.log" \
+  --bandwidth-log "$here/../2026-11-30-xeon-emr-16c-fp32-products/scaling.log" > "$here/bound-at-16c-dram.log"
+cat "$here/bound-at-16c-dram.log"
