@@ -1,0 +1,2 @@
+for r in 1 2; do for e in no 256 512; do echo "== ROWSKB=$e"; for op in gate_up down qkv; do
+ if [ $e = no ]; then env -u SLAB_ROWSKB ./build-bench/bench/bench_linear_bf16 --threads 2 --isa amx --op $op --m 64 --reps 5 --model tinyllama; else SLAB_ROWSKB=$e ./build-bench/bench/bench_linear_bf16 --threads 2 --isa amx --op $op --m 64 --reps 5 --model tinyllama; fi 2>&1 | grep "^tinyllama" | awk '{print $2,$3,$7,$9,$11}'; done; done; done
