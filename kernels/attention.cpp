@@ -27,6 +27,17 @@ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 int group_of(const AttnShape& s) { return s.n_heads / s.n_kv_heads; }
 int rows_per_tile(const AttnShape& s) { return std::max(1, kAttnMaxVectors / group_of(s)); }
 
+// AMX prefill items take their KV blocks in spans of up to kAttnAmxSpanTokens: one softmax and one load and store of O per span instead of
+// per block. Blocks of 128 tokens made a 2048-token prefill's AMX attention 1.26-1.27x faster
+// than blocks of 32 on two Xeon cores (bench/results/2026-12-01-xeon-2c-amx-64-rows). Only on
+// shapes whose decode rows do not run on the tiles (GQA group below kAttnAmxMinGroup): their
+// prefill rows already differ in bits from decode rows (AVX-512), while on the others a prompt's
+// rows must equal its rows decoded one by one, which run one block at a time.
+// KV blocks of a span for this shape: 1 where spans do not apply (block size not a multiple of 32).
+int amx_span_blocks(const AttnShape& sh) {
+  return sh.block_size % 32 == 0 ? std::max(1, detail::kAttnAmxSpanTokens / sh.block_size) : 1;
+}
+
 // Per-thread scratch, in floats, carved from the start of the workspace. Vectors are counted in
 // whole registers of 16 where the AVX2 vectors-in-lanes block needs them (mx, l, s, qt, ot).
 // The AMX block's tiles are 16 vectors high: its o, s, qhl and P rows are mv16.
@@ -38,13 +49,14 @@ ScratchLayout scratch_layout(const AttnShape& sh) {
   const size_t mv16 = round16(mv);
   const size_t hd = static_cast<size_t>(sh.head_dim);
   const size_t bs = round16(static_cast<size_t>(sh.block_size));
-  const auto ldp = static_cast<size_t>(detail::amx_attention_ldp(sh.block_size));
+  const int span = sh.block_size * amx_span_blocks(sh);  // an AMX span's tokens (s, P, V tiles)
+  const auto ldp = static_cast<size_t>(detail::amx_attention_ldp(span));
   ScratchLayout l{};
   l.q = 0;
   l.o = l.q + round16(mv * hd);
   l.s = l.o + mv16 * hd;
-  l.k = l.s + mv16 * bs;
-  l.v = l.k + round16(bs * hd);
+  l.k = l.s + mv16 * std::max(bs, static_cast<size_t>(span));
+  l.v = l.k + round16(std::max(bs, static_cast<size_t>(span) / 2) * hd);  // an AMX span's K tiles: span · hd / 2
   l.mx = l.v + round16(bs * hd);
   l.l = l.mx + mv16;
   l.qhl = l.l + mv16;
@@ -52,7 +64,7 @@ ScratchLayout scratch_layout(const AttnShape& sh) {
   l.ot = l.qt + mv16 * hd;
   l.p = l.ot + mv16 * hd;  // P hi then lo, BF16: mv16 · ldp floats
   l.vt = l.p + mv16 * ldp;
-  l.total = l.vt + round16(detail::amx_attention_vt_elems(sh.block_size, sh.head_dim) / 2);
+  l.total = l.vt + round16(detail::amx_attention_vt_elems(span, sh.head_dim) / 2);
   return l;
 }
 
@@ -220,6 +232,41 @@ void prefetch_block(const AttentionArgs& a, int32_t block, int kv_head, size_t n
   }
 }
 
+// An AMX prefill item's KV blocks in spans of n blocks from its first, each span one call of the AMX block; set_ranges(base, t0, t1) fills the vectors' ranges.
+template <typename SetRanges>
+void run_item_spans(const AttentionArgs& a, const AttnWorkItem& it, int bs, int n, detail::AttnBlock& blk,
+                    const detail::AmxScratch& aw, detail::AmxTiles& tiles, const SetRanges& set_ranges) {
+  const AttnSeq& sq = a.seqs[it.seq];
+  const bf16_t* k_span[detail::kAttnAmxSpanMaxBlocks] = {};
+  const bf16_t* v_span[detail::kAttnAmxSpanMaxBlocks] = {};
+  blk.span_block = bs;
+  blk.k_span = k_span;
+  blk.v_span = v_span;
+  blk.lds = bs * n;
+  blk.pf_lines = 0;
+  const int b_lo = it.kv0 / bs, b_hi = (it.kv1 + bs - 1) / bs;  // the item's blocks
+  for (int first = b_lo; first < b_hi; first += n) {
+    const int base = first * bs;
+    for (int j = 0; j < n; ++j) {
+      const int b = first + j;
+      const bool in = b >= b_lo && b < b_hi;
+      k_span[j] = in ? a.kv.pool + kv_block_offset(sq.block_table[b], a.kv.block_stride, a.kv.k_offset, it.kv_head,
+                                                   a.kv.head_stride, 0, 0)
+                     : nullptr;
+      v_span[j] = in ? a.kv.pool + kv_block_offset(sq.block_table[b], a.kv.block_stride, a.kv.v_offset, it.kv_head,
+                                                   a.kv.head_stride, 0, 0)
+                     : nullptr;
+    }
+    const int t0 = std::max(it.kv0, base) - base;
+    const int t1 = std::min(it.kv1, base + n * bs) - base;
+    set_ranges(base, t0, t1);
+    blk.nt = t1;
+    detail::attn_block_amx(blk, aw, tiles);
+  }
+  blk.span_block = 0;
+  blk.k_span = blk.v_span = nullptr;
+}
+
 // tiles: the thread's AMX state where prefill items run on the tiles, else null.
 void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkItem& it, float* scratch,
               const ScratchLayout& lay, bool avx, bool avx2, detail::AmxTiles* tiles) {
@@ -246,6 +293,8 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
   const size_t lane_width = static_cast<size_t>(detail::lanes_width_avx2(vectors));
   detail::LanesScratch lw;
   const bool amx = tiles && avx && amx_item(sh, classify_attention(sq.q_len));
+  const int span_blocks =
+      amx && classify_attention(sq.q_len) == AttnClass::prefill && !amx_all_classes(sh) ? amx_span_blocks(sh) : 1;
   // The hi/lo Q of vdpbf16ps and the AMX tiles; the FP32-products block reads qs itself.
   if (avx && (amx || !a.fp32_products)) detail::stage_q_hilo_avx512(scratch + lay.qhl, qs, vectors, hd);
   if (lanes) {
@@ -263,7 +312,7 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
   if (amx) {  // the rows past the item's vectors in its last tiles: zero, never NaN
     const size_t qf = detail::q_hilo_floats(hd);
     std::fill(scratch + lay.qhl + static_cast<size_t>(vectors) * qf, scratch + lay.qhl + tile_vectors * qf, 0.0f);
-    aw.ldp = detail::amx_attention_ldp(bs);
+    aw.ldp = detail::amx_attention_ldp(bs * span_blocks);
     aw.p = reinterpret_cast<bf16_t*>(scratch + lay.p);
     aw.p_lo = aw.p + tile_vectors * static_cast<size_t>(aw.ldp);
     aw.vt = reinterpret_cast<bf16_t*>(scratch + lay.vt);
@@ -293,7 +342,23 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
   blk.fp32_products = a.fp32_products;
   blk.k_tiled = a.kv.k_tiled;
 
-  for (int b = it.kv0 / bs; b * bs < it.kv1; ++b) {
+  // Each vector's visible tokens among [t0, t1) of the run of KV tokens starting at `base`.
+  const auto set_ranges = [&](int base, int t0, int t1) {
+    for (int r = 0; r < it.row1 - it.row0; ++r) {
+      const int p = pos0 + it.row0 + r;
+      const int vis_lo = sh.window > 0 ? p - sh.window + 1 : 0;
+      const int rlo = std::max(t0, vis_lo - base);
+      const int rhi = std::min(t1, p + 1 - base);
+      for (int g = 0; g < group; ++g) {
+        lo[r * group + g] = rlo;
+        hi[r * group + g] = rhi;
+      }
+    }
+  };
+  if (span_blocks > 1) {
+    run_item_spans(a, it, bs, span_blocks, blk, aw, *tiles, set_ranges);
+  }
+  for (int b = it.kv0 / bs; span_blocks == 1 && b * bs < it.kv1; ++b) {
     const int base = b * bs;
     const int t0 = std::max(it.kv0, base) - base;
     const int t1 = std::min(it.kv1, base + bs) - base;
@@ -334,16 +399,7 @@ void run_item(const AttentionArgs& a, const AttentionPlan& plan, const AttnWorkI
       convert_bf16_to_f32(scratch + lay.k + off, kb + off, n);
       convert_bf16_to_f32(scratch + lay.v + off, vb + off, n);
     }
-    for (int r = 0; r < it.row1 - it.row0; ++r) {
-      const int p = pos0 + it.row0 + r;
-      const int vis_lo = sh.window > 0 ? p - sh.window + 1 : 0;
-      const int rlo = std::max(t0, vis_lo - base);
-      const int rhi = std::min(t1, p + 1 - base);
-      for (int g = 0; g < group; ++g) {
-        lo[r * group + g] = rlo;
-        hi[r * group + g] = rhi;
-      }
-    }
+    set_ranges(base, t0, t1);
     blk.nt = t1;
     if (amx) {
       detail::attn_block_amx(blk, aw, *tiles);

@@ -53,17 +53,18 @@ SLAB_AMX_KERNEL void configure(AmxTiles& state, const Tiles& tiles) {
 }
 
 // Scores of the vectors v0.. (16, or 32 with two_rows) × the token groups g.. (16 tokens, or 32
-// with two_groups) into s: per 32 dims, Q's hi then lo part against the group's K tile.
+// with two_groups) into s: per 32 dims, Q's hi then lo part against the group's K tile, group kg
+// of the tiles at kt (g itself outside spans).
 template <typename Tiles>
-SLAB_AMX_KERNEL void score_tiles(const Tiles& tiles, const AttnBlock& b, const float* kt, int v0, int g, bool two_rows,
-                                 bool two_groups) {
+SLAB_AMX_KERNEL void score_tiles(const Tiles& tiles, const AttnBlock& b, const float* kt, int v0, int g, int kg,
+                                 bool two_rows, bool two_groups) {
   const int np = b.hd / 32;
   const size_t q_floats = static_cast<size_t>(32 * np);  // a staged vector: hi parts, then lo
   const size_t q_stride = q_floats * sizeof(float);
   const float* q0 = b.qhl + static_cast<size_t>(v0) * q_floats;
   const float* q1 = q0 + kTileRows * q_floats;
   const size_t group_floats = static_cast<size_t>(np) * 16 * 16;  // a group of 16 tokens (KTiles)
-  const float* k0 = kt + static_cast<size_t>(g) * group_floats;
+  const float* k0 = kt + static_cast<size_t>(kg) * group_floats;
   const float* k1 = k0 + group_floats;
   tiles.template zero<0>();
   if (two_groups) tiles.template zero<1>();
@@ -95,7 +96,11 @@ SLAB_AMX_KERNEL void score_tiles(const Tiles& tiles, const AttnBlock& b, const f
 // V row t's 32 dims from 32c, zero outside [t_lo, t_hi).
 SLAB_AMX_KERNEL inline __m512i v_row(const AttnBlock& b, int t, size_t c, int t_lo, int t_hi) {
   if (t < t_lo || t >= t_hi) return _mm512_setzero_si512();
-  return _mm512_loadu_si512(b.vraw + static_cast<size_t>(t) * static_cast<size_t>(b.hd) + 32 * c);
+  const auto hd = static_cast<size_t>(b.hd);
+  if (b.span_block > 0) {
+    return _mm512_loadu_si512(b.v_span[t / b.span_block] + static_cast<size_t>(t % b.span_block) * hd + 32 * c);
+  }
+  return _mm512_loadu_si512(b.vraw + static_cast<size_t>(t) * hd + 32 * c);
 }
 
 // V rows [t0, t1) as B tiles of token pairs: the tile of step s and dims 16j..16j+15 at
@@ -181,12 +186,37 @@ template <typename Tiles>
 SLAB_AMX_KERNEL void block(const AttnBlock& b, const AmxScratch& w, AmxTiles& state, const Tiles& tiles) {
   const auto [t_lo, t_hi] = visible_tokens(b);
   if (t_hi < 0) return;
-  const KTiles kts = k_tiles_any(b, t_lo, t_hi);
+  const KTiles kts = b.span_block > 0 ? KTiles{nullptr, 0} : k_tiles_any(b, t_lo, t_hi);
+  // A span's K tiles per KV block: the cache's, or each block transposed into its part of kt.
+  const float* k_bases[kAttnAmxSpanMaxBlocks] = {};
+  if (b.span_block > 0) {
+    for (int j = 0; j * b.span_block < t_hi; ++j) {
+      const int lo = std::max(t_lo - j * b.span_block, 0), hi = std::min(t_hi - j * b.span_block, b.span_block);
+      if (lo >= hi) continue;
+      AttnBlock kb = b;
+      kb.kraw = b.k_span[j];
+      kb.kt = b.kt + static_cast<size_t>(j) * static_cast<size_t>(b.span_block * b.hd / 2);
+      k_bases[j] = k_tiles_any(kb, lo, hi).base;
+    }
+  }
   configure(state, tiles);
   const int m16 = (b.m + 15) / 16 * 16;
   const int g_lo = t_lo / 16, g_hi = (t_hi + 15) / 16;
   for (int v0 = 0; v0 < m16; v0 += 2 * kTileRows) {
-    for (int g = g_lo; g < g_hi; g += 2) score_tiles(tiles, b, kts.base, v0, g, v0 + kTileRows < m16, g + 1 < g_hi);
+    for (int g = g_lo; g < g_hi;) {
+      // In a span, K from the tiles of the KV block holding group g, a pair only within one block.
+      const float* kt = kts.base;
+      int kg = g;
+      bool two_groups = g + 1 < g_hi;
+      if (b.span_block > 0) {
+        const int groups = b.span_block / 16;
+        kt = k_bases[g / groups];
+        kg = g % groups;
+        two_groups = two_groups && kg + 1 < groups;
+      }
+      score_tiles(tiles, b, kt, v0, g, kg, v0 + kTileRows < m16, two_groups);
+      g += two_groups ? 2 : 1;
+    }
   }
 
   const int t0 = t_lo / kStep * kStep, t1 = (t_hi + kStep - 1) / kStep * kStep;

@@ -8,6 +8,10 @@
 
 namespace slab::kern::detail {
 
+// The most tokens, and KV blocks, one call of the AMX block takes from a prefill item (a span).
+inline constexpr int kAttnAmxSpanTokens = 128;
+inline constexpr int kAttnAmxSpanMaxBlocks = kAttnAmxSpanTokens / 32;
+
 // Online-softmax update of m query vectors with the nt tokens of one KV block:
 //   s[i][t] = q[i] · k[t] for t in [lo[i], hi[i]) (other tokens are masked out),
 //   mx'[i] = max(mx[i], max_t s[i][t]), p = exp(s - mx'),
@@ -49,6 +53,14 @@ struct AttnBlock {
   int m = 0;
   int nt = 0;
   int hd = 0;
+  // AMX prefill spans (attention.cpp's kAmxSpanTokens): with span_block > 0 the block is a run of
+  // KV blocks of span_block tokens each (a multiple of 32), token t of the run in block
+  // t / span_block; k_span / v_span hold each block's K (tiled or not, as k_tiled says) and V
+  // (null for blocks outside every vector's range: never read); kraw and vraw are then unused,
+  // and a row-major K is transposed into kt, span_block · hd / 2 floats a block.
+  int span_block = 0;
+  const bf16_t* const* k_span = nullptr;
+  const bf16_t* const* v_span = nullptr;
   bool round_p_to_bf16 = false;  // AVX-512: P as its BF16 hi part only (see attention.h)
   bool fp32_products = false;    // AVX-512: K and V widened, FP32 FMAs instead of vdpbf16ps (see attention.h)
 };
